@@ -1,0 +1,53 @@
+# Finds every third-party library once and exposes it as an imported target.
+# On an air-gapped GPU node, tools/gpu-build points CMAKE_PREFIX_PATH and PKG_CONFIG_* at an
+# unpacked offline bundle; nothing here needs to know the difference.
+
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+
+# ZeroMQ (libzmq through pkg-config) and its header-only C++ binding cppzmq.
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+find_path(DICE_CPPZMQ_INCLUDE zmq.hpp HINTS ${ZMQ_INCLUDE_DIRS} REQUIRED)
+add_library(dice_zmq INTERFACE)
+target_link_libraries(dice_zmq INTERFACE PkgConfig::ZMQ)
+target_include_directories(dice_zmq SYSTEM INTERFACE ${DICE_CPPZMQ_INCLUDE})
+add_library(dice::zmq ALIAS dice_zmq)
+
+find_package(CapnProto CONFIG REQUIRED)
+find_package(RocksDB CONFIG REQUIRED)
+find_package(yaml-cpp CONFIG REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+
+# LibTorch: a PyTorch install (2.x, CUDA) when python3 has torch, else Debian's libtorch-dev
+# (1.13, CPU). common/torch_compat.h hides the API differences between the two.
+if(NOT DICE_TORCH_PREFIX)
+  find_program(DICE_PYTHON3 python3)
+  if(DICE_PYTHON3)
+    execute_process(
+      COMMAND ${DICE_PYTHON3} -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+      OUTPUT_VARIABLE DICE_TORCH_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
+      RESULT_VARIABLE _dice_torch_rc)
+    if(NOT _dice_torch_rc EQUAL 0)
+      set(DICE_TORCH_PREFIX "")
+    endif()
+  endif()
+endif()
+if(DICE_TORCH_PREFIX)
+  list(APPEND CMAKE_PREFIX_PATH ${DICE_TORCH_PREFIX})
+  message(STATUS "dice: LibTorch from PyTorch at ${DICE_TORCH_PREFIX}")
+endif()
+find_package(Torch CONFIG REQUIRED)
+message(STATUS "dice: LibTorch ${Torch_VERSION} (${TORCH_INSTALL_PREFIX})")
+add_library(dice_torch INTERFACE)
+target_link_libraries(dice_torch INTERFACE ${TORCH_LIBRARIES})
+# SYSTEM: LibTorch's headers are not ours to warn about.
+get_target_property(_dice_torch_includes torch INTERFACE_INCLUDE_DIRECTORIES)
+if(_dice_torch_includes)
+  target_include_directories(dice_torch SYSTEM INTERFACE ${_dice_torch_includes})
+endif()
+add_library(dice::torch ALIAS dice_torch)
+
+if(DICE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()

@@ -1,0 +1,70 @@
+# Records of the RocksDB reward log (docs/REWARD_LOG.md gives the key layout).
+# Each value in the log is one of these structs, serialized with Cap'n Proto's standard
+# (unpacked) message framing. Version rule: see task.capnp.
+@0x84337de510f3843e;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("dice::schema");
+
+using import "task.capnp".Phase;
+using import "verdict.capnp".Verdict;
+
+# Column family "runs", key = run id.
+struct RunRecord {
+  runId @0 :Text;
+  startedUnixMillis @1 :Int64;
+  configYaml @2 :Text;        # the fully resolved config the run started with
+  gitRevision @3 :Text;       # dice's source revision, if known
+  host @4 :Text;
+  note @5 :Text;
+}
+
+# Column family "steps", key = run id, 0x00, step (uint64 big-endian).
+struct StepRecord {
+  runId @0 :Text;
+  step @1 :UInt64;
+  phase @2 :Phase;
+  policyVersion @3 :UInt64;
+  numTasks @4 :UInt32;
+  numCandidates @5 :UInt32;
+  numCompiled @6 :UInt32;
+  numCorrect @7 :UInt32;
+  meanReward @8 :Float32;
+  numGroupsDropped @9 :UInt32;   # groups whose rewards were all equal (no signal)
+  loss @10 :Float32;
+  klDivergence @11 :Float32;
+  gradNorm @12 :Float32;
+  startedUnixMillis @13 :Int64;
+  finishedUnixMillis @14 :Int64;
+}
+
+# Column family "candidates", key = run id, 0x00, step (u64 BE), task id, 0x00, sample (u32 BE).
+struct CandidateRecord {
+  verdict @0 :Verdict;          # the full verdict (carries run, step, task, sample, hash)
+  responseText @1 :Text;        # what the model wrote
+  evaluatedSource @2 :Text;     # the file that was compiled and run (after extraction/splicing)
+  advantage @3 :Float32;        # z-scored reward within the group; 0 if the group was dropped
+  writtenUnixMillis @4 :Int64;
+}
+
+# Column family "kernels", key = source hash (hex text). One per distinct compiled source.
+struct KernelRecord {
+  sourceHash @0 :Text;
+  source @1 :Text;              # the CUDA/C++ source as compiled
+  compileFlags @2 :Text;
+  toolchain @3 :Text;           # nvcc --version first line, GPU arch
+  compiled @4 :Bool;
+  compileLog @5 :Text;          # trimmed compiler output
+  compileSeconds @6 :Float32;
+  firstSeenRunId @7 :Text;
+  firstSeenUnixMillis @8 :Int64;
+}
+
+# Column family "metrics", key = run id, 0x00, metric name, 0x00, step (u64 BE).
+struct MetricRecord {
+  runId @0 :Text;
+  name @1 :Text;                # e.g. "rollout/tokens_per_s", "reward/correct_rate"
+  step @2 :UInt64;
+  value @3 :Float64;
+  unixMillis @4 :Int64;
+}

@@ -1,0 +1,28 @@
+# Tasks: what the model is asked to write.
+#
+# Version rule (all dice schemas): add fields only at the end with the next ordinal; never
+# renumber, retype or reuse an ordinal; a field that goes away is renamed `obsoleteX` and kept.
+# Readers must accept messages with fields they do not know (Cap'n Proto does this for free).
+# An incompatible change bumps `Envelope.protocolVersion` in control.capnp.
+@0xa144a1bb22a1b835;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("dice::schema");
+
+enum Phase {
+  infill @0;  # BiC-RL phase 1: the model writes only the core between a fixed prefix and suffix
+  e2e @1;     # BiC-RL phase 2: the model writes the whole ModelNew file
+}
+
+struct Task {
+  id @0 :Text;                # stable task id, e.g. "e2e-0123" or the dataset's own id ("6995")
+  phase @1 :Phase;
+  level @2 :UInt8;            # curriculum level: 0..3 (1 single ops, 2 fusions, 3 architectures)
+  prompt @3 :Text;            # the full prompt text given to the model (template already applied)
+  referenceSource @4 :Text;   # the PyTorch reference: KernelBench problem file (class Model,
+                              # get_inputs, get_init_inputs)
+  infillPrefix @5 :Text;      # phase 1 only: fixed text before the core (imports); else empty
+  infillSuffix @6 :Text;      # phase 1 only: fixed text after the core (cpp decls, load_inline,
+                              # class ModelNew); else empty
+  timeoutSeconds @7 :Float32; # per-task evaluation wall-clock limit; 0 = the reward service default
+}
