@@ -1,0 +1,126 @@
+// Test helpers for the reward log suites: temporary directories and record builders.
+#pragma once
+
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "common/hash/content_hash.h"
+#include "common/rewardlog/record_codec.h"
+
+namespace dice::rewardlog::testing {
+
+// A fresh directory under $TMPDIR, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "dice-rewardlog-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline LogRecord must(Result<LogRecord> record) {
+  if (!record.ok()) {
+    ADD_FAILURE() << record.status().to_string();
+    return {};
+  }
+  return std::move(record).value();
+}
+
+inline LogRecord run_record(const std::string& run_id, const std::string& note = "") {
+  capnp::MallocMessageBuilder m;
+  auto r = m.initRoot<schema::RunRecord>();
+  r.setRunId(run_id);
+  r.setStartedUnixMillis(1764460000000);
+  r.setConfigYaml("learner:\n  lr: 1e-6\n");
+  r.setHost("node-1");
+  r.setNote(note);
+  return must(encode_record(r.asReader()));
+}
+
+inline LogRecord step_record(const std::string& run_id, uint64_t step, float mean_reward = 0.25f) {
+  capnp::MallocMessageBuilder m;
+  auto s = m.initRoot<schema::StepRecord>();
+  s.setRunId(run_id);
+  s.setStep(step);
+  s.setPhase(schema::Phase::E2E);
+  s.setPolicyVersion(step + 1);
+  s.setNumTasks(64);
+  s.setNumCandidates(1024);
+  s.setNumCompiled(700);
+  s.setNumCorrect(static_cast<uint32_t>(step % 1000));
+  s.setMeanReward(mean_reward);
+  s.setLoss(0.5f);
+  s.setStartedUnixMillis(1764460000000 + static_cast<int64_t>(step) * 60000);
+  s.setFinishedUnixMillis(1764460000000 + static_cast<int64_t>(step) * 60000 + 42000);
+  return must(encode_record(s.asReader()));
+}
+
+inline LogRecord candidate_record(
+    const std::string& run_id, uint64_t step, const std::string& task_id, uint32_t sample,
+    const std::string& source_hash = "",
+    const std::string& response = "```cuda\n__global__ void k(){}\n```") {
+  capnp::MallocMessageBuilder m;
+  auto c = m.initRoot<schema::CandidateRecord>();
+  auto v = c.initVerdict();
+  v.setRunId(run_id);
+  v.setStep(step);
+  v.setTaskId(task_id);
+  v.setSampleIndex(sample);
+  v.setCompiled(true);
+  v.setCorrect(sample % 2 == 0);
+  v.setReward(sample % 2 == 0 ? 1.0f : 0.0f);
+  v.setFailure(sample % 2 == 0 ? schema::FailureClass::NONE : schema::FailureClass::INCORRECT);
+  v.setSourceHash(source_hash);
+  v.initTimings().setKernelMsMean(0.125f);
+  auto findings = v.initFindings(1);
+  findings[0].setCheck("torch-op-in-forward");
+  findings[0].setDetail("line 3: \"torch.matmul\"\tin forward, comma, here");
+  c.setResponseText(response);
+  c.setAdvantage(sample % 2 == 0 ? 1.0f : -1.0f);
+  return must(encode_record(c.asReader()));
+}
+
+inline LogRecord kernel_record(const std::string& source, const std::string& run_id = "run-a") {
+  capnp::MallocMessageBuilder m;
+  auto k = m.initRoot<schema::KernelRecord>();
+  k.setSourceHash(kernel_source_hash(source, "-O3", "nvcc 13.0 sm_90"));
+  k.setSource(source);
+  k.setCompileFlags("-O3");
+  k.setToolchain("nvcc 13.0 sm_90");
+  k.setCompiled(true);
+  k.setCompileSeconds(44.5f);
+  k.setFirstSeenRunId(run_id);
+  return must(encode_record(k.asReader()));
+}
+
+inline LogRecord metric_record(const std::string& run_id, const std::string& name, uint64_t step,
+                               double value) {
+  capnp::MallocMessageBuilder m;
+  auto r = m.initRoot<schema::MetricRecord>();
+  r.setRunId(run_id);
+  r.setName(name);
+  r.setStep(step);
+  r.setValue(value);
+  return must(encode_record(r.asReader()));
+}
+
+}  // namespace dice::rewardlog::testing
