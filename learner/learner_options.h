@@ -1,0 +1,196 @@
+// Options of the learner: the TraceRL policy update (PPO clip + k3 KL), AdamW, batch shape,
+// staleness bound, checkpoints, and the SFT stage. Defaults are DICE's released settings
+// (docs/REFERENCE section 1). Each field is documented once, in visit_fields; YAML keys equal
+// field names (see common/config/field_checks.h for the mechanism).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config/config_errors.h"
+#include "common/config/field_checks.h"
+
+namespace dice {
+
+// How the KL penalty against the pre-update policy is estimated per token.
+enum class KlEstimator { kK1, kK2, kK3 };
+inline constexpr config::EnumName<KlEstimator> kKlEstimatorNames[] = {
+    {KlEstimator::kK1, "k1"}, {KlEstimator::kK2, "k2"}, {KlEstimator::kK3, "k3"}};
+constexpr const auto& enum_names(KlEstimator) {
+  return kKlEstimatorNames;
+}
+
+enum class TrainMode { kRl, kSft };
+inline constexpr config::EnumName<TrainMode> kTrainModeNames[] = {{TrainMode::kRl, "rl"},
+                                                                  {TrainMode::kSft, "sft"}};
+constexpr const auto& enum_names(TrainMode) {
+  return kTrainModeNames;
+}
+
+// Parameter / compute precision of the trained model.
+enum class TrainDtype { kBf16, kFp32 };
+inline constexpr config::EnumName<TrainDtype> kTrainDtypeNames[] = {{TrainDtype::kBf16, "bf16"},
+                                                                    {TrainDtype::kFp32, "fp32"}};
+constexpr const auto& enum_names(TrainDtype) {
+  return kTrainDtypeNames;
+}
+
+// The TraceRL objective: PPO-clipped ratio times the group-normalised advantage, plus beta * KL.
+struct PolicyLossOptions {
+  double clip_eps = 0.2;
+  double kl_beta = 0.01;
+  KlEstimator kl_estimator = KlEstimator::kK3;
+  int trace_shrink = 1;
+  bool drop_constant_groups = true;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("clip_eps", clip_eps,
+            "PPO ratio clip: ratios outside [1-eps, 1+eps] get no gradient. Default: 0.2",
+            config::greater_than(0), config::at_most(1));
+    v.field("kl_beta", kl_beta,
+            "Weight of the KL penalty against the pre-update policy; 0 turns it off. Default: 0.01",
+            config::at_least(0));
+    v.field("kl_estimator", kl_estimator, "Per-token KL estimator. Default: k3");
+    v.field("trace_shrink", trace_shrink,
+            "Consecutive denoising steps scored together in one TraceRL term (DICE: 1). Default: 1",
+            config::at_least(1));
+    v.field(
+        "drop_constant_groups", drop_constant_groups,
+        "Skip groups whose rewards are all equal: their z-scored advantage is zero. Default: true");
+  }
+};
+
+// AdamW with global grad-norm clipping.
+struct OptimizerOptions {
+  double lr = 1e-6;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double grad_clip_norm = 1.0;
+  int grad_accumulation = 32;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("lr", lr, "AdamW learning rate. Default: 1e-6", config::greater_than(0));
+    v.field("beta1", beta1, "AdamW first-moment decay. Default: 0.9", config::in_range(0, 1));
+    v.field("beta2", beta2, "AdamW second-moment decay. Default: 0.999", config::in_range(0, 1));
+    v.field("eps", eps, "AdamW denominator epsilon. Default: 1e-8", config::greater_than(0));
+    v.field("weight_decay", weight_decay, "Decoupled weight decay. Default: 0",
+            config::at_least(0));
+    v.field("grad_clip_norm", grad_clip_norm,
+            "Clip the global gradient norm to this; 0 = no clipping. Default: 1",
+            config::at_least(0));
+    v.field("grad_accumulation", grad_accumulation,
+            "Micro-batches whose gradients are summed before one optimizer step. Default: 32",
+            config::at_least(1));
+  }
+};
+
+struct CheckpointOptions {
+  std::string dir = "runs/checkpoints";
+  int interval_steps = 10;
+  int keep_last = 0;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("dir", dir,
+            "Folder for checkpoints (Hugging Face layout, one sub-folder per step). Default: "
+            "runs/checkpoints",
+            config::is_path(), config::non_empty());
+    v.field("interval_steps", interval_steps,
+            "Save every this many policy updates (and at the end of each phase). Default: 10",
+            config::at_least(1));
+    v.field("keep_last", keep_last, "Keep only the newest N checkpoints; 0 keeps all. Default: 0",
+            config::at_least(0));
+  }
+};
+
+// Supervised fine-tuning on PyTorch->CUDA pairs before RL (DICE: full fine-tune, constant lr after
+// warm-up, packed sequences).
+struct SftOptions {
+  std::string data_file;
+  double lr = 1e-5;
+  double warmup_ratio = 0.03;
+  int epochs = 3;
+  int max_length = 6144;
+  bool packed = true;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("data_file", data_file, "SFT data (JSON); needed only when mode is sft. Default: empty",
+            config::is_path());
+    v.field("lr", lr, "Learning rate after warm-up (held constant). Default: 1e-5",
+            config::greater_than(0));
+    v.field("warmup_ratio", warmup_ratio,
+            "Fraction of all steps spent warming the lr up linearly. Default: 0.03",
+            config::in_range(0, 1));
+    v.field("epochs", epochs, "Passes over the data. Default: 3", config::at_least(1));
+    v.field("max_length", max_length,
+            "Longest sequence in tokens; longer samples are dropped. Default: 6144",
+            config::at_least(1));
+    v.field("packed", packed,
+            "Pack several samples into one sequence up to max_length. Default: true");
+  }
+};
+
+struct LearnerOptions {
+  TrainMode mode = TrainMode::kRl;
+  std::vector<std::string> phases;
+  std::string init_checkpoint;
+  int tasks_per_step = 64;
+  int group_size = 16;
+  int max_staleness = 1;
+  TrainDtype dtype = TrainDtype::kBf16;
+  std::uint64_t seed = 0;
+  PolicyLossOptions loss;
+  OptimizerOptions optimizer;
+  CheckpointOptions checkpoint;
+  SftOptions sft;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("mode", mode,
+            "rl: BiC-RL over the curriculum; sft: supervised fine-tuning. Default: rl");
+    v.field(
+        "phases", phases,
+        "Curriculum phases to run, by name, in curriculum order; empty runs them all. Default: []");
+    v.field("init_checkpoint", init_checkpoint,
+            "Weights to start from (a phase-1 checkpoint to resume at phase 2); empty = "
+            "rollout.model_path. Default: empty",
+            config::is_path());
+    v.field("tasks_per_step", tasks_per_step,
+            "Tasks per policy update, unless the curriculum phase sets its own. Default: 64",
+            config::at_least(1));
+    v.field("group_size", group_size,
+            "Samples per task (one group; advantages are z-scored within it), unless the phase "
+            "sets its own. Default: 16",
+            config::at_least(2));
+    v.field("max_staleness", max_staleness,
+            "Drop samples produced by weights more than this many policy versions old; 0 = fully "
+            "on-policy. Default: 1",
+            config::at_least(0));
+    v.field("dtype", dtype, "Training precision. Default: bf16");
+    v.field("seed", seed,
+            "Seed for task order ties, noise and dropout; 0 = draw one at start. Default: 0");
+    v.field("loss", loss, "TraceRL policy loss.");
+    v.field("optimizer", optimizer, "AdamW.");
+    v.field("checkpoint", checkpoint, "Checkpoint saving.");
+    v.field("sft", sft, "Supervised fine-tuning stage (mode: sft).");
+  }
+
+  void validate(config::Checker& c) const {
+    for (std::size_t i = 0; i < phases.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (phases[i] == phases[j])
+          c.error("phases[" + std::to_string(i) + "]", "phase '" + phases[i] + "' listed twice");
+      }
+    }
+    if (mode == TrainMode::kSft && sft.data_file.empty())
+      c.error("sft.data_file", "required when mode is sft");
+  }
+};
+
+}  // namespace dice

@@ -1,0 +1,146 @@
+// Options of a reward worker: compiling candidates (nvcc, parallel jobs, cache), checking them
+// against the PyTorch reference (trials, tolerances), optional timing, the reward policy and the
+// sandbox each candidate runs in. Defaults are DICE's released RL reward: binary, 1 correctness
+// trial, no timing, 300 s timeout. Each field is documented once, in visit_fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/config/config_errors.h"
+#include "common/config/field_checks.h"
+
+namespace dice {
+
+enum class RewardPolicy { kBinary, kSpeedupThreshold };
+inline constexpr config::EnumName<RewardPolicy> kRewardPolicyNames[] = {
+    {RewardPolicy::kBinary, "binary"}, {RewardPolicy::kSpeedupThreshold, "speedup_threshold"}};
+constexpr const auto& enum_names(RewardPolicy) {
+  return kRewardPolicyNames;
+}
+
+// allclose tolerance (used as both atol and rtol, as KernelBench does) per output dtype.
+struct ToleranceOptions {
+  double fp32 = 1e-2;
+  double fp16 = 1e-2;
+  double bf16 = 1e-2;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("fp32", fp32,
+            "Tolerance for float32 outputs (KernelBench's newer default is 1e-4). Default: 0.01",
+            config::greater_than(0));
+    v.field("fp16", fp16, "Tolerance for float16 outputs. Default: 0.01", config::greater_than(0));
+    v.field("bf16", bf16, "Tolerance for bfloat16 outputs. Default: 0.01", config::greater_than(0));
+  }
+};
+
+struct TimingOptions {
+  bool enabled = false;
+  int trials = 100;
+  int warmups = 3;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("enabled", enabled, "Time correct candidates against PyTorch eager. Default: false");
+    v.field("trials", trials, "Timed runs per candidate (L2 flushed before each). Default: 100",
+            config::at_least(1));
+    v.field("warmups", warmups, "Untimed runs first. Default: 3", config::at_least(0));
+  }
+};
+
+struct RewardPolicyOptions {
+  RewardPolicy kind = RewardPolicy::kBinary;
+  double min_speedup = 1.0;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("kind", kind,
+            "binary: 1 if it compiles and is correct; speedup_threshold: 1 only if also at least "
+            "min_speedup times faster than eager. Default: binary");
+    v.field("min_speedup", min_speedup,
+            "Speedup needed for reward 1 under speedup_threshold. Default: 1",
+            config::greater_than(0));
+  }
+};
+
+// Limits on the process that runs a candidate (it is untrusted code).
+struct SandboxOptions {
+  std::int64_t memory_limit_mb = 32768;
+  int cpu_time_seconds = 600;
+  std::int64_t max_output_mb = 64;
+  int max_processes = 64;
+  bool allow_network = false;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("memory_limit_mb", memory_limit_mb,
+            "Address-space limit of a candidate process, in MiB. Default: 32768",
+            config::at_least(256));
+    v.field("cpu_time_seconds", cpu_time_seconds,
+            "CPU-time limit of a candidate process. Default: 600", config::at_least(1));
+    v.field(
+        "max_output_mb", max_output_mb,
+        "Largest file a candidate may write, and the most stdout/stderr kept, in MiB. Default: 64",
+        config::at_least(1));
+    v.field("max_processes", max_processes,
+            "Process/thread limit inside the sandbox (nvcc needs a few). Default: 64",
+            config::at_least(1));
+    v.field("allow_network", allow_network, "Let candidates reach the network. Default: false");
+  }
+};
+
+struct RewardOptions {
+  int gpu_slots = 1;
+  std::string nvcc_path = "/usr/local/cuda/bin/nvcc";
+  std::string python_path = "python3";
+  std::string cuda_arch;
+  int compile_jobs = 4;
+  std::string compile_cache_dir = "runs/compile_cache";
+  int correctness_trials = 1;
+  ToleranceOptions tolerance;
+  TimingOptions timing;
+  int timeout_seconds = 300;
+  RewardPolicyOptions policy;
+  SandboxOptions sandbox;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("gpu_slots", gpu_slots,
+            "Candidates one worker evaluates on its GPU at once. Default: 1", config::at_least(1));
+    v.field(
+        "nvcc_path", nvcc_path,
+        "The CUDA compiler (a bare name is looked up in PATH). Default: /usr/local/cuda/bin/nvcc",
+        config::non_empty());
+    v.field("python_path", python_path,
+            "Python with torch, which runs the reference and the candidate. Default: python3",
+            config::non_empty());
+    v.field(
+        "cuda_arch", cuda_arch,
+        "Compile for this architecture only (e.g. sm_90); empty = the local GPU's. Default: empty");
+    v.field("compile_jobs", compile_jobs,
+            "Candidates compiled at once (compiling dominates reward cost). Default: 4",
+            config::at_least(1));
+    v.field("compile_cache_dir", compile_cache_dir,
+            "Build cache keyed by source hash; empty disables it. Default: runs/compile_cache",
+            config::is_path());
+    v.field("correctness_trials", correctness_trials,
+            "Random inputs a candidate must match the reference on. Default: 1",
+            config::at_least(1));
+    v.field("tolerance", tolerance, "allclose tolerances by dtype.");
+    v.field("timing", timing, "Timing of correct candidates.");
+    v.field("timeout_seconds", timeout_seconds,
+            "Wall-clock limit for compiling and checking one candidate. Default: 300",
+            config::at_least(1));
+    v.field("policy", policy, "How a verdict becomes a reward.");
+    v.field("sandbox", sandbox, "Limits on candidate processes.");
+  }
+
+  void validate(config::Checker& c) const {
+    if (policy.kind == RewardPolicy::kSpeedupThreshold && !timing.enabled) {
+      c.error("policy.kind", "speedup_threshold needs timing.enabled: true");
+    }
+  }
+};
+
+}  // namespace dice

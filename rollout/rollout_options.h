@@ -1,0 +1,110 @@
+// Options of a rollout worker: which model, how to sample from it (block diffusion), how much to
+// batch, and the prompt templates. Sampling defaults are DICE's released RL settings and match the
+// defaults of schemas/rollout.capnp SamplingParams. Each field is documented once, in visit_fields.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/config/config_errors.h"
+#include "common/config/field_checks.h"
+
+namespace dice {
+
+// Which masked positions a denoising step commits (see schemas/rollout.capnp Remasking).
+enum class Remasking { kLowConfidenceStatic, kLowConfidenceDynamic, kSequential, kEntropyBounded };
+inline constexpr config::EnumName<Remasking> kRemaskingNames[] = {
+    {Remasking::kLowConfidenceStatic, "low_confidence_static"},
+    {Remasking::kLowConfidenceDynamic, "low_confidence_dynamic"},
+    {Remasking::kSequential, "sequential"},
+    {Remasking::kEntropyBounded, "entropy_bounded"}};
+constexpr const auto& enum_names(Remasking) {
+  return kRemaskingNames;
+}
+
+struct SamplingOptions {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int top_k = 0;
+  int max_new_tokens = 4096;
+  int block_size = 4;
+  int denoising_steps = 4;
+  Remasking remasking = Remasking::kLowConfidenceDynamic;
+  double threshold = 0.9;
+  std::vector<std::uint32_t> stop_token_ids = {151645, 151643};
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("temperature", temperature, "Softmax temperature; 0 = greedy. Default: 1",
+            config::at_least(0));
+    v.field("top_p", top_p, "Nucleus sampling mass; 1 disables it. Default: 1",
+            config::greater_than(0), config::at_most(1));
+    v.field("top_k", top_k, "Sample among the k most likely tokens; 0 disables it. Default: 0",
+            config::at_least(0));
+    v.field("max_new_tokens", max_new_tokens, "Longest response in tokens. Default: 4096",
+            config::at_least(1));
+    v.field("block_size", block_size,
+            "Tokens per diffusion block (the model was trained with 4). Default: 4",
+            config::at_least(1));
+    v.field("denoising_steps", denoising_steps,
+            "Denoising steps per block, at most block_size. Default: 4", config::at_least(1));
+    v.field("remasking", remasking,
+            "Which masked tokens each step commits. Default: low_confidence_dynamic");
+    v.field("threshold", threshold,
+            "Confidence a token needs to be committed early (low_confidence_dynamic), or the "
+            "entropy bound (entropy_bounded). Default: 0.9",
+            config::greater_than(0), config::at_most(1));
+    v.field("stop_token_ids", stop_token_ids,
+            "Generation ends after the block holding one of these (<|im_end|>, <|endoftext|>). "
+            "Default: [151645, 151643]");
+  }
+
+  void validate(config::Checker& c) const {
+    if (denoising_steps > block_size) {
+      c.error("denoising_steps", "must be at most block_size (" + std::to_string(block_size) +
+                                     "): each step commits at least one token, got " +
+                                     std::to_string(denoising_steps));
+    }
+  }
+};
+
+struct RolloutOptions {
+  std::string model_path;
+  std::uint32_t mask_token_id = 151669;
+  SamplingOptions sampling;
+  int max_batch = 128;
+  std::map<std::string, std::string> prompt_templates;
+  bool abort_on_weight_update = false;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("model_path", model_path,
+            "Folder of the initial policy in Hugging Face layout (config.json, tokenizer.json, "
+            "*.safetensors). Required.",
+            config::required(), config::is_path(), config::non_empty());
+    v.field("mask_token_id", mask_token_id, "Token id of <|MASK|>. Default: 151669");
+    v.field("sampling", sampling, "Sampling for RL rollouts (requests may override per task).");
+    v.field("max_batch", max_batch, "Most sequences decoded at once by one worker. Default: 128",
+            config::at_least(1));
+    v.field("prompt_templates", prompt_templates,
+            "Prompt template file per task kind (infill, end_to_end); a missing kind uses the "
+            "built-in template. Default: {}",
+            config::is_path());
+    v.field("abort_on_weight_update", abort_on_weight_update,
+            "On new weights, drop sequences begun on older ones (true) or finish them (false). "
+            "Default: false");
+  }
+
+  void validate(config::Checker& c) const {
+    for (const auto& entry : prompt_templates) {
+      if (entry.first != "infill" && entry.first != "end_to_end") {
+        c.error("prompt_templates." + entry.first,
+                "unknown task kind; expected infill or end_to_end");
+      }
+    }
+  }
+};
+
+}  // namespace dice

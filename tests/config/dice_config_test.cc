@@ -1,0 +1,245 @@
+// DiceConfig and the checked-in configs: every file in configs/ loads, values match the released
+// DICE settings, print -> reload is the identity, files are checked against each other, and each
+// field's documented default is its real default.
+#include "common/config/dice_config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/config/describe.h"
+#include "common/config/encode.h"
+#include "common/config/load.h"
+#include "common/config/scalar_text.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSource = DICE_SOURCE_DIR;
+const std::string kLocal = kSource + "/configs/local.yaml";
+
+// A fresh folder under /tmp, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/dice_config_testXXXXXX";
+    path_ = mkdtemp(pattern);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string path = path_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(DiceConfigTest, EveryCheckedInConfigLoads) {
+  int loaded = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(kSource + "/configs")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".yaml") continue;
+    std::string path = entry.path().string();
+    std::string folder = entry.path().parent_path().filename().string();
+    Status status;
+    if (folder == "models") {
+      status = load_model_shape(path).status();
+    } else if (folder == "curriculum") {
+      status = load_curriculum(path).status();
+    } else {
+      status = load_dice_config(path, {}).status();
+    }
+    EXPECT_TRUE(status.ok()) << path << ": " << status.to_string();
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 5);  // local, one curriculum, three model shapes
+}
+
+TEST(DiceConfigTest, LocalConfigHasTheReleasedSettings) {
+  Result<DiceConfig> r = load_dice_config(kLocal, {});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const DiceConfig& c = *r;
+  EXPECT_EQ(c.learner.tasks_per_step, 64);
+  EXPECT_EQ(c.learner.group_size, 16);
+  EXPECT_DOUBLE_EQ(c.learner.loss.clip_eps, 0.2);
+  EXPECT_DOUBLE_EQ(c.learner.loss.kl_beta, 0.01);
+  EXPECT_EQ(c.learner.loss.kl_estimator, KlEstimator::kK3);
+  EXPECT_DOUBLE_EQ(c.learner.optimizer.lr, 1e-6);
+  EXPECT_EQ(c.rollout.sampling.block_size, 4);
+  EXPECT_EQ(c.rollout.sampling.remasking, Remasking::kLowConfidenceDynamic);
+  EXPECT_EQ(c.rollout.mask_token_id, 151669u);
+  EXPECT_EQ(c.reward.timeout_seconds, 300);
+  EXPECT_EQ(c.reward.policy.kind, RewardPolicy::kBinary);
+  ASSERT_EQ(c.cluster.nodes.size(), 1u);
+  EXPECT_EQ(c.cluster.nodes[0].roles.size(), 3u);
+  // Relative paths in the file resolve against configs/.
+  EXPECT_EQ(c.run.reward_log_path, kSource + "/runs/local/reward_log");
+  EXPECT_EQ(c.curriculum_file, kSource + "/configs/curriculum/dice.yaml");
+  // The referenced files are loaded too.
+  ASSERT_EQ(c.curriculum.phases.size(), 2u);
+  EXPECT_EQ(c.curriculum.phases[0].name, "infill");
+  EXPECT_EQ(c.curriculum.phases[0].kind, TaskKind::kInfill);
+  EXPECT_EQ(c.curriculum.phases[0].steps, 20);
+  EXPECT_EQ(c.curriculum.phases[1].kind, TaskKind::kEndToEnd);
+  EXPECT_EQ(c.curriculum.phases[1].steps, 100);
+  EXPECT_EQ(c.curriculum.phases[1].task_files[0],
+            kSource + "/data/dice-rl/end_to_end_kernel_generation_4000.json");
+  ASSERT_TRUE(c.model_shape.has_value());
+  EXPECT_EQ(c.model_shape->hidden_size, 2560);
+}
+
+TEST(DiceConfigTest, ModelShapesMatchTheReference) {
+  struct Expected {
+    const char* file;
+    int hidden, intermediate, layers, heads, kv_heads;
+    bool tied;
+  };
+  for (const Expected& e : {Expected{"sdar-1.7b.yaml", 2048, 6144, 28, 16, 8, true},
+                            Expected{"sdar-4b.yaml", 2560, 9728, 36, 32, 8, false},
+                            Expected{"sdar-8b.yaml", 4096, 12288, 36, 32, 8, false}}) {
+    Result<ModelShape> r = load_model_shape(kSource + "/configs/models/" + e.file);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->hidden_size, e.hidden) << e.file;
+    EXPECT_EQ(r->intermediate_size, e.intermediate) << e.file;
+    EXPECT_EQ(r->num_hidden_layers, e.layers) << e.file;
+    EXPECT_EQ(r->num_attention_heads, e.heads) << e.file;
+    EXPECT_EQ(r->num_key_value_heads, e.kv_heads) << e.file;
+    EXPECT_EQ(r->tie_word_embeddings, e.tied) << e.file;
+    EXPECT_EQ(r->vocab_size, 151936) << e.file;
+    EXPECT_EQ(r->mask_token_id, 151669u) << e.file;
+  }
+}
+
+TEST(DiceConfigTest, PrintThenReloadFromAnotherFolderIsTheSameConfig) {
+  Result<DiceConfig> first = load_dice_config(kLocal, {"learner.optimizer.lr=3e-7", "run.id=rt"});
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  std::string printed = print_dice_config(*first);
+  TempDir dir;
+  Result<DiceConfig> second = load_dice_config(dir.write("printed.yaml", printed), {});
+  ASSERT_TRUE(second.ok()) << second.status().to_string() << "\n" << printed;
+  EXPECT_EQ(print_dice_config(*second), printed);
+  EXPECT_EQ(config::to_yaml_text(second->curriculum), config::to_yaml_text(first->curriculum));
+  EXPECT_DOUBLE_EQ(second->learner.optimizer.lr, 3e-7);
+  EXPECT_EQ(second->run.id, "rt");
+}
+
+TEST(DiceConfigTest, LearnerPhasesMustNameCurriculumPhases) {
+  Result<DiceConfig> r = load_dice_config(kLocal, {"learner.phases=[e2e]"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->learner.phases, std::vector<std::string>{"e2e"});
+  r = load_dice_config(kLocal, {"learner.phases=[infill, e2d]"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "override 'learner.phases=[infill, e2d]': learner.phases[1]: no phase 'e2d' in " +
+                kSource + "/configs/curriculum/dice.yaml (did you mean 'e2e'?)");
+}
+
+TEST(DiceConfigTest, ErrorsInAReferencedFileNameThatFileAndTheReference) {
+  TempDir dir;
+  std::string curriculum = dir.write(
+      "c.yaml",
+      "phases:\n  - name: a\n    kind: infill\n    task_files: [x.json]\n    steps: zero\n");
+  Result<DiceConfig> r = load_dice_config(kLocal, {"curriculum_file=" + curriculum});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "override 'curriculum_file=" + curriculum +
+                                      "': curriculum_file: " + curriculum +
+                                      ":5:12: phases[0].steps: expected an integer, got 'zero'");
+
+  r = load_dice_config(kLocal, {"curriculum_file=/nonexistent/c.yaml"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("/nonexistent/c.yaml: no such config file"),
+            std::string::npos);
+}
+
+TEST(DiceConfigTest, FilesAreCheckedAgainstEachOther) {
+  Result<DiceConfig> r = load_dice_config(kLocal, {"rollout.mask_token_id=151670"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rollout.mask_token_id: differs from mask_token_id 151669"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(DiceConfigTest, ComponentChecksCatchBadCombinations) {
+  auto error_of = [](const std::vector<std::string>& overrides) {
+    Result<DiceConfig> r = load_dice_config(kLocal, overrides);
+    return r.ok() ? std::string("(loaded)") : r.status().message();
+  };
+  EXPECT_EQ(error_of({"rollout.sampling.denoising_steps=8"}),
+            "override 'rollout.sampling.denoising_steps=8': rollout.sampling.denoising_steps: must "
+            "be at most "
+            "block_size (4): each step commits at least one token, got 8");
+  EXPECT_NE(error_of({"cluster.backend=slurm"})
+                .find("cluster.slurm.partition: required with backend slurm"),
+            std::string::npos);
+  EXPECT_NE(error_of({"reward.policy.kind=speedup_threshold"}).find("needs timing.enabled: true"),
+            std::string::npos);
+  EXPECT_NE(error_of({"cluster.nodes[0].roles=[rollout, reward]"})
+                .find("cluster.nodes: exactly one node must have role learner, found 0"),
+            std::string::npos);
+  EXPECT_NE(error_of({"cluster.learner.publish_port=5555"})
+                .find("cluster.learner.publish_port: must differ from port"),
+            std::string::npos);
+  // Located at the section the missing key belongs in (the override only changed the mode).
+  EXPECT_NE(error_of({"learner.mode=sft"})
+                .find("configs/local.yaml:17:1: learner.sft.data_file: required when mode is sft"),
+            std::string::npos);
+}
+
+// Each field's doc ends with "Default: X" (or says "Required."); X must be the real default, so
+// the docs cannot drift from the code.
+template <class T>
+void expect_documented_defaults_match() {
+  for (const config::FieldDoc& doc : config::describe_fields<T>()) {
+    if (doc.section) continue;
+    if (doc.checks.find("required") != std::string::npos) {
+      EXPECT_NE(doc.doc.find("Required."), std::string::npos) << doc.path;
+      continue;
+    }
+    std::size_t at = doc.doc.rfind("Default: ");
+    ASSERT_NE(at, std::string::npos) << doc.path << " has no 'Default: X' in its doc";
+    std::string documented = doc.doc.substr(at + 9);
+    if (doc.path == "cluster.nodes") continue;  // a list of sections, described in words
+    if (documented == doc.default_value) continue;
+    if (documented == "empty" &&
+        (doc.default_value == "\"\"" || doc.default_value == "[]" || doc.default_value == "{}")) {
+      continue;
+    }
+    if (documented == "null" && doc.default_value == "~") continue;
+    double a = 0, b = 0;
+    if (config::parse_double_text(documented, &a) &&
+        config::parse_double_text(doc.default_value, &b) && a == b) {
+      continue;
+    }
+    ADD_FAILURE() << doc.path << ": documented default '" << documented << "' but the default is '"
+                  << doc.default_value << "'";
+  }
+}
+
+TEST(DiceConfigTest, DocumentedDefaultsAreTheRealDefaults) {
+  expect_documented_defaults_match<DiceConfig>();
+  expect_documented_defaults_match<CurriculumOptions>();
+  expect_documented_defaults_match<ModelShape>();
+}
+
+TEST(DiceConfigTest, DefaultConstructedConfigNeedsOnlyTheRequiredKeys) {
+  DiceConfig config;
+  Status status = config::validate_config(config);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(),
+            "curriculum_file: must not be empty\nrollout.model_path: must not be empty");
+  config.curriculum_file = "/c.yaml";
+  config.rollout.model_path = "/m";
+  EXPECT_TRUE(config::validate_config(config).ok());
+}
+
+}  // namespace
+}  // namespace dice
