@@ -1,0 +1,240 @@
+// transport_bench: messages/s and round-trip latency of the dice transport against a bare ZeroMQ
+// ROUTER/DEALER ping-pong, for each payload size, over TCP loopback in one process (the worker
+// side runs on its own thread).
+//
+//   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
+//
+// Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
+// in flight, round trips completed per second. The dice side pays for what a real run pays:
+// building and encoding an EvalRequest envelope, decoding and validating it on the worker, a
+// Verdict of the same size back (its logExcerpt), Ack and Credit.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/log.h"
+#include "common/transport/work_dispatcher.h"
+#include "common/transport/worker_connection.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using namespace dice;
+using namespace dice::transport;
+
+struct Flags {
+  std::vector<std::size_t> sizes = {1024, 65536};
+  int round_trips = 2000;
+  int window = 16;
+};
+
+struct Figures {
+  double messages_per_s = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+};
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const std::size_t i = std::min(values.size() - 1, static_cast<std::size_t>(p * values.size()));
+  return values[i];
+}
+
+double micros_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// ---- bare ZeroMQ: ROUTER sends [id, payload], DEALER echoes the payload back.
+Figures bench_bare(std::size_t size, const Flags& flags) {
+  zmq::context_t context(1);
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+  std::atomic<bool> stop{false};
+  std::thread echo([&] {
+    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::rcvtimeo, 100);
+    dealer.connect(endpoint);
+    dealer.send(zmq::str_buffer("hello"), zmq::send_flags::none);
+    while (!stop) {
+      zmq::message_t message;
+      if (!dealer.recv(message)) continue;
+      dealer.send(message, zmq::send_flags::none);
+    }
+  });
+  zmq::message_t id, hello;
+  (void)router.recv(id);
+  (void)router.recv(hello);
+  const std::string payload(size, 'x');
+  auto send = [&] {
+    router.send(zmq::buffer(id.data(), id.size()), zmq::send_flags::sndmore);
+    router.send(zmq::buffer(payload), zmq::send_flags::none);
+  };
+  auto receive = [&] {
+    zmq::message_t from, body;
+    (void)router.recv(from);
+    (void)router.recv(body);
+  };
+  Figures f;
+  std::vector<double> rtt;
+  for (int i = 0; i < flags.round_trips; ++i) {
+    const auto start = Clock::now();
+    send();
+    receive();
+    rtt.push_back(micros_since(start));
+  }
+  f.p50_us = percentile(rtt, 0.50);
+  f.p99_us = percentile(rtt, 0.99);
+  const auto start = Clock::now();
+  for (int i = 0; i < flags.window; ++i) send();
+  for (int i = 0; i < flags.round_trips; ++i) {
+    receive();
+    if (i + flags.window < flags.round_trips) send();
+  }
+  f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
+  stop = true;
+  echo.join();
+  return f;
+}
+
+// ---- dice transport: EvalRequest out, Verdict back.
+WorkItem make_item(std::uint64_t work_id, const std::string& prompt) {
+  capnp::MallocMessageBuilder message;
+  auto request = wire::init_envelope(message, "learner", "bench").getBody().initEvalRequest();
+  request.setWorkId(work_id);
+  request.getTask().setPrompt(prompt);
+  return WorkItem{work_id, wire::encode(message)};
+}
+
+void echo_worker(WorkerConnection& connection, std::size_t size, std::atomic<bool>& stop) {
+  const std::string excerpt(size, 'y');
+  while (!stop) {
+    auto received = connection.receive(milliseconds(100));
+    if (!received.ok()) continue;
+    auto body = received->root().getBody();
+    if (body.which() != schema::Envelope::Body::EVAL_REQUEST) continue;
+    const std::uint64_t work_id = body.getEvalRequest().getWorkId();
+    capnp::MallocMessageBuilder message;
+    auto verdict = connection.init_envelope(message).getBody().initVerdict();
+    verdict.setWorkId(work_id);
+    verdict.setLogExcerpt(excerpt);
+    if (!connection.send_result(wire::encode(message), milliseconds(10000)).ok()) return;
+    if (!connection.finish(work_id).ok()) return;
+  }
+}
+
+Figures bench_dice(std::size_t size, const Flags& flags) {
+  DispatcherOptions dispatcher_options;
+  dispatcher_options.queue_capacity = static_cast<std::size_t>(flags.window) * 4;
+  auto dispatcher = WorkDispatcher::start(dispatcher_options);
+  if (!dispatcher.ok()) {
+    std::cerr << dispatcher.status().to_string() << "\n";
+    std::exit(1);
+  }
+  WorkerOptions worker_options;
+  worker_options.learner_endpoint = (*dispatcher)->endpoint();
+  worker_options.worker_id = "bench/worker/0";
+  worker_options.capacity = static_cast<std::uint32_t>(flags.window);
+  auto worker = WorkerConnection::start(worker_options);
+  if (!worker.ok()) {
+    std::cerr << worker.status().to_string() << "\n";
+    std::exit(1);
+  }
+  std::atomic<bool> stop{false};
+  std::thread worker_thread([&] { echo_worker(**worker, size, stop); });
+  while ((*dispatcher)->stats().credits < static_cast<std::uint64_t>(flags.window)) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  const std::string prompt(size, 'x');
+  std::uint64_t next_id = 1;
+  auto round_trip_ok = [&](const Result<WorkResult>& r) {
+    if (r.ok()) return true;
+    std::cerr << "transport bench: " << r.status().to_string() << "\n";
+    std::exit(1);
+  };
+  Figures f;
+  std::vector<double> rtt;
+  for (int i = 0; i < flags.round_trips; ++i) {
+    const auto start = Clock::now();
+    if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok())
+      std::exit(1);
+    round_trip_ok((*dispatcher)->next_result(milliseconds(10000)));
+    rtt.push_back(micros_since(start));
+  }
+  f.p50_us = percentile(rtt, 0.50);
+  f.p99_us = percentile(rtt, 0.99);
+  const auto start = Clock::now();
+  for (int i = 0; i < flags.window; ++i) {
+    if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok())
+      std::exit(1);
+  }
+  for (int i = 0; i < flags.round_trips; ++i) {
+    round_trip_ok((*dispatcher)->next_result(milliseconds(10000)));
+    if (i + flags.window < flags.round_trips) {
+      if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok()) {
+        std::exit(1);
+      }
+    }
+  }
+  f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
+  stop = true;
+  worker_thread.join();
+  (*worker)->close();
+  (*dispatcher)->close();
+  return f;
+}
+
+bool parse(int argc, char** argv, Flags* flags) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    const std::string value = argv[i + 1];
+    if (key == "--sizes") {
+      flags->sizes.clear();
+      std::stringstream list(value);
+      std::string item;
+      while (std::getline(list, item, ',')) flags->sizes.push_back(std::stoul(item));
+    } else if (key == "--round-trips") {
+      flags->round_trips = std::stoi(value);
+    } else if (key == "--window") {
+      flags->window = std::stoi(value);
+    } else {
+      return false;
+    }
+  }
+  return argc % 2 == 1 && flags->round_trips > 0 && flags->window > 0 && !flags->sizes.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!parse(argc, argv, &flags)) {
+    std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]\n";
+    return 2;
+  }
+  dice::LogOptions log;
+  log.level = dice::LogLevel::kWarn;
+  log.component = "transport_bench";
+  dice::log_configure(log);
+  std::printf("%-16s %10s %14s %10s %10s   (round trips: %d, window: %d, %u hw threads)\n",
+              "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", flags.round_trips,
+              flags.window, std::thread::hardware_concurrency());
+  for (std::size_t size : flags.sizes) {
+    const Figures bare = bench_bare(size, flags);
+    std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "zmq_router_dealer", size,
+                bare.messages_per_s, bare.p50_us, bare.p99_us);
+    const Figures dice = bench_dice(size, flags);
+    std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "dice_transport", size, dice.messages_per_s,
+                dice.p50_us, dice.p99_us);
+  }
+  return 0;
+}
