@@ -14,9 +14,16 @@ target_include_directories(dice_zmq SYSTEM INTERFACE ${DICE_CPPZMQ_INCLUDE})
 add_library(dice::zmq ALIAS dice_zmq)
 
 find_package(CapnProto CONFIG REQUIRED)
-find_package(RocksDB CONFIG REQUIRED)
+# RocksDB through pkg-config, as the shared library. Debian's RocksDBConfig.cmake makes
+# RocksDB::rocksdb the static archive, which drags in CMake targets for gflags, snappy, zlib, bz2,
+# lz4 and zstd (gflags' has no location for RelWithDebInfo: a generate error) and, on a GPU node,
+# their -dev packages. The shared library carries its own dependencies; the name stays.
+pkg_check_modules(ROCKSDB REQUIRED IMPORTED_TARGET rocksdb)
+add_library(RocksDB::rocksdb INTERFACE IMPORTED)
+set_target_properties(RocksDB::rocksdb PROPERTIES INTERFACE_LINK_LIBRARIES PkgConfig::ROCKSDB)
 find_package(yaml-cpp CONFIG REQUIRED)
-find_package(Boost 1.74 REQUIRED)
+# CONFIG: Boost ships BoostConfig.cmake since 1.70; CMake 4 (GPU nodes) has no FindBoost module.
+find_package(Boost 1.74 CONFIG REQUIRED)
 
 # LibTorch: a PyTorch install (2.x, CUDA) when python3 has torch, else Debian's libtorch-dev
 # (1.13, CPU). common/torch_compat.h hides the API differences between the two.
