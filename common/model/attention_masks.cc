@@ -1,0 +1,56 @@
+#include "common/model/attention_masks.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+namespace dice {
+namespace {
+
+at::Tensor block_of(const at::Tensor& positions, int64_t block_size) {
+  return at::div(positions, block_size, /*rounding_mode=*/"floor");
+}
+
+}  // namespace
+
+at::Tensor block_causal_mask(int64_t length, int64_t block_size, c10::Device device) {
+  at::Tensor block =
+      block_of(at::arange(length, at::TensorOptions(device).dtype(at::kLong)), block_size);
+  return (block.unsqueeze(0) <= block.unsqueeze(1)).view({1, 1, length, length});
+}
+
+at::Tensor cached_chunk_mask(const std::vector<int64_t>& cache_lengths,
+                             const std::vector<int64_t>& valid, int64_t chunk_len,
+                             int64_t block_size, c10::Device device) {
+  const int64_t batch = static_cast<int64_t>(cache_lengths.size());
+  const int64_t slots =
+      (batch == 0 ? 0 : *std::max_element(cache_lengths.begin(), cache_lengths.end())) + chunk_len;
+  const auto long_opts = at::TensorOptions(device).dtype(at::kLong);
+  at::Tensor len = at::tensor(cache_lengths, at::kLong).to(device).view({batch, 1, 1});
+  at::Tensor end = len + at::tensor(valid, at::kLong).to(device).view({batch, 1, 1});
+  at::Tensor query_pos = len + at::arange(chunk_len, long_opts).view({1, chunk_len, 1});
+  at::Tensor slot = at::arange(slots, long_opts).view({1, 1, slots});
+  at::Tensor visible = (slot < end) | (slot == query_pos);
+  at::Tensor causal = block_of(slot, block_size) <= block_of(query_pos, block_size);
+  return (visible & causal).unsqueeze(1);  // [B, 1, T, S]
+}
+
+at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device) {
+  at::Tensor block =
+      block_of(at::arange(length, at::TensorOptions(device).dtype(at::kLong)), block_size);
+  at::Tensor q = block.unsqueeze(1), k = block.unsqueeze(0);
+  at::Tensor xt_xt = q == k;
+  at::Tensor xt_x0 = k < q;
+  at::Tensor x0_xt = at::zeros({length, length}, at::TensorOptions(device).dtype(at::kBool));
+  at::Tensor x0_x0 = k <= q;
+  at::Tensor top = at::cat({xt_xt, xt_x0}, 1);
+  at::Tensor bottom = at::cat({x0_xt, x0_x0}, 1);
+  return at::cat({top, bottom}, 0).view({1, 1, 2 * length, 2 * length});
+}
+
+at::Tensor training_positions(int64_t length, c10::Device device) {
+  at::Tensor p = at::arange(length, at::TensorOptions(device).dtype(at::kLong));
+  return at::cat({p, p});
+}
+
+}  // namespace dice

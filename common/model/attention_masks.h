@@ -1,0 +1,48 @@
+// The attention masks and positions of the three ways the block-diffusion model is run.
+// Every mask is bool, true = the query may attend to the key (SDPA's convention), shaped to
+// broadcast over heads: [batch or 1, 1, queries, keys]. Block of position p = p / block_size.
+//
+// (a) block-causal, one sequence of length L at positions 0..L-1:
+//       query i sees key j  iff  block(j) <= block(i)
+//
+// (b) cached chunk: row b holds len_b committed tokens in the cache; the chunk's T tokens sit at
+//     positions len_b .. len_b+T-1, of which the first valid_b are real (the rest is padding).
+//     Keys are cache slots 0 .. S-1 (the chunk is written at slots len_b .. len_b+T-1):
+//       query t sees slot j  iff  block(j) <= block(len_b + t)  and
+//                                 (j < len_b + valid_b  or  j == len_b + t)
+//     (padding queries see themselves so that no softmax row is empty; their output is junk.)
+//
+// (c) training: input = x_t (L noisy tokens) then x_0 (the same L tokens, clean); both copies
+//     take positions 0..L-1. With i, j the positions inside each copy:
+//       x_t query i sees x_t key j  iff  block(j) == block(i)
+//       x_t query i sees x_0 key j  iff  block(j) <  block(i)
+//       x_0 query i sees x_0 key j  iff  block(j) <= block(i)
+//       x_0 never sees x_t.
+//
+//            keys:  x_t           x_0
+//     x_t   [ same block   | earlier blocks ]
+//     x_0   [   nothing    | block-causal   ]
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dice {
+
+// (a) [1, 1, L, L].
+at::Tensor block_causal_mask(int64_t length, int64_t block_size, c10::Device device);
+
+// (b) [B, 1, T, S] with S = max(cache_lengths) + T.
+at::Tensor cached_chunk_mask(const std::vector<int64_t>& cache_lengths,
+                             const std::vector<int64_t>& valid, int64_t chunk_len,
+                             int64_t block_size, c10::Device device);
+
+// (c) [1, 1, 2L, 2L].
+at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device);
+// (c) positions 0..L-1, 0..L-1: [2L] int64.
+at::Tensor training_positions(int64_t length, c10::Device device);
+
+}  // namespace dice

@@ -1,0 +1,155 @@
+// The Qwen3 decoder as SDAR uses it for block diffusion, in LibTorch modules that follow the math:
+//
+//   h_0 = embed(tokens)
+//   for each layer:  a = h + Attention(RMSNorm(h));   h = a + MLP(RMSNorm(a))
+//   logits = lm_head(RMSNorm(h))              (lm_head may share embed's weight)
+//
+//   Attention(x): q = RMSNorm_q(x Wq), k = RMSNorm_k(x Wk) per head; RoPE(q, k) at the tokens'
+//                 positions; v = x Wv; softmax(q k^T / sqrt(head_dim), mask) v; then Wo.
+//                 num_key_value_heads <= num_attention_heads (grouped-query attention).
+//   MLP(x):       W_down(silu(x W_gate) * x W_up)                       (SwiGLU, no biases)
+//
+// Logits are NOT shifted: logit i predicts token i (masked-token prediction).
+// The three attention layouts (block-causal, cached chunk, training) are in attention_masks.h;
+// Qwen3LM has one method for each. Inference methods expect torch::NoGradGuard by the caller.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/checkpoint/model_config.h"
+#include "common/model/kv_cache.h"
+
+namespace dice {
+
+// Parameters of every module below are plain tensors named as in Hugging Face checkpoints
+// (q_proj is the weight of the q projection); weights.h maps them to checkpoint names.
+
+// What every layer of one forward shares; built once per forward by Qwen3ModelImpl.
+struct AttentionContext {
+  at::Tensor cos;   // [B|1, T, head_dim] RoPE tables at the query positions (float32)
+  at::Tensor sin;   // same shape
+  at::Tensor mask;  // [B|1, 1, T, S] bool, true = may attend
+  // Cached mode only (cache != nullptr): rows of the flattened [B * capacity] cache where the
+  // chunk's keys/values are written, and the number S of slots attended over.
+  KvCache* cache = nullptr;
+  at::Tensor write_rows;  // [B * T] int64
+  int64_t key_slots = 0;
+};
+
+// y = w * x / sqrt(mean(x^2) + eps), computed in float32 and cast back to the input dtype.
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps, const c10::TensorOptions& options = {});
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class Qwen3AttentionImpl : public torch::nn::Module {
+ public:
+  Qwen3AttentionImpl(const ModelConfig& config, int64_t layer_index,
+                     const c10::TensorOptions& options = {});
+  at::Tensor forward(const at::Tensor& x, const AttentionContext& ctx);
+
+  at::Tensor q_proj, k_proj, v_proj, o_proj;  // Linear weights [out, in], no bias
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};   // over head_dim, shared by all heads
+
+ private:
+  int64_t layer_index_, heads_, kv_heads_, head_dim_;
+};
+TORCH_MODULE(Qwen3Attention);
+
+class Qwen3MlpImpl : public torch::nn::Module {
+ public:
+  explicit Qwen3MlpImpl(const ModelConfig& config, const c10::TensorOptions& options = {});
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor gate_proj, up_proj, down_proj;
+};
+TORCH_MODULE(Qwen3Mlp);
+
+class Qwen3DecoderLayerImpl : public torch::nn::Module {
+ public:
+  Qwen3DecoderLayerImpl(const ModelConfig& config, int64_t layer_index,
+                        const c10::TensorOptions& options = {});
+  at::Tensor forward(const at::Tensor& x, const AttentionContext& ctx);
+
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  Qwen3Attention self_attn{nullptr};
+  Qwen3Mlp mlp{nullptr};
+};
+TORCH_MODULE(Qwen3DecoderLayer);
+
+// Embedding, decoder layers and final norm: tokens -> hidden states.
+class Qwen3ModelImpl : public torch::nn::Module {
+ public:
+  explicit Qwen3ModelImpl(const ModelConfig& config, const c10::TensorOptions& options = {});
+  // input_ids [B, T]; positions [B|1, T] int64; ctx.mask and the cache fields set by the caller.
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& positions,
+                     AttentionContext ctx);
+
+  at::Tensor embed_tokens;  // [vocab, hidden]
+  std::vector<Qwen3DecoderLayer> layers;
+  RMSNorm norm{nullptr};
+
+ private:
+  ModelConfig config_;
+  at::Tensor inv_freq_;  // [head_dim / 2] RoPE frequencies, float32
+};
+TORCH_MODULE(Qwen3Model);
+
+// The ForCausalLM equivalent: Qwen3Model plus lm_head, and one entry point per attention layout.
+class Qwen3LMImpl : public torch::nn::Module {
+ public:
+  // Parameters are created with `options` (dtype, device) and filled with N(0, 0.02) noise (norm
+  // weights with ones); load_weights() then overwrites them from a checkpoint.
+  explicit Qwen3LMImpl(const ModelConfig& config, const c10::TensorOptions& options = {});
+
+  // Any layout: input_ids [B, T], positions [B|1, T], mask [B|1, 1, T, T]. Logits [B, T, vocab].
+  at::Tensor forward(const at::Tensor& input_ids, const at::Tensor& positions,
+                     const at::Tensor& mask);
+
+  // (a) block-causal over whole sequences at positions 0..L-1: input_ids [B, L].
+  at::Tensor forward_block_causal(const at::Tensor& input_ids);
+
+  // (b) a chunk of T tokens per row against `cache` (prefill of whole prompt blocks, or one
+  // decode block of block_size tokens). Row b's chunk starts at position cache.lengths()[b],
+  // which must be a multiple of block_size (unless valid[b] is 0: a row with nothing to do);
+  // its first valid[b] tokens are real, the rest padding.
+  // With store, the chunk's keys/values stay in the cache (lengths grow by valid[b]); without,
+  // the cache's contents and lengths are left as they were. Logits [B, T, vocab].
+  at::Tensor forward_cached(const at::Tensor& input_ids, const std::vector<int64_t>& valid,
+                            KvCache& cache, bool store);
+
+  // (b) without logits: stores a chunk's keys/values (prompt prefill, whose logits nobody reads)
+  // and skips lm_head, the largest matmul for long chunks. Same rules as forward_cached.
+  void prefill(const at::Tensor& input_ids, const std::vector<int64_t>& valid, KvCache& cache);
+
+  // (c) training: x_t and x_0 [B, L]. Returns the logits of the x_t half [B, L, vocab], the only
+  // ones the diffusion loss reads (x_0 is context).
+  at::Tensor forward_training(const at::Tensor& x_t, const at::Tensor& x_0);
+
+  // Final hidden states -> logits.
+  at::Tensor logits(const at::Tensor& hidden);
+
+  const ModelConfig& config() const { return config_; }
+
+  Qwen3Model model{nullptr};
+  at::Tensor lm_head;  // [vocab, hidden]; the same tensor as embed_tokens when tied
+
+ private:
+  // forward_cached() up to the final hidden states [B, T, hidden].
+  at::Tensor hidden_cached(const at::Tensor& input_ids, const std::vector<int64_t>& valid,
+                           KvCache& cache, bool store);
+
+  ModelConfig config_;
+};
+TORCH_MODULE(Qwen3LM);
+
+}  // namespace dice

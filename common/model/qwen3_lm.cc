@@ -1,0 +1,112 @@
+// Qwen3LMImpl: lm_head and the three attention layouts (block-causal, cached chunk, training).
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+#include "common/model/attention_masks.h"
+#include "common/model/qwen3.h"
+
+namespace dice {
+
+Qwen3LMImpl::Qwen3LMImpl(const ModelConfig& config, const c10::TensorOptions& options)
+    : config_(config) {
+  model = register_module("model", Qwen3Model(config, options));
+  if (config.tie_word_embeddings) {
+    lm_head = model->embed_tokens;  // the same tensor: one parameter, two uses
+  } else {
+    lm_head = register_parameter(
+        "lm_head", at::empty({config.vocab_size, config.hidden_size}, options).normal_(0.0, 0.02));
+  }
+}
+
+at::Tensor Qwen3LMImpl::logits(const at::Tensor& hidden) {
+  return at::linear(hidden, lm_head);
+}
+
+at::Tensor Qwen3LMImpl::forward(const at::Tensor& input_ids, const at::Tensor& positions,
+                                const at::Tensor& mask) {
+  TORCH_CHECK(input_ids.dim() == 2, "Qwen3LM: input_ids must be [batch, length], got ",
+              input_ids.sizes());
+  AttentionContext ctx;
+  ctx.mask = mask;
+  return logits(model(input_ids, positions.dim() == 1 ? positions.unsqueeze(0) : positions, ctx));
+}
+
+at::Tensor Qwen3LMImpl::forward_block_causal(const at::Tensor& input_ids) {
+  TORCH_CHECK(input_ids.dim() == 2, "Qwen3LM: input_ids must be [batch, length], got ",
+              input_ids.sizes());
+  const int64_t len = input_ids.size(1);
+  const c10::Device device = input_ids.device();
+  at::Tensor positions = at::arange(len, input_ids.options().dtype(at::kLong)).unsqueeze(0);
+  return forward(input_ids, positions, block_causal_mask(len, config_.block_size, device));
+}
+
+at::Tensor Qwen3LMImpl::forward_cached(const at::Tensor& input_ids,
+                                       const std::vector<int64_t>& valid, KvCache& cache,
+                                       bool store) {
+  return logits(hidden_cached(input_ids, valid, cache, store));
+}
+
+void Qwen3LMImpl::prefill(const at::Tensor& input_ids, const std::vector<int64_t>& valid,
+                          KvCache& cache) {
+  (void)hidden_cached(input_ids, valid, cache, /*store=*/true);
+}
+
+at::Tensor Qwen3LMImpl::hidden_cached(const at::Tensor& input_ids,
+                                      const std::vector<int64_t>& valid, KvCache& cache,
+                                      bool store) {
+  TORCH_CHECK(input_ids.dim() == 2, "Qwen3LM: input_ids must be [batch, length], got ",
+              input_ids.sizes());
+  const int64_t batch = input_ids.size(0), len = input_ids.size(1);
+  TORCH_CHECK(batch == cache.batch(), "Qwen3LM: batch ", batch, " but the cache has ",
+              cache.batch(), " rows");
+  TORCH_CHECK(static_cast<int64_t>(valid.size()) == batch, "Qwen3LM: ", valid.size(),
+              " valid counts for a batch of ", batch);
+  TORCH_CHECK(cache.num_layers() == config_.num_hidden_layers, "Qwen3LM: cache has ",
+              cache.num_layers(), " layers, model ", config_.num_hidden_layers);
+  const std::vector<int64_t>& lengths = cache.lengths();
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n = lengths[static_cast<size_t>(b)];
+    const int64_t v = valid[static_cast<size_t>(b)];
+    TORCH_CHECK(v >= 0 && v <= len, "Qwen3LM: row ", b, ": valid ", v, " outside [0, ", len, "]");
+    // A chunk continuing a partly stored block would attend to keys computed without it.
+    TORCH_CHECK(v == 0 || n % config_.block_size == 0, "Qwen3LM: row ", b, ": cache length ", n,
+                " is not a multiple of block_size ", config_.block_size);
+    TORCH_CHECK(n + len <= cache.capacity(), "Qwen3LM: row ", b, ": cache length ", n, " + chunk ",
+                len, " exceeds capacity ", cache.capacity());
+  }
+  const c10::Device device = input_ids.device();
+  const auto long_cpu = at::TensorOptions().dtype(at::kLong);
+  at::Tensor starts = at::tensor(lengths, long_cpu).unsqueeze(1);          // [B, 1]
+  at::Tensor positions = starts + at::arange(len, long_cpu).unsqueeze(0);  // [B, T]
+  at::Tensor row_base = at::arange(batch, long_cpu).unsqueeze(1) * cache.capacity();
+
+  AttentionContext ctx;
+  ctx.cache = &cache;
+  ctx.write_rows = (row_base + positions).reshape({-1}).to(device);
+  ctx.key_slots = *std::max_element(lengths.begin(), lengths.end()) + len;
+  ctx.mask = cached_chunk_mask(lengths, valid, len, config_.block_size, device);
+  at::Tensor out = model(input_ids, positions.to(device), ctx);
+  if (store) {
+    for (int64_t b = 0; b < batch; ++b) {
+      cache.set_length(b, lengths[static_cast<size_t>(b)] + valid[static_cast<size_t>(b)]);
+    }
+  }
+  return out;
+}
+
+at::Tensor Qwen3LMImpl::forward_training(const at::Tensor& x_t, const at::Tensor& x_0) {
+  TORCH_CHECK(x_t.dim() == 2 && x_t.sizes() == x_0.sizes(),
+              "Qwen3LM: x_t and x_0 must both be [batch, length], got ", x_t.sizes(), " and ",
+              x_0.sizes());
+  const int64_t len = x_t.size(1);
+  const c10::Device device = x_t.device();
+  AttentionContext ctx;
+  ctx.mask = training_mask(len, config_.block_size, device);
+  at::Tensor hidden =
+      model(at::cat({x_t, x_0}, 1), training_positions(len, device).unsqueeze(0), ctx);
+  return logits(hidden.narrow(1, 0, len));
+}
+
+}  // namespace dice

@@ -1,0 +1,167 @@
+// model_bench: forward throughput of dice's Qwen3 model on one CUDA GPU, with random bf16 weights
+// at the shapes of SDAR-1.7B and SDAR-4B.
+//
+//   model_bench [--models 1.7b,4b] [--batches 1,16,64,128] [--context 256] [--iters 20]
+//               [--warmup 3]
+//
+// For each model and batch size B:
+//   prefill   B prompts of --context tokens stored into an empty KV cache (no logits);
+//             tokens/s = B * context / time per forward.
+//   decode    one block of 4 tokens per sequence against that cache, not stored (a denoising
+//             step), with logits; tokens/s = B * 4 / time per forward.
+// hf_bench.py measures transformers' Qwen3 forward on the same shapes for the peer figure.
+// Without a CUDA device it prints why and exits 0 (nothing to measure).
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/model/qwen3.h"
+#include "common/torch_compat.h"
+
+namespace {
+
+struct Shape {
+  std::string name;
+  dice::ModelConfig config;
+};
+
+dice::ModelConfig sdar_config(int64_t hidden, int64_t intermediate, int64_t layers, int64_t heads,
+                              int64_t kv_heads, bool tied) {
+  dice::ModelConfig c;
+  c.vocab_size = 151936;
+  c.hidden_size = hidden;
+  c.intermediate_size = intermediate;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
+  c.head_dim = 128;
+  c.rope_theta = 1e6;
+  c.max_position_embeddings = 40960;
+  c.tie_word_embeddings = tied;
+  c.block_size = 4;
+  c.mask_token_id = 151669;
+  return c;
+}
+
+std::vector<Shape> all_shapes() {
+  return {{"1.7b", sdar_config(2048, 6144, 28, 16, 8, /*tied=*/true)},
+          {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)}};
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+// Waits for the GPU: reading one element back synchronizes the current stream.
+void sync(const at::Tensor& t) {
+  (void)t.reshape({-1})[0].item<float>();
+}
+
+template <typename F>
+double seconds_per_call(F&& f, int warmup, int iters) {
+  at::Tensor last;
+  for (int i = 0; i < warmup; ++i) last = f();
+  sync(last);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) last = f();
+  sync(last);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+}
+
+int usage(const std::string& message) {
+  std::fprintf(stderr,
+               "model_bench: %s\nusage: model_bench [--models 1.7b,4b] "
+               "[--batches 1,16,64,128] [--context 256] [--iters 20] [--warmup 3]\n",
+               message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string models = "1.7b,4b", batches = "1,16,64,128";
+  int64_t context = 256;
+  int iters = 20, warmup = 3;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) return usage("missing value for " + arg);
+    std::string value = argv[++i];
+    try {
+      if (arg == "--models")
+        models = value;
+      else if (arg == "--batches")
+        batches = value;
+      else if (arg == "--context")
+        context = std::stoll(value);
+      else if (arg == "--iters")
+        iters = std::stoi(value);
+      else if (arg == "--warmup")
+        warmup = std::stoi(value);
+      else
+        return usage("unknown argument " + arg);
+    } catch (const std::exception&) {
+      return usage(arg + ": not a number: " + value);
+    }
+  }
+  if (context <= 0 || context % 4 != 0) return usage("--context must be a positive multiple of 4");
+  if (iters <= 0 || warmup < 0) return usage("--iters must be > 0 and --warmup >= 0");
+  if (!dice::compat::cuda_available()) {
+    std::printf("model_bench: skipped: needs a CUDA GPU; this is %s\n",
+                dice::compat::describe_torch().c_str());
+    return 0;
+  }
+  std::vector<int64_t> batch_sizes;
+  for (const std::string& b : split(batches)) {
+    try {
+      batch_sizes.push_back(std::stoll(b));
+    } catch (const std::exception&) {
+      return usage("--batches: not a number: " + b);
+    }
+  }
+
+  torch::NoGradGuard no_grad;
+  const auto options = at::TensorOptions().dtype(at::kBFloat16).device(c10::kCUDA);
+  std::printf("model_bench: %s; bf16 random weights, context %lld, block 4, %d iters\n",
+              dice::compat::describe_torch().c_str(), static_cast<long long>(context), iters);
+  std::printf("%-6s %6s %16s %12s %16s %12s\n", "model", "batch", "prefill tok/s", "prefill ms",
+              "decode4 tok/s", "decode4 ms");
+  for (const std::string& wanted : split(models)) {
+    const Shape* shape = nullptr;
+    static const std::vector<Shape> shapes = all_shapes();
+    for (const Shape& s : shapes) {
+      if (s.name == wanted) shape = &s;
+    }
+    if (shape == nullptr) return usage("unknown model " + wanted + " (1.7b or 4b)");
+    dice::Qwen3LM lm(shape->config, options);
+    for (int64_t batch : batch_sizes) {
+      const int64_t block = shape->config.block_size;
+      dice::KvCache cache(shape->config, batch, context + block, options);
+      at::Tensor prompt = at::randint(0, 151643, {batch, context}, options.dtype(at::kLong));
+      std::vector<int64_t> prompt_len(static_cast<size_t>(batch), context);
+      const double prefill_s = seconds_per_call(
+          [&] {
+            for (int64_t b = 0; b < batch; ++b) cache.set_length(b, 0);
+            lm->prefill(prompt, prompt_len, cache);
+            return cache.keys(0);
+          },
+          warmup, iters);
+      at::Tensor tokens = at::randint(0, 151643, {batch, block}, options.dtype(at::kLong));
+      std::vector<int64_t> valid(static_cast<size_t>(batch), block);
+      const double decode_s = seconds_per_call(
+          [&] { return lm->forward_cached(tokens, valid, cache, /*store=*/false); }, warmup, iters);
+      std::printf("%-6s %6lld %16.0f %12.2f %16.0f %12.2f\n", shape->name.c_str(),
+                  static_cast<long long>(batch), batch * context / prefill_s, prefill_s * 1e3,
+                  batch * block / decode_s, decode_s * 1e3);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
