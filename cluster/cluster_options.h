@@ -120,11 +120,15 @@ struct NodeOptions {
 struct SshOptions {
   std::string user;
   std::vector<std::string> extra_args;
+  std::string remote_dir;
 
   template <class V>
   void visit_fields(V& v) {
     v.field("user", user, "Remote user; empty = ssh's default. Default: empty");
     v.field("extra_args", extra_args, "Extra ssh arguments, e.g. [-p, 2222]. Default: []");
+    v.field("remote_dir", remote_dir,
+            "Folder each host cds into before starting its services; empty = dice-cluster's "
+            "working directory (the same path on a shared filesystem). Default: empty");
   }
 };
 
@@ -145,6 +149,67 @@ struct SlurmOptions {
   }
 };
 
+// The local backend: a supervisor process on this machine runs every service as a child,
+// restarting crashed ones with exponential backoff.
+struct LocalOptions {
+  std::string bin_dir;
+  std::map<std::string, std::string> executables;
+  std::string state_dir;
+  int drain_timeout_ms = 10000;
+  int start_timeout_ms = 10000;
+  int restart_backoff_ms = 500;
+  int restart_backoff_max_ms = 30000;
+  int max_restarts = 5;
+  int restart_window_s = 300;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("bin_dir", bin_dir,
+            "Folder searched first for service executables; empty = look next to dice-cluster, "
+            "then in the build tree's <role>/ folder, then PATH. Default: empty",
+            config::is_path());
+    v.field("executables", executables,
+            "Per role (learner, rollout, reward), the executable to run instead of dice-<role>: a "
+            "bare name is searched like the default, a name with '/' is used as is. Default: {}");
+    v.field("state_dir", state_dir,
+            "Where the supervisor keeps its state file and one log per service; empty = "
+            "<folder of run.reward_log_path>/cluster. Default: empty",
+            config::is_path());
+    v.field("drain_timeout_ms", drain_timeout_ms,
+            "On down, how long services get to exit after SIGTERM before SIGKILL. Default: 10000",
+            config::at_least(0));
+    v.field("start_timeout_ms", start_timeout_ms,
+            "How long up waits for the supervisor to start every service. Default: 10000",
+            config::at_least(100));
+    v.field("restart_backoff_ms", restart_backoff_ms,
+            "Delay before the first restart of a crashed service; doubles with each further "
+            "restart in the window. Default: 500",
+            config::at_least(0));
+    v.field("restart_backoff_max_ms", restart_backoff_max_ms,
+            "Cap of the restart delay. Default: 30000", config::at_least(0));
+    v.field("max_restarts", max_restarts,
+            "A service that needs more restarts than this within restart_window_s is given up "
+            "(state failed). Default: 5",
+            config::at_least(0));
+    v.field("restart_window_s", restart_window_s,
+            "Window over which restarts are counted. Default: 300", config::at_least(1));
+  }
+
+  void validate(config::Checker& c) const {
+    for (const auto& entry : executables) {
+      NodeRole role;
+      if (!config::enum_from_name(entry.first, &role)) {
+        c.error("executables." + entry.first, "unknown role; expected learner, rollout or reward");
+      } else if (entry.second.empty()) {
+        c.error("executables." + entry.first, "must not be empty");
+      }
+    }
+    if (restart_backoff_max_ms < restart_backoff_ms) {
+      c.error("restart_backoff_max_ms", "must be at least restart_backoff_ms");
+    }
+  }
+};
+
 struct ClusterOptions {
   ClusterBackend backend = ClusterBackend::kLocal;
   LearnerEndpointOptions learner;
@@ -155,6 +220,7 @@ struct ClusterOptions {
                   {{"learner", {0}}, {"rollout", {0}}, {"reward", {0}}}}};
   SshOptions ssh;
   SlurmOptions slurm;
+  LocalOptions local;
 
   template <class V>
   void visit_fields(V& v) {
@@ -168,6 +234,7 @@ struct ClusterOptions {
             config::non_empty());
     v.field("ssh", ssh, "ssh backend settings.");
     v.field("slurm", slurm, "slurm backend settings.");
+    v.field("local", local, "local backend settings (supervisor, restarts, logs).");
   }
 
   void validate(config::Checker& c) const {

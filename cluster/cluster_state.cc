@@ -1,0 +1,144 @@
+#include "cluster/cluster_state.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace dice::cluster {
+namespace {
+
+struct RunStateName {
+  ServiceRunState state;
+  const char* name;
+};
+constexpr RunStateName kRunStateNames[] = {
+    {ServiceRunState::kStarting, "starting"},     {ServiceRunState::kRunning, "running"},
+    {ServiceRunState::kRestarting, "restarting"}, {ServiceRunState::kExited, "exited"},
+    {ServiceRunState::kFailed, "failed"},         {ServiceRunState::kStopped, "stopped"}};
+
+YAML::Node encode_service(const ServiceState& s) {
+  YAML::Node node;
+  node["name"] = s.name;
+  node["role"] = s.role;
+  node["node"] = s.node;
+  node["worker_index"] = s.worker_index;
+  node["log"] = s.log_path;
+  node["pid"] = static_cast<long>(s.pid);
+  node["start_ticks"] = s.start_ticks;
+  node["state"] = run_state_name(s.state);
+  node["restarts"] = s.restarts;
+  node["started_at"] = s.started_at;
+  node["last_exit"] = s.last_exit;
+  return node;
+}
+
+// Throws YAML exceptions on a bad file; read_state_file turns them into a Status.
+ServiceState decode_service(const YAML::Node& node) {
+  ServiceState s;
+  s.name = node["name"].as<std::string>();
+  s.role = node["role"].as<std::string>();
+  s.node = node["node"].as<std::string>();
+  s.worker_index = node["worker_index"].as<int>();
+  s.log_path = node["log"].as<std::string>();
+  s.pid = static_cast<pid_t>(node["pid"].as<long>());
+  s.start_ticks = node["start_ticks"].as<std::uint64_t>();
+  std::string state = node["state"].as<std::string>();
+  if (!run_state_from_name(state, &s.state)) {
+    throw YAML::Exception(node["state"].Mark(), "unknown service state '" + state + "'");
+  }
+  s.restarts = node["restarts"].as<int>();
+  s.started_at = node["started_at"].as<double>();
+  s.last_exit = node["last_exit"].as<std::string>();
+  return s;
+}
+
+}  // namespace
+
+const char* run_state_name(ServiceRunState state) {
+  for (const auto& entry : kRunStateNames) {
+    if (entry.state == state) return entry.name;
+  }
+  return "?";
+}
+
+bool run_state_from_name(const std::string& name, ServiceRunState* state) {
+  for (const auto& entry : kRunStateNames) {
+    if (name == entry.name) {
+      *state = entry.state;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string state_file_path(const std::string& state_dir) {
+  return state_dir + "/state.yaml";
+}
+
+Status write_state_file(const std::string& state_dir, const ClusterState& state) {
+  YAML::Node root;
+  root["run_id"] = state.run_id;
+  root["config"] = state.config_path;
+  YAML::Node supervisor;
+  supervisor["pid"] = static_cast<long>(state.supervisor_pid);
+  supervisor["start_ticks"] = state.supervisor_start_ticks;
+  supervisor["state"] = state.supervisor_state;
+  supervisor["started_at"] = state.supervisor_started_at;
+  root["supervisor"] = supervisor;
+  root["drain_timeout_ms"] = state.drain_timeout_ms;
+  YAML::Node services(YAML::NodeType::Sequence);
+  for (const auto& s : state.services) services.push_back(encode_service(s));
+  root["services"] = services;
+
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << root;
+  std::string final_path = state_file_path(state_dir);
+  std::string temp_path = final_path + ".tmp";
+  {
+    std::ofstream file(temp_path, std::ios::trunc);
+    file << "# dice-cluster state (written by the supervisor; see cluster/cluster_state.h)\n"
+         << out.c_str() << "\n";
+    file.flush();
+    if (!file) return Status::io_error("cannot write " + temp_path + ": " + std::strerror(errno));
+  }
+  if (std::rename(temp_path.c_str(), final_path.c_str()) != 0) {
+    return Status::io_error("cannot rename " + temp_path + " to " + final_path + ": " +
+                            std::strerror(errno));
+  }
+  return Status::ok_status();
+}
+
+Result<ClusterState> read_state_file(const std::string& state_dir) {
+  std::string path = state_file_path(state_dir);
+  std::ifstream file(path);
+  if (!file) {
+    return Status::not_found("no cluster state at " + path +
+                             " (no run was started with this state dir)");
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  try {
+    YAML::Node root = YAML::Load(text.str());
+    ClusterState state;
+    state.run_id = root["run_id"].as<std::string>();
+    state.config_path = root["config"].as<std::string>();
+    YAML::Node supervisor = root["supervisor"];
+    state.supervisor_pid = static_cast<pid_t>(supervisor["pid"].as<long>());
+    state.supervisor_start_ticks = supervisor["start_ticks"].as<std::uint64_t>();
+    state.supervisor_state = supervisor["state"].as<std::string>();
+    state.supervisor_started_at = supervisor["started_at"].as<double>();
+    state.drain_timeout_ms = root["drain_timeout_ms"].as<int>();
+    for (const auto& node : root["services"]) state.services.push_back(decode_service(node));
+    return state;
+  } catch (const YAML::Exception& e) {
+    return Status::corruption(path + ":" + std::to_string(e.mark.line + 1) +
+                              ": bad state file: " + e.msg);
+  }
+}
+
+}  // namespace dice::cluster

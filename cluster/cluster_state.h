@@ -1,0 +1,68 @@
+// The state file of a local dice-cluster run: <state_dir>/state.yaml, written by the supervisor
+// after every change (to a temp file, then renamed over, so a reader sees the old or the new file,
+// never half of one) and read by `dice-cluster up/status/logs/down`.
+//
+//   run_id: r1
+//   config: /abs/configs/local.yaml
+//   supervisor: {pid: 4242, start_ticks: 81723, state: running, started_at: 1764464521.5}
+//   services:
+//     - {name: rollout-0, role: rollout, node: localhost, worker_index: 0, log:
+//     /abs/.../rollout-0.log,
+//        pid: 4250, start_ticks: 81730, state: running, restarts: 1, started_at: 1764464523.1,
+//        last_exit: "killed by signal 9"}
+//
+// Times are seconds since the epoch; start_ticks tells a live pid from a reused one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dice::cluster {
+
+// starting: not launched yet; running: process up; restarting: crashed, waiting out its backoff;
+// exited: ended with status 0 (not restarted); failed: gave up after too many restarts (or could
+// not be launched); stopped: ended by `down`.
+enum class ServiceRunState { kStarting, kRunning, kRestarting, kExited, kFailed, kStopped };
+const char* run_state_name(ServiceRunState state);
+bool run_state_from_name(const std::string& name, ServiceRunState* state);
+
+struct ServiceState {
+  std::string name;  // "<role>-<worker_index>", unique in the run
+  std::string role;
+  std::string node;
+  int worker_index = 0;
+  std::string log_path;
+  pid_t pid = 0;  // 0 while not running
+  std::uint64_t start_ticks = 0;
+  ServiceRunState state = ServiceRunState::kStarting;
+  int restarts = 0;
+  double started_at = 0;  // last (re)start
+  std::string last_exit;  // "exit 1", "killed by signal 9"; empty if it never ended
+};
+
+struct ClusterState {
+  std::string run_id;
+  std::string config_path;
+  pid_t supervisor_pid = 0;
+  std::uint64_t supervisor_start_ticks = 0;
+  std::string supervisor_state = "starting";  // starting, running, draining, stopped
+  double supervisor_started_at = 0;
+  int drain_timeout_ms = 0;  // cluster.local.drain_timeout_ms: tells `down` how long to wait
+  std::vector<ServiceState> services;
+};
+
+std::string state_file_path(const std::string& state_dir);
+
+// Writes `state` to <state_dir>/state.yaml atomically (temp file in the same folder + rename).
+Status write_state_file(const std::string& state_dir, const ClusterState& state);
+
+// Reads <state_dir>/state.yaml: not-found when absent, corruption naming the file and key when
+// it does not parse.
+Result<ClusterState> read_state_file(const std::string& state_dir);
+
+}  // namespace dice::cluster

@@ -1,0 +1,47 @@
+// The local backend behind `dice-cluster up/status/logs/down`: starts the supervisor daemon for a
+// run, reads its state file, tails its logs, and stops it leaving no process behind.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_state.h"
+#include "common/config/dice_config.h"
+#include "common/status.h"
+
+namespace dice::cluster {
+
+// cluster.local.state_dir, or <folder of run.reward_log_path>/cluster when that is empty.
+std::string resolve_state_dir(const DiceConfig& config);
+
+// Starts the supervisor (setsid, detached) for every service of `config`, then waits, up to
+// cluster.local.start_timeout_ms, until each service has been launched. Returns the state then.
+// Errors: not-found (missing executable), unavailable (a run is already up in the state dir),
+// timeout (naming the supervisor log), io-error.
+Result<ClusterState> local_up(const DiceConfig& config, const std::string& config_path,
+                              const std::vector<std::string>& overrides);
+
+// SIGTERM to the supervisor, then waits until neither it nor any service it recorded is alive;
+// after the drain timeout plus a grace period, SIGKILLs what is left (at once when the supervisor
+// was already gone, leaving services behind). Errors: not-found (no state file), timeout (a
+// process would not die; names it).
+Status local_down(const std::string& state_dir, std::ostream& out);
+
+// The status table of the run in `state_dir` (see format_status).
+Status local_status(const std::string& state_dir, std::ostream& out);
+
+// Prints the last `lines` lines of each log: all services, or those whose name or role is
+// `service` ("supervisor" for the supervisor's own log). Errors: not-found for an unknown service.
+Status local_logs(const std::string& state_dir, const std::string& service, int lines,
+                  std::ostream& out);
+
+// The table `status` prints; `now` is seconds since the epoch. Each row's state is checked against
+// the live process (a service recorded as running whose process is gone shows as "gone").
+//
+// Seam for later work: heartbeat ages come from the learner (it sees every worker's heartbeats),
+// not from this state file; a column for them belongs here, fed by a query to the learner's
+// metrics endpoint, and is deliberately absent until that endpoint exists.
+std::string format_status(const ClusterState& state, double now);
+
+}  // namespace dice::cluster

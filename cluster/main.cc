@@ -1,0 +1,204 @@
+// dice-cluster: starts, inspects and stops the services of a dice run.
+//
+//   dice-cluster up CONFIG [KEY=VALUE ...] [--dry-run]
+//   dice-cluster status (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
+//   dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
+//   dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
+//
+// up: loads CONFIG, starts a supervisor daemon that runs every service as a child process
+//   (cluster/supervisor.h), waits until each is launched, and prints where state and logs are.
+// status: one line per service (pid, state, restarts, uptime, last exit). logs: the last lines of
+//   each service's log (SERVICE is a name like rollout-0, a role, or "supervisor"). down: stops the
+//   run and waits until none of its processes remain.
+// --dry-run prints what up would run (local: each service's command line; ssh: one ssh command per
+// node; slurm: the sbatch script) and starts nothing. Only the local backend starts services; ssh
+// and slurm configs are refused with a message (their commands are generated, never run).
+// Exit status: 0 ok; 1 the operation failed (a timeout, an I/O error); 2 bad usage, a bad config or
+// override, a missing executable, or no run in the state dir.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cluster/local_backend.h"
+#include "cluster/process.h"
+#include "cluster/remote_commands.h"
+#include "common/config/dice_config.h"
+#include "common/config/load.h"
+#include "common/log.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+constexpr const char* kUsage =
+    "usage: dice-cluster up CONFIG [KEY=VALUE ...] [--dry-run]\n"
+    "       dice-cluster status (--state-dir DIR | --config CONFIG [KEY=VALUE ...])\n"
+    "       dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE "
+    "...])\n"
+    "       dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])\n"
+    "The state dir is cluster.local.state_dir (default <folder of run.reward_log_path>/cluster);\n"
+    "`up` prints it. Exit status: 0 ok, 1 failed, 2 bad usage, config or state dir.\n";
+
+struct Args {
+  std::string command;
+  std::string config_path;
+  std::vector<std::string> overrides;
+  std::string state_dir;
+  std::string service;
+  int lines = 100;
+  bool dry_run = false;
+};
+
+int usage_error(const std::string& why) {
+  std::cerr << "dice-cluster: " << why << "\n" << kUsage;
+  return kExitBadInput;
+}
+
+int status_exit(const dice::Status& status) {
+  if (status.ok()) return kExitOk;
+  std::cerr << "dice-cluster: " << status.message() << "\n";
+  switch (status.code()) {
+    case dice::StatusCode::kInvalidArgument:
+    case dice::StatusCode::kNotFound:
+      return kExitBadInput;
+    default:
+      return kExitFailed;
+  }
+}
+
+// Parses argv into *args; returns an error message, or empty when fine.
+std::string parse_args(int argc, char** argv, Args* args) {
+  if (argc < 2) return "missing command";
+  args->command = argv[1];
+  if (args->command != "up" && args->command != "status" && args->command != "logs" &&
+      args->command != "down") {
+    return "unknown command '" + args->command + "' (expected up, status, logs or down)";
+  }
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--state-dir" || arg == "--config" || arg == "-n") {
+      if (!has_value) return arg + " needs a value";
+      std::string value = argv[++i];
+      if (arg == "--state-dir") args->state_dir = value;
+      if (arg == "--config") args->config_path = value;
+      if (arg == "-n") {
+        char* end = nullptr;
+        long n = std::strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || n <= 0 || n > 1000000) {
+          return "-n expects a positive line count, got '" + value + "'";
+        }
+        args->lines = static_cast<int>(n);
+      }
+    } else if (arg == "--dry-run" && args->command == "up") {
+      args->dry_run = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return "unknown option '" + arg + "'";
+    } else if (arg.find('=') != std::string::npos) {
+      args->overrides.push_back(arg);
+    } else if (args->command == "up" && args->config_path.empty()) {
+      args->config_path = arg;
+    } else if (args->command == "logs" && args->service.empty()) {
+      args->service = arg;
+    } else {
+      return "unexpected argument '" + arg + "'";
+    }
+  }
+  if (args->command == "up") {
+    if (args->config_path.empty()) return "up needs a CONFIG file";
+    if (!args->state_dir.empty()) return "up takes its state dir from cluster.local.state_dir";
+  } else if (args->state_dir.empty() == args->config_path.empty()) {
+    return args->command + " needs exactly one of --state-dir DIR or --config CONFIG";
+  }
+  return {};
+}
+
+// up --dry-run: prints what `up` would run for the config's backend, starting nothing.
+int dry_run(const dice::DiceConfig& config, const std::string& config_path,
+            const std::vector<std::string>& overrides) {
+  using namespace dice::cluster;
+  bool local = config.cluster.backend == dice::ClusterBackend::kLocal;
+  PlanInputs inputs{config_path, overrides, config.run.id.empty() ? "RUN_ID" : config.run.id,
+                    self_executable(), local};
+  dice::Result<std::vector<ServiceSpec>> services = plan_services(config.cluster, inputs);
+  if (!services.ok()) return status_exit(services.status());
+  std::string work_dir = dice::config::working_directory();
+  if (config.cluster.backend == dice::ClusterBackend::kSlurm) {
+    std::cout << slurm_batch_script(config.cluster, *services, work_dir, resolve_state_dir(config),
+                                    inputs.run_id);
+  } else if (config.cluster.backend == dice::ClusterBackend::kSsh) {
+    for (std::size_t i = 0; i < config.cluster.nodes.size(); ++i) {
+      std::string line;
+      for (const auto& arg : ssh_command(config.cluster, static_cast<int>(i), work_dir, inputs)) {
+        line += (line.empty() ? "" : " ") + shell_quote(arg);
+      }
+      std::cout << line << "\n";
+    }
+  } else {
+    for (const auto& spec : *services) {
+      std::cout << spec.name << ": " << shell_quote(spec.executable);
+      for (const auto& arg : spec.args) std::cout << " " << shell_quote(arg);
+      std::cout << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+int run(const Args& args) {
+  std::string state_dir = args.state_dir;
+  dice::DiceConfig config;
+  std::string config_path;
+  if (!args.config_path.empty()) {
+    config_path = dice::config::directory_of(args.config_path) + "/" +
+                  args.config_path.substr(args.config_path.rfind('/') + 1);
+    dice::Result<dice::DiceConfig> loaded = dice::load_dice_config(config_path, args.overrides);
+    if (!loaded.ok()) return status_exit(loaded.status());
+    config = std::move(loaded).value();
+    dice::LogOptions log = dice::log_options();
+    log.level = config.run.log_level;
+    dice::log_configure(log);
+    if (args.dry_run) return dry_run(config, config_path, args.overrides);
+    if (config.cluster.backend != dice::ClusterBackend::kLocal) {
+      std::cerr << "dice-cluster: " << config_path << ": cluster.backend "
+                << dice::config::enum_to_name(config.cluster.backend)
+                << " is not run by dice-cluster yet (only local is); `dice-cluster up "
+                   "CONFIG --dry-run` prints the commands it would run\n";
+      return kExitBadInput;
+    }
+    state_dir = dice::cluster::resolve_state_dir(config);
+  }
+  if (args.command == "up") {
+    dice::Result<dice::cluster::ClusterState> up =
+        dice::cluster::local_up(config, config_path, args.overrides);
+    if (!up.ok()) return status_exit(up.status());
+    std::cout << "up: run '" << up->run_id << "' started " << up->services.size()
+              << " services; state and logs in " << state_dir << "\n"
+              << "  status: dice-cluster status --state-dir " << state_dir << "\n"
+              << "  logs:   dice-cluster logs [SERVICE] --state-dir " << state_dir << "\n"
+              << "  stop:   dice-cluster down --state-dir " << state_dir << "\n"
+              << dice::cluster::format_status(*up, dice::cluster::wall_seconds());
+    return kExitOk;
+  }
+  if (args.command == "status") {
+    return status_exit(dice::cluster::local_status(state_dir, std::cout));
+  }
+  if (args.command == "logs") {
+    return status_exit(dice::cluster::local_logs(state_dir, args.service, args.lines, std::cout));
+  }
+  return status_exit(dice::cluster::local_down(state_dir, std::cout));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  std::string error = parse_args(argc, argv, &args);
+  if (!error.empty()) return usage_error(error);
+  dice::LogOptions log;
+  log.component = "cluster";
+  dice::log_configure(log);
+  return run(args);
+}

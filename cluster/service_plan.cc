@@ -1,0 +1,107 @@
+#include "cluster/service_plan.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace dice::cluster {
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  return access(path.c_str(), X_OK) == 0;
+}
+
+std::string folder_of(const std::string& path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string remote_executable(const LocalOptions& local, NodeRole role) {
+  std::string role_name = config::enum_to_name(role);
+  auto chosen = local.executables.find(role_name);
+  std::string name = chosen != local.executables.end() ? chosen->second : "dice-" + role_name;
+  if (name.find('/') != std::string::npos || local.bin_dir.empty()) return name;
+  return local.bin_dir + "/" + name;
+}
+
+}  // namespace
+
+Result<std::string> find_executable(const LocalOptions& local, NodeRole role,
+                                    const std::string& self_exe) {
+  std::string role_name = config::enum_to_name(role);
+  auto chosen = local.executables.find(role_name);
+  std::string name = chosen != local.executables.end() ? chosen->second : "dice-" + role_name;
+  if (name.find('/') != std::string::npos) {
+    if (is_executable_file(name)) return name;
+    return Status::not_found("executable for role " + role_name + " '" + name +
+                             "' does not exist or is not executable (cluster.local.executables)");
+  }
+  std::vector<std::string> folders;
+  if (!local.bin_dir.empty()) folders.push_back(local.bin_dir);
+  if (!self_exe.empty()) {
+    folders.push_back(folder_of(self_exe));
+    folders.push_back(folder_of(self_exe) + "/../" + role_name);
+  }
+  std::size_t explicit_folders = folders.size();
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream entries(path);
+    std::string entry;
+    while (std::getline(entries, entry, ':')) {
+      if (!entry.empty()) folders.push_back(entry);
+    }
+  }
+  for (const auto& folder : folders) {
+    std::string candidate = folder + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+  }
+  std::string searched;
+  for (std::size_t i = 0; i < explicit_folders; ++i) searched += " " + folders[i];
+  searched += explicit_folders > 0 ? " and PATH" : " PATH";
+  return Status::not_found("no executable '" + name + "' for role " + role_name +
+                           " (searched:" + searched +
+                           "); build it, or set cluster.local.bin_dir / cluster.local.executables");
+}
+
+Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,
+                                               const PlanInputs& inputs) {
+  std::vector<ServiceSpec> services;
+  int next_index[3] = {0, 0, 0};
+  for (const auto& node : options.nodes) {
+    for (NodeRole role : node.roles) {
+      std::string role_name = config::enum_to_name(role);
+      std::string exe;
+      if (inputs.resolve_locally) {
+        DICE_ASSIGN_OR_RETURN(exe, find_executable(options.local, role, inputs.self_exe));
+      } else {
+        exe = remote_executable(options.local, role);
+      }
+      auto gpus_entry = node.gpus.find(role_name);
+      std::vector<int> gpus =
+          gpus_entry == node.gpus.end() ? std::vector<int>{} : gpus_entry->second;
+      // The learner trains on all of its GPUs; a worker runs per GPU entry.
+      std::vector<std::vector<int>> instances;
+      if (role == NodeRole::kLearner) {
+        instances.push_back(gpus);
+      } else {
+        for (int gpu : gpus) instances.push_back({gpu});
+      }
+      for (auto& instance_gpus : instances) {
+        ServiceSpec spec;
+        spec.role = role;
+        spec.node = node.host;
+        spec.worker_index = next_index[static_cast<int>(role)]++;
+        spec.name = role_name + "-" + std::to_string(spec.worker_index);
+        spec.gpus = std::move(instance_gpus);
+        spec.executable = exe;
+        spec.args = {"--config",    inputs.config_path, "--run-id",
+                     inputs.run_id, "--worker-index",   std::to_string(spec.worker_index)};
+        spec.args.insert(spec.args.end(), inputs.overrides.begin(), inputs.overrides.end());
+        services.push_back(std::move(spec));
+      }
+    }
+  }
+  return services;
+}
+
+}  // namespace dice::cluster

@@ -1,0 +1,52 @@
+// Which service processes a run consists of, and the command line of each.
+//
+// One learner per run (on the node with role learner), one rollout worker per entry of a node's
+// gpus.rollout and one reward worker per entry of gpus.reward. Worker indices count per role
+// across nodes in config order, so worker-index N of role R is the N-th entry of gpus.R when the
+// nodes' lists are concatenated: that is how a service finds its node and GPU from the config.
+//
+// Every service runs as
+//   EXE --config CONFIG --run-id ID --worker-index N [KEY=VALUE overrides of dice-cluster up]
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_options.h"
+#include "common/status.h"
+
+namespace dice::cluster {
+
+struct ServiceSpec {
+  std::string name;  // "<role>-<worker_index>"
+  NodeRole role = NodeRole::kLearner;
+  std::string node;  // host of the node that runs it
+  int worker_index = 0;
+  std::vector<int> gpus;  // CUDA ordinals: the learner's whole list, a worker's one entry
+  std::string executable;
+  std::vector<std::string> args;  // without the executable itself
+};
+
+// What plan_services needs to know besides the cluster options.
+struct PlanInputs {
+  std::string config_path;             // absolute; handed to every service
+  std::vector<std::string> overrides;  // handed on unchanged
+  std::string run_id;
+  std::string self_exe;  // dice-cluster's own path: executables are looked up next to it
+  // false for remote backends: the executable is named, not searched for here (it lives on the
+  // node): executables[role] (or dice-<role>), under bin_dir when that is set and it has no '/'.
+  bool resolve_locally = true;
+};
+
+// The services of every node (local backend: its single node). Errors: not-found naming the
+// executable and every place searched.
+Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,
+                                               const PlanInputs& inputs);
+
+// Where the executable for `role` is: executables[role] (or dice-<role>) used as is when it holds
+// a '/', else searched in bin_dir, next to dice-cluster, in <dice-cluster's folder>/../<role>/
+// (the build tree) and on PATH, in that order.
+Result<std::string> find_executable(const LocalOptions& local, NodeRole role,
+                                    const std::string& self_exe);
+
+}  // namespace dice::cluster

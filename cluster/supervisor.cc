@@ -1,0 +1,270 @@
+#include "cluster/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+#include "cluster/process.h"
+#include "common/log.h"
+
+namespace dice::cluster {
+namespace {
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+void write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n <= 0 && errno != EINTR) return;
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+}
+
+class Supervisor {
+ public:
+  explicit Supervisor(SupervisorSetup setup) : setup_(std::move(setup)) {
+    restart_times_.resize(setup_.services.size());
+    restart_due_ms_.resize(setup_.services.size(), 0);
+  }
+
+  int run() {
+    sigemptyset(&signals_);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&signals_, sig);
+    sigprocmask(SIG_BLOCK, &signals_, nullptr);
+
+    ClusterState& state = setup_.state;
+    state.supervisor_pid = getpid();
+    state.supervisor_start_ticks = process_start_ticks(getpid());
+    state.supervisor_started_at = wall_seconds();
+    state.supervisor_state = "running";
+    state.drain_timeout_ms = setup_.local.drain_timeout_ms;
+    DICE_LOG(Info) << "supervisor started" << kv("pid", getpid())
+                   << kv("services", setup_.services.size());
+    for (std::size_t i = 0; i < setup_.services.size(); ++i) launch(i);
+    if (!save()) return 1;
+
+    while (true) {
+      siginfo_t info;
+      timespec wait = to_timespec(next_wakeup_ms() - monotonic_ms());
+      int sig = sigtimedwait(&signals_, &info, &wait);
+      if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !draining_) begin_drain(sig);
+      reap();
+      if (draining_) {
+        if (running_count() == 0) break;
+        if (monotonic_ms() >= drain_deadline_ms_) {
+          kill_leftovers();
+          break;
+        }
+      } else {
+        restart_due();
+      }
+      save();
+    }
+    state.supervisor_state = "stopped";
+    save();
+    DICE_LOG(Info) << "supervisor stopped";
+    return 0;
+  }
+
+ private:
+  static timespec to_timespec(std::int64_t ms) {
+    ms = std::clamp<std::int64_t>(ms, 1, 1000);
+    return timespec{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000)};
+  }
+
+  std::int64_t next_wakeup_ms() const {
+    std::int64_t next = monotonic_ms() + 1000;
+    if (draining_) return std::min(next, drain_deadline_ms_);
+    for (std::size_t i = 0; i < restart_due_ms_.size(); ++i) {
+      if (setup_.state.services[i].state == ServiceRunState::kRestarting) {
+        next = std::min(next, restart_due_ms_[i]);
+      }
+    }
+    return next;
+  }
+
+  bool save() {
+    Status status = write_state_file(setup_.state_dir, setup_.state);
+    if (!status.ok()) {
+      DICE_LOG(Error) << "cannot save state" << kv("error", status.message());
+    }
+    return status.ok();
+  }
+
+  void launch(std::size_t i) {
+    const ServiceSpec& spec = setup_.services[i];
+    ServiceState& s = setup_.state.services[i];
+    int log_fd = open(s.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      DICE_LOG(Error) << "cannot open service log" << kv("service", s.name) << kv("log", s.log_path)
+                      << kv("error", std::strerror(errno));
+      on_failure(i, "cannot open log " + s.log_path);
+      return;
+    }
+    std::string command = spec.executable;
+    for (const auto& arg : spec.args) command += " " + arg;
+    write_all(log_fd, "=== dice-cluster: " + format_utc(wall_seconds()) + " starting " + s.name +
+                          " (restarts so far: " + std::to_string(s.restarts) + "): " + command +
+                          "\n");
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(spec.executable.c_str()));
+    for (const auto& arg : spec.args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+      // The child: its output to the log, no inherited signal mask, and SIGTERM if the supervisor
+      // dies without draining (so a killed supervisor leaves no orphans running).
+      int null_fd = open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+      dup2(log_fd, STDOUT_FILENO);
+      dup2(log_fd, STDERR_FILENO);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(1);
+      execv(argv[0], argv.data());
+      write_all(STDERR_FILENO, std::string("dice-cluster: cannot run ") + argv[0] + ": " +
+                                   std::strerror(errno) + "\n");
+      _exit(127);
+    }
+    close(log_fd);
+    if (pid < 0) {
+      on_failure(i, std::string("fork failed: ") + std::strerror(errno));
+      return;
+    }
+    s.pid = pid;
+    s.start_ticks = process_start_ticks(pid);
+    s.state = ServiceRunState::kRunning;
+    s.started_at = wall_seconds();
+    DICE_LOG(Info) << "service started" << kv("service", s.name) << kv("pid", pid)
+                   << kv("restarts", s.restarts);
+  }
+
+  // A launch failure or a failed exit: restart after the backoff, or give up.
+  void on_failure(std::size_t i, const std::string& why) {
+    ServiceState& s = setup_.state.services[i];
+    const LocalOptions& local = setup_.local;
+    std::int64_t now = monotonic_ms();
+    auto& times = restart_times_[i];
+    while (!times.empty() && now - times.front() > local.restart_window_s * 1000LL) {
+      times.pop_front();
+    }
+    if (static_cast<int>(times.size()) >= local.max_restarts) {
+      s.state = ServiceRunState::kFailed;
+      DICE_LOG(Error) << "giving up on service: too many restarts" << kv("service", s.name)
+                      << kv("restarts_in_window", times.size())
+                      << kv("window_s", local.restart_window_s) << kv("last_exit", why)
+                      << kv("log", s.log_path);
+      return;
+    }
+    std::int64_t delay = local.restart_backoff_ms;
+    for (std::size_t k = 0; k < times.size() && delay < local.restart_backoff_max_ms; ++k) {
+      delay *= 2;
+    }
+    delay = std::min<std::int64_t>(delay, local.restart_backoff_max_ms);
+    times.push_back(now);
+    restart_due_ms_[i] = now + delay;
+    s.state = ServiceRunState::kRestarting;
+    DICE_LOG(Warn) << "service ended; restarting after backoff" << kv("service", s.name)
+                   << kv("last_exit", why) << kv("backoff_ms", delay) << kv("log", s.log_path);
+  }
+
+  void reap() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (std::size_t i = 0; i < setup_.state.services.size(); ++i) {
+        ServiceState& s = setup_.state.services[i];
+        if (s.pid != pid) continue;
+        s.pid = 0;
+        s.start_ticks = 0;
+        s.last_exit = describe_exit(status);
+        if (draining_) {
+          s.state = ServiceRunState::kStopped;
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+          s.state = ServiceRunState::kExited;
+          DICE_LOG(Info) << "service exited cleanly; not restarted" << kv("service", s.name);
+        } else {
+          on_failure(i, s.last_exit);
+        }
+      }
+    }
+  }
+
+  void restart_due() {
+    std::int64_t now = monotonic_ms();
+    for (std::size_t i = 0; i < setup_.state.services.size(); ++i) {
+      ServiceState& s = setup_.state.services[i];
+      if (s.state == ServiceRunState::kRestarting && now >= restart_due_ms_[i]) {
+        ++s.restarts;
+        launch(i);
+      }
+    }
+  }
+
+  void begin_drain(int sig) {
+    draining_ = true;
+    drain_deadline_ms_ = monotonic_ms() + setup_.local.drain_timeout_ms;
+    setup_.state.supervisor_state = "draining";
+    DICE_LOG(Info) << "draining: SIGTERM to every service" << kv("signal", sig)
+                   << kv("drain_timeout_ms", setup_.local.drain_timeout_ms);
+    for (auto& s : setup_.state.services) {
+      if (s.pid > 0) {
+        kill(s.pid, SIGTERM);
+      } else if (s.state == ServiceRunState::kRestarting || s.state == ServiceRunState::kStarting) {
+        s.state = ServiceRunState::kStopped;
+      }
+    }
+  }
+
+  int running_count() const {
+    int n = 0;
+    for (const auto& s : setup_.state.services) n += s.pid > 0;
+    return n;
+  }
+
+  void kill_leftovers() {
+    for (auto& s : setup_.state.services) {
+      if (s.pid <= 0) continue;
+      DICE_LOG(Warn) << "service still running after the drain timeout; SIGKILL"
+                     << kv("service", s.name) << kv("pid", s.pid);
+      kill(s.pid, SIGKILL);
+      int status = 0;
+      while (waitpid(s.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      s.pid = 0;
+      s.start_ticks = 0;
+      s.last_exit = describe_exit(status);
+      s.state = ServiceRunState::kStopped;
+    }
+  }
+
+  SupervisorSetup setup_;
+  sigset_t signals_;
+  bool draining_ = false;
+  std::int64_t drain_deadline_ms_ = 0;
+  std::vector<std::deque<std::int64_t>> restart_times_;
+  std::vector<std::int64_t> restart_due_ms_;
+};
+
+}  // namespace
+
+int run_supervisor(SupervisorSetup setup) {
+  return Supervisor(std::move(setup)).run();
+}
+
+}  // namespace dice::cluster

@@ -1,0 +1,332 @@
+// Integration tests of dice-cluster's local backend with real processes: the services are test
+// doubles (tests/cluster/*_test_double.cc). Every process of a run carries a unique environment
+// token, so "no process of the run remains" is checked by scanning /proc/*/environ for it.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "cluster/cluster_state.h"
+#include "cluster/process.h"
+
+namespace dice::cluster {
+namespace {
+
+constexpr const char* kSleepy = "sleepy_service_test_double";
+constexpr const char* kCrashing = "crashing_service_test_double";
+constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
+
+struct CliResult {
+  int rc = -1;
+  std::string output;  // stdout and stderr
+};
+
+std::string make_temp_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "dice_cluster_XXXXXX").string();
+  return mkdtemp(pattern.data());
+}
+
+std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs dice-cluster with `args` (and the environment token), capturing its output.
+CliResult run_cli(const std::vector<std::string>& args, const std::string& token,
+                  const std::string& out_path) {
+  std::string command = "env DICE_CLUSTER_TEST_TOKEN=" + token + " " + quote(DICE_CLUSTER_EXE);
+  for (const auto& arg : args) command += " " + quote(arg);
+  command += " >" + quote(out_path) + " 2>&1";
+  int status = std::system(command.c_str());
+  CliResult result;
+  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(out_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  result.output = text.str();
+  return result;
+}
+
+// Pids of live processes whose environment holds DICE_CLUSTER_TEST_TOKEN=token.
+std::vector<pid_t> processes_with_token(const std::string& token) {
+  std::string wanted = "DICE_CLUSTER_TEST_TOKEN=" + token;
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/environ");
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::stringstream vars(env);
+    std::string var;
+    while (std::getline(vars, var, '\0')) {
+      if (var == wanted && process_alive(static_cast<pid_t>(pid), 0)) {
+        found.push_back(static_cast<pid_t>(pid));
+      }
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+// Polls `done` until true or `seconds` pass.
+bool poll_until(const std::function<bool()>& done, double seconds = 15) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+class DiceClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_temp_dir();
+    state_dir_ = dir_ + "/state";
+    // mkdtemp made the folder name unique among live tests.
+    token_ = std::to_string(getpid()) + "-" + std::filesystem::path(dir_).filename().string();
+  }
+  void TearDown() override {
+    // Leave nothing behind even when a test failed half-way.
+    if (std::filesystem::exists(state_dir_ + "/state.yaml")) (void)down();
+    for (pid_t pid : processes_with_token(token_)) kill(pid, SIGKILL);
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::vector<std::string> up_args(const std::string& reward_exe,
+                                   std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        "up",
+        std::string(DICE_SOURCE_DIR) + "/configs/local.yaml",
+        "run.id=test-" + token_,
+        "cluster.local.state_dir=" + state_dir_,
+        "cluster.local.bin_dir=" DICE_TEST_DOUBLE_DIR,
+        std::string("cluster.local.executables={learner: ") + kSleepy + ", rollout: " + kSleepy +
+            ", reward: " + reward_exe + "}",
+        "cluster.local.restart_backoff_ms=20",
+        "cluster.local.drain_timeout_ms=3000",
+    };
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  CliResult cli(const std::vector<std::string>& args) {
+    return run_cli(args, token_, dir_ + "/out.txt");
+  }
+  CliResult down() { return cli({"down", "--state-dir", state_dir_}); }
+  ClusterState state() {
+    Result<ClusterState> read = read_state_file(state_dir_);
+    EXPECT_TRUE(read.ok()) << read.status().to_string();
+    return read.ok() ? *read : ClusterState{};
+  }
+  const ServiceState* service(const ClusterState& s, const std::string& name) {
+    for (const auto& entry : s.services) {
+      if (entry.name == name) return &entry;
+    }
+    return nullptr;
+  }
+
+  std::string dir_, state_dir_, token_;
+};
+
+TEST_F(DiceClusterTest, UpRestartsAKilledServiceAndDownLeavesNoProcess) {
+  CliResult up = cli(up_args(kSleepy));
+  ASSERT_EQ(up.rc, 0) << up.output;
+  EXPECT_NE(up.output.find(state_dir_), std::string::npos) << up.output;
+
+  ClusterState s = state();
+  ASSERT_EQ(s.services.size(), 3u);
+  EXPECT_EQ(s.supervisor_state, "running");
+  EXPECT_TRUE(process_alive(s.supervisor_pid, s.supervisor_start_ticks));
+  for (const auto& entry : s.services) {
+    EXPECT_EQ(entry.state, ServiceRunState::kRunning) << entry.name;
+    EXPECT_TRUE(process_alive(entry.pid, entry.start_ticks)) << entry.name;
+  }
+  // The supervisor and its three services: four processes of this run.
+  EXPECT_EQ(processes_with_token(token_).size(), 4u);
+
+  CliResult status = cli({"status", "--state-dir", state_dir_});
+  ASSERT_EQ(status.rc, 0) << status.output;
+  for (const char* name : {"learner-0", "rollout-0", "reward-0"}) {
+    std::string row = status.output.substr(status.output.find(name));
+    row = row.substr(0, row.find('\n'));
+    EXPECT_NE(row.find("running"), std::string::npos) << row;
+  }
+
+  // Each service got the run's command line.
+  CliResult logs = cli({"logs", "rollout", "--state-dir", state_dir_});
+  ASSERT_EQ(logs.rc, 0) << logs.output;
+  EXPECT_NE(logs.output.find("--run-id test-" + token_ + " --worker-index 0"), std::string::npos)
+      << logs.output;
+  EXPECT_EQ(logs.output.find("learner-0.log"), std::string::npos) << logs.output;
+
+  // A second up on the same state dir is refused while the run is up.
+  CliResult again = cli(up_args(kSleepy));
+  EXPECT_EQ(again.rc, 1) << again.output;
+  EXPECT_NE(again.output.find("already up"), std::string::npos) << again.output;
+
+  // SIGKILL a service: the supervisor restarts it.
+  const ServiceState* rollout = service(s, "rollout-0");
+  ASSERT_NE(rollout, nullptr);
+  pid_t killed = rollout->pid;
+  ASSERT_EQ(kill(killed, SIGKILL), 0);
+  ClusterState after;
+  ASSERT_TRUE(poll_until([&] {
+    after = state();
+    const ServiceState* r = service(after, "rollout-0");
+    return r != nullptr && r->restarts == 1 && r->state == ServiceRunState::kRunning;
+  })) << cli({"status", "--state-dir", state_dir_}).output;
+  const ServiceState* restarted = service(after, "rollout-0");
+  EXPECT_NE(restarted->pid, killed);
+  EXPECT_EQ(restarted->last_exit, "killed by signal 9");
+  EXPECT_TRUE(process_alive(restarted->pid, restarted->start_ticks));
+  status = cli({"status", "--state-dir", state_dir_});
+  EXPECT_NE(status.output.find("killed by signal 9"), std::string::npos) << status.output;
+
+  CliResult stopped = down();
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
+  EXPECT_TRUE(processes_with_token(token_).empty());
+  ClusterState final_state = state();
+  EXPECT_EQ(final_state.supervisor_state, "stopped");
+  for (const auto& entry : final_state.services) {
+    EXPECT_EQ(entry.state, ServiceRunState::kStopped) << entry.name;
+    EXPECT_EQ(entry.last_exit, "exit 0") << entry.name;  // the doubles exit 0 on SIGTERM
+  }
+  EXPECT_FALSE(process_alive(restarted->pid, restarted->start_ticks));
+}
+
+TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
+  CliResult up = cli(up_args(kCrashing, {"cluster.local.max_restarts=2"}));
+  ASSERT_EQ(up.rc, 0) << up.output;
+  ClusterState s;
+  ASSERT_TRUE(poll_until([&] {
+    s = state();
+    const ServiceState* r = service(s, "reward-0");
+    return r != nullptr && r->state == ServiceRunState::kFailed;
+  })) << cli({"status", "--state-dir", state_dir_}).output;
+  const ServiceState* reward = service(s, "reward-0");
+  EXPECT_EQ(reward->restarts, 2);
+  EXPECT_EQ(reward->last_exit, "exit 1");
+  EXPECT_EQ(service(s, "learner-0")->state, ServiceRunState::kRunning);
+
+  CliResult logs = cli({"logs", "supervisor", "--state-dir", state_dir_});
+  EXPECT_NE(logs.output.find("giving up on service"), std::string::npos) << logs.output;
+  EXPECT_NE(logs.output.find("service=reward-0"), std::string::npos) << logs.output;
+  CliResult status = cli({"status", "--state-dir", state_dir_});
+  EXPECT_NE(status.output.find("failed"), std::string::npos) << status.output;
+
+  ASSERT_EQ(down().rc, 0);
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+TEST_F(DiceClusterTest, DownKillsAServiceThatIgnoresSigtermAfterTheDrainTimeout) {
+  ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
+  auto started = std::chrono::steady_clock::now();
+  CliResult stopped = down();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
+  EXPECT_GE(took, 0.3);  // the stubborn service had its drain time
+  EXPECT_TRUE(processes_with_token(token_).empty());
+  ClusterState s = state();
+  EXPECT_EQ(service(s, "reward-0")->last_exit, "killed by signal 9");
+  EXPECT_EQ(service(s, "learner-0")->last_exit, "exit 0");
+  CliResult logs = cli({"logs", "supervisor", "--state-dir", state_dir_});
+  EXPECT_NE(logs.output.find("still running after the drain timeout"), std::string::npos)
+      << logs.output;
+}
+
+TEST_F(DiceClusterTest, KilledSupervisorLeavesNoOrphansAfterDown) {
+  ASSERT_EQ(cli(up_args(kSleepy)).rc, 0);
+  ClusterState s = state();
+  ASSERT_EQ(kill(s.supervisor_pid, SIGKILL), 0);
+  CliResult stopped = down();
+  EXPECT_EQ(stopped.rc, 0) << stopped.output;
+  EXPECT_TRUE(processes_with_token(token_).empty());
+  CliResult status = cli({"status", "--state-dir", state_dir_});
+  EXPECT_NE(status.output.find("not running"), std::string::npos) << status.output;
+}
+
+TEST_F(DiceClusterTest, BadInputExitsTwoWithAClearMessage) {
+  CliResult r = cli({"launch"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("unknown command 'launch'"), std::string::npos) << r.output;
+
+  r = cli({"up", dir_ + "/missing.yaml"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find(dir_ + "/missing.yaml"), std::string::npos) << r.output;
+
+  std::vector<std::string> args = up_args(kSleepy, {"cluster.local.max_restart=3"});
+  r = cli(args);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("cluster.local.max_restart"), std::string::npos) << r.output;
+
+  args = up_args("no_such_service_test_double");
+  r = cli(args);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("no_such_service_test_double"), std::string::npos) << r.output;
+
+  r = cli({"status"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("--state-dir"), std::string::npos) << r.output;
+
+  r = cli({"status", "--state-dir", dir_ + "/nothing"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find(dir_ + "/nothing/state.yaml"), std::string::npos) << r.output;
+
+  r = cli({"logs", "-n", "x", "--state-dir", state_dir_});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("-n expects"), std::string::npos) << r.output;
+
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+TEST_F(DiceClusterTest, DryRunPrintsCommandsAndStartsNothing) {
+  std::vector<std::string> args = up_args(kSleepy, {"--dry-run"});
+  CliResult r = cli(args);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("rollout-0: '" DICE_TEST_DOUBLE_DIR "/sleepy_service_test_double' "
+                          "'--config'"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(state_dir_));
+
+  args = up_args(kSleepy, {"cluster.backend=slurm", "cluster.slurm.partition=gpu", "--dry-run"});
+  r = cli(args);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("#SBATCH --partition=gpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("srun --nodes=1 --ntasks=1 --nodelist=localhost --job-name=reward-0"),
+            std::string::npos)
+      << r.output;
+
+  // Without --dry-run a remote backend is refused, not pretended.
+  args = up_args(kSleepy, {"cluster.backend=ssh"});
+  r = cli(args);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("cluster.backend ssh is not run by dice-cluster yet"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+TEST_F(DiceClusterTest, LogsOfAnUnknownServiceListsTheServices) {
+  ASSERT_EQ(cli(up_args(kSleepy)).rc, 0);
+  CliResult r = cli({"logs", "trainer-0", "--state-dir", state_dir_});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.output.find("no service 'trainer-0'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rollout-0"), std::string::npos) << r.output;
+  ASSERT_EQ(down().rc, 0);
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+}  // namespace
+}  // namespace dice::cluster
