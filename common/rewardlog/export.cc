@@ -16,8 +16,8 @@ namespace dice::rewardlog {
 namespace {
 
 const capnp::JsonCodec& codec() {
-  static const capnp::JsonCodec* const instance = new capnp::JsonCodec();
-  return *instance;
+  static const capnp::JsonCodec* const kInstance = new capnp::JsonCodec();
+  return *kInstance;
 }
 
 // {"kind": kind, "record": <record in capnp's JSON mapping>}

@@ -16,7 +16,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using tcp = asio::ip::tcp;
+using Tcp = asio::ip::tcp;
 
 // Scrapes have no body; anything larger is not a request we serve.
 constexpr std::uint64_t kBodyLimit = 64 * 1024;
@@ -26,7 +26,7 @@ constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 // One connection: read a request, answer it, repeat while keep-alive holds.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const MetricsServerOptions& options, const MetricsRegistry* registry)
+  Session(Tcp::socket socket, const MetricsServerOptions& options, const MetricsRegistry* registry)
       : stream_(std::move(socket)), options_(options), registry_(registry) {}
 
   void read() {
@@ -102,7 +102,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().shutdown(Tcp::socket::shutdown_send, ignored);
     stream_.socket().close(ignored);
   }
 
@@ -120,13 +120,13 @@ struct MetricsServer::Impl {
   const MetricsRegistry* registry = nullptr;
   // Sessions live in io's pending handlers and read `options`: io goes before options does.
   std::unique_ptr<asio::io_context> io = std::make_unique<asio::io_context>();
-  std::optional<tcp::acceptor> acceptor{std::in_place, *io};
+  std::optional<Tcp::acceptor> acceptor{std::in_place, *io};
   std::uint16_t port = 0;
   std::thread thread;
   bool stopped = false;
 
   void accept() {
-    acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
+    acceptor->async_accept([this](beast::error_code ec, Tcp::socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
       if (ec) {
         DICE_LOG(Warn) << "metrics: accept failed" << kv("error", ec.message());
@@ -156,7 +156,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(MetricsServerOptions
     return Status::invalid_argument("metrics server: host '" + impl->options.host +
                                     "' is not an IP address");
   }
-  tcp::endpoint endpoint(address, impl->options.port);
+  Tcp::endpoint endpoint(address, impl->options.port);
   impl->acceptor->open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor->bind(endpoint, ec);

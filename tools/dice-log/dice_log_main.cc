@@ -60,11 +60,11 @@ struct Args {
 
 // Options each command accepts (all take a value).
 const std::map<std::string, std::vector<std::string>>& command_options() {
-  static const auto* const table = new std::map<std::string, std::vector<std::string>>{
+  static const auto* const kTable = new std::map<std::string, std::vector<std::string>>{
       {"runs", {}},   {"steps", {}},           {"candidates", {"--step", "--task"}},
       {"kernel", {}}, {"metrics", {"--name"}}, {"export", {"--format", "--table", "--out"}},
   };
-  return *table;
+  return *kTable;
 }
 
 Args parse_args(int argc, char** argv) {
