@@ -1,0 +1,29 @@
+// The two translation units a candidate's load_inline(...) call stands for, generated without
+// running Python: the CUDA file (cuda_sources behind the usual CUDA/torch includes) and the
+// binding file (cpp_sources behind <torch/extension.h>, then a PYBIND11_MODULE that exports each
+// listed function under its own name). Both are compiled with -DTORCH_EXTENSION_NAME=<name>, so
+// the module initialiser is PyInit_<name> and Python can import the .so by that name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dice {
+
+struct ExtensionSources {
+  std::string name;                            // the load_inline name: a Python identifier
+  std::string cpp_sources;                     // declarations (and any host code) from cpp_sources
+  std::string cuda_sources;                    // kernels and launchers from cuda_sources
+  std::vector<std::string> functions;          // exported names; empty = cpp_sources binds itself
+  std::vector<std::string> extra_cuda_cflags;  // already filtered by extract_sources.py
+  std::vector<std::string> extra_cflags;
+  std::vector<std::string> extra_ldflags;
+};
+
+// The .cu file: cuda_sources after the includes load_inline puts in front of them.
+std::string cuda_translation_unit(const ExtensionSources& ext);
+
+// The .cpp file with the Python bindings.
+std::string binding_translation_unit(const ExtensionSources& ext);
+
+}  // namespace dice

@@ -1,0 +1,376 @@
+#include "reward/compile.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "common/hash/content_hash.h"
+#include "common/log.h"
+#include "reward/json_value.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+// nvcc flags every candidate was written against (load_inline's defaults): half/bfloat16
+// operators come from torch's headers, not CUDA's, and constexpr host functions are usable in
+// device code.
+const std::vector<std::string> kNvccBaseFlags = {"-D__CUDA_NO_HALF_OPERATORS__",
+                                                 "-D__CUDA_NO_HALF_CONVERSIONS__",
+                                                 "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                                                 "-D__CUDA_NO_HALF2_OPERATORS__",
+                                                 "--expt-relaxed-constexpr",
+                                                 "-std=c++17",
+                                                 "--compiler-options",
+                                                 "-fPIC"};
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+Status write_file(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+  out.close();
+  if (!out) return Status::io_error("cannot write " + path);
+  return Status::ok_status();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Result<std::vector<ExtensionSources>> extract_extension_sources(const std::string& candidate_source,
+                                                                const std::string& python,
+                                                                const std::string& script_dir,
+                                                                const SandboxSpec& sandbox) {
+  SandboxSpec spec = sandbox;
+  DICE_ASSIGN_OR_RETURN(
+      spec.files, read_files_for_sandbox(script_dir, {"extract_sources.py", "candidate_ast.py"}));
+  spec.files.emplace_back("candidate.py", candidate_source);
+  spec.argv = {python, "-E", "-s", "extract_sources.py", "candidate.py"};
+  DICE_ASSIGN_OR_RETURN(SandboxResult run, run_sandboxed(spec));
+  if (!run.succeeded()) {
+    return Status::internal("extract_sources.py failed (" + describe_sandbox_result(run) +
+                            "): " + run.stderr_text.substr(0, 2000));
+  }
+  DICE_ASSIGN_OR_RETURN(JsonDocument doc,
+                        JsonDocument::parse(run.stdout_text, "extract_sources.py output"));
+  auto root = doc.root();
+  if (!json_bool(root, "ok")) {
+    return Status::invalid_argument("load_inline sources: " + json_string(root, "error"));
+  }
+  std::vector<ExtensionSources> out;
+  capnp::json::Value::Reader list;
+  if (!json_member(root, "extensions", &list) || !list.isArray()) {
+    return Status::corruption("extract_sources.py output: no extensions list");
+  }
+  for (auto e : list.getArray()) {
+    ExtensionSources ext;
+    ext.name = json_string(e, "name");
+    ext.cpp_sources = json_string(e, "cpp_sources");
+    ext.cuda_sources = json_string(e, "cuda_sources");
+    ext.functions = json_strings(e, "functions");
+    ext.extra_cuda_cflags = json_strings(e, "extra_cuda_cflags");
+    ext.extra_cflags = json_strings(e, "extra_cflags");
+    ext.extra_ldflags = json_strings(e, "extra_ldflags");
+    out.push_back(std::move(ext));
+  }
+  return out;
+}
+
+std::string trim_compiler_log(const std::string& output, int max_lines) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < output.size()) {
+    size_t end = output.find('\n', start);
+    if (end == std::string::npos) end = output.size();
+    lines.push_back(output.substr(start, end - start));
+    start = end + 1;
+  }
+  auto mentions_error = [](const std::string& line) {
+    std::string lower;
+    for (char c : line)
+      lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    return lower.find("error") != std::string::npos;
+  };
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < lines.size() && static_cast<int>(kept.size()) < max_lines; ++i) {
+    if (!mentions_error(lines[i])) continue;
+    kept.push_back(lines[i]);
+    // The line after an nvcc/gcc error shows the offending source text.
+    if (i + 1 < lines.size() && !mentions_error(lines[i + 1]) &&
+        static_cast<int>(kept.size()) < max_lines) {
+      kept.push_back(lines[++i]);
+    }
+  }
+  if (kept.empty()) {
+    for (size_t i = 0; i < lines.size() && static_cast<int>(kept.size()) < max_lines; ++i) {
+      if (!lines[i].empty()) kept.push_back(lines[i]);
+    }
+  }
+  std::string out = join(kept, "\n");
+  constexpr size_t kMaxChars = 4000;
+  if (out.size() > kMaxChars) out = out.substr(0, kMaxChars) + "...";
+  return out;
+}
+
+std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
+                           const std::string& optimization) {
+  std::string source = content_hash_hex_parts(
+      {ext.name, ext.cpp_sources, ext.cuda_sources, join(ext.functions, ",")});
+  std::string flags = optimization + "|" + join(ext.extra_cuda_cflags, " ") + "|" +
+                      join(ext.extra_cflags, " ") + "|" + join(ext.extra_ldflags, " ");
+  return kernel_source_hash(source, flags, toolchain.identity());
+}
+
+Compiler::Compiler(Toolchain toolchain, CompileOptions options)
+    : toolchain_(std::move(toolchain)), options_(std::move(options)) {
+  std::error_code ec;
+  fs::create_directories(options_.cache_dir, ec);
+  // The unprivileged compilers create their build folders here.
+  fs::permissions(options_.cache_dir,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  for (int i = 0; i < std::max(1, options_.jobs); ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+  }
+}
+
+Compiler::~Compiler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (auto& job : queue_) {
+    CompileOutcome out;
+    out.failure = schema::FailureClass::INTERNAL_ERROR;
+    out.log_excerpt = "compiler shut down before the build started";
+    job.promise.set_value(out);
+  }
+}
+
+size_t Compiler::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+std::string Compiler::module_file(const std::string& hash, const std::string& name) const {
+  return options_.cache_dir + "/" + hash + "/" + name + toolchain_.ext_suffix;
+}
+
+std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext) {
+  const std::string hash = extension_hash(ext, toolchain_, options_.optimization);
+  std::error_code ec;
+  if (fs::exists(module_file(hash, ext.name), ec)) {
+    CompileOutcome hit;
+    hit.source_hash = hash;
+    hit.module_name = ext.name;
+    hit.module_path = module_file(hash, ext.name);
+    hit.cache_hit = true;
+    std::promise<CompileOutcome> ready;
+    ready.set_value(hit);
+    return ready.get_future().share();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_flight_.find(hash);
+  if (it != in_flight_.end()) return it->second;
+  Job job{ext, hash, {}};
+  std::shared_future<CompileOutcome> future = job.promise.get_future().share();
+  in_flight_[hash] = future;
+  queue_.push_back(std::move(job));
+  cv_.notify_one();
+  return future;
+}
+
+void Compiler::worker_loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+      if (closed_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    CompileOutcome outcome = build(job.ext, job.hash);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.erase(job.hash);
+    }
+    job.promise.set_value(std::move(outcome));
+  }
+}
+
+CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& hash) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileOutcome out;
+  out.source_hash = hash;
+  out.module_name = ext.name;
+  auto fail = [&](schema::FailureClass kind, std::string excerpt) {
+    out.failure = kind;
+    out.log_excerpt = std::move(excerpt);
+    out.seconds = seconds_since(start);
+    return out;
+  };
+  if (!is_identifier(ext.name)) {
+    return fail(schema::FailureClass::COMPILE_ERROR, "extension name is not an identifier");
+  }
+  for (const auto& f : ext.functions) {
+    if (!is_identifier(f)) {
+      return fail(schema::FailureClass::COMPILE_ERROR, "function " + f + " is not an identifier");
+    }
+  }
+
+  std::string build_dir;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    build_dir = options_.cache_dir + "/" + hash + ".build-" + std::to_string(getpid()) + "-" +
+                std::to_string(build_counter_++);
+  }
+  std::error_code ec;
+  fs::remove_all(build_dir, ec);
+  fs::create_directories(build_dir, ec);
+  if (ec) return fail(schema::FailureClass::INTERNAL_ERROR, "cannot create " + build_dir);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{build_dir};
+  Status written = write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext));
+  if (written.ok()) written = write_file(build_dir + "/binding.cpp", binding_translation_unit(ext));
+  if (!written.ok()) return fail(schema::FailureClass::INTERNAL_ERROR, written.message());
+  if (geteuid() == 0 && options_.uid >= 0) {
+    for (const auto& p : {build_dir, build_dir + "/kernels.cu", build_dir + "/binding.cpp"}) {
+      if (chown(p.c_str(), options_.uid, options_.uid) != 0) {
+        return fail(schema::FailureClass::INTERNAL_ERROR, "cannot chown " + p);
+      }
+    }
+  }
+
+  const std::string name_define = "-DTORCH_EXTENSION_NAME=" + ext.name;
+  std::vector<std::string> includes;
+  for (const auto& dir : toolchain_.include_paths) includes.push_back("-I" + dir);
+
+  std::vector<std::string> nvcc = {toolchain_.nvcc,
+                                   "-c",
+                                   "kernels.cu",
+                                   "-o",
+                                   "kernels.o",
+                                   name_define,
+                                   "-DTORCH_API_INCLUDE_EXTENSION_H",
+                                   toolchain_.defines[0],
+                                   options_.optimization};
+  nvcc.insert(nvcc.end(), kNvccBaseFlags.begin(), kNvccBaseFlags.end());
+  const std::string arch_num = toolchain_.arch.substr(3);
+  nvcc.push_back("-gencode=arch=compute_" + arch_num + ",code=sm_" + arch_num);
+  nvcc.insert(nvcc.end(), includes.begin(), includes.end());
+  nvcc.insert(nvcc.end(), ext.extra_cuda_cflags.begin(), ext.extra_cuda_cflags.end());
+
+  std::vector<std::string> cxx = {toolchain_.cxx, "-c",
+                                  "binding.cpp",  "-o",
+                                  "binding.o",    "-fPIC",
+                                  "-std=c++17",   options_.optimization,
+                                  name_define,    "-DTORCH_API_INCLUDE_EXTENSION_H"};
+  cxx.insert(cxx.end(), toolchain_.defines.begin(), toolchain_.defines.end());
+  cxx.insert(cxx.end(), includes.begin(), includes.end());
+  cxx.insert(cxx.end(), ext.extra_cflags.begin(), ext.extra_cflags.end());
+
+  SandboxSpec base;
+  base.workdir = build_dir;
+  base.timeout_seconds = options_.timeout_seconds;
+  base.memory_limit_mb = options_.memory_limit_mb;
+  base.cpu_time_seconds = static_cast<int>(options_.timeout_seconds) + 10;
+  base.max_processes = 256;
+  base.max_output_mb = 512;  // object files of big kernels
+  base.uid = options_.uid;
+  base.gid = options_.uid;
+  // The binding file and the CUDA file compile at the same time: the binding's
+  // <torch/extension.h> alone takes as long as many kernels.
+  SandboxSpec nvcc_spec = base;
+  nvcc_spec.argv = nvcc;
+  SandboxSpec cxx_spec = base;
+  cxx_spec.argv = cxx;
+  auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
+  Result<SandboxResult> nvcc_run = run_sandboxed(nvcc_spec);
+  Result<SandboxResult> cxx_run = cxx_future.get();
+  for (const auto* run : {&nvcc_run, &cxx_run}) {
+    if (!run->ok()) return fail(schema::FailureClass::INTERNAL_ERROR, run->status().message());
+    const SandboxResult& r = run->value();
+    if (r.succeeded()) continue;
+    if (r.timed_out) {
+      return fail(schema::FailureClass::COMPILE_TIMEOUT, "compiler " + describe_sandbox_result(r));
+    }
+    const std::string which = run == &nvcc_run ? "nvcc (cuda_sources): " : "c++ (cpp_sources): ";
+    return fail(schema::FailureClass::COMPILE_ERROR,
+                which + trim_compiler_log(r.stderr_text + r.stdout_text, options_.error_lines));
+  }
+
+  const std::string module_name = ext.name + toolchain_.ext_suffix;
+  std::vector<std::string> link = {toolchain_.cxx, "-shared", "kernels.o",
+                                   "binding.o",    "-o",      module_name};
+  for (const auto& dir : toolchain_.library_paths) link.push_back("-L" + dir);
+  for (const auto& lib : toolchain_.torch_libraries) link.push_back("-l" + lib);
+  link.insert(link.end(), ext.extra_ldflags.begin(), ext.extra_ldflags.end());
+  SandboxSpec link_spec = base;
+  link_spec.argv = link;
+  Result<SandboxResult> link_run = run_sandboxed(link_spec);
+  if (!link_run.ok())
+    return fail(schema::FailureClass::INTERNAL_ERROR, link_run.status().message());
+  if (!link_run->succeeded()) {
+    return fail(link_run->timed_out ? schema::FailureClass::COMPILE_TIMEOUT
+                                    : schema::FailureClass::COMPILE_ERROR,
+                "link: " + trim_compiler_log(link_run->stderr_text, options_.error_lines));
+  }
+
+  fs::remove(build_dir + "/kernels.o", ec);
+  fs::remove(build_dir + "/binding.o", ec);
+  // Hand the build back to the worker's uid before it becomes visible: candidates run as the
+  // sandbox uid and must not be able to rewrite any cached module.
+  if (geteuid() == 0 && options_.uid >= 0) {
+    for (auto& entry : fs::recursive_directory_iterator(build_dir, ec)) {
+      if (lchown(entry.path().c_str(), 0, 0) != 0) break;
+    }
+    if (chown(build_dir.c_str(), 0, 0) != 0) {
+      return fail(schema::FailureClass::INTERNAL_ERROR, "cannot chown " + build_dir);
+    }
+  }
+  fs::permissions(build_dir,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  const std::string final_dir = options_.cache_dir + "/" + hash;
+  fs::rename(build_dir, final_dir, ec);
+  if (ec && !fs::exists(final_dir + "/" + module_name)) {
+    return fail(schema::FailureClass::INTERNAL_ERROR,
+                "cannot move " + build_dir + " to " + final_dir + ": " + ec.message());
+  }
+  out.module_path = final_dir + "/" + module_name;
+  out.seconds = seconds_since(start);
+  DICE_LOG(Info) << "compiled extension" << kv("name", ext.name) << kv("hash", hash)
+                 << kv("seconds", out.seconds);
+  return out;
+}
+
+}  // namespace dice

@@ -1,0 +1,117 @@
+// Compile pipeline: a candidate file -> its load_inline sources (python/extract_sources.py, by
+// parsing) -> two translation units (binding.h) -> nvcc for the .cu and the host compiler for
+// the binding, run at the same time, then one link into a Python extension module.
+//
+// Builds run on a pool of `jobs` threads and land in a cache folder keyed by
+// kernel_source_hash(sources, flags, toolchain identity):
+//
+//   <cache_dir>/<hash>/<name><ext_suffix>     the module evaluate.py imports
+//   <cache_dir>/<hash>/kernels.cu, binding.cpp the generated sources (for debugging)
+//
+// A build happens in <cache_dir>/<hash>.build-<n> and is renamed into place when it links, so a
+// reader never sees half a module. Requests for a hash that is being built wait for that build
+// instead of starting another (within one worker; two workers sharing a cache folder may build
+// the same hash twice, and the second rename loses harmlessly).
+//
+// Every compiler process runs in the sandbox (no network, rlimits, unprivileged uid): a source
+// can run code at compile time only through the compiler, and it should not reach anything.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "reward/binding.h"
+#include "reward/sandbox.h"
+#include "reward/toolchain.h"
+#include "schemas/verdict.capnp.h"
+
+namespace dice {
+
+struct CompileOptions {
+  // Builds at once. Default: 4
+  int jobs = 4;
+  // Cache folder (created if missing). Required.
+  std::string cache_dir;
+  // Wall-clock limit of each compiler process, seconds. Default: 300
+  double timeout_seconds = 300;
+  // Address-space limit of each compiler process, MiB (cicc maps a lot). Default: 16384
+  std::int64_t memory_limit_mb = 16384;
+  // Lines of compiler output kept in a failure's excerpt. Default: 20
+  int error_lines = 20;
+  // Optimisation flag for both compilers. Default: -O3
+  std::string optimization = "-O3";
+  // Run compilers as this uid when root (-1 = as root). Default: 65534 (nobody)
+  int uid = 65534;
+};
+
+struct CompileOutcome {
+  // NONE, COMPILE_ERROR, COMPILE_TIMEOUT, RESOURCE_LIMIT, or INTERNAL_ERROR (the cache folder
+  // is not writable, the compiler could not start...).
+  schema::FailureClass failure = schema::FailureClass::NONE;
+  std::string log_excerpt;  // trimmed compiler output on failure
+  std::string source_hash;
+  std::string module_path;  // the built module on success
+  std::string module_name;
+  bool cache_hit = false;
+  double seconds = 0;  // wall clock of this build (0 on a cache hit)
+};
+
+// Sources of every load_inline call in the candidate file, or the reason they cannot be read
+// statically (returned as kInvalidArgument: the candidate's fault -> compileError).
+Result<std::vector<ExtensionSources>> extract_extension_sources(const std::string& candidate_source,
+                                                                const std::string& python,
+                                                                const std::string& script_dir,
+                                                                const SandboxSpec& sandbox);
+
+// Error lines of a compiler's output: each line that mentions an error, with the line after it,
+// up to `max_lines`; the first lines when there is no such line.
+std::string trim_compiler_log(const std::string& output, int max_lines);
+
+// The cache key of one extension's build.
+std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
+                           const std::string& optimization);
+
+class Compiler {
+ public:
+  Compiler(Toolchain toolchain, CompileOptions options);
+  ~Compiler();  // finishes queued builds' promises with INTERNAL_ERROR and joins the pool
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  // Queues a build; the future is ready at once on a cache hit.
+  std::shared_future<CompileOutcome> submit(const ExtensionSources& ext);
+  CompileOutcome compile(const ExtensionSources& ext) { return submit(ext).get(); }
+
+  size_t queue_depth() const;
+  const Toolchain& toolchain() const { return toolchain_; }
+
+ private:
+  struct Job {
+    ExtensionSources ext;
+    std::string hash;
+    std::promise<CompileOutcome> promise;
+  };
+  void worker_loop();
+  CompileOutcome build(const ExtensionSources& ext, const std::string& hash);
+  std::string module_file(const std::string& hash, const std::string& name) const;
+
+  Toolchain toolchain_;
+  CompileOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  std::map<std::string, std::shared_future<CompileOutcome>> in_flight_;
+  bool closed_ = false;
+  std::vector<std::thread> workers_;
+  std::uint64_t build_counter_ = 0;
+};
+
+}  // namespace dice

@@ -1,0 +1,154 @@
+#include "reward/pipeline.h"
+
+#include "common/log.h"
+#include "reward/extract.h"
+#include "reward/reward_policy.h"
+
+namespace dice {
+namespace {
+
+using FC = schema::FailureClass;
+
+CompileOptions compile_options(const RewardOptions& o) {
+  CompileOptions c;
+  c.jobs = o.compile_jobs;
+  c.cache_dir = o.compile_cache_dir.empty() ? "runs/compile_cache" : o.compile_cache_dir;
+  c.timeout_seconds = o.timeout_seconds;
+  return c;
+}
+
+void set_findings(schema::Verdict::Builder verdict, const std::vector<StaticFinding>& findings) {
+  auto list = verdict.initFindings(static_cast<unsigned>(findings.size()));
+  for (unsigned i = 0; i < findings.size(); ++i) {
+    list[i].setCheck(findings[i].check);
+    list[i].setDetail(findings[i].detail);
+    list[i].setFatal(findings[i].fatal);
+  }
+}
+
+std::string clip(const std::string& text, size_t n = 4000) {
+  return text.size() <= n ? text : text.substr(0, n) + "...";
+}
+
+}  // namespace
+
+SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds) {
+  SandboxSpec spec;
+  spec.timeout_seconds = timeout_seconds;
+  spec.memory_limit_mb = o.memory_limit_mb;
+  spec.cpu_time_seconds = o.cpu_time_seconds;
+  spec.max_output_mb = o.max_output_mb;
+  spec.max_processes = o.max_processes;
+  spec.allow_network = o.allow_network;
+  return spec;
+}
+
+RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain,
+                               PipelineIdentity identity)
+    : options_(options),
+      identity_(std::move(identity)),
+      compiler_(std::move(toolchain), compile_options(options)) {}
+
+void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
+                              schema::Verdict::Builder verdict) {
+  auto task = request.getTask();
+  auto candidate = request.getCandidate();
+  verdict.setWorkId(request.getWorkId());
+  verdict.setRunId(candidate.getRunId());
+  verdict.setStep(candidate.getStep());
+  verdict.setTaskId(task.getId());
+  verdict.setGroup(candidate.getGroup());
+  verdict.setSampleIndex(candidate.getSampleIndex());
+  verdict.setPolicyVersion(candidate.getPolicyVersion());
+  verdict.setRewardWorker(identity_.worker_id);
+  verdict.setGpuSlot(identity_.gpu_slot);
+  verdict.setReward(0);
+  auto finish = [&](FC failure, const std::string& excerpt) {
+    verdict.setFailure(failure);
+    verdict.setLogExcerpt(clip(excerpt));
+  };
+
+  // 1. The file to evaluate.
+  const bool infill = task.getPhase() == schema::Phase::INFILL;
+  ExtractedSource extracted =
+      extract_candidate(candidate.getText().cStr(), infill ? task.getInfillPrefix().cStr() : "",
+                        infill ? task.getInfillSuffix().cStr() : "");
+  if (extracted.failure != FC::NONE) return finish(extracted.failure, extracted.detail);
+
+  // 2. Static checks.
+  StaticCheckOptions static_options;
+  static_options.python = options_.python_path;
+  auto checked = run_static_check(extracted.source, static_options);
+  if (!checked.ok()) return finish(FC::INTERNAL_ERROR, checked.status().to_string());
+  std::vector<StaticFinding> findings = checked->findings;
+  set_findings(verdict, findings);
+  if (checked->failure() != FC::NONE) return finish(checked->failure(), checked->summary());
+
+  // 3. Sources and compile.
+  auto sources = extract_extension_sources(extracted.source, options_.python_path,
+                                           DICE_REWARD_PYTHON_DIR, static_options.sandbox);
+  if (!sources.ok()) {
+    return finish(sources.status().code() == StatusCode::kInvalidArgument ? FC::COMPILE_ERROR
+                                                                          : FC::INTERNAL_ERROR,
+                  sources.status().message());
+  }
+  std::vector<std::shared_future<CompileOutcome>> futures;
+  for (const auto& ext : sources.value()) futures.push_back(compiler_.submit(ext));
+  std::vector<CompileOutcome> modules;
+  double compile_seconds = 0;
+  std::string hashes;
+  for (auto& f : futures) {
+    CompileOutcome out = f.get();
+    compile_seconds += out.seconds;
+    hashes += (hashes.empty() ? "" : ",") + out.source_hash;
+    if (out.failure != FC::NONE) {
+      verdict.setSourceHash(hashes);
+      verdict.getTimings().setCompileSeconds(static_cast<float>(compile_seconds));
+      return finish(out.failure, out.log_excerpt);
+    }
+    modules.push_back(std::move(out));
+  }
+  verdict.setSourceHash(hashes);
+  verdict.setCompiled(true);
+  verdict.getTimings().setCompileSeconds(static_cast<float>(compile_seconds));
+
+  // 4. Evaluate.
+  EvaluatorOptions eval;
+  eval.python = options_.python_path;
+  eval.trials = options_.correctness_trials;
+  eval.tolerance = options_.tolerance;
+  eval.timing = options_.timing;
+  const double timeout =
+      task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options_.timeout_seconds;
+  eval.sandbox = sandbox_from_options(options_.sandbox, timeout);
+  if (!identity_.gpu_slot.empty()) {
+    eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" +
+                               identity_.gpu_slot.substr(0, identity_.gpu_slot.find('/')));
+  }
+  auto report = evaluate_candidate(task.getReferenceSource().cStr(), extracted.source, modules,
+                                   checked->kernels, eval);
+  if (!report.ok()) return finish(FC::INTERNAL_ERROR, report.status().to_string());
+  findings.insert(findings.end(), report->findings.begin(), report->findings.end());
+  set_findings(verdict, findings);
+  auto timings = verdict.getTimings();
+  timings.setEvalSeconds(static_cast<float>(report->eval_seconds));
+  timings.setKernelMsMean(static_cast<float>(report->kernel_ms_mean));
+  timings.setKernelMsStd(static_cast<float>(report->kernel_ms_std));
+  timings.setReferenceMsMean(static_cast<float>(report->reference_ms_mean));
+  timings.setReferenceMsStd(static_cast<float>(report->reference_ms_std));
+  timings.setTimingTrials(static_cast<unsigned>(report->timing_trials));
+  verdict.setCorrect(report->correct);
+  verdict.setSpeedup(static_cast<float>(report->speedup));
+  verdict.setCorrectnessTrials(static_cast<unsigned>(report->trials));
+  verdict.setMaxAbsError(static_cast<float>(report->max_abs_error));
+  bool fatal = false;
+  for (const auto& f : findings) fatal |= f.fatal;
+  verdict.setReward(
+      compute_reward(options_.policy, {true, report->correct, report->speedup, fatal}));
+  if (report->failure != FC::NONE) {
+    return finish(report->failure, report->detail + "\n" + report->log_tail);
+  }
+  verdict.setFailure(FC::NONE);
+}
+
+}  // namespace dice

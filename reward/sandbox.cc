@@ -1,0 +1,447 @@
+#include "reward/sandbox.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "common/log.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Variables a candidate may see from the worker's environment. Everything else (tokens, cloud
+// credentials, the worker's own config) stays out.
+constexpr const char* kEnvAllowList[] = {"PATH",
+                                         "LANG",
+                                         "LC_ALL",
+                                         "LC_CTYPE",
+                                         "CUDA_VISIBLE_DEVICES",
+                                         "CUDA_HOME",
+                                         "CUDA_PATH",
+                                         "LD_LIBRARY_PATH",
+                                         "NVIDIA_VISIBLE_DEVICES",
+                                         "NVIDIA_DRIVER_CAPABILITIES",
+                                         "TZ"};
+
+// After the head of a stream is full, the last this many bytes are kept too: a traceback is at
+// the end of the output.
+constexpr size_t kTailBytes = 16 * 1024;
+
+// Paths the child may not write to even as its own uid: world-writable places outside scratch.
+constexpr const char* kReadOnlyInChild[] = {"/tmp", "/var/tmp", "/dev/shm"};
+
+class CappedCapture {
+ public:
+  explicit CappedCapture(size_t cap) : cap_(cap) {}
+  void append(const char* data, size_t n) {
+    size_t take = std::min(n, cap_ - std::min(cap_, head_.size()));
+    head_.append(data, take);
+    if (take == n) return;
+    tail_.append(data + take, n - take);
+    if (tail_.size() > 2 * kTailBytes) {
+      size_t cut = tail_.size() - kTailBytes;
+      dropped_ += cut;
+      tail_.erase(0, cut);
+    }
+  }
+  bool truncated() const { return dropped_ > 0; }
+  std::string text() const {
+    if (dropped_ == 0) return head_ + tail_;
+    return head_ + "\n[... " + std::to_string(dropped_) + " bytes dropped ...]\n" + tail_;
+  }
+
+ private:
+  size_t cap_;
+  std::string head_;
+  std::string tail_;
+  std::uint64_t dropped_ = 0;
+};
+
+// True when every directory above `path` lets others through and the file lets others execute:
+// what an unprivileged child needs to exec it.
+bool others_can_exec(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+  for (fs::path dir = fs::path(path).parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path()) {
+    if (stat(dir.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+  }
+  return true;
+}
+
+std::string resolve_in_path(const std::string& name, const std::string& path_var,
+                            bool unprivileged) {
+  if (name.find('/') != std::string::npos) return name;
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    std::string dir = path_var.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string candidate = dir + "/" + name;
+      if (access(candidate.c_str(), X_OK) == 0 && (!unprivileged || others_can_exec(candidate))) {
+        return candidate;
+      }
+    }
+    start = end + 1;
+  }
+  return name;
+}
+
+std::vector<std::string> child_environment(const SandboxSpec& spec, const std::string& scratch) {
+  std::vector<std::string> env;
+  for (const char* name : kEnvAllowList) {
+    if (const char* value = getenv(name)) env.push_back(std::string(name) + "=" + value);
+  }
+  env.push_back("HOME=" + scratch);
+  env.push_back("TMPDIR=" + scratch);
+  env.push_back("PYTHONDONTWRITEBYTECODE=1");
+  env.push_back("PYTHONNOUSERSITE=1");
+  for (const auto& e : spec.env) env.push_back(e);
+  return env;
+}
+
+void set_limit(int resource, rlim_t value) {
+  struct rlimit rl;
+  rl.rlim_cur = value;
+  rl.rlim_max = value;
+  setrlimit(resource, &rl);
+}
+
+void write_str(int fd, const char* s) {
+  ssize_t ignored = write(fd, s, strlen(s));
+  (void)ignored;
+}
+
+// Runs in the child between clone and exec: only async-signal-safe calls, no allocation (the
+// worker is multi-threaded; another thread may hold the allocator's lock).
+[[noreturn]] void child_main(const SandboxSpec& spec, const char* scratch, const char* exe,
+                             char* const* argv, char* const* envp, int null_fd, int out_fd,
+                             int err_fd, int status_fd, bool isolated, bool drop) {
+  setpgid(0, 0);
+  dup2(null_fd, 0);
+  dup2(out_fd, 1);
+  dup2(err_fd, 2);
+  if (isolated) {
+    // Private mount propagation first, so nothing below leaks into the worker's namespace.
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+      for (const char* path : kReadOnlyInChild) {
+        if (mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) == 0) {
+          mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, nullptr);
+        }
+      }
+      // The scratch folder may lie under one of them: bind it back, then clear the read-only
+      // flag the bind copied.
+      if (mount(scratch, scratch, nullptr, MS_BIND, nullptr) == 0) {
+        mount(nullptr, scratch, nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID, nullptr);
+      }
+    }
+    // This process is PID 1 of the new namespace, and PID 1 ignores signals it has no handler
+    // for (a candidate's own abort() or kill(getpid(), SIGSEGV) would not end it). So it stays
+    // a minimal init: the command runs in a child, and its wait status goes to the parent
+    // through status_fd. When this init exits, the kernel kills everything left in the
+    // namespace.
+    pid_t command = fork();
+    if (command < 0) {
+      write_str(2, "sandbox: fork of the command failed\n");
+      _exit(126);
+    }
+    if (command > 0) {
+      for (;;) {
+        int status = 0;
+        pid_t w = waitpid(-1, &status, 0);
+        if (w == command) {
+          ssize_t ignored = write(status_fd, &status, sizeof(status));
+          (void)ignored;
+          _exit(0);
+        }
+        if (w < 0 && errno != EINTR) _exit(125);
+      }
+    }
+  }
+  if (spec.memory_limit_mb > 0) {
+    set_limit(spec.limit_data_not_address_space ? RLIMIT_DATA : RLIMIT_AS,
+              rlim_t(spec.memory_limit_mb) << 20);
+  }
+  if (spec.cpu_time_seconds > 0) set_limit(RLIMIT_CPU, rlim_t(spec.cpu_time_seconds));
+  set_limit(RLIMIT_FSIZE, rlim_t(spec.max_output_mb) << 20);
+  set_limit(RLIMIT_NOFILE, rlim_t(spec.max_open_files));
+  set_limit(RLIMIT_NPROC, rlim_t(spec.max_processes));
+  set_limit(RLIMIT_CORE, 0);
+  if (chdir(scratch) != 0) {
+    write_str(2, "sandbox: cannot enter the scratch directory\n");
+    _exit(126);
+  }
+  syscall(SYS_close_range, 3U, ~0U, 0U);
+  if (drop) {
+    if (setgroups(0, nullptr) != 0 || setgid(spec.gid) != 0 || setuid(spec.uid) != 0) {
+      write_str(2, "sandbox: cannot switch to the unprivileged uid\n");
+      _exit(126);
+    }
+  }
+  execve(exe, argv, envp);
+  write_str(2, "sandbox: exec failed: ");
+  write_str(2, strerror(errno));
+  write_str(2, "\n");
+  _exit(127);
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+Result<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
+  if (spec.argv.empty()) return Status::invalid_argument("sandbox: empty command");
+  const bool root = geteuid() == 0;
+  const bool drop = root && spec.uid >= 0;
+
+  // Scratch directory.
+  std::string scratch = spec.workdir;
+  const bool own_scratch = scratch.empty();
+  if (own_scratch) {
+    std::string templ = spec.scratch_root + "/dice-sandbox-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) {
+      return Status::io_error("sandbox: cannot create a scratch directory under " +
+                              spec.scratch_root + ": " + strerror(errno));
+    }
+    scratch = buf.data();
+  }
+  struct ScratchGuard {
+    std::string path;
+    bool remove;
+    ~ScratchGuard() {
+      std::error_code ec;
+      if (remove) fs::remove_all(path, ec);
+    }
+  } guard{scratch, own_scratch};
+  for (const auto& [name, contents] : spec.files) {
+    std::ofstream out(scratch + "/" + name, std::ios::binary);
+    out << contents;
+    if (!out) return Status::io_error("sandbox: cannot write " + scratch + "/" + name);
+  }
+  if (drop && own_scratch) {
+    std::error_code ec;
+    for (auto& entry : fs::recursive_directory_iterator(scratch, ec)) {
+      if (lchown(entry.path().c_str(), spec.uid, spec.gid) != 0) break;
+    }
+    if (chown(scratch.c_str(), spec.uid, spec.gid) != 0) {
+      return Status::io_error("sandbox: cannot hand " + scratch + " to uid " +
+                              std::to_string(spec.uid) + ": " + strerror(errno));
+    }
+  }
+
+  // Everything the child needs, allocated before clone.
+  std::vector<std::string> env = child_environment(spec, scratch);
+  std::string path_var = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : env) {
+    if (e.rfind("PATH=", 0) == 0) path_var = e.substr(5);
+  }
+  const std::string exe = resolve_in_path(spec.argv[0], path_var, drop);
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::io_error("sandbox: pipe failed");
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return Status::io_error("sandbox: pipe failed");
+  }
+  int status_pipe[2];
+  if (pipe2(status_pipe, O_CLOEXEC) != 0) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    return Status::io_error("sandbox: pipe failed");
+  }
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  SandboxResult result;
+  const Clock::time_point start = Clock::now();
+  pid_t pid = -1;
+  if (spec.isolate) {
+    // Like fork() (no new stack), plus new namespaces.
+    const long flags =
+        CLONE_NEWPID | CLONE_NEWNS | (spec.allow_network ? 0 : CLONE_NEWNET) | SIGCHLD;
+    pid = static_cast<pid_t>(syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr));
+    if (pid < 0 && (errno == EPERM || errno == EINVAL || errno == ENOSPC)) {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        DICE_LOG(Warn) << "sandbox: namespaces not permitted; candidates run without network, "
+                          "PID and mount isolation"
+                       << kv("errno", strerror(errno));
+      }
+    } else {
+      result.isolated = pid >= 0;
+    }
+  }
+  if (pid < 0 && !result.isolated) pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], status_pipe[0],
+                   status_pipe[1], null_fd}) {
+      close(fd);
+    }
+    return Status::io_error(std::string("sandbox: cannot start a child: ") + strerror(err));
+  }
+  if (pid == 0) {
+    child_main(spec, scratch.c_str(), exe.c_str(), argv.data(), envp.data(), null_fd, out_pipe[1],
+               err_pipe[1], status_pipe[1], result.isolated, drop);
+  }
+  result.unprivileged = drop || !root;
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  close(null_fd);
+  close(status_pipe[1]);
+
+  const size_t cap = static_cast<size_t>(spec.max_output_mb) << 20;
+  CappedCapture out(cap), err(cap);
+  const Clock::time_point deadline =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(spec.timeout_seconds));
+  Clock::time_point drain_deadline = Clock::time_point::max();
+  bool reaped = false;
+  int status = 0;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  CappedCapture* sinks[2] = {&out, &err};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0 || !reaped) {
+    const Clock::time_point now = Clock::now();
+    if (!result.timed_out && now >= deadline) {
+      result.timed_out = true;
+      kill(pid, SIGKILL);  // PID 1 of its namespace: the kernel kills the rest
+      kill(-pid, SIGKILL);
+    }
+    if (reaped && now >= drain_deadline) break;  // leftovers hold the pipes: stop reading
+    if (!reaped) {
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) {
+        reaped = true;
+        kill(-pid, SIGKILL);  // without a PID namespace, descendants may remain in the group
+        drain_deadline = Clock::now() + std::chrono::seconds(1);
+      }
+    }
+    if (open_fds == 0) {
+      if (!reaped) poll(nullptr, 0, 5);
+      continue;
+    }
+    int ready = poll(fds, 2, 20);
+    if (ready <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  result.wall_seconds = seconds_since(start);
+  if (result.isolated) {
+    // The init relays the command's status; without it (killed on timeout) keep init's own.
+    int command_status = 0;
+    if (read(status_pipe[0], &command_status, sizeof(command_status)) ==
+        static_cast<ssize_t>(sizeof(command_status))) {
+      status = command_status;
+    }
+  }
+  close(status_pipe[0]);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.stdout_text = out.text();
+  result.stderr_text = err.text();
+  result.output_truncated = out.truncated() || err.truncated();
+  return result;
+}
+
+namespace {
+
+bool contains(const std::string& text, const char* needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+schema::FailureClass classify_sandbox_failure(const SandboxResult& r) {
+  using FC = schema::FailureClass;
+  if (r.timed_out) return FC::TIMEOUT;
+  const std::string& e = r.stderr_text;
+  // The sandbox's own setup failed (see child_main): not the candidate's doing.
+  if ((r.exit_code == 126 || r.exit_code == 127) && e.rfind("sandbox: ", 0) == 0) {
+    return FC::INTERNAL_ERROR;
+  }
+  if (r.signal == SIGXCPU || r.signal == SIGXFSZ) return FC::RESOURCE_LIMIT;
+  // Killed without our timeout: the OOM killer or the hard CPU limit.
+  if (r.signal == SIGKILL) return FC::RESOURCE_LIMIT;
+  if (contains(e, "MemoryError") || contains(e, "std::bad_alloc") ||
+      contains(e, "Cannot allocate memory") || contains(e, "Resource temporarily unavailable") ||
+      contains(e, "File too large") || contains(e, "Too many open files")) {
+    return FC::RESOURCE_LIMIT;
+  }
+  if (contains(e, "Network is unreachable") || contains(e, "Cannot assign requested address") ||
+      contains(e, "Temporary failure in name resolution") || contains(e, "Read-only file system") ||
+      contains(e, "Permission denied") || contains(e, "Operation not permitted")) {
+    return FC::SANDBOX_VIOLATION;
+  }
+  if (r.signal != 0) return FC::CRASHED;
+  return FC::NONE;
+}
+
+std::string describe_sandbox_result(const SandboxResult& r) {
+  if (r.timed_out) return "timed out after " + std::to_string(r.wall_seconds) + " s";
+  if (r.signal != 0) {
+    const char* name = sigabbrev_np(r.signal);
+    return "killed by signal " + std::to_string(r.signal) + " (SIG" + (name ? name : "?") + ")";
+  }
+  return "exit code " + std::to_string(r.exit_code);
+}
+
+}  // namespace dice
+
+namespace dice {
+
+Result<std::vector<std::pair<std::string, std::string>>> read_files_for_sandbox(
+    const std::string& dir, const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& name : names) {
+    const std::string path = dir.empty() ? name : dir + "/" + name;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::not_found("cannot read " + path);
+    std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    files.emplace_back(fs::path(name).filename().string(), std::move(contents));
+  }
+  return files;
+}
+
+}  // namespace dice

@@ -1,0 +1,110 @@
+// Sandbox: run one untrusted command (a candidate's evaluation, a compile, a static check) as a
+// child process that cannot take the worker down with it.
+//
+// What the child gets, in order of setup (Linux; the worker runs as root here and on GPU nodes):
+//   - new PID, network and mount namespaces (clone flags). Killing the child, PID 1 of its
+//     namespace, kills everything it spawned, even processes that left its process group; the
+//     network namespace has only a loopback that is down, so every connect() fails; the mount
+//     namespace remounts /tmp, /var/tmp and /dev/shm read-only with the scratch directory bound
+//     back read-write on top. The namespace's PID 1 is a minimal init that forks the command and
+//     relays its wait status (PID 1 would ignore the command's own fatal signals). Not
+//     permitted (no root)? A plain fork, and a warning logged once.
+//   - rlimits: RLIMIT_AS (memory), RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC.
+//   - an unprivileged uid (nobody by default) when the worker is root: RLIMIT_NPROC counts the
+//     processes of the child's real uid machine-wide and the kernel does not enforce it for root,
+//     so without the switch a fork bomb would not be stopped. Concurrent sandboxes sharing one uid
+//     share that count: give each slot its own uid (SandboxSpec::uid) where that matters.
+//   - a private scratch directory (created per run, owned by the child's uid, removed after) as
+//     cwd, HOME and TMPDIR.
+//   - an environment reduced to an allow-list (kEnvAllowList in sandbox.cc) plus spec.env.
+//   - stdin from /dev/null; stdout and stderr captured, each capped (the head is kept, then the
+//     last kTailBytes; the bytes dropped in between are counted), so a flood cannot exhaust memory.
+// The parent enforces the wall-clock timeout by SIGKILL.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "schemas/verdict.capnp.h"
+
+namespace dice {
+
+struct SandboxSpec {
+  // argv[0] is looked up in PATH when it has no '/'. Required.
+  std::vector<std::string> argv;
+  // Extra "NAME=value" entries on top of the allow-listed environment. Default: none
+  std::vector<std::string> env;
+  // Files to place in the scratch directory before the run: {relative name, contents}.
+  std::vector<std::pair<std::string, std::string>> files;
+  // Working directory to use instead of a fresh scratch directory (kept after the run; the
+  // child must be able to write there). Default: empty = fresh scratch directory
+  std::string workdir;
+  // Where fresh scratch directories are created. Default: /tmp
+  std::string scratch_root = "/tmp";
+  // Wall-clock limit in seconds. Default: 60
+  double timeout_seconds = 60;
+  // Memory limit in MiB; 0 = no limit. Default: 32768
+  std::int64_t memory_limit_mb = 32768;
+  // Which rlimit memory_limit_mb sets. RLIMIT_AS (false) counts every mapping; CUDA reserves
+  // address space far beyond device memory at context creation, so GPU processes use
+  // RLIMIT_DATA (true), which counts only private writable memory. Default: false
+  bool limit_data_not_address_space = false;
+  // RLIMIT_CPU in seconds; 0 = no limit. Default: 600
+  int cpu_time_seconds = 600;
+  // RLIMIT_FSIZE in MiB, and the cap on each captured stream. Default: 64
+  std::int64_t max_output_mb = 64;
+  // RLIMIT_NPROC (processes and threads of the child's uid). Default: 64
+  int max_processes = 64;
+  // RLIMIT_NOFILE. Default: 256
+  int max_open_files = 256;
+  // Namespaces: network, PID and mount (see above). Default: true
+  bool isolate = true;
+  // Keep the worker's network (no network namespace) even when isolating. Default: false
+  bool allow_network = false;
+  // uid/gid the child runs as when the worker is root; -1 = keep root. Default: 65534 (nobody)
+  int uid = 65534;
+  int gid = 65534;
+};
+
+struct SandboxResult {
+  int exit_code = -1;  // when the child exited normally, else -1
+  int signal = 0;      // the signal that killed it, else 0
+  bool timed_out = false;
+  double wall_seconds = 0;
+  std::string stdout_text;
+  std::string stderr_text;
+  bool output_truncated = false;  // some bytes of stdout or stderr were dropped
+  bool isolated = false;          // namespaces were in effect
+  bool unprivileged = false;      // the child ran under a non-root uid
+
+  bool succeeded() const { return !timed_out && signal == 0 && exit_code == 0; }
+};
+
+// Runs spec.argv; blocks until it ends or times out. Errors only for the worker's own
+// problems (cannot create the scratch directory, fork fails); everything the command does is in
+// the result.
+Result<SandboxResult> run_sandboxed(const SandboxSpec& spec);
+
+// The failure class of an unsuccessful run, from what the OS and the child's stderr tell:
+// timeout; resourceLimit (SIGXCPU, SIGXFSZ, SIGKILL without our timeout, MemoryError, bad_alloc,
+// "Resource temporarily unavailable" from fork); sandboxViolation (network unreachable,
+// permission denied / read-only file system on a write); crashed (any other signal);
+// internalError when the sandbox itself could not start the command; NONE when
+// none of these applies (a plain non-zero exit is the caller's to interpret).
+schema::FailureClass classify_sandbox_failure(const SandboxResult& result);
+
+// A short human-readable reason for the log/verdict, e.g. "killed by signal 9 (SIGKILL)".
+std::string describe_sandbox_result(const SandboxResult& result);
+
+}  // namespace dice
+
+namespace dice {
+
+// {name, contents} of files under `dir`, for SandboxSpec::files: the reward service's scripts
+// travel into each scratch directory, so the sandbox uid needs no access to the install folder.
+Result<std::vector<std::pair<std::string, std::string>>> read_files_for_sandbox(
+    const std::string& dir, const std::vector<std::string>& names);
+
+}  // namespace dice

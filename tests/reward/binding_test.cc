@@ -1,0 +1,53 @@
+#include "reward/binding.h"
+
+#include <gtest/gtest.h>
+
+namespace dice {
+namespace {
+
+ExtensionSources two_functions() {
+  ExtensionSources ext;
+  ext.name = "fused_ops";
+  ext.cpp_sources =
+      "torch::Tensor a_cuda(torch::Tensor x);\ntorch::Tensor b_cuda(torch::Tensor x);";
+  ext.cuda_sources = "__global__ void k() {}\n";
+  ext.functions = {"a_cuda", "b_cuda"};
+  return ext;
+}
+
+TEST(BindingTest, ExportsEachFunctionUnderItsName) {
+  std::string tu = binding_translation_unit(two_functions());
+  EXPECT_EQ(tu.find("#include <torch/extension.h>"), 0u);
+  size_t decl = tu.find("torch::Tensor a_cuda(torch::Tensor x);");
+  size_t module = tu.find("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {");
+  ASSERT_NE(decl, std::string::npos);
+  ASSERT_NE(module, std::string::npos);
+  EXPECT_LT(decl, module);  // declarations come before their use
+  EXPECT_NE(tu.find("m.def(\"a_cuda\", &a_cuda, \"a_cuda\");"), std::string::npos);
+  EXPECT_NE(tu.find("m.def(\"b_cuda\", &b_cuda, \"b_cuda\");"), std::string::npos);
+}
+
+TEST(BindingTest, NoFunctionsMeansTheSourcesBindThemselves) {
+  ExtensionSources ext = two_functions();
+  ext.functions.clear();
+  ext.cpp_sources += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}";
+  std::string tu = binding_translation_unit(ext);
+  EXPECT_EQ(tu.find("m.def("), std::string::npos);
+  size_t first = tu.find("PYBIND11_MODULE");
+  EXPECT_EQ(tu.find("PYBIND11_MODULE", first + 1), std::string::npos);
+}
+
+TEST(BindingTest, CudaUnitKeepsSourceAfterImplicitIncludes) {
+  std::string tu = cuda_translation_unit(two_functions());
+  size_t include = tu.find("#include <cuda_runtime.h>");
+  size_t line = tu.find("#line 1 \"cuda_sources\"");
+  size_t kernel = tu.find("__global__ void k() {}");
+  ASSERT_NE(include, std::string::npos);
+  ASSERT_NE(line, std::string::npos);
+  ASSERT_NE(kernel, std::string::npos);
+  EXPECT_LT(include, line);
+  EXPECT_LT(line, kernel);
+}
+
+}  // namespace
+}  // namespace dice

@@ -1,0 +1,174 @@
+// Real compiles: extract_sources.py on a candidate, nvcc + the host compiler in the sandbox, the
+// content-hash cache. Needs nvcc and a python3 with torch (Debian: python3-torch); skips with a
+// message otherwise. Without a GPU the target is sm_90.
+#include "reward/compile.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kPython[] = "/usr/bin/python3";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CompileTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ToolchainOptions o;
+    o.python = kPython;
+    o.cuda_arch = "sm_90";
+    auto tc = probe_toolchain(o);
+    if (!tc.ok()) {
+      skip_reason_ = new std::string(tc.status().to_string());
+      return;
+    }
+    toolchain_ = new Toolchain(tc.value());
+  }
+  static void TearDownTestSuite() {
+    delete toolchain_;
+    toolchain_ = nullptr;
+  }
+  void SetUp() override {
+    if (toolchain_ == nullptr) GTEST_SKIP() << "no toolchain: " << *skip_reason_;
+    cache_dir_ = fs::temp_directory_path() /
+                 ("dice-compile-test-" + std::to_string(getpid()) + "-" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(cache_dir_);
+  }
+  void TearDown() override { fs::remove_all(cache_dir_); }
+
+  CompileOptions options() const {
+    CompileOptions o;
+    o.cache_dir = cache_dir_.string();
+    o.jobs = 2;
+    o.timeout_seconds = 900;  // a loaded 2-core CI machine; ~1 min of CPU per compile
+    return o;
+  }
+
+  std::vector<ExtensionSources> sources_of(const std::string& file) {
+    SandboxSpec spec;
+    spec.timeout_seconds = 30;
+    auto ext = extract_extension_sources(read_file(fs::path(DICE_REWARD_CORPUS_DIR) / file),
+                                         kPython, DICE_REWARD_PYTHON_DIR, spec);
+    EXPECT_TRUE(ext.ok()) << ext.status().to_string();
+    return ext.ok() ? ext.value() : std::vector<ExtensionSources>{};
+  }
+
+  static Toolchain* toolchain_;
+  static std::string* skip_reason_;
+  fs::path cache_dir_;
+};
+
+Toolchain* CompileTest::toolchain_ = nullptr;
+std::string* CompileTest::skip_reason_ = nullptr;
+
+TEST_F(CompileTest, TinyKernelCompilesOnceThenHitsTheCache) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  EXPECT_EQ(exts[0].name, "scale_ext");
+  EXPECT_EQ(exts[0].functions, std::vector<std::string>{"scale_cuda"});
+  Compiler compiler(*toolchain_, options());
+  // Two requests for the same source while the first builds: one build.
+  auto first = compiler.submit(exts[0]);
+  auto second = compiler.submit(exts[0]);
+  CompileOutcome a = first.get();
+  CompileOutcome b = second.get();
+  ASSERT_EQ(a.failure, schema::FailureClass::NONE) << a.log_excerpt;
+  EXPECT_FALSE(a.cache_hit);
+  EXPECT_EQ(a.module_path, b.module_path);
+  EXPECT_TRUE(fs::exists(a.module_path));
+  EXPECT_NE(a.module_path.find("/" + a.source_hash + "/scale_ext"), std::string::npos);
+  std::cout << "[ measure ] tiny kernel compile: " << a.seconds << " s\n";
+  // The module is owned by the worker, not the sandbox uid, and nothing of the build remains.
+  struct stat st;
+  ASSERT_EQ(stat(a.module_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());
+  for (const auto& e : fs::directory_iterator(cache_dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".build-"), std::string::npos) << e.path();
+  }
+  CompileOutcome again = compiler.compile(exts[0]);
+  EXPECT_TRUE(again.cache_hit);
+  EXPECT_EQ(again.module_path, a.module_path);
+}
+
+TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources broken = exts[0];
+  broken.cuda_sources.replace(broken.cuda_sources.find("y[i] = x[i] * s;"), 16,
+                              "y[i] = x[i] * undefined_name;");
+  Compiler compiler(*toolchain_, options());
+  CompileOutcome out = compiler.compile(broken);
+  EXPECT_EQ(out.failure, schema::FailureClass::COMPILE_ERROR);
+  EXPECT_NE(out.log_excerpt.find("undefined_name"), std::string::npos) << out.log_excerpt;
+  EXPECT_NE(out.log_excerpt.find("nvcc"), std::string::npos) << out.log_excerpt;
+  EXPECT_LE(std::count(out.log_excerpt.begin(), out.log_excerpt.end(), '\n'), 20);
+  EXPECT_TRUE(out.module_path.empty());
+}
+
+TEST_F(CompileTest, RealDevCandidateCompiles) {
+  auto exts = sources_of("honest/dev_444.py");
+  ASSERT_EQ(exts.size(), 1u);
+  Compiler compiler(*toolchain_, options());
+  CompileOutcome out = compiler.compile(exts[0]);
+  ASSERT_EQ(out.failure, schema::FailureClass::NONE) << out.log_excerpt;
+  std::cout << "[ measure ] dev 444 compile: " << out.seconds << " s\n";
+}
+
+TEST_F(CompileTest, DynamicSourcesAreRefused) {
+  SandboxSpec spec;
+  auto ext = extract_extension_sources(
+      "from torch.utils.cpp_extension import load_inline\n"
+      "src = open('k.cu').read()\n"
+      "ext = load_inline(name='e', cpp_sources='', cuda_sources=src, functions=['f'])\n",
+      kPython, DICE_REWARD_PYTHON_DIR, spec);
+  ASSERT_FALSE(ext.ok());
+  EXPECT_EQ(ext.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ext.status().message().find("line 3: cuda_sources: `src` is not a static string"),
+            std::string::npos)
+      << ext.status().message();
+}
+
+TEST(TrimCompilerLogTest, KeepsErrorLinesAndTheirContext) {
+  std::string log =
+      "kernels.cu(3): warning: unused\n"
+      "kernels.cu(5): error: identifier \"q\" is undefined\n"
+      "    y[i] = q;\n"
+      "note: something\n"
+      "kernels.cu(9): error: expected a \";\"\n"
+      "    }\n"
+      "2 errors detected in the compilation of \"kernels.cu\".\n";
+  std::string trimmed = trim_compiler_log(log, 20);
+  EXPECT_EQ(trimmed,
+            "kernels.cu(5): error: identifier \"q\" is undefined\n    y[i] = q;\n"
+            "kernels.cu(9): error: expected a \";\"\n    }\n"
+            "2 errors detected in the compilation of \"kernels.cu\".");
+  EXPECT_EQ(trim_compiler_log(log, 1), "kernels.cu(5): error: identifier \"q\" is undefined");
+  EXPECT_EQ(trim_compiler_log("ld: cannot find -lfoo\n", 5), "ld: cannot find -lfoo");
+}
+
+TEST(ToolchainTest, ArchFromComputeCap) {
+  EXPECT_EQ(arch_from_compute_cap("9.0"), "sm_90");
+  EXPECT_EQ(arch_from_compute_cap("12.0"), "sm_120");
+  EXPECT_EQ(arch_from_compute_cap(""), "");
+  EXPECT_EQ(arch_from_compute_cap("9"), "");
+  EXPECT_EQ(arch_from_compute_cap("x.0"), "");
+}
+
+}  // namespace
+}  // namespace dice

@@ -1,0 +1,12 @@
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+ext = load_inline(name="fused_ext", cpp_sources="", cuda_sources="", functions=["fused"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+
+    def forward(self, x, idx):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")

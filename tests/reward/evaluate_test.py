@@ -1,0 +1,151 @@
+"""Tests of reward/python/evaluate.py on the CPU (device "cpu"): the flow, the comparison and
+the dynamic anti-cheat checks, with test-double extension modules (plain Python files) standing
+in for compiled CUDA ones. Skipped when python3 has no torch."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "evaluate_fixtures")
+SCRIPT = os.path.join(HERE, "..", "..", "reward", "python", "evaluate.py")
+sys.path.insert(0, os.path.dirname(SCRIPT))
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+import evaluate  # noqa: E402
+
+
+def run_eval(candidate, extension, *extra):
+    with tempfile.TemporaryDirectory() as tmp:
+        nonce_file = os.path.join(tmp, "nonce")
+        with open(nonce_file, "w") as f:
+            f.write("n0nce\n")
+        proc = subprocess.run(
+            [sys.executable, SCRIPT, "--device", "cpu", "--trials", "3",
+             "--reference", os.path.join(FIXTURES, "reference_add.py"),
+             "--candidate", os.path.join(FIXTURES, candidate),
+             "--module", "fused_ext=" + os.path.join(FIXTURES, extension),
+             "--nonce-file", nonce_file] + list(extra),
+            capture_output=True, text=True, timeout=120)
+        assert not os.path.exists(nonce_file), "the nonce file must be gone before the candidate"
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("DICE_EVAL_RESULT n0nce ")]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    return json.loads(lines[0].split(" ", 2)[2])
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class EvaluateFlowTest(unittest.TestCase):
+    def test_correct_candidate(self):
+        r = run_eval("candidate_add.py", "fake_extension_ok.py")
+        self.assertEqual(r["failure"], "none", r)
+        self.assertTrue(r["correct"])
+        self.assertEqual(r["trials"], 3)
+        self.assertLess(r["max_abs_error"], 1e-5)
+
+    def test_wrong_values(self):
+        r = run_eval("candidate_add.py", "fake_extension_wrong.py")
+        self.assertEqual(r["failure"], "incorrect")
+        self.assertFalse(r["correct"])
+        self.assertIn("output 0", r["detail"])
+
+    def test_tolerance_option(self):
+        r = run_eval("candidate_add.py", "fake_extension_wrong.py", "--tol-fp32", "1.0")
+        self.assertEqual(r["failure"], "none", r)
+
+    def test_mutated_inputs(self):
+        r = run_eval("candidate_add.py", "fake_extension_mutates.py")
+        self.assertEqual(r["failure"], "antiCheat")
+        self.assertEqual([f["check"] for f in r["findings"]], ["inputs-modified"])
+
+    def test_state_across_calls(self):
+        r = run_eval("candidate_add.py", "fake_extension_stateful.py")
+        self.assertEqual(r["failure"], "antiCheat")
+        self.assertEqual(r["findings"][0]["check"], "kernel-outputs-differ")
+
+    def test_forward_raises(self):
+        r = run_eval("candidate_raises.py", "fake_extension_ok.py")
+        self.assertEqual(r["failure"], "runtimeError")
+        self.assertIn("illegal memory access", r["detail"])
+
+    def test_wrong_shape(self):
+        r = run_eval("candidate_wrong_shape.py", "fake_extension_ok.py")
+        self.assertEqual(r["failure"], "shapeMismatch")
+
+    def test_missing_module(self):
+        r = run_eval("candidate_add.py", "does_not_exist.py")
+        self.assertEqual(r["failure"], "importError")
+
+
+class Options:
+    tol_fp32 = 1e-2
+    tol_fp16 = 1e-2
+    tol_bf16 = 2e-2
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class CompareOutputsTest(unittest.TestCase):
+    def test_tuple_elementwise_and_integer_exact(self):
+        want = (torch.ones(3), torch.tensor([1, 2, 3]))
+        evaluate.compare_outputs(torch, (torch.ones(3) + 1e-4, torch.tensor([1, 2, 3])), want,
+                                 Options)
+        with self.assertRaises(evaluate.EvalFailure) as e:
+            evaluate.compare_outputs(torch, (torch.ones(3), torch.tensor([1, 2, 4])), want,
+                                     Options)
+        self.assertEqual(e.exception.failure, "incorrect")
+
+    def test_count_and_shape(self):
+        with self.assertRaises(evaluate.EvalFailure) as e:
+            evaluate.compare_outputs(torch, [torch.ones(3)], (torch.ones(3), torch.ones(3)),
+                                     Options)
+        self.assertEqual(e.exception.failure, "shapeMismatch")
+        with self.assertRaises(evaluate.EvalFailure) as e:
+            evaluate.compare_outputs(torch, torch.ones(3, 1), torch.ones(3), Options)
+        self.assertEqual(e.exception.failure, "shapeMismatch")
+
+    def test_tolerance_by_dtype(self):
+        want = torch.ones(4, dtype=torch.bfloat16)
+        evaluate.compare_outputs(torch, want * 1.025, want, Options)  # within 2e-2 + 2e-2
+        with self.assertRaises(evaluate.EvalFailure):
+            evaluate.compare_outputs(torch, torch.ones(4) * 1.025, torch.ones(4), Options)
+
+    def test_nan_matches_nan_only(self):
+        nan = torch.tensor([float("nan"), 1.0])
+        evaluate.compare_outputs(torch, nan.clone(), nan, Options)
+        with self.assertRaises(evaluate.EvalFailure):
+            evaluate.compare_outputs(torch, torch.tensor([0.0, 1.0]), nan, Options)
+
+    def test_same_values(self):
+        a = torch.tensor([1.0, float("nan")])
+        self.assertTrue(evaluate.same_values(torch, a, a.clone()))
+        self.assertFalse(evaluate.same_values(torch, a, torch.tensor([1.0, 2.0])))
+        self.assertFalse(evaluate.same_values(torch, a, a.double()))
+
+
+class PureHelpersTest(unittest.TestCase):
+    def test_kernel_names_ran(self):
+        names = ["void scale_kernel<float>(float const*, float*, int)",
+                 "void at::native::vectorized_elementwise_kernel<4>(...)",
+                 "my_scale_kernel_v2(float*)"]
+        self.assertEqual(evaluate.kernel_names_ran(names, ["scale_kernel", "other"]),
+                         {"scale_kernel"})
+        self.assertEqual(evaluate.kernel_names_ran(["my_scale_kernel_v2(float*)"],
+                                                   ["scale_kernel"]), set())
+
+    def test_mean_std(self):
+        self.assertEqual(evaluate.mean_std([]), (0.0, 0.0))
+        self.assertEqual(evaluate.mean_std([1.0, 3.0]), (2.0, 1.0))
+
+    def test_flatten(self):
+        self.assertEqual(evaluate.flatten_outputs((1, [2, (3,)])), [1, 2, 3])
+
+
+if __name__ == "__main__":
+    unittest.main()

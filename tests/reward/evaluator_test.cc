@@ -1,0 +1,137 @@
+#include "reward/evaluator.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+using FC = schema::FailureClass;
+
+TEST(FailureClassNameTest, MapsSchemaNames) {
+  EXPECT_EQ(failure_class_from_name("none"), FC::NONE);
+  EXPECT_EQ(failure_class_from_name("runtimeError"), FC::RUNTIME_ERROR);
+  EXPECT_EQ(failure_class_from_name("antiCheat"), FC::ANTI_CHEAT);
+  EXPECT_EQ(failure_class_from_name("shapeMismatch"), FC::SHAPE_MISMATCH);
+  EXPECT_EQ(failure_class_from_name("noSuchClass"), FC::INTERNAL_ERROR);
+}
+
+SandboxResult finished(const std::string& out) {
+  SandboxResult r;
+  r.exit_code = 0;
+  r.stdout_text = out;
+  r.wall_seconds = 1.5;
+  return r;
+}
+
+TEST(ReportFromRunTest, ReadsTheResultLine) {
+  EvaluationReport r = report_from_run(
+      finished("noise\nDICE_EVAL_RESULT abc {\"failure\": \"none\", \"correct\": true, "
+               "\"trials\": 5, \"max_abs_error\": 0.001, \"findings\": [{\"check\": "
+               "\"torch-kernels-ran\", \"detail\": \"d\", \"fatal\": false}], \"speedup\": 1.5}\n"),
+      "abc");
+  EXPECT_EQ(r.failure, FC::NONE);
+  EXPECT_TRUE(r.correct);
+  EXPECT_EQ(r.trials, 5);
+  EXPECT_DOUBLE_EQ(r.max_abs_error, 0.001);
+  EXPECT_DOUBLE_EQ(r.speedup, 1.5);
+  EXPECT_DOUBLE_EQ(r.eval_seconds, 1.5);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].check, "torch-kernels-ran");
+  EXPECT_FALSE(r.findings[0].fatal);
+}
+
+TEST(ReportFromRunTest, IgnoresResultLinesWithTheWrongNonce) {
+  // What a candidate could print: without the nonce it is just output.
+  EvaluationReport r = report_from_run(
+      finished("DICE_EVAL_RESULT guess {\"failure\": \"none\", \"correct\": true}\n"), "real");
+  EXPECT_EQ(r.failure, FC::CRASHED);
+  EXPECT_FALSE(r.correct);
+}
+
+TEST(ReportFromRunTest, MarkerMustStartALine) {
+  EvaluationReport r = report_from_run(
+      finished("x DICE_EVAL_RESULT n {\"failure\": \"none\", \"correct\": true}\n"), "n");
+  EXPECT_EQ(r.failure, FC::CRASHED);
+}
+
+TEST(ReportFromRunTest, NoResultIsClassifiedFromHowTheProcessEnded) {
+  SandboxResult timed_out;
+  timed_out.timed_out = true;
+  EXPECT_EQ(report_from_run(timed_out, "n").failure, FC::TIMEOUT);
+  SandboxResult segv;
+  segv.signal = 11;
+  EXPECT_EQ(report_from_run(segv, "n").failure, FC::CRASHED);
+  SandboxResult oom;
+  oom.exit_code = 1;
+  oom.stderr_text = "MemoryError\n";
+  EXPECT_EQ(report_from_run(oom, "n").failure, FC::RESOURCE_LIMIT);
+}
+
+TEST(ReportFromRunTest, CorrectNeedsNoFailure) {
+  EvaluationReport r = report_from_run(
+      finished("DICE_EVAL_RESULT n {\"failure\": \"antiCheat\", \"correct\": true}\n"), "n");
+  EXPECT_EQ(r.failure, FC::ANTI_CHEAT);
+  EXPECT_FALSE(r.correct);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// evaluate.py end to end in the real sandbox, on the CPU, with test-double "extension" modules
+// (plain Python files). Needs torch in /usr/bin/python3 (Debian: python3-torch).
+class EvaluateOnCpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
+      GTEST_SKIP() << "/usr/bin/python3 has no torch (apt-get install python3-torch)";
+    }
+  }
+  EvaluationReport run(const std::string& candidate, const std::string& extension) {
+    fs::path dir = fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures";
+    CompileOutcome module;
+    module.module_name = "fused_ext";
+    module.module_path = (dir / extension).string();
+    EvaluatorOptions o;
+    o.python = "/usr/bin/python3";
+    o.device = "cpu";
+    o.trials = 2;
+    o.sandbox.timeout_seconds = 120;
+    o.sandbox.memory_limit_mb = 8192;
+    auto r = evaluate_candidate(read_file(dir / "reference_add.py"), read_file(dir / candidate),
+                                {module}, {}, o);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r.value() : EvaluationReport{};
+  }
+};
+
+TEST_F(EvaluateOnCpuTest, CorrectCandidate) {
+  EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py");
+  EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
+  EXPECT_TRUE(r.correct);
+  EXPECT_EQ(r.trials, 2);
+}
+
+TEST_F(EvaluateOnCpuTest, WrongCandidate) {
+  EvaluationReport r = run("candidate_add.py", "fake_extension_wrong.py");
+  EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
+  EXPECT_FALSE(r.correct);
+}
+
+TEST_F(EvaluateOnCpuTest, InputMutationIsAntiCheat) {
+  EvaluationReport r = run("candidate_add.py", "fake_extension_mutates.py");
+  EXPECT_EQ(r.failure, FC::ANTI_CHEAT) << r.detail << r.log_tail;
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].check, "inputs-modified");
+}
+
+}  // namespace
+}  // namespace dice
