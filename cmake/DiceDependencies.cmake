@@ -23,7 +23,8 @@ add_library(RocksDB::rocksdb INTERFACE IMPORTED)
 set_target_properties(RocksDB::rocksdb PROPERTIES INTERFACE_LINK_LIBRARIES PkgConfig::ROCKSDB)
 find_package(yaml-cpp CONFIG REQUIRED)
 # CONFIG: Boost ships BoostConfig.cmake since 1.70; CMake 4 (GPU nodes) has no FindBoost module.
-find_package(Boost 1.74 CONFIG REQUIRED)
+# 1.75+ for Boost.JSON (Debian 12: libboost1.81-dev, installed by tools/setup).
+find_package(Boost 1.75 CONFIG REQUIRED)
 
 # LibTorch: a PyTorch install (2.x, CUDA) when python3 has torch, else Debian's libtorch-dev
 # (1.13, CPU). common/torch_compat.h hides the API differences between the two.

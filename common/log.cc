@@ -14,7 +14,9 @@ LogOptions& mutable_options() {
   return options;
 }
 
-const char* level_name(LogLevel level) {
+}  // namespace
+
+const char* log_level_name(LogLevel level) {
   switch (level) {
     case LogLevel::kDebug:
       return "debug";
@@ -27,6 +29,8 @@ const char* level_name(LogLevel level) {
   }
   return "info";
 }
+
+namespace {
 
 std::string utc_timestamp() {
   using namespace std::chrono;
@@ -121,7 +125,7 @@ LogLine::~LogLine() {
   const LogOptions& options = log_options();
   const char* base = std::strrchr(file_, '/');
   base = base ? base + 1 : file_;
-  std::string text = "ts=" + utc_timestamp() + " level=" + level_name(level_) +
+  std::string text = "ts=" + utc_timestamp() + " level=" + log_level_name(level_) +
                      " run=" + logfmt_quote(options.run_id) +
                      " component=" + logfmt_quote(options.component) + " at=" + base + ":" +
                      std::to_string(line_) + " msg=" + logfmt_quote(message_.str()) + fields_ +

@@ -25,6 +25,9 @@ void log_configure(const LogOptions& options);
 const LogOptions& log_options();
 bool log_enabled(LogLevel level);
 
+// "debug", "info", "warn", "error"; parse_log_level is its inverse.
+const char* log_level_name(LogLevel level);
+
 // Parses "debug", "info", "warn", "error".
 bool parse_log_level(const std::string& text, LogLevel* level);
 

@@ -30,20 +30,6 @@ std::string run_id_from_clock() {
   return buf;
 }
 
-const char* log_level_text(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
-}
-
 Status apply_flag(const std::string& name, const std::string& value, ServiceFlags* flags) {
   if (name == "--config") {
     if (value.empty()) return Status::invalid_argument("--config: expected a file path");
@@ -142,7 +128,7 @@ Result<ServiceContext> prepare_service(const std::string& component, const Servi
   // Flags become overrides so that --print-config shows what the service really runs with.
   if (!flags.run_id.empty()) overrides.push_back("run.id=" + flags.run_id);
   if (flags.log_level)
-    overrides.push_back(std::string("run.log_level=") + log_level_text(*flags.log_level));
+    overrides.push_back(std::string("run.log_level=") + log_level_name(*flags.log_level));
   DICE_ASSIGN_OR_RETURN(DiceConfig config, load_dice_config(flags.config_path, overrides));
   if (config.run.id.empty()) config.run.id = run_id_from_clock();
 
