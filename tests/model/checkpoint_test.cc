@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/checkpoint/checkpoint_writer.h"
+#include "common/remove_tree.h"
 
 namespace dice {
 namespace {
@@ -46,7 +47,7 @@ class CheckpointTest : public ::testing::Test {
                         data_.back().size() * 4});
     }
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   void write_text(const std::string& name, const std::string& text) {
     std::ofstream(dir_ + "/" + name) << text;

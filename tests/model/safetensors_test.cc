@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/checkpoint/checkpoint_writer.h"
+#include "common/remove_tree.h"
 
 namespace dice {
 namespace {
@@ -151,7 +152,7 @@ class SafetensorsFileTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
   std::string dir_;
 };
 

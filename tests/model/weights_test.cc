@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "common/remove_tree.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {
@@ -25,7 +26,7 @@ class WeightsTest : public ::testing::Test {
     dir_ = tmpl;
     lm_ = random_lm(config_, 11);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   // Writes the model's tensors after `edit` had its way with the list.
   void write_edited(const std::function<void(std::vector<TensorView>&)>& edit) {
