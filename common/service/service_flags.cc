@@ -49,6 +49,15 @@ Status apply_flag(const std::string& name, const std::string& value, ServiceFlag
                                       "' is not a non-negative integer");
     }
     flags->worker_index = static_cast<int>(n);
+  } else if (name == "--metrics-port") {
+    errno = 0;
+    char* end = nullptr;
+    long n = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || errno == ERANGE || n < 0 || n > 65535) {
+      return Status::invalid_argument("--metrics-port: '" + value +
+                                      "' is not a port number (0-65535; 0 = any free port)");
+    }
+    flags->metrics_port = static_cast<int>(n);
   } else if (name == "--log-level") {
     LogLevel level;
     if (!parse_log_level(value, &level)) {
@@ -62,7 +71,7 @@ Status apply_flag(const std::string& name, const std::string& value, ServiceFlag
 
 bool takes_value(const std::string& name) {
   return name == "--config" || name == "--run-id" || name == "--worker-index" ||
-         name == "--log-level";
+         name == "--metrics-port" || name == "--log-level";
 }
 
 }  // namespace
@@ -118,6 +127,7 @@ std::string service_usage(const std::string& program) {
          "  --print-config      print the resolved config as YAML and exit\n"
          "  --run-id ID         run id for logs and records (overrides run.id)\n"
          "  --worker-index N    which worker of this service this process is\n"
+         "  --metrics-port P    serve Prometheus /metrics on port P (0 = any free port)\n"
          "  --log-level L       debug, info, warn or error (overrides run.log_level)\n"
          "  --help              print this and exit\n"
          "  key.path=value      config override, applied in order (see dice-config docs)\n";
@@ -132,7 +142,7 @@ Result<ServiceContext> prepare_service(const std::string& component, const Servi
   DICE_ASSIGN_OR_RETURN(DiceConfig config, load_dice_config(flags.config_path, overrides));
   if (config.run.id.empty()) config.run.id = run_id_from_clock();
 
-  ServiceContext context{std::move(config), component, flags.worker_index};
+  ServiceContext context{std::move(config), component, flags.worker_index, flags.metrics_port};
   LogOptions log;
   log.level = context.config.run.log_level;
   log.component = component;

@@ -3,7 +3,7 @@
 //   dice-reward --config configs/local.yaml --worker-index 3 reward.max_concurrent=2
 //   dice-learner --config configs/local.yaml --print-config learner.optimizer.lr=2e-6
 //
-// Flags: --config FILE (required), --print-config, --run-id ID, --worker-index N,
+// Flags: --config FILE (required), --print-config, --run-id ID, --worker-index N, --metrics-port P,
 // --log-level debug|info|warn|error, --help; then any number of "a.b.c=value" overrides (see
 // common/config/overrides.h). "--flag=value" works as well as "--flag value".
 #pragma once
@@ -27,6 +27,7 @@ struct ServiceFlags {
   bool print_config = false;           // --print-config: print the resolved YAML, exit 0
   std::string run_id;                  // --run-id: wins over run.id. Default: empty = config's
   std::optional<int> worker_index;     // --worker-index N (N >= 0). Default: none
+  std::optional<int> metrics_port;     // --metrics-port P (0-65535). Default: none
   std::optional<LogLevel> log_level;   // --log-level: wins over run.log_level. Default: none
   bool help = false;                   // --help / -h: print usage, exit 0
   std::vector<std::string> overrides;  // trailing "a.b.c=value", applied in order
@@ -44,6 +45,7 @@ struct ServiceContext {
   DiceConfig config;                // with the flags' run id and log level applied
   std::string component;            // "learner", "rollout", "reward", ...
   std::optional<int> worker_index;  // from --worker-index
+  std::optional<int> metrics_port;  // from --metrics-port (none: the service's default)
 };
 
 // Loads flags.config_path with flags.overrides (then --run-id and --log-level, which win), makes a

@@ -34,8 +34,9 @@ Status DispatcherState::add_work(WorkItem item) {
   }
   Work work;
   work.payload = std::move(item.payload);
+  work.role = item.role;
+  pending_[queue_key(item.role)].push_back(item.work_id);
   work_.emplace(item.work_id, std::move(work));
-  pending_.push_back(item.work_id);
   ++pending_count_;
   ++counters_.submitted;
   return Status::ok_status();
@@ -142,6 +143,7 @@ void DispatcherState::handle_hello(const std::string& routing_id, schema::Hello:
   Worker& worker = it->second;
   worker.worker_id = worker_id;
   worker.routing_id = routing_id;
+  worker.role = hello.getRole();
   // The Credit after a Hello grants the worker's free slots afresh; items it still holds from
   // this same connection stay in flight.
   worker.credits = 0;
@@ -218,7 +220,7 @@ void DispatcherState::requeue(std::uint64_t work_id) {
   it->second.assignee.clear();
   // Front of the queue: this work is older than anything waiting. The queue may pass its
   // capacity by the amount that was in flight, which is itself bounded by credits.
-  pending_.push_front(work_id);
+  pending_[queue_key(it->second.role)].push_front(work_id);
   ++pending_count_;
   ++counters_.requeued;
 }
@@ -256,32 +258,42 @@ void DispatcherState::tick(TimePoint now) {
   dispatch(now);
 }
 
+DispatcherState::Worker* DispatcherState::choose_worker(std::optional<schema::Role> role) {
+  // Readiness-based: only workers that granted credit; the least loaded of them first, ties
+  // broken round-robin (starting after the last worker chosen) so idle workers share the work.
+  Worker* best = nullptr;
+  auto start = workers_.upper_bound(last_chosen_);
+  for (std::size_t n = 0; n < workers_.size(); ++n, ++start) {
+    if (start == workers_.end()) start = workers_.begin();
+    Worker& worker = start->second;
+    if (worker.credits == 0 || (role && worker.role != *role)) continue;
+    if (best == nullptr || worker.in_flight.size() < best->in_flight.size()) best = &worker;
+  }
+  return best;
+}
+
 void DispatcherState::dispatch(TimePoint now) {
-  while (pending_count_ > 0 && results_.size() < options_.result_capacity) {
-    // Readiness-based: only workers that granted credit; the least loaded of them first, ties
-    // broken round-robin (starting after the last worker chosen) so idle workers share the work.
-    Worker* best = nullptr;
-    auto start = workers_.upper_bound(last_chosen_);
-    for (std::size_t n = 0; n < workers_.size(); ++n, ++start) {
-      if (start == workers_.end()) start = workers_.begin();
-      Worker& worker = start->second;
-      if (worker.credits == 0) continue;
-      if (best == nullptr || worker.in_flight.size() < best->in_flight.size()) best = &worker;
+  for (auto& [key, queue] : pending_) {
+    while (!queue.empty() && results_.size() < options_.result_capacity) {
+      const std::uint64_t work_id = queue.front();
+      auto it = work_.find(work_id);
+      if (it == work_.end() || !it->second.assignee.empty()) {  // completed while queued
+        queue.pop_front();
+        continue;
+      }
+      Worker* best = choose_worker(it->second.role);
+      if (best == nullptr) break;  // nobody of this role has a credit; other roles may
+      queue.pop_front();
+      last_chosen_ = best->worker_id;
+      --pending_count_;
+      --best->credits;
+      best->in_flight.insert(work_id);
+      it->second.assignee = best->worker_id;
+      it->second.sent_to.insert(best->worker_id);
+      it->second.sent_at = now;
+      outbox_.push_back(Outbound{best->routing_id, it->second.payload, work_id});
+      ++counters_.dispatched;
     }
-    if (best == nullptr) return;
-    last_chosen_ = best->worker_id;
-    const std::uint64_t work_id = pending_.front();
-    pending_.pop_front();
-    auto it = work_.find(work_id);
-    if (it == work_.end() || !it->second.assignee.empty()) continue;  // completed while queued
-    --pending_count_;
-    --best->credits;
-    best->in_flight.insert(work_id);
-    it->second.assignee = best->worker_id;
-    it->second.sent_to.insert(best->worker_id);
-    it->second.sent_at = now;
-    outbox_.push_back(Outbound{best->routing_id, it->second.payload, work_id});
-    ++counters_.dispatched;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -35,6 +36,9 @@ using TimePoint = Clock::time_point;
 struct WorkItem {
   std::uint64_t work_id = 0;  // unique per item, never 0; the body carries the same id
   std::string payload;        // wire::encode() of the Envelope
+  // Only workers whose Hello named this role get the item (rollout requests go to rollout
+  // workers, eval requests to reward workers, over one socket). Empty: any worker.
+  std::optional<schema::Role> role;
 };
 
 // A result from a worker: an Envelope whose body is a Candidate, Verdict or Error.
@@ -121,9 +125,11 @@ class DispatcherState {
     TimePoint last_seen;
     TimePoint last_heartbeat_sent;
     std::uint64_t completed = 0;
+    schema::Role role = schema::Role::ROLLOUT;
   };
   struct Work {
     std::string payload;
+    std::optional<schema::Role> role;
     std::string assignee;  // worker id, "" while queued
     TimePoint sent_at;
     std::set<std::uint32_t> parts_delivered;  // part keys already handed to results_
@@ -139,6 +145,11 @@ class DispatcherState {
   void requeue(std::uint64_t work_id);
   void remember_completed(std::uint64_t work_id);
   void dispatch(TimePoint now);
+  // The worker with a credit for `role` that should get the next item, or nullptr.
+  Worker* choose_worker(std::optional<schema::Role> role);
+  static int queue_key(std::optional<schema::Role> role) {
+    return role ? static_cast<int>(*role) : -1;
+  }
   void send_heartbeat(Worker& worker, const std::string& addressed_to, TimePoint now);
   void reply_unknown_peer(const std::string& routing_id);
   void count_unexpected(const std::string& routing_id, const char* what);
@@ -149,8 +160,10 @@ class DispatcherState {
   std::string last_chosen_;  // worker id that got the last dispatch (round-robin on ties)
   std::unordered_map<std::string, std::string> routing_to_id_;  // routing id -> worker id
   std::unordered_map<std::uint64_t, Work> work_;  // every item submitted and not completed
-  std::deque<std::uint64_t> pending_;             // queued ids; ids no longer in work_ are skipped
-  std::size_t pending_count_ = 0;                 // live entries of pending_
+  // Queued ids, one queue per role the items ask for (-1: any role), so an item no worker can
+  // take yet never holds up the others; ids no longer in work_ or already assigned are skipped.
+  std::map<int, std::deque<std::uint64_t>> pending_;
+  std::size_t pending_count_ = 0;  // live entries of all pending_ queues
   std::unordered_set<std::uint64_t> completed_;
   std::deque<std::uint64_t> completed_order_;
   std::deque<WorkResult> results_;

@@ -23,13 +23,15 @@ std::string error_of(std::vector<const char*> args) {
 
 TEST(ServiceFlagsTest, ParsesEveryFlagAndOverrides) {
   auto flags = parse({"--config", "c.yaml", "--print-config", "--run-id=r1", "--worker-index", "3",
-                      "--log-level", "debug", "a.b=1", "c.d[0].e=x y"});
+                      "--metrics-port=9301", "--log-level", "debug", "a.b=1", "c.d[0].e=x y"});
   ASSERT_TRUE(flags.ok()) << flags.status().to_string();
   EXPECT_EQ(flags->config_path, "c.yaml");
   EXPECT_TRUE(flags->print_config);
   EXPECT_EQ(flags->run_id, "r1");
   ASSERT_TRUE(flags->worker_index.has_value());
   EXPECT_EQ(*flags->worker_index, 3);
+  ASSERT_TRUE(flags->metrics_port.has_value());
+  EXPECT_EQ(*flags->metrics_port, 9301);
   ASSERT_TRUE(flags->log_level.has_value());
   EXPECT_EQ(*flags->log_level, LogLevel::kDebug);
   EXPECT_FALSE(flags->help);
@@ -65,6 +67,10 @@ TEST(ServiceFlagsTest, BadFlagsNameWhatIsWrong) {
   EXPECT_NE(error_of({"--config", "c", "--worker-index", "3x"}).find("non-negative integer"),
             std::string::npos);
   EXPECT_NE(error_of({"--config", "c", "--worker-index=99999999999"}).find("--worker-index"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--config", "c", "--metrics-port", "70000"}).find("--metrics-port: '70000'"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--config", "c", "--metrics-port", "x"}).find("not a port number"),
             std::string::npos);
   EXPECT_NE(error_of({"--config", "c", "--log-level", "loud"}).find("'loud' is not one of"),
             std::string::npos);

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,9 +44,15 @@ class DispatcherStateTest : public ::testing::Test {
     fill(body);
     state_.handle(routing.empty() ? "r-" + worker : routing, decode(message), now_);
   }
-  void hello(const std::string& worker, std::uint32_t credits, std::string routing = "") {
+  void hello(const std::string& worker, std::uint32_t credits, std::string routing = "",
+             schema::Role role = schema::Role::ROLLOUT) {
     from(
-        worker, [&](Body::Builder b) { b.initHello().setWorkerId(worker); }, routing);
+        worker,
+        [&](Body::Builder b) {
+          b.initHello().setWorkerId(worker);
+          b.getHello().setRole(role);
+        },
+        routing);
     if (credits > 0) credit(worker, credits, routing);
   }
   void credit(const std::string& worker, std::uint32_t n, std::string routing = "") {
@@ -71,8 +79,8 @@ class DispatcherStateTest : public ::testing::Test {
   void heartbeat(const std::string& worker) {
     from(worker, [&](Body::Builder b) { b.initHeartbeat().setWorkerId(worker); });
   }
-  void submit(std::uint64_t work_id) {
-    Status s = state_.add_work(WorkItem{work_id, "work-" + std::to_string(work_id)});
+  void submit(std::uint64_t work_id, std::optional<schema::Role> role = std::nullopt) {
+    Status s = state_.add_work(WorkItem{work_id, "work-" + std::to_string(work_id), role});
     ASSERT_TRUE(s.ok()) << s.to_string();
   }
   void advance(int ms) { now_ += milliseconds(ms); }
@@ -116,6 +124,36 @@ TEST_F(DispatcherStateTest, WorkGoesOnlyToWorkersWithCredit) {
   EXPECT_EQ(stats.pending, 1u);
   EXPECT_EQ(stats.in_flight, 2u);
   EXPECT_EQ(stats.credits, 0u);
+}
+
+TEST_F(DispatcherStateTest, WorkForARoleGoesOnlyToWorkersOfThatRole) {
+  hello("roll", 4, "", schema::Role::ROLLOUT);
+  hello("rew", 4, "", schema::Role::REWARD);
+  submit(1, schema::Role::REWARD);
+  submit(2, schema::Role::ROLLOUT);
+  submit(3, schema::Role::REWARD);
+  submit(4);  // any role
+  auto sent = tick();
+  auto has = [&](const std::string& routing, std::uint64_t id) {
+    const auto& ids = sent[routing];
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  EXPECT_TRUE(has("r-rew", 1) && has("r-rew", 3) && !has("r-rew", 2));
+  EXPECT_TRUE(has("r-roll", 2) && !has("r-roll", 1) && !has("r-roll", 3));
+  EXPECT_TRUE(has("r-roll", 4) != has("r-rew", 4));  // any role: exactly one of them
+}
+
+TEST_F(DispatcherStateTest, WorkWithoutAWorkerOfItsRoleDoesNotHoldUpOthers) {
+  hello("roll", 4, "", schema::Role::ROLLOUT);
+  submit(1, schema::Role::REWARD);  // no reward worker yet: waits
+  submit(2, schema::Role::ROLLOUT);
+  auto sent = tick();
+  EXPECT_EQ(sent["r-roll"], (std::vector<std::uint64_t>{2}));
+  EXPECT_EQ(state_.stats(now_).pending, 1u);
+  hello("rew", 1, "", schema::Role::REWARD);
+  sent = tick();
+  EXPECT_EQ(sent["r-rew"], (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(state_.stats(now_).pending, 0u);
 }
 
 TEST_F(DispatcherStateTest, SpreadsWorkToTheLeastLoadedWorker) {
@@ -297,10 +335,10 @@ TEST_F(DispatcherStateTest, HelloOnANewConnectionRequeuesTheOldOnesWork) {
 TEST_F(DispatcherStateTest, QueueIsBoundedAndIdsAreChecked) {
   for (std::uint64_t id = 1; id <= 8; ++id) submit(id);
   EXPECT_TRUE(state_.queue_full());
-  Status full = state_.add_work(WorkItem{9, "x"});
+  Status full = state_.add_work(WorkItem{9, "x", std::nullopt});
   EXPECT_EQ(full.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(state_.add_work(WorkItem{0, "x"}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(state_.add_work(WorkItem{3, "x"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.add_work(WorkItem{0, "x", std::nullopt}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_.add_work(WorkItem{3, "x", std::nullopt}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(state_.stats(now_).pending, 8u);
 }
 
@@ -316,10 +354,10 @@ TEST(DispatcherStateResultBound, FullResultQueuePausesDispatch) {
   };
   send([](Body::Builder b) { b.initHello().setWorkerId("w"); });
   send([](Body::Builder b) { b.initCredit().setCredits(10); });
-  ASSERT_TRUE(state.add_work(WorkItem{1, "a"}).ok());
+  ASSERT_TRUE(state.add_work(WorkItem{1, "a", std::nullopt}).ok());
   state.tick(now);
   send([](Body::Builder b) { b.initVerdict().setWorkId(1); });
-  ASSERT_TRUE(state.add_work(WorkItem{2, "b"}).ok());
+  ASSERT_TRUE(state.add_work(WorkItem{2, "b", std::nullopt}).ok());
   state.take_outbox();
   state.tick(now);
   for (const Outbound& out : state.take_outbox()) EXPECT_EQ(out.work_id, 0u);  // none dispatched

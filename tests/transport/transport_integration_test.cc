@@ -18,6 +18,7 @@
 
 #include "common/transport/work_dispatcher.h"
 #include "common/transport/worker_connection.h"
+#include "tests/support/child_process.h"
 
 namespace dice::transport {
 namespace {
@@ -28,49 +29,7 @@ using Body = schema::Envelope::Body;
 constexpr int kHeartbeatMs = 100;
 constexpr auto kDeadline = std::chrono::seconds(20);
 
-// A child process killed (SIGKILL) and reaped when this goes out of scope.
-class ChildProcess {
- public:
-  ChildProcess(const std::string& path, const std::vector<std::string>& args) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(path.c_str()));
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(path.c_str(), argv.data());
-      _exit(127);
-    }
-  }
-  ~ChildProcess() { kill(); }
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  void kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  void signal(int sig) { ::kill(pid_, sig); }
-  // Waits for the process to exit by itself; its exit status, or -1 at the deadline.
-  int wait_exit(std::chrono::milliseconds deadline) {
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (std::chrono::steady_clock::now() < end) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
+using testing_util::ChildProcess;
 
 std::unique_ptr<ChildProcess> start_worker(const char* binary, const std::string& endpoint,
                                            const std::string& id, int capacity = 1,
@@ -119,7 +78,7 @@ WorkItem eval_item(std::uint64_t work_id) {
   auto request = wire::init_envelope(message, "learner", "run").getBody().initEvalRequest();
   request.setWorkId(work_id);
   request.getTask().setId("task-" + std::to_string(work_id));
-  return WorkItem{work_id, wire::encode(message)};
+  return WorkItem{work_id, wire::encode(message), std::nullopt};
 }
 
 // Collects verdicts until `count` distinct work ids came back; returns work id -> worker id.
@@ -305,7 +264,9 @@ TEST(TransportIntegration, RolloutRequestGetsEverySampleOnce) {
   request.setWorkId(77);
   request.setNumSamples(16);
   request.getTask().setPrompt("write a kernel");
-  ASSERT_TRUE(dispatcher->submit(WorkItem{77, wire::encode(message)}, milliseconds(1000)).ok());
+  ASSERT_TRUE(
+      dispatcher->submit(WorkItem{77, wire::encode(message), std::nullopt}, milliseconds(1000))
+          .ok());
   std::set<std::uint32_t> samples;
   const auto end = std::chrono::steady_clock::now() + kDeadline;
   while (samples.size() < 16 && std::chrono::steady_clock::now() < end) {

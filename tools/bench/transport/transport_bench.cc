@@ -112,7 +112,7 @@ WorkItem make_item(std::uint64_t work_id, const std::string& prompt) {
   auto request = wire::init_envelope(message, "learner", "bench").getBody().initEvalRequest();
   request.setWorkId(work_id);
   request.getTask().setPrompt(prompt);
-  return WorkItem{work_id, wire::encode(message)};
+  return WorkItem{work_id, wire::encode(message), std::nullopt};
 }
 
 void echo_worker(WorkerConnection& connection, std::size_t size, std::atomic<bool>& stop) {

@@ -1,0 +1,272 @@
+#include "common/service/worker_loop.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "common/service/transport_metrics.h"
+#include "common/transport/worker_connection.h"
+
+namespace dice::service {
+namespace {
+
+using Body = schema::Envelope::Body;
+using std::chrono::milliseconds;
+
+std::uint64_t work_id_of(const wire::Decoded<schema::Envelope>& envelope) {
+  auto body = envelope.root().getBody();
+  switch (body.which()) {
+    case Body::ROLLOUT_REQUEST:
+      return body.getRolloutRequest().getWorkId();
+    case Body::EVAL_REQUEST:
+      return body.getEvalRequest().getWorkId();
+    default:
+      return 0;
+  }
+}
+
+class ConnectionSink : public ResultSink {
+ public:
+  ConnectionSink(transport::WorkerConnection& connection, milliseconds timeout)
+      : connection_(connection), timeout_(timeout) {}
+  schema::Envelope::Builder init_envelope(capnp::MessageBuilder& message) override {
+    return connection_.init_envelope(message);
+  }
+  Status send(capnp::MessageBuilder& message) override {
+    return connection_.send_result(wire::encode(message), timeout_);
+  }
+
+ private:
+  transport::WorkerConnection& connection_;
+  milliseconds timeout_;
+};
+
+// Work items handed from the receive loop to the handler threads. The learner never sends more
+// than the worker's credits, so this holds at most `capacity` items.
+class WorkQueue {
+ public:
+  void push(wire::Decoded<schema::Envelope> item) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    items_.push_back(std::move(item));
+    ready_.notify_one();
+  }
+  // The next item, or none once closed and empty.
+  std::optional<wire::Decoded<schema::Envelope>> pop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return std::nullopt;
+    std::optional<wire::Decoded<schema::Envelope>> item(std::move(items_.front()));
+    items_.pop_front();
+    return item;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    ready_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<wire::Decoded<schema::Envelope>> items_;
+  bool closed_ = false;
+};
+
+const char* role_name(schema::Role role) {
+  switch (role) {
+    case schema::Role::ROLLOUT:
+      return "rollout";
+    case schema::Role::REWARD:
+      return "reward";
+    default:
+      return "learner";
+  }
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+}  // namespace
+
+Result<WorkerLoopOptions> worker_loop_options(const ServiceContext& context, schema::Role role,
+                                              std::uint32_t capacity) {
+  const auto& cluster = context.config.cluster;
+  if (cluster.learner.port == 0) {
+    return Status::invalid_argument(
+        "cluster.learner.port: 0 (any free port) cannot be used by a worker: it must know where "
+        "the learner listens; set a port");
+  }
+  if (capacity == 0) return Status::invalid_argument("worker capacity must be at least 1");
+  WorkerLoopOptions options;
+  transport::WorkerOptions& t = options.transport;
+  t.learner_endpoint = "tcp://" + cluster.learner.host + ":" + std::to_string(cluster.learner.port);
+  t.node = host_name();
+  t.worker_id =
+      t.node + "/" + role_name(role) + "/" + std::to_string(context.worker_index.value_or(0));
+  t.role = role;
+  t.capacity = capacity;
+  t.run_id = context.config.run.id;
+  t.heartbeat_interval_ms = cluster.heartbeat.interval_ms;
+  t.misses_before_dead = cluster.heartbeat.misses_before_dead;
+  options.metrics.host = "0.0.0.0";
+  options.metrics.port = static_cast<std::uint16_t>(context.metrics_port.value_or(0));
+  return options;
+}
+
+int run_worker_loop(const WorkerLoopOptions& options, MetricsRegistry& registry,
+                    ShutdownSignal& shutdown, const WorkHandler& handle_work,
+                    const ControlHandler& handle_control) {
+  const std::string& worker_id = options.transport.worker_id;
+  auto counter = [&](const char* name, const char* help) {
+    auto c = registry.counter(name, help, {{"worker", worker_id}});
+    return c.ok() ? c.value() : nullptr;
+  };
+  Counter* received = counter("dice_worker_work_received_total", "Work items received.");
+  Counter* finished = counter("dice_worker_work_finished_total", "Work items finished.");
+  Counter* failed = counter("dice_worker_work_failed_total",
+                            "Work items whose handler failed (answered with an Error).");
+  auto in_hand_gauge = registry.gauge("dice_worker_work_in_hand", "Work items being handled.",
+                                      {{"worker", worker_id}});
+  Gauge* in_hand = in_hand_gauge.ok() ? in_hand_gauge.value() : nullptr;
+  if (!received || !finished || !failed || !in_hand) {
+    DICE_LOG(Error) << "cannot register worker metrics";
+    return 1;
+  }
+
+  // Metrics first, so Hello can carry the endpoint.
+  transport::WorkerConnection* connection_for_scrape = nullptr;
+  std::mutex scrape_mutex;
+  MetricsServerOptions metrics_options = options.metrics;
+  metrics_options.before_scrape = [&] {
+    std::lock_guard<std::mutex> lock(scrape_mutex);
+    if (connection_for_scrape == nullptr) return;
+    export_worker_stats(connection_for_scrape->stats(), worker_id, "dice_worker_transport",
+                        &registry)
+        .ignore();
+  };
+  auto server = MetricsServer::start(metrics_options, &registry);
+  if (!server.ok()) {
+    DICE_LOG(Error) << "cannot serve /metrics" << kv("error", server.status().to_string());
+    return 1;
+  }
+  transport::WorkerOptions transport_options = options.transport;
+  transport_options.metrics_endpoint =
+      "http://" + (*server)->host() + ":" + std::to_string((*server)->port()) + "/metrics";
+  auto started = transport::WorkerConnection::start(transport_options);
+  if (!started.ok()) {
+    DICE_LOG(Error) << "cannot start the worker connection"
+                    << kv("error", started.status().to_string());
+    return 1;
+  }
+  transport::WorkerConnection& connection = **started;
+  {
+    std::lock_guard<std::mutex> lock(scrape_mutex);
+    connection_for_scrape = &connection;
+  }
+  DICE_LOG(Info) << "worker started" << kv("learner", transport_options.learner_endpoint)
+                 << kv("capacity", transport_options.capacity)
+                 << kv("metrics", transport_options.metrics_endpoint);
+
+  ConnectionSink sink(connection, options.send_timeout);
+  WorkQueue queue;
+  std::atomic<int> busy{0};
+  auto handler_thread = [&] {
+    while (auto next = queue.pop()) {
+      const wire::Decoded<schema::Envelope>& item = *next;
+      const std::uint64_t work_id = work_id_of(item);
+      Status status;
+      try {
+        status = handle_work(item, sink);
+      } catch (const std::exception& e) {
+        status = Status::internal(std::string("handler threw: ") + e.what());
+      }
+      if (!status.ok()) {
+        failed->add();
+        DICE_LOG(Warn) << "work failed" << kv("work", work_id) << kv("error", status.to_string());
+        capnp::MallocMessageBuilder message;
+        auto error = sink.init_envelope(message).getBody().initError();
+        error.setWorkId(work_id);
+        error.setMessage(status.to_string());
+        Status sent = sink.send(message);
+        if (!sent.ok()) {
+          DICE_LOG(Warn) << "cannot send error" << kv("error", sent.to_string());
+        }
+      }
+      Status done = connection.finish(work_id);
+      if (!done.ok()) {
+        DICE_LOG(Warn) << "cannot finish work" << kv("error", done.to_string());
+      }
+      finished->add();
+      in_hand->add(-1);
+      --busy;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::uint32_t i = 0; i < transport_options.capacity; ++i)
+    threads.emplace_back(handler_thread);
+
+  // Receive until asked to stop. Work that arrives after that stays unanswered: the learner
+  // re-dispatches it once this worker is gone (at-least-once delivery).
+  while (!shutdown.requested()) {
+    auto message = connection.receive(milliseconds(200));
+    if (!message.ok()) {
+      if (message.status().code() == StatusCode::kAborted) break;
+      continue;  // timeout
+    }
+    auto body = message->root().getBody();
+    switch (body.which()) {
+      case Body::ROLLOUT_REQUEST:
+      case Body::EVAL_REQUEST:
+        received->add();
+        in_hand->add(1);
+        ++busy;
+        queue.push(std::move(message).value());
+        break;
+      case Body::SHUTDOWN:
+        shutdown.request(std::string("the learner asked: ") +
+                         body.getShutdown().getReason().cStr());
+        break;
+      default:
+        if (handle_control) handle_control(*message);
+        break;
+    }
+  }
+  DICE_LOG(Info) << "draining" << kv("in_hand", busy.load());
+  queue.close();
+  const auto deadline = std::chrono::steady_clock::now() + options.drain_timeout;
+  while (busy.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  if (busy.load() > 0) {
+    // Handler threads cannot be interrupted; exit without joining them (the learner re-dispatches).
+    DICE_LOG(Error) << "drain timed out; exiting with work in hand" << kv("in_hand", busy.load());
+    std::_Exit(1);
+  }
+  for (auto& t : threads) t.join();
+  // Give the last results and acks a moment to leave before the socket closes.
+  const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (connection.stats().outbox > 0 && std::chrono::steady_clock::now() < flush_deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  {
+    std::lock_guard<std::mutex> lock(scrape_mutex);
+    connection_for_scrape = nullptr;
+  }
+  connection.close();
+  DICE_LOG(Info) << "worker stopped"
+                 << kv("finished", static_cast<std::uint64_t>(finished->value()));
+  return 0;
+}
+
+}  // namespace dice::service
