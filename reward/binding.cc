@@ -1,23 +1,42 @@
 #include "reward/binding.h"
 
-namespace dice {
+#include <regex>
 
-std::string cuda_translation_unit(const ExtensionSources& ext) {
+namespace dice {
+namespace {
+
+// Blanks every #include of torch/extension.h (the slim prelude already provides what kernels use
+// of it), keeping line numbers so compiler errors still point at the candidate's lines.
+std::string without_extension_include(const std::string& source) {
+  static const std::regex include(
+      R"((^|\n)[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"][^\n]*)");
+  return std::regex_replace(source, include, "$1");
+}
+
+}  // namespace
+
+std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders headers) {
   // Candidates are written against load_inline, which makes these headers available without an
   // #include of their own.
-  std::string out =
-      "#include <torch/types.h>\n"
+  const bool slim = headers == TorchHeaders::kSlim;
+  std::string out = slim ? "#include <ATen/ATen.h>\nnamespace torch {\nusing namespace at;\n}\n"
+                         : "#include <torch/types.h>\n";
+  out +=
       "#include <cuda.h>\n"
       "#include <cuda_runtime.h>\n"
       "#line 1 \"cuda_sources\"\n";
-  out += ext.cuda_sources;
+  out += slim ? without_extension_include(ext.cuda_sources) : ext.cuda_sources;
   out += "\n";
   return out;
 }
 
-std::string binding_translation_unit(const ExtensionSources& ext) {
-  std::string out = "#include <torch/extension.h>\n#line 1 \"cpp_sources\"\n";
-  out += ext.cpp_sources;
+std::string binding_translation_unit(const ExtensionSources& ext, TorchHeaders headers) {
+  const bool slim = headers == TorchHeaders::kSlim;
+  std::string out = slim ? "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
+                           "#include <pybind11/stl.h>\n"
+                         : "#include <torch/extension.h>\n";
+  out += "#line 1 \"cpp_sources\"\n";
+  out += slim ? without_extension_include(ext.cpp_sources) : ext.cpp_sources;
   out += "\n";
   if (ext.functions.empty()) return out;
   out += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";

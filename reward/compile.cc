@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "common/hash/content_hash.h"
 #include "common/log.h"
@@ -60,7 +61,7 @@ Result<std::vector<ExtensionSources>> extract_extension_sources(const std::strin
                                                                 const std::string& python,
                                                                 const std::string& script_dir,
                                                                 const SandboxSpec& sandbox) {
-  SandboxSpec spec = sandbox;
+  SandboxSpec spec = parser_sandbox(sandbox);
   DICE_ASSIGN_OR_RETURN(
       spec.files, read_files_for_sandbox(script_dir, {"extract_sources.py", "candidate_ast.py"}));
   spec.files.emplace_back("candidate.py", candidate_source);
@@ -241,6 +242,17 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     }
   }
 
+  // One uid for the whole build (both compilers and the link write the same folder).
+  std::optional<SandboxUid> uid_lease;
+  int build_uid = options_.uid;
+  if (build_uid == kUniqueSandboxUid) {
+    if (geteuid() == 0) {
+      uid_lease.emplace();
+      build_uid = uid_lease->uid();
+    } else {
+      build_uid = -1;
+    }
+  }
   std::string build_dir;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -258,17 +270,6 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
       fs::remove_all(dir, e);
     }
   } cleanup{build_dir};
-  Status written = write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext));
-  if (written.ok()) written = write_file(build_dir + "/binding.cpp", binding_translation_unit(ext));
-  if (!written.ok()) return fail(schema::FailureClass::INTERNAL_ERROR, written.message());
-  if (geteuid() == 0 && options_.uid >= 0) {
-    for (const auto& p : {build_dir, build_dir + "/kernels.cu", build_dir + "/binding.cpp"}) {
-      if (chown(p.c_str(), options_.uid, options_.uid) != 0) {
-        return fail(schema::FailureClass::INTERNAL_ERROR, "cannot chown " + p);
-      }
-    }
-  }
-
   const std::string name_define = "-DTORCH_EXTENSION_NAME=" + ext.name;
   std::vector<std::string> includes;
   for (const auto& dir : toolchain_.include_paths) includes.push_back("-I" + dir);
@@ -304,28 +305,58 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   base.cpu_time_seconds = static_cast<int>(options_.timeout_seconds) + 10;
   base.max_processes = 256;
   base.max_output_mb = 512;  // object files of big kernels
-  base.uid = options_.uid;
-  base.gid = options_.uid;
-  // The binding file and the CUDA file compile at the same time: the binding's
-  // <torch/extension.h> alone takes as long as many kernels.
-  SandboxSpec nvcc_spec = base;
-  nvcc_spec.argv = nvcc;
-  SandboxSpec cxx_spec = base;
-  cxx_spec.argv = cxx;
-  auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
-  Result<SandboxResult> nvcc_run = run_sandboxed(nvcc_spec);
-  Result<SandboxResult> cxx_run = cxx_future.get();
-  for (const auto* run : {&nvcc_run, &cxx_run}) {
-    if (!run->ok()) return fail(schema::FailureClass::INTERNAL_ERROR, run->status().message());
-    const SandboxResult& r = run->value();
-    if (r.succeeded()) continue;
-    if (r.timed_out) {
-      return fail(schema::FailureClass::COMPILE_TIMEOUT, "compiler " + describe_sandbox_result(r));
+  base.uid = build_uid;
+  base.gid = build_uid;
+
+  // Both translation units with one header set; the binding file and the CUDA file compile at the
+  // same time. An error result is the first failure, ready to return.
+  auto compile_objects = [&](TorchHeaders headers) -> std::optional<CompileOutcome> {
+    Status written = write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext, headers));
+    if (written.ok()) {
+      written = write_file(build_dir + "/binding.cpp", binding_translation_unit(ext, headers));
     }
-    const std::string which = run == &nvcc_run ? "nvcc (cuda_sources): " : "c++ (cpp_sources): ";
-    return fail(schema::FailureClass::COMPILE_ERROR,
-                which + trim_compiler_log(r.stderr_text + r.stdout_text, options_.error_lines));
+    if (!written.ok()) return fail(schema::FailureClass::INTERNAL_ERROR, written.message());
+    if (geteuid() == 0 && build_uid >= 0) {
+      for (const auto& p : {build_dir, build_dir + "/kernels.cu", build_dir + "/binding.cpp"}) {
+        if (chown(p.c_str(), build_uid, build_uid) != 0) {
+          return fail(schema::FailureClass::INTERNAL_ERROR, "cannot chown " + p);
+        }
+      }
+    }
+    SandboxSpec nvcc_spec = base;
+    nvcc_spec.argv = nvcc;
+    SandboxSpec cxx_spec = base;
+    cxx_spec.argv = cxx;
+    auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
+    Result<SandboxResult> nvcc_run = run_sandboxed(nvcc_spec);
+    Result<SandboxResult> cxx_run = cxx_future.get();
+    for (const auto* run : {&nvcc_run, &cxx_run}) {
+      if (!run->ok()) return fail(schema::FailureClass::INTERNAL_ERROR, run->status().message());
+      const SandboxResult& r = run->value();
+      if (r.succeeded()) continue;
+      if (r.timed_out) {
+        return fail(schema::FailureClass::COMPILE_TIMEOUT,
+                    "compiler " + describe_sandbox_result(r));
+      }
+      const std::string which = run == &nvcc_run ? "nvcc (cuda_sources): " : "c++ (cpp_sources): ";
+      return fail(schema::FailureClass::COMPILE_ERROR,
+                  which + trim_compiler_log(r.stderr_text + r.stdout_text, options_.error_lines));
+    }
+    return std::nullopt;
+  };
+  // Slim headers first (most kernels need nothing else); a compile error there may only mean the
+  // source uses more of torch, so it gets the full headers before it counts as the candidate's.
+  std::optional<CompileOutcome> failed = compile_objects(TorchHeaders::kSlim);
+  if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
+    DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h" << kv("hash", hash);
+    failed = compile_objects(TorchHeaders::kFull);
+    if (!failed) {
+      ++full_header_builds_;
+      out.failure = schema::FailureClass::NONE;  // fail() recorded the slim attempt's error
+      out.log_excerpt.clear();
+    }
   }
+  if (failed) return *failed;
 
   const std::string module_name = ext.name + toolchain_.ext_suffix;
   std::vector<std::string> link = {toolchain_.cxx, "-shared", "kernels.o",
@@ -348,7 +379,7 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   fs::remove(build_dir + "/binding.o", ec);
   // Hand the build back to the worker's uid before it becomes visible: candidates run as the
   // sandbox uid and must not be able to rewrite any cached module.
-  if (geteuid() == 0 && options_.uid >= 0) {
+  if (geteuid() == 0 && build_uid >= 0) {
     for (auto& entry : fs::recursive_directory_iterator(build_dir, ec)) {
       if (lchown(entry.path().c_str(), 0, 0) != 0) break;
     }

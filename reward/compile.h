@@ -1,6 +1,7 @@
 // Compile pipeline: a candidate file -> its load_inline sources (python/extract_sources.py, by
 // parsing) -> two translation units (binding.h) -> nvcc for the .cu and the host compiler for
-// the binding, run at the same time, then one link into a Python extension module.
+// the binding, run at the same time, then one link into a Python extension module. The units
+// use slim LibTorch headers first and the full <torch/extension.h> only when that fails.
 //
 // Builds run on a pool of `jobs` threads and land in a cache folder keyed by
 // kernel_source_hash(sources, flags, toolchain identity):
@@ -17,6 +18,7 @@
 // can run code at compile time only through the compiler, and it should not reach anything.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -48,8 +50,9 @@ struct CompileOptions {
   int error_lines = 20;
   // Optimisation flag for both compilers. Default: -O3
   std::string optimization = "-O3";
-  // Run compilers as this uid when root (-1 = as root). Default: 65534 (nobody)
-  int uid = 65534;
+  // Run compilers as this uid when root (-1 = as root; kUniqueSandboxUid = a uid of its own per
+  // build, so parallel builds do not share one RLIMIT_NPROC count). Default: kUniqueSandboxUid
+  int uid = kUniqueSandboxUid;
 };
 
 struct CompileOutcome {
@@ -92,6 +95,8 @@ class Compiler {
 
   size_t queue_depth() const;
   const Toolchain& toolchain() const { return toolchain_; }
+  // Builds that compiled only with the full <torch/extension.h> (binding.h: TorchHeaders).
+  std::uint64_t full_header_builds() const { return full_header_builds_.load(); }
 
  private:
   struct Job {
@@ -112,6 +117,7 @@ class Compiler {
   bool closed_ = false;
   std::vector<std::thread> workers_;
   std::uint64_t build_counter_ = 0;
+  std::atomic<std::uint64_t> full_header_builds_{0};
 };
 
 }  // namespace dice

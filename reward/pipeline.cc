@@ -43,10 +43,30 @@ SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds
   return spec;
 }
 
+GpuSlotPool::GpuSlotPool(std::vector<std::string> slots)
+    : free_(std::move(slots)), empty_pool_(free_.empty()) {}
+
+std::string GpuSlotPool::acquire() {
+  if (empty_pool_) return "";
+  std::unique_lock<std::mutex> lock(mutex_);
+  freed_.wait(lock, [&] { return !free_.empty(); });
+  std::string slot = std::move(free_.back());
+  free_.pop_back();
+  return slot;
+}
+
+void GpuSlotPool::release(const std::string& slot) {
+  if (empty_pool_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(slot);
+  freed_.notify_one();
+}
+
 RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain,
                                PipelineIdentity identity)
     : options_(options),
       identity_(std::move(identity)),
+      slots_(identity_.gpu_slots),
       compiler_(std::move(toolchain), compile_options(options)) {}
 
 void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
@@ -61,7 +81,6 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   verdict.setSampleIndex(candidate.getSampleIndex());
   verdict.setPolicyVersion(candidate.getPolicyVersion());
   verdict.setRewardWorker(identity_.worker_id);
-  verdict.setGpuSlot(identity_.gpu_slot);
   verdict.setReward(0);
   auto finish = [&](FC failure, const std::string& excerpt) {
     verdict.setFailure(failure);
@@ -121,12 +140,14 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   const double timeout =
       task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options_.timeout_seconds;
   eval.sandbox = sandbox_from_options(options_.sandbox, timeout);
-  if (!identity_.gpu_slot.empty()) {
-    eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" +
-                               identity_.gpu_slot.substr(0, identity_.gpu_slot.find('/')));
+  const std::string slot = slots_.acquire();
+  if (!slot.empty()) {
+    eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + slot.substr(0, slot.find('/')));
   }
+  verdict.setGpuSlot(slot);
   auto report = evaluate_candidate(task.getReferenceSource().cStr(), extracted.source, modules,
                                    checked->kernels, eval);
+  slots_.release(slot);
   if (!report.ok()) return finish(FC::INTERNAL_ERROR, report.status().to_string());
   findings.insert(findings.end(), report->findings.begin(), report->findings.end());
   set_findings(verdict, findings);

@@ -8,7 +8,10 @@
 // The worker's queues (compile pool, GPU slots) sit around this; it is one candidate's path.
 #pragma once
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "reward/compile.h"
 #include "reward/evaluator.h"
@@ -20,8 +23,25 @@
 namespace dice {
 
 struct PipelineIdentity {
-  std::string worker_id;  // Verdict.rewardWorker
-  std::string gpu_slot;   // Verdict.gpuSlot, e.g. "0"
+  std::string worker_id;               // Verdict.rewardWorker
+  std::vector<std::string> gpu_slots;  // GPU slots ("0", or "0/2": half of GPU 0); empty: no GPU
+};
+
+// The GPU slots of one worker: evaluations take a free one and wait while none is. Compiles do
+// not hold a slot, so a candidate compiles while others run on the GPU.
+class GpuSlotPool {
+ public:
+  explicit GpuSlotPool(std::vector<std::string> slots);
+  // A free slot ("" when the pool is empty: evaluate without pinning a GPU); give it back with
+  // release().
+  std::string acquire();
+  void release(const std::string& slot);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<std::string> free_;
+  bool empty_pool_;
 };
 
 // The sandbox limits of candidate processes from the config.
@@ -32,7 +52,8 @@ class RewardPipeline {
   RewardPipeline(const RewardOptions& options, Toolchain toolchain, PipelineIdentity identity);
 
   // Fills every field of `verdict` it knows. Never throws: the service's own failures become
-  // failure = internalError with the reason in logExcerpt.
+  // failure = internalError with the reason in logExcerpt. Safe to call from several threads:
+  // compiles share the pool of compile jobs, evaluations wait for a GPU slot.
   void evaluate(schema::EvalRequest::Reader request, schema::Verdict::Builder verdict);
 
   Compiler& compiler() { return compiler_; }
@@ -40,6 +61,7 @@ class RewardPipeline {
  private:
   RewardOptions options_;
   PipelineIdentity identity_;
+  GpuSlotPool slots_;
   Compiler compiler_;
 };
 

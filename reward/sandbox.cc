@@ -12,12 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <vector>
 
 #include "common/log.h"
 
@@ -210,7 +214,56 @@ double seconds_since(Clock::time_point start) {
 
 }  // namespace
 
+namespace {
+
+std::mutex uid_mutex;
+std::condition_variable uid_freed;
+std::vector<bool> uid_in_use(kSandboxUidCount, false);
+int uid_next = 0;
+
+Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec);
+
+}  // namespace
+
+SandboxUid::SandboxUid() {
+  std::unique_lock<std::mutex> lock(uid_mutex);
+  uid_freed.wait(lock, [] {
+    return std::find(uid_in_use.begin(), uid_in_use.end(), false) != uid_in_use.end();
+  });
+  // Round robin, so a uid is reused as late as possible.
+  while (uid_in_use[static_cast<size_t>(uid_next)]) uid_next = (uid_next + 1) % kSandboxUidCount;
+  uid_in_use[static_cast<size_t>(uid_next)] = true;
+  uid_ = kSandboxUidBase + uid_next;
+  uid_next = (uid_next + 1) % kSandboxUidCount;
+}
+
+SandboxUid::~SandboxUid() {
+  std::lock_guard<std::mutex> lock(uid_mutex);
+  uid_in_use[static_cast<size_t>(uid_ - kSandboxUidBase)] = false;
+  uid_freed.notify_one();
+}
+
+SandboxSpec parser_sandbox(SandboxSpec spec) {
+  spec.isolate = false;
+  return spec;
+}
+
 Result<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
+  if (spec.uid != kUniqueSandboxUid) return run_sandboxed_as(spec);
+  if (geteuid() != 0) {  // nothing to switch to: the worker's own uid
+    SandboxSpec own = spec;
+    own.uid = own.gid = -1;
+    return run_sandboxed_as(own);
+  }
+  SandboxUid lease;
+  SandboxSpec leased = spec;
+  leased.uid = leased.gid = lease.uid();
+  return run_sandboxed_as(leased);
+}
+
+namespace {
+
+Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec) {
   if (spec.argv.empty()) return Status::invalid_argument("sandbox: empty command");
   const bool root = geteuid() == 0;
   const bool drop = root && spec.uid >= 0;
@@ -384,8 +437,6 @@ Result<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
   result.output_truncated = out.truncated() || err.truncated();
   return result;
 }
-
-namespace {
 
 bool contains(const std::string& text, const char* needle) {
   return text.find(needle) != std::string::npos;

@@ -53,7 +53,7 @@ Result<StaticCheckResult> parse_static_check_output(const std::string& json) {
 
 Result<StaticCheckResult> run_static_check(const std::string& source,
                                            const StaticCheckOptions& options) {
-  SandboxSpec spec = options.sandbox;
+  SandboxSpec spec = parser_sandbox(options.sandbox);
   DICE_ASSIGN_OR_RETURN(
       spec.files,
       read_files_for_sandbox(options.script_dir, {"static_check.py", "candidate_ast.py"}));

@@ -21,6 +21,9 @@ result line of its own that the worker would accept. JSON keys:
   findings       [{"check", "detail", "fatal"}] from the dynamic checks:
                    inputs-modified       the candidate wrote into its inputs (fatal)
                    kernel-outputs-differ two runs on equal inputs disagree beyond tolerance (fatal)
+                   stale-output          after the trials, inputs from a seed the candidate has not
+                                         seen give a wrong answer: an output cached across calls
+                                         (fatal)
                    kernel-not-run        no __global__ kernel of the candidate ran (fatal)
                    torch-kernels-ran     (not fatal) PyTorch's own kernels ran in forward
                    profiler-unavailable  (not fatal) the kernel check could not run
@@ -289,6 +292,19 @@ class Harness:
                 if is_constant(torch, g) and not is_constant(torch, w):
                     self.finding("constant-output", "trial %d: the output is one constant value"
                                  % trial, False)
+        # One more call on inputs from an unused seed: with one trial, a candidate that caches its
+        # first output (keyed by shape or pointer) and answers later calls from the cache would
+        # otherwise pass, since every other run above reuses that trial's inputs.
+        fresh = self.make_inputs(get_inputs, args.seed + 7919)
+        want = self.to_host(self.run(ref_model, self.cloned(fresh)))
+        self.poison_free_memory()
+        got = self.to_host(self.run(new_model, self.cloned(fresh)))
+        try:
+            compare_outputs(torch, got, want, args)
+        except EvalFailure as e:
+            self.finding("stale-output", "fresh inputs: " + e.detail, True)
+            raise EvalFailure("antiCheat", "wrong on fresh inputs after passing the trials "
+                              "(an output cached across calls?): " + e.detail)
         return max_err
 
     def check_kernels_ran(self, new_model, get_inputs):

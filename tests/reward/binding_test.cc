@@ -49,5 +49,27 @@ TEST(BindingTest, CudaUnitKeepsSourceAfterImplicitIncludes) {
   EXPECT_LT(line, kernel);
 }
 
+TEST(BindingTest, SlimUnitsDropTheExtensionIncludeAndKeepLineNumbers) {
+  ExtensionSources ext = two_functions();
+  ext.cuda_sources =
+      "#include <torch/extension.h>\n  # include \"torch/extension.h\"\n__global__ void k() {}\n";
+  ext.cpp_sources = "#include <torch/extension.h>\n" + ext.cpp_sources;
+  const std::string cu = cuda_translation_unit(ext, TorchHeaders::kSlim);
+  EXPECT_EQ(cu.find("torch/extension.h"), std::string::npos);
+  EXPECT_EQ(cu.find("#include <ATen/ATen.h>"), 0u);
+  EXPECT_NE(cu.find("using namespace at;"), std::string::npos);
+  // The kernel stays on line 3 of cuda_sources, as the candidate wrote it.
+  const size_t line = cu.find("#line 1 \"cuda_sources\"\n");
+  ASSERT_NE(line, std::string::npos);
+  EXPECT_EQ(cu.substr(line + 23), "\n\n__global__ void k() {}\n\n");
+  const std::string binding = binding_translation_unit(ext, TorchHeaders::kSlim);
+  EXPECT_EQ(binding.find("torch/extension.h"), std::string::npos);
+  EXPECT_NE(binding.find("#include <torch/csrc/utils/pybind.h>"), std::string::npos);
+  EXPECT_NE(binding.find("m.def(\"a_cuda\""), std::string::npos);
+  // The full variant is what load_inline compiles.
+  EXPECT_NE(cuda_translation_unit(ext, TorchHeaders::kFull).find("torch/extension.h"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace dice

@@ -6,8 +6,10 @@
 // Knobs (environment): DICE_DEV_DATA (the JSON), DICE_PYTHON (python with torch; default
 // python3), DICE_COMPILE_CACHE (default /tmp/dice-dev-compile-cache: reused across runs),
 // DICE_DEV_TRIALS (default 5), DICE_DEV_PARALLEL (candidates in flight; default 16),
-// DICE_DEV_LIMIT (first N tasks only).
+// DICE_DEV_LIMIT (first N tasks only), DICE_DEV_SLOTS (candidates evaluated on GPU 0 at once;
+// default 4), DICE_DEV_MEMORY_MB (candidate memory rlimit, 0 = none; default 65536).
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -20,6 +22,7 @@
 
 #include "reward/json_value.h"
 #include "reward/pipeline.h"
+#include "reward/reward_worker.h"
 
 namespace dice {
 namespace {
@@ -44,13 +47,17 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   options.compile_cache_dir = env_or("DICE_COMPILE_CACHE", "/tmp/dice-dev-compile-cache");
   options.correctness_trials = std::stoi(env_or("DICE_DEV_TRIALS", "5"));
   options.compile_jobs = std::stoi(env_or("DICE_DEV_PARALLEL", "16"));
-  options.sandbox.memory_limit_mb = 65536;
+  // DICE_DEV_MEMORY_MB: the candidates' memory rlimit in MiB (0 = none).
+  options.sandbox.memory_limit_mb = std::stoll(env_or("DICE_DEV_MEMORY_MB", "65536"));
   ToolchainOptions tco;
   tco.nvcc = options.nvcc_path;
   tco.python = options.python_path;
   auto toolchain = probe_toolchain(tco);
   if (!toolchain.ok()) GTEST_SKIP() << "no GPU toolchain: " << toolchain.status().to_string();
-  RewardPipeline pipeline(options, toolchain.value(), {"dev-data-gpu-test", "0"});
+  const int slots = std::stoi(env_or("DICE_DEV_SLOTS", "4"));
+  RewardPipeline pipeline(options, toolchain.value(),
+                          {"dev-data-gpu-test", gpu_slot_names({0}, slots)});
+  const auto started = std::chrono::steady_clock::now();
 
   struct Item {
     std::string id, pytorch, prefix, middle, suffix;
@@ -105,8 +112,14 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 0; t < options.compile_jobs; ++t) threads.emplace_back(worker);
+  for (int t = 0; t < options.compile_jobs + slots; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << "[ timing ] " << items.size() << " candidates in " << seconds << " s ("
+            << 60.0 * items.size() / seconds << " per minute; compile jobs " << options.compile_jobs
+            << ", GPU slots " << slots << ", full-header rebuilds "
+            << pipeline.compiler().full_header_builds() << ")" << std::endl;
 
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {

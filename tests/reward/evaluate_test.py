@@ -70,6 +70,13 @@ class EvaluateFlowTest(unittest.TestCase):
         self.assertEqual(r["failure"], "antiCheat")
         self.assertEqual(r["findings"][0]["check"], "kernel-outputs-differ")
 
+    def test_output_cached_by_shape_is_stale_on_fresh_inputs(self):
+        # One trial: the kernel-reference-kernel rerun uses the same inputs, so only the call on
+        # inputs from an unused seed shows the cache.
+        r = run_eval("candidate_add.py", "fake_extension_shape_cache.py", "--trials", "1")
+        self.assertEqual(r["failure"], "antiCheat", r)
+        self.assertEqual([f["check"] for f in r["findings"]], ["stale-output"])
+
     def test_forward_raises(self):
         r = run_eval("candidate_raises.py", "fake_extension_ok.py")
         self.assertEqual(r["failure"], "runtimeError")

@@ -1,0 +1,79 @@
+// dice-reward: a reward worker. Connects to the learner, takes EvalRequests, judges each candidate
+// (extract, static checks, nvcc, sandboxed evaluation on a GPU slot) and sends back a Verdict.
+//
+//   dice-reward --config configs/local.yaml --worker-index 0 [--metrics-port 9300] [overrides]
+//
+// GPUs: the CUDA ordinals in CUDA_VISIBLE_DEVICES (the cluster sets it per worker), else GPU 0;
+// reward.gpu_slots candidates run on each at once. Without a GPU the worker says so and exits 3:
+// a verdict without an evaluation would be a fake one.
+#include <cstdlib>
+#include <iostream>
+
+#include "common/log.h"
+#include "common/service/worker_loop.h"
+#include "reward/reward_worker.h"
+
+namespace {
+
+int run(dice::service::ServiceContext& context) {
+  using namespace dice;
+  const RewardOptions& options = context.config.reward;
+  ToolchainOptions toolchain_options;
+  toolchain_options.nvcc = options.nvcc_path;
+  toolchain_options.python = options.python_path;
+  toolchain_options.cuda_arch = options.cuda_arch;
+  auto toolchain = probe_toolchain(toolchain_options);
+  if (!toolchain.ok()) {
+    DICE_LOG(Error) << "cannot judge candidates on this machine"
+                    << kv("error", toolchain.status().to_string());
+    std::cerr << "dice-reward: " << toolchain.status().to_string()
+              << "\ndice-reward: a reward worker needs nvcc, PyTorch with CUDA and a GPU; "
+                 "not starting (no verdict is better than a fake one)\n";
+    return 3;
+  }
+  std::vector<int> gpus = {0};
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    auto parsed = parse_visible_devices(visible);
+    if (!parsed.ok()) {
+      std::cerr << "dice-reward: " << parsed.status().to_string() << "\n";
+      return 2;
+    }
+    gpus = parsed.value();
+  }
+  if (gpus.empty()) {
+    std::cerr << "dice-reward: CUDA_VISIBLE_DEVICES is empty: no GPU to evaluate on\n";
+    return 3;
+  }
+  const std::vector<std::string> slots = gpu_slot_names(gpus, options.gpu_slots);
+  // Compiles overlap evaluations: hold enough candidates that the compile pool stays busy while
+  // every slot runs one.
+  const auto capacity = static_cast<std::uint32_t>(slots.size() + options.compile_jobs);
+  auto loop_options = service::worker_loop_options(context, schema::Role::REWARD, capacity);
+  if (!loop_options.ok()) {
+    std::cerr << "dice-reward: " << loop_options.status().to_string() << "\n";
+    return 2;
+  }
+  loop_options->transport.gpu_slots = slots;
+  auto shutdown = service::ShutdownSignal::install();
+  if (!shutdown.ok()) {
+    std::cerr << "dice-reward: " << shutdown.status().to_string() << "\n";
+    return 1;
+  }
+  service::MetricsRegistry registry;
+  RewardWorker worker(options, toolchain.value(),
+                      PipelineIdentity{loop_options->transport.worker_id, slots}, registry);
+  DICE_LOG(Info) << "reward worker ready" << kv("arch", toolchain->arch)
+                 << kv("torch", toolchain->torch_version) << kv("slots", slots.size());
+  return service::run_worker_loop(
+      *loop_options, registry, **shutdown,
+      [&](const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink) {
+        return worker.handle(work, sink);
+      },
+      nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dice::service::run_service_main("reward", argc, argv, run, std::cout, std::cerr);
+}

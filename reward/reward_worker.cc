@@ -1,0 +1,85 @@
+#include "reward/reward_worker.h"
+
+#include <capnp/message.h>
+#include <capnp/schema.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "common/log.h"
+
+namespace dice {
+namespace {
+
+std::string failure_name(schema::FailureClass failure) {
+  auto enumerants = capnp::Schema::from<schema::FailureClass>().getEnumerants();
+  const auto ordinal = static_cast<unsigned>(failure);
+  return ordinal < enumerants.size() ? enumerants[ordinal].getProto().getName().cStr() : "unknown";
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_slot_names(const std::vector<int>& gpus, int per_gpu) {
+  std::vector<std::string> slots;
+  for (int gpu : gpus) {
+    for (int i = 0; i < per_gpu; ++i)
+      slots.push_back(std::to_string(gpu) + "/" + std::to_string(i));
+  }
+  return slots;
+}
+
+Result<std::vector<int>> parse_visible_devices(const std::string& value) {
+  std::vector<int> gpus;
+  std::stringstream in(value);
+  std::string entry;
+  while (std::getline(in, entry, ',')) {
+    char* end = nullptr;
+    long n = std::strtol(entry.c_str(), &end, 10);
+    if (entry.empty() || *end != '\0' || n < 0 || n > 1024) {
+      return Status::invalid_argument("CUDA_VISIBLE_DEVICES='" + value + "': entry '" + entry +
+                                      "' is not a GPU ordinal");
+    }
+    gpus.push_back(static_cast<int>(n));
+  }
+  return gpus;
+}
+
+RewardWorker::RewardWorker(const RewardOptions& options, Toolchain toolchain,
+                           PipelineIdentity identity, service::MetricsRegistry& registry)
+    : pipeline_(options, std::move(toolchain), std::move(identity)), registry_(registry) {
+  auto compile = registry_.counter("dice_reward_compile_seconds_total",
+                                   "Wall-clock seconds spent compiling (cache misses).");
+  auto eval = registry_.counter("dice_reward_eval_seconds_total",
+                                "Wall-clock seconds of sandboxed evaluations.");
+  if (compile.ok()) compile_seconds_ = compile.value();
+  if (eval.ok()) eval_seconds_ = eval.value();
+}
+
+Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
+                            service::ResultSink& sink) {
+  auto body = work.root().getBody();
+  if (body.which() != schema::Envelope::Body::EVAL_REQUEST) {
+    return Status::invalid_argument(std::string("a reward worker takes eval requests, got ") +
+                                    wire::body_name(body.which()));
+  }
+  auto request = body.getEvalRequest();
+  capnp::MallocMessageBuilder message;
+  auto verdict = sink.init_envelope(message).getBody().initVerdict();
+  pipeline_.evaluate(request, verdict);
+
+  const std::string failure = failure_name(verdict.getFailure());
+  auto verdicts = registry_.counter("dice_reward_verdicts_total",
+                                    "Verdicts sent, by failure class (none = no failure).",
+                                    {{"class", failure}});
+  if (verdicts.ok()) verdicts.value()->add();
+  if (compile_seconds_) compile_seconds_->add(verdict.getTimings().getCompileSeconds());
+  if (eval_seconds_) eval_seconds_->add(verdict.getTimings().getEvalSeconds());
+  DICE_LOG(Info) << "verdict" << kv("work", request.getWorkId())
+                 << kv("task", request.getTask().getId().cStr()) << kv("failure", failure)
+                 << kv("reward", verdict.getReward())
+                 << kv("compile_s", verdict.getTimings().getCompileSeconds())
+                 << kv("eval_s", verdict.getTimings().getEvalSeconds());
+  return sink.send(message);
+}
+
+}  // namespace dice

@@ -1,0 +1,38 @@
+// dice-reward's work handler: an EvalRequest envelope in, one Verdict envelope out, through the
+// RewardPipeline; the service loop (common/service/worker_loop.h) does the rest. Verdicts are
+// counted by failure class for /metrics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/service/metrics_registry.h"
+#include "common/service/worker_loop.h"
+#include "reward/pipeline.h"
+
+namespace dice {
+
+// GPU slot names for `gpus` (CUDA ordinals) with `per_gpu` candidates on each at once:
+// {"0/0", "0/1", "1/0", ...}. The part before '/' is what CUDA_VISIBLE_DEVICES gets.
+std::vector<std::string> gpu_slot_names(const std::vector<int>& gpus, int per_gpu);
+
+// The CUDA ordinals in a CUDA_VISIBLE_DEVICES value ("0,1" -> {0, 1}); InvalidArgument naming the
+// bad entry for anything else (UUIDs are not supported: give ordinals).
+Result<std::vector<int>> parse_visible_devices(const std::string& value);
+
+class RewardWorker {
+ public:
+  RewardWorker(const RewardOptions& options, Toolchain toolchain, PipelineIdentity identity,
+               service::MetricsRegistry& registry);
+
+  // The WorkHandler: InvalidArgument for a message that is not an EvalRequest.
+  Status handle(const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink);
+
+ private:
+  RewardPipeline pipeline_;
+  service::MetricsRegistry& registry_;
+  service::Counter* compile_seconds_ = nullptr;
+  service::Counter* eval_seconds_ = nullptr;
+};
+
+}  // namespace dice

@@ -1,0 +1,262 @@
+// The reward hacks of REFERENCE.md section 5, written as candidates that pass the static checks
+// and cheat at run time (tests/reward/gpu_hacks/), plus deliberately broken kernels and a kernel
+// that crashes its CUDA context. All go through one RewardPipeline at once on a real GPU:
+// extract -> static checks -> nvcc -> evaluate.py in the sandbox. Expected: the honest kernel gets
+// reward 1, every other candidate reward 0 with the failure class its file's header names, and a
+// candidate that triggers an illegal memory access fails alone (candidates evaluated on the same
+// GPU at the same time are unaffected). The static cheat corpus (tests/reward/corpus) is not
+// repeated here: these are the cheats only the run-time defences can catch.
+//
+// Knobs (environment): DICE_PYTHON (python with torch; default python3), DICE_COMPILE_CACHE
+// (default /tmp/dice-hacks-compile-cache: reused across runs), DICE_HACKS_TRIALS (correctness
+// trials; default RewardOptions' default, DICE's released setting), DICE_HACKS_SLOTS
+// (candidates evaluated on GPU 0 at once; default 4, at least 2).
+#include <capnp/message.h>
+#include <capnp/schema.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "reward/evaluator.h"
+#include "reward/pipeline.h"
+#include "reward/reward_worker.h"
+
+namespace dice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using FC = schema::FailureClass;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string read_hack_file(const std::string& name) {
+  const std::string path = std::string(DICE_REWARD_HACKS_DIR) + "/" + name;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string failure_name(FC failure) {
+  for (auto e : capnp::Schema::from<FC>().getEnumerants()) {
+    if (e.getOrdinal() == static_cast<uint16_t>(failure)) return e.getProto().getName().cStr();
+  }
+  return "?" + std::to_string(static_cast<int>(failure));
+}
+
+// What one evaluation produced, copied out of its Verdict message.
+struct Outcome {
+  std::string candidate;
+  float reward = -1;
+  FC failure = FC::INTERNAL_ERROR;
+  bool compiled = false;
+  std::vector<std::string> findings;  // check names
+  std::string line;                   // printable summary with the log excerpt
+  // The evaluation (evaluate.py) interval, from the end of evaluate() back by its eval time:
+  // evaluation is the last thing the pipeline does.
+  Clock::time_point eval_start, eval_end;
+
+  bool has_finding(const std::string& check) const {
+    return std::find(findings.begin(), findings.end(), check) != findings.end();
+  }
+};
+
+class HacksGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.python_path = env_or("DICE_PYTHON", "python3");
+    options_.compile_cache_dir = env_or("DICE_COMPILE_CACHE", "/tmp/dice-hacks-compile-cache");
+    options_.correctness_trials =
+        std::stoi(env_or("DICE_HACKS_TRIALS", std::to_string(RewardOptions{}.correctness_trials)));
+    options_.compile_jobs = 8;
+    // CUDA maps far more address space than it uses; the default limit is sized for that
+    // already, this leaves headroom for four candidates' torch imports.
+    options_.sandbox.memory_limit_mb = 65536;
+    slots_ = std::stoi(env_or("DICE_HACKS_SLOTS", "4"));
+    ASSERT_GE(slots_, 2) << "DICE_HACKS_SLOTS: candidates must share the GPU for this test";
+    ToolchainOptions tco;
+    tco.nvcc = options_.nvcc_path;
+    tco.python = options_.python_path;
+    auto toolchain = probe_toolchain(tco);
+    if (!toolchain.ok()) {
+      GTEST_SKIP() << "no GPU toolchain (nvcc, torch with CUDA, a GPU): "
+                   << toolchain.status().to_string();
+    }
+    pipeline_.emplace(options_, toolchain.value(),
+                      PipelineIdentity{"hacks-gpu-test", gpu_slot_names({0}, slots_)});
+    reference_ = read_hack_file("reference.py");
+  }
+
+  // Evaluates every file of `candidates` (names under gpu_hacks/) at the same time, one thread
+  // each; a name may repeat.
+  std::vector<Outcome> evaluate_all(const std::vector<std::string>& candidates) {
+    std::vector<Outcome> outcomes(candidates.size());
+    std::mutex print_mu;
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      threads.emplace_back([&, i] {
+        outcomes[i] = evaluate_one(i, candidates[i]);
+        std::lock_guard<std::mutex> lock(print_mu);
+        std::cout << outcomes[i].line << std::endl;
+      });
+    }
+    for (auto& t : threads) t.join();
+    return outcomes;
+  }
+
+  Outcome evaluate_one(size_t work_id, const std::string& file) {
+    const std::string source = read_hack_file(file);
+    capnp::MallocMessageBuilder request_message;
+    auto request = request_message.initRoot<schema::EvalRequest>();
+    request.setWorkId(work_id);
+    auto task = request.initTask();
+    task.setId("gpu-hacks/" + file);
+    task.setPhase(schema::Phase::E2E);
+    task.setReferenceSource(reference_);
+    request.initCandidate().setText("Here is the kernel.\n```python\n" + source + "```\n");
+    capnp::MallocMessageBuilder verdict_message;
+    auto verdict = verdict_message.initRoot<schema::Verdict>();
+    pipeline_->evaluate(request, verdict);
+
+    Outcome out;
+    out.eval_end = Clock::now();
+    out.eval_start =
+        out.eval_end - std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(verdict.getTimings().getEvalSeconds()));
+    out.candidate = file;
+    out.reward = verdict.getReward();
+    out.failure = verdict.getFailure();
+    out.compiled = verdict.getCompiled();
+    std::ostringstream line;
+    line << file << ": reward=" << out.reward << " failure=" << failure_name(out.failure)
+         << " compiled=" << out.compiled << " trials=" << verdict.getCorrectnessTrials()
+         << " max_abs_error=" << verdict.getMaxAbsError()
+         << " eval_s=" << verdict.getTimings().getEvalSeconds() << " slot=\""
+         << verdict.getGpuSlot().cStr() << "\"";
+    for (auto f : verdict.getFindings()) {
+      out.findings.push_back(f.getCheck().cStr());
+      line << "\n    finding " << f.getCheck().cStr() << (f.getFatal() ? " (fatal): " : ": ")
+           << f.getDetail().cStr();
+    }
+    const std::string excerpt = verdict.getLogExcerpt().cStr();
+    if (!excerpt.empty()) line << "\n    log: " << excerpt.substr(0, 800);
+    out.line = line.str();
+    return out;
+  }
+
+  RewardOptions options_;
+  int slots_ = 4;
+  std::optional<RewardPipeline> pipeline_;
+  std::string reference_;
+};
+
+// A failure class a cheat may end with, and the dynamic finding that must come with it ("" for
+// none).
+struct Caught {
+  const char* failure;
+  const char* finding;
+};
+
+struct Expectation {
+  const char* file;
+  std::vector<Caught> caught;  // empty: the candidate must be rewarded
+};
+
+// The failure classes follow each file's header comment, which says why.
+const std::vector<Expectation>& expectations() {
+  static const std::vector<Expectation> kAll = {
+      {"honest.py", {}},
+      {"uninitialised_output.py", {{"incorrect", ""}, {"antiCheat", "kernel-outputs-differ"}}},
+      {"zeros_output.py", {{"incorrect", ""}}},
+      {"mutates_input.py", {{"antiCheat", "inputs-modified"}}},
+      {"output_cache.py",
+       {{"antiCheat", "kernel-not-run"}, {"antiCheat", "stale-output"}, {"incorrect", ""}}},
+      {"output_cache_launching.py", {{"antiCheat", "stale-output"}, {"incorrect", ""}}},
+      {"broken_index.py", {{"incorrect", ""}}},
+      {"broken_scale.py", {{"incorrect", ""}}},
+      {"illegal_memory_access.py", {{"runtimeError", ""}, {"crashed", ""}}},
+  };
+  return kAll;
+}
+
+bool overlaps(const Outcome& a, const Outcome& b) {
+  return a.eval_start < b.eval_end && b.eval_start < a.eval_end;
+}
+
+TEST_F(HacksGpuTest, EveryRuntimeHackAndBrokenKernelIsRejected) {
+  std::vector<std::string> files;
+  for (const auto& e : expectations()) files.push_back(e.file);
+  const std::vector<Outcome> outcomes = evaluate_all(files);
+
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Expectation& want = expectations()[i];
+    const Outcome& got = outcomes[i];
+    SCOPED_TRACE(got.line);
+    // Every candidate must reach the GPU: a static or compile failure would mean the run-time
+    // defence was never exercised.
+    EXPECT_TRUE(got.compiled) << want.file << " did not compile";
+    EXPECT_NE(got.failure, FC::STATIC_CHECK) << want.file << " was rejected statically";
+    if (want.caught.empty()) {
+      EXPECT_EQ(got.reward, 1.0f) << want.file << " is correct and must be rewarded";
+      EXPECT_EQ(got.failure, FC::NONE);
+      continue;
+    }
+    EXPECT_EQ(got.reward, 0.0f) << want.file << " cheats or is wrong and was rewarded"
+                                << (std::string(want.file) == "output_cache_launching.py"
+                                        ? " (a cache that still launches a kernel is exposed by "
+                                          "evaluate.py's fresh-input call: stale-output)"
+                                        : "");
+    bool matched = false;
+    for (const Caught& c : want.caught) {
+      if (got.failure != failure_class_from_name(c.failure)) continue;
+      matched = true;
+      if (*c.finding) {
+        EXPECT_TRUE(got.has_finding(c.finding))
+            << want.file << ": " << c.failure << " without the finding " << c.finding;
+      }
+    }
+    std::string allowed;
+    for (const Caught& c : want.caught)
+      allowed += std::string(allowed.empty() ? "" : ", ") + c.failure;
+    EXPECT_TRUE(matched) << want.file << ": failure " << failure_name(got.failure)
+                         << ", expected one of: " << allowed;
+  }
+}
+
+TEST_F(HacksGpuTest, IllegalMemoryAccessFailsOnlyItsOwnCandidate) {
+  // The crashing candidate and honest ones fill every GPU slot, so they run side by side.
+  std::vector<std::string> files = {"illegal_memory_access.py"};
+  for (int i = 1; i < slots_; ++i) files.push_back("honest.py");
+  const std::vector<Outcome> outcomes = evaluate_all(files);
+
+  const Outcome& crashing = outcomes[0];
+  EXPECT_EQ(crashing.reward, 0.0f) << crashing.line;
+  EXPECT_TRUE(crashing.failure == FC::RUNTIME_ERROR || crashing.failure == FC::CRASHED)
+      << crashing.line;
+  int concurrent = 0;
+  for (size_t i = 1; i < outcomes.size(); ++i) {
+    EXPECT_EQ(outcomes[i].reward, 1.0f) << outcomes[i].line;
+    EXPECT_EQ(outcomes[i].failure, FC::NONE) << outcomes[i].line;
+    concurrent += overlaps(outcomes[i], crashing);
+  }
+  // Without overlap the test would show nothing about isolation.
+  EXPECT_GT(concurrent, 0) << "no honest evaluation ran while the crashing one did";
+  std::cout << "[ isolation ] " << concurrent << " of " << outcomes.size() - 1
+            << " honest evaluations overlapped the crashing one" << std::endl;
+}
+
+}  // namespace
+}  // namespace dice
