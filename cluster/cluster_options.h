@@ -60,6 +60,29 @@ struct LearnerEndpointOptions {
   }
 };
 
+// Prometheus /metrics ports of the workers. Worker i of a role (its --worker-index, counted across
+// nodes in config order; see service_plan.h) listens on <role>_base_port + i, so a port names one
+// worker for the whole run and adding rollout workers never moves the reward workers' ports. The
+// learner's port is cluster.learner.metrics_port. Each service gets its port as --metrics-port N.
+// The ranges of both roles and the learner's three ports must not overlap (checked in
+// ClusterOptions::validate, where the worker counts are known).
+struct WorkerMetricsOptions {
+  int rollout_base_port = 9200;
+  int reward_base_port = 9300;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("rollout_base_port", rollout_base_port,
+            "Rollout worker i serves /metrics on this + i; 0 = each picks any free port. "
+            "Default: 9200",
+            config::in_range(0, 65535));
+    v.field("reward_base_port", reward_base_port,
+            "Reward worker i serves /metrics on this + i; 0 = each picks any free port. "
+            "Default: 9300",
+            config::in_range(0, 65535));
+  }
+};
+
 struct HeartbeatOptions {
   int interval_ms = 1000;
   int misses_before_dead = 5;
@@ -137,6 +160,7 @@ struct SlurmOptions {
   std::string time_limit = "24:00:00";
   std::string account;
   std::vector<std::string> extra_args;
+  int down_timeout_s = 120;
 
   template <class V>
   void visit_fields(V& v) {
@@ -145,7 +169,12 @@ struct SlurmOptions {
             "Job time limit as Slurm takes it ([D-]HH:MM:SS). Default: 24:00:00",
             config::non_empty());
     v.field("account", account, "Account to charge; empty = the user's default. Default: empty");
-    v.field("extra_args", extra_args, "Extra sbatch/srun arguments. Default: []");
+    v.field("extra_args", extra_args,
+            "Extra #SBATCH lines for the job, e.g. [--exclusive, --gres=gpu:8]. Default: []");
+    v.field("down_timeout_s", down_timeout_s,
+            "How long down waits after scancel for Slurm to report the job ended (Slurm's "
+            "KillWait, 30 s by default, passes between SIGTERM and SIGKILL). Default: 120",
+            config::at_least(1));
   }
 };
 
@@ -172,18 +201,21 @@ struct LocalOptions {
             "Per role (learner, rollout, reward), the executable to run instead of dice-<role>: a "
             "bare name is searched like the default, a name with '/' is used as is. Default: {}");
     v.field("state_dir", state_dir,
-            "Where the supervisor keeps its state file and one log per service; empty = "
+            "Where the run's state file and one log per service are kept (slurm backend too: "
+            "there it must be on a filesystem the nodes share); empty = "
             "<folder of run.reward_log_path>/cluster. Default: empty",
             config::is_path());
     v.field("drain_timeout_ms", drain_timeout_ms,
             "On down, how long services get to exit after SIGTERM before SIGKILL. Default: 10000",
             config::at_least(0));
     v.field("start_timeout_ms", start_timeout_ms,
-            "How long up waits for the supervisor to start every service. Default: 10000",
+            "How long up waits for every service to be launched (slurm: for the job to run and "
+            "start each step; a job still pending then is left queued). Default: 10000",
             config::at_least(100));
     v.field("restart_backoff_ms", restart_backoff_ms,
-            "Delay before the first restart of a crashed service; doubles with each further "
-            "restart in the window. Default: 500",
+            "Delay before the first restart of a crashed service (the restart settings apply to "
+            "the slurm backend's steps too); doubles with each further restart in the window. "
+            "Default: 500",
             config::at_least(0));
     v.field("restart_backoff_max_ms", restart_backoff_max_ms,
             "Cap of the restart delay. Default: 30000", config::at_least(0));
@@ -213,6 +245,7 @@ struct LocalOptions {
 struct ClusterOptions {
   ClusterBackend backend = ClusterBackend::kLocal;
   LearnerEndpointOptions learner;
+  WorkerMetricsOptions worker_metrics;
   HeartbeatOptions heartbeat;
   std::vector<NodeOptions> nodes = {
       NodeOptions{"localhost",
@@ -227,6 +260,7 @@ struct ClusterOptions {
     v.field("backend", backend,
             "How services are started: local processes, ssh, or Slurm. Default: local");
     v.field("learner", learner, "Where workers reach the learner.");
+    v.field("worker_metrics", worker_metrics, "Workers' /metrics ports.");
     v.field("heartbeat", heartbeat, "Liveness.");
     v.field("nodes", nodes,
             "Machines and the roles and GPUs of each. Default: one localhost node running every "
@@ -250,6 +284,7 @@ struct ClusterOptions {
       c.error("nodes",
               "exactly one node must have role learner, found " + std::to_string(learners));
     if (rollouts == 0) c.error("nodes", "no node has role rollout");
+    validate_metrics_ports(c);
     if (rewards == 0) c.error("nodes", "no node has role reward");
     if (backend == ClusterBackend::kLocal && nodes.size() > 1) {
       c.error("nodes", "the local backend runs one machine; use ssh or slurm for " +
@@ -261,6 +296,54 @@ struct ClusterOptions {
     }
     if (backend == ClusterBackend::kSlurm && slurm.partition.empty()) {
       c.error("slurm.partition", "required with backend slurm");
+    }
+  }
+
+  // How many workers of `role` the nodes run: one per entry of gpus.<role> (service_plan.h).
+  int worker_count(NodeRole role) const {
+    int count = 0;
+    std::string name = config::enum_to_name(role);
+    for (const auto& node : nodes) {
+      auto found = node.gpus.find(name);
+      if (found != node.gpus.end()) count += static_cast<int>(found->second.size());
+    }
+    return count;
+  }
+
+ private:
+  // Each role's port range [base, base + workers) stays below 65536 and clear of the other
+  // role's range and of the learner's ports (0 = any free port takes part in no collision).
+  void validate_metrics_ports(config::Checker& c) const {
+    struct Range {
+      const char* key;
+      int first;
+      int count;
+    };
+    const Range ranges[] = {{"worker_metrics.rollout_base_port", worker_metrics.rollout_base_port,
+                             worker_count(NodeRole::kRollout)},
+                            {"worker_metrics.reward_base_port", worker_metrics.reward_base_port,
+                             worker_count(NodeRole::kReward)},
+                            {"learner.port", learner.port, 1},
+                            {"learner.publish_port", learner.publish_port, 1},
+                            {"learner.metrics_port", learner.metrics_port, 1}};
+    for (int i = 0; i < 2; ++i) {
+      const Range& r = ranges[i];
+      if (r.first == 0 || r.count == 0) continue;
+      int last = r.first + r.count - 1;
+      if (last > 65535) {
+        c.error(r.key, std::to_string(r.count) + " workers need ports " + std::to_string(r.first) +
+                           ".." + std::to_string(last) + ", past 65535");
+      }
+      for (int j = i + 1; j < 5; ++j) {
+        const Range& o = ranges[j];
+        if (o.first == 0 || o.count == 0) continue;
+        if (r.first <= o.first + o.count - 1 && o.first <= last) {
+          c.error(r.key, "ports " + std::to_string(r.first) + ".." + std::to_string(last) +
+                             " overlap " + o.key + " (" + std::to_string(o.first) +
+                             (o.count > 1 ? ".." + std::to_string(o.first + o.count - 1) : "") +
+                             ")");
+        }
+      }
     }
   }
 };

@@ -33,6 +33,7 @@ YAML::Node encode_service(const ServiceState& s) {
   node["restarts"] = s.restarts;
   node["started_at"] = s.started_at;
   node["last_exit"] = s.last_exit;
+  if (!s.step.empty()) node["step"] = s.step;
   return node;
 }
 
@@ -53,6 +54,7 @@ ServiceState decode_service(const YAML::Node& node) {
   s.restarts = node["restarts"].as<int>();
   s.started_at = node["started_at"].as<double>();
   s.last_exit = node["last_exit"].as<std::string>();
+  if (node["step"]) s.step = node["step"].as<std::string>();
   return s;
 }
 
@@ -81,6 +83,7 @@ std::string state_file_path(const std::string& state_dir) {
 
 Status write_state_file(const std::string& state_dir, const ClusterState& state) {
   YAML::Node root;
+  root["backend"] = state.backend;
   root["run_id"] = state.run_id;
   root["config"] = state.config_path;
   YAML::Node supervisor;
@@ -93,6 +96,13 @@ Status write_state_file(const std::string& state_dir, const ClusterState& state)
   YAML::Node services(YAML::NodeType::Sequence);
   for (const auto& s : state.services) services.push_back(encode_service(s));
   root["services"] = services;
+  if (!state.slurm_job_id.empty()) {
+    YAML::Node slurm;
+    slurm["job_id"] = state.slurm_job_id;
+    slurm["job_state"] = state.slurm_job_state;
+    slurm["nodes"] = state.slurm_nodes;
+    root["slurm"] = slurm;
+  }
 
   YAML::Emitter out;
   out.SetDoublePrecision(17);
@@ -125,6 +135,7 @@ Result<ClusterState> read_state_file(const std::string& state_dir) {
   try {
     YAML::Node root = YAML::Load(text.str());
     ClusterState state;
+    if (root["backend"]) state.backend = root["backend"].as<std::string>();
     state.run_id = root["run_id"].as<std::string>();
     state.config_path = root["config"].as<std::string>();
     YAML::Node supervisor = root["supervisor"];
@@ -134,6 +145,14 @@ Result<ClusterState> read_state_file(const std::string& state_dir) {
     state.supervisor_started_at = supervisor["started_at"].as<double>();
     state.drain_timeout_ms = root["drain_timeout_ms"].as<int>();
     for (const auto& node : root["services"]) state.services.push_back(decode_service(node));
+    if (YAML::Node slurm = root["slurm"]) {
+      state.slurm_job_id = slurm["job_id"].as<std::string>();
+      state.slurm_job_state = slurm["job_state"].as<std::string>();
+      state.slurm_nodes = slurm["nodes"].as<std::string>();
+    }
+    if (state.backend != "local" && state.backend != "slurm") {
+      throw YAML::Exception(root["backend"].Mark(), "unknown backend '" + state.backend + "'");
+    }
     return state;
   } catch (const YAML::Exception& e) {
     return Status::corruption(path + ":" + std::to_string(e.mark.line + 1) +

@@ -12,6 +12,16 @@
 //        last_exit: "killed by signal 9"}
 //
 // Times are seconds since the epoch; start_ticks tells a live pid from a reused one.
+//
+// A slurm-backend run (cluster/slurm_backend.h) keeps the same file, written by dice-cluster
+// itself on up/status/down with what Slurm last reported; the supervisor fields stay unset:
+//
+//   backend: slurm
+//   slurm: {job_id: "812", job_state: RUNNING, nodes: gpu1}
+//   services:
+//     - {name: rollout-0, ..., pid: 0, step: "812.1", state: running, restarts: 0, ...}
+//
+// A file without `backend` is a local run.
 #pragma once
 
 #include <sys/types.h>
@@ -43,9 +53,11 @@ struct ServiceState {
   int restarts = 0;
   double started_at = 0;  // last (re)start
   std::string last_exit;  // "exit 1", "killed by signal 9"; empty if it never ended
+  std::string step;       // slurm backend: the running step's id ("812.1"); empty otherwise
 };
 
 struct ClusterState {
+  std::string backend = "local";  // "local" or "slurm"
   std::string run_id;
   std::string config_path;
   pid_t supervisor_pid = 0;
@@ -54,6 +66,11 @@ struct ClusterState {
   double supervisor_started_at = 0;
   int drain_timeout_ms = 0;  // cluster.local.drain_timeout_ms: tells `down` how long to wait
   std::vector<ServiceState> services;
+  // slurm backend only: the job, its state as squeue last gave it (RUNNING, PENDING, CANCELLED...,
+  // or "gone" once Slurm no longer knows it) and its nodes.
+  std::string slurm_job_id;
+  std::string slurm_job_state;
+  std::string slurm_nodes;
 };
 
 std::string state_file_path(const std::string& state_dir);

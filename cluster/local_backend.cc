@@ -10,16 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <filesystem>
-#include <fstream>
-#include <iomanip>
 #include <ostream>
 #include <sstream>
 #include <thread>
 
 #include "cluster/process.h"
 #include "cluster/service_plan.h"
+#include "cluster/status_table.h"
 #include "cluster/supervisor.h"
 #include "common/log.h"
 
@@ -80,32 +78,6 @@ Status start_supervisor_daemon(SupervisorSetup setup, const std::string& log_pat
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   return Status::ok_status();
-}
-
-std::string format_duration(double seconds) {
-  long s = static_cast<long>(seconds);
-  std::ostringstream out;
-  if (s >= 86400) {
-    out << s / 86400 << "d" << (s % 86400) / 3600 << "h";
-  } else if (s >= 3600) {
-    out << s / 3600 << "h" << (s % 3600) / 60 << "m";
-  } else if (s >= 60) {
-    out << s / 60 << "m" << s % 60 << "s";
-  } else {
-    out << s << "s";
-  }
-  return out.str();
-}
-
-std::vector<std::string> tail_lines(const std::string& path, int lines) {
-  std::ifstream in(path);
-  std::deque<std::string> last;
-  std::string line;
-  while (std::getline(in, line)) {
-    last.push_back(line);
-    if (static_cast<int>(last.size()) > lines) last.pop_front();
-  }
-  return {last.begin(), last.end()};
 }
 
 }  // namespace
@@ -224,27 +196,6 @@ Status local_down(const std::string& state_dir, std::ostream& out) {
   return Status::ok_status();
 }
 
-std::string format_status(const ClusterState& state, double now) {
-  std::ostringstream out;
-  bool up = supervisor_alive(state);
-  out << "run " << state.run_id << "  supervisor pid " << state.supervisor_pid << " "
-      << (up ? state.supervisor_state : std::string("not running")) << "  up "
-      << (up ? format_duration(now - state.supervisor_started_at) : std::string("-")) << "\n";
-  out << std::left << std::setw(14) << "SERVICE" << std::setw(14) << "NODE" << std::setw(9) << "PID"
-      << std::setw(12) << "STATE" << std::setw(10) << "RESTARTS" << std::setw(10) << "UPTIME"
-      << "LAST EXIT\n";
-  for (const auto& s : state.services) {
-    bool running = s.state == ServiceRunState::kRunning;
-    bool alive = running && process_alive(s.pid, s.start_ticks);
-    std::string shown = running && !alive ? "gone" : run_state_name(s.state);
-    out << std::left << std::setw(14) << s.name << std::setw(14) << s.node << std::setw(9)
-        << (alive ? std::to_string(s.pid) : "-") << std::setw(12) << shown << std::setw(10)
-        << s.restarts << std::setw(10) << (alive ? format_duration(now - s.started_at) : "-")
-        << (s.last_exit.empty() ? "-" : s.last_exit) << "\n";
-  }
-  return out.str();
-}
-
 Status local_status(const std::string& state_dir, std::ostream& out) {
   DICE_ASSIGN_OR_RETURN(ClusterState state, read_state_file(state_dir));
   out << format_status(state, wall_seconds());
@@ -254,24 +205,7 @@ Status local_status(const std::string& state_dir, std::ostream& out) {
 Status local_logs(const std::string& state_dir, const std::string& service, int lines,
                   std::ostream& out) {
   DICE_ASSIGN_OR_RETURN(ClusterState state, read_state_file(state_dir));
-  std::vector<std::string> paths;
-  std::string names = "supervisor";
-  if (service.empty() || service == "supervisor") {
-    paths.push_back(state_dir + "/logs/supervisor.log");
-  }
-  for (const auto& s : state.services) {
-    names += ", " + s.name;
-    if (service.empty() || service == s.name || service == s.role) paths.push_back(s.log_path);
-  }
-  if (paths.empty()) {
-    return Status::not_found("no service '" + service + "' in run '" + state.run_id +
-                             "'; services: " + names + " (or a role: learner, rollout, reward)");
-  }
-  for (const auto& path : paths) {
-    out << "==> " << path << " <==\n";
-    for (const auto& line : tail_lines(path, lines)) out << line << "\n";
-  }
-  return Status::ok_status();
+  return print_logs(state, "supervisor", state_dir + "/logs/supervisor.log", service, lines, out);
 }
 
 }  // namespace dice::cluster

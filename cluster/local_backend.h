@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cluster/cluster_state.h"
+#include "cluster/status_table.h"
 #include "common/config/dice_config.h"
 #include "common/status.h"
 
@@ -28,20 +29,12 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
 // process would not die; names it).
 Status local_down(const std::string& state_dir, std::ostream& out);
 
-// The status table of the run in `state_dir` (see format_status).
+// The status table of the run in `state_dir` (format_status in status_table.h).
 Status local_status(const std::string& state_dir, std::ostream& out);
 
 // Prints the last `lines` lines of each log: all services, or those whose name or role is
 // `service` ("supervisor" for the supervisor's own log). Errors: not-found for an unknown service.
 Status local_logs(const std::string& state_dir, const std::string& service, int lines,
                   std::ostream& out);
-
-// The table `status` prints; `now` is seconds since the epoch. Each row's state is checked against
-// the live process (a service recorded as running whose process is gone shows as "gone").
-//
-// Seam for later work: heartbeat ages come from the learner (it sees every worker's heartbeats),
-// not from this state file; a column for them belongs here, fed by a query to the learner's
-// metrics endpoint, and is deliberately absent until that endpoint exists.
-std::string format_status(const ClusterState& state, double now);
 
 }  // namespace dice::cluster

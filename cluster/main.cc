@@ -5,14 +5,17 @@
 //   dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //   dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //
-// up: loads CONFIG, starts a supervisor daemon that runs every service as a child process
-//   (cluster/supervisor.h), waits until each is launched, and prints where state and logs are.
-// status: one line per service (pid, state, restarts, uptime, last exit). logs: the last lines of
-//   each service's log (SERVICE is a name like rollout-0, a role, or "supervisor"). down: stops the
-//   run and waits until none of its processes remain.
+// up: loads CONFIG and starts every service. cluster.backend local: a supervisor daemon runs them
+//   as child processes (cluster/supervisor.h); slurm: one sbatch job with a step per service
+//   (cluster/slurm_backend.h). Waits until each is launched and prints where state and logs are.
+// status: one line per service (node, pid or Slurm step, state, restarts, uptime, last exit).
+//   logs: the last lines of each service's log (SERVICE is a name like rollout-0, a role,
+//   "supervisor" for a local run's supervisor, or "batch" for a Slurm job's batch output).
+//   down: stops the run (local: SIGTERM, then SIGKILL; slurm: scancel) and waits until none of its
+//   processes (or its Slurm job) remain. They follow the backend recorded in the state file.
 // --dry-run prints what up would run (local: each service's command line; ssh: one ssh command per
-// node; slurm: the sbatch script) and starts nothing. Only the local backend starts services; ssh
-// and slurm configs are refused with a message (their commands are generated, never run).
+// node; slurm: the sbatch script) and starts nothing. The ssh backend is refused without
+// --dry-run (its command is generated, never run).
 // Exit status: 0 ok; 1 the operation failed (a timeout, an I/O error); 2 bad usage, a bad config or
 // override, a missing executable, or no run in the state dir.
 #include <cstdlib>
@@ -23,6 +26,8 @@
 #include "cluster/local_backend.h"
 #include "cluster/process.h"
 #include "cluster/remote_commands.h"
+#include "cluster/slurm_backend.h"
+#include "cluster/slurm_script.h"
 #include "common/config/dice_config.h"
 #include "common/config/load.h"
 #include "common/log.h"
@@ -120,9 +125,11 @@ std::string parse_args(int argc, char** argv, Args* args) {
 int dry_run(const dice::DiceConfig& config, const std::string& config_path,
             const std::vector<std::string>& overrides) {
   using namespace dice::cluster;
-  bool local = config.cluster.backend == dice::ClusterBackend::kLocal;
+  // Local and slurm runs look executables up here (slurm: on the shared filesystem); ssh names
+  // them for the remote host.
+  bool resolve_here = config.cluster.backend != dice::ClusterBackend::kSsh;
   PlanInputs inputs{config_path, overrides, config.run.id.empty() ? "RUN_ID" : config.run.id,
-                    self_executable(), local};
+                    self_executable(), resolve_here};
   dice::Result<std::vector<ServiceSpec>> services = plan_services(config.cluster, inputs);
   if (!services.ok()) return status_exit(services.status());
   std::string work_dir = dice::config::working_directory();
@@ -147,6 +154,31 @@ int dry_run(const dice::DiceConfig& config, const std::string& config_path,
   return kExitOk;
 }
 
+int up(const dice::DiceConfig& config, const std::string& config_path,
+       const std::vector<std::string>& overrides, const std::string& state_dir) {
+  using namespace dice::cluster;
+  bool slurm = config.cluster.backend == dice::ClusterBackend::kSlurm;
+  // A slurm run recorded here must be stopped before a local one starts, or its job is orphaned.
+  dice::Status free = slurm ? dice::Status::ok_status() : check_no_active_slurm_job(state_dir);
+  if (!free.ok()) return status_exit(free);
+  dice::Result<ClusterState> up =
+      slurm ? slurm_up(config, config_path, overrides) : local_up(config, config_path, overrides);
+  if (!up.ok()) return status_exit(up.status());
+  if (slurm) {
+    std::cout << "up: run '" << up->run_id << "' submitted as slurm job " << up->slurm_job_id
+              << " (" << up->slurm_job_state << ") with " << up->services.size()
+              << " services; state and logs in " << state_dir << "\n";
+  } else {
+    std::cout << "up: run '" << up->run_id << "' started " << up->services.size()
+              << " services; state and logs in " << state_dir << "\n";
+  }
+  std::cout << "  status: dice-cluster status --state-dir " << state_dir << "\n"
+            << "  logs:   dice-cluster logs [SERVICE] --state-dir " << state_dir << "\n"
+            << "  stop:   dice-cluster down --state-dir " << state_dir << "\n"
+            << format_status(*up, wall_seconds());
+  return kExitOk;
+}
+
 int run(const Args& args) {
   std::string state_dir = args.state_dir;
   dice::DiceConfig config;
@@ -161,34 +193,30 @@ int run(const Args& args) {
     log.level = config.run.log_level;
     dice::log_configure(log);
     if (args.dry_run) return dry_run(config, config_path, args.overrides);
-    if (config.cluster.backend != dice::ClusterBackend::kLocal) {
-      std::cerr << "dice-cluster: " << config_path << ": cluster.backend "
-                << dice::config::enum_to_name(config.cluster.backend)
-                << " is not run by dice-cluster yet (only local is); `dice-cluster up "
-                   "CONFIG --dry-run` prints the commands it would run\n";
+    if (config.cluster.backend == dice::ClusterBackend::kSsh) {
+      std::cerr << "dice-cluster: " << config_path
+                << ": cluster.backend ssh is not run by dice-cluster yet (local and slurm are); "
+                   "`dice-cluster up CONFIG --dry-run` prints the commands it would run\n";
       return kExitBadInput;
     }
     state_dir = dice::cluster::resolve_state_dir(config);
   }
-  if (args.command == "up") {
-    dice::Result<dice::cluster::ClusterState> up =
-        dice::cluster::local_up(config, config_path, args.overrides);
-    if (!up.ok()) return status_exit(up.status());
-    std::cout << "up: run '" << up->run_id << "' started " << up->services.size()
-              << " services; state and logs in " << state_dir << "\n"
-              << "  status: dice-cluster status --state-dir " << state_dir << "\n"
-              << "  logs:   dice-cluster logs [SERVICE] --state-dir " << state_dir << "\n"
-              << "  stop:   dice-cluster down --state-dir " << state_dir << "\n"
-              << dice::cluster::format_status(*up, dice::cluster::wall_seconds());
-    return kExitOk;
-  }
+  if (args.command == "up") return up(config, config_path, args.overrides, state_dir);
+
+  // status, logs and down follow the backend the run was started with.
+  dice::Result<dice::cluster::ClusterState> recorded = dice::cluster::read_state_file(state_dir);
+  bool slurm = recorded.ok() && recorded->backend == "slurm";
   if (args.command == "status") {
-    return status_exit(dice::cluster::local_status(state_dir, std::cout));
+    return status_exit(slurm ? dice::cluster::slurm_status(state_dir, std::cout)
+                             : dice::cluster::local_status(state_dir, std::cout));
   }
   if (args.command == "logs") {
-    return status_exit(dice::cluster::local_logs(state_dir, args.service, args.lines, std::cout));
+    return status_exit(
+        slurm ? dice::cluster::slurm_logs(state_dir, args.service, args.lines, std::cout)
+              : dice::cluster::local_logs(state_dir, args.service, args.lines, std::cout));
   }
-  return status_exit(dice::cluster::local_down(state_dir, std::cout));
+  return status_exit(slurm ? dice::cluster::slurm_down(state_dir, std::cout)
+                           : dice::cluster::local_down(state_dir, std::cout));
 }
 
 }  // namespace

@@ -1,10 +1,9 @@
-// What the ssh and slurm backends would run: the ssh command line per node and the sbatch script
-// of a run. Only built (and unit-tested) here; `dice-cluster up --dry-run` prints them. Neither
-// has been run against a real cluster, and dice-cluster-node (the per-node agent the ssh command
-// starts) does not exist yet.
+// What the ssh backend would run: the ssh command line per node, and shell quoting (shared with
+// the slurm script, cluster/slurm_script.h). Only built (and unit-tested) here; `dice-cluster up
+// --dry-run` prints it. It has not been run against real hosts, and dice-cluster-node (the
+// per-node agent the ssh command starts) does not exist yet.
 //
-// Both assume a shared filesystem: the config path, bin_dir and state dir mean the same on every
-// host.
+// It assumes a shared filesystem: the config path and bin_dir mean the same on every host.
 #pragma once
 
 #include <string>
@@ -24,13 +23,5 @@ std::string shell_quote(const std::string& arg);
 // `remote_dir` is ssh.remote_dir or, when empty, the caller's working directory.
 std::vector<std::string> ssh_command(const ClusterOptions& options, int node_index,
                                      const std::string& remote_dir, const PlanInputs& inputs);
-
-// An sbatch script running every service of `services` as its own srun step (one task on the
-// service's node), all in the background, then waiting for them; each step's output goes to
-// <state_dir>/logs/<name>.log.
-std::string slurm_batch_script(const ClusterOptions& options,
-                               const std::vector<ServiceSpec>& services,
-                               const std::string& work_dir, const std::string& state_dir,
-                               const std::string& run_id);
 
 }  // namespace dice::cluster

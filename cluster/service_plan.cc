@@ -27,6 +27,14 @@ std::string remote_executable(const LocalOptions& local, NodeRole role) {
 
 }  // namespace
 
+int metrics_port(const ClusterOptions& options, NodeRole role, int worker_index) {
+  int base = options.learner.metrics_port;
+  if (role == NodeRole::kRollout) base = options.worker_metrics.rollout_base_port;
+  if (role == NodeRole::kReward) base = options.worker_metrics.reward_base_port;
+  if (role == NodeRole::kLearner || base == 0) return base;
+  return base + worker_index;
+}
+
 Result<std::string> find_executable(const LocalOptions& local, NodeRole role,
                                     const std::string& self_exe) {
   std::string role_name = config::enum_to_name(role);
@@ -94,14 +102,23 @@ Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,
         spec.name = role_name + "-" + std::to_string(spec.worker_index);
         spec.gpus = std::move(instance_gpus);
         spec.executable = exe;
-        spec.args = {"--config",    inputs.config_path, "--run-id",
-                     inputs.run_id, "--worker-index",   std::to_string(spec.worker_index)};
+        spec.metrics_port = metrics_port(options, role, spec.worker_index);
+        spec.args = {"--config",       inputs.config_path,
+                     "--run-id",       inputs.run_id,
+                     "--worker-index", std::to_string(spec.worker_index),
+                     "--metrics-port", std::to_string(spec.metrics_port)};
         spec.args.insert(spec.args.end(), inputs.overrides.begin(), inputs.overrides.end());
         services.push_back(std::move(spec));
       }
     }
   }
   return services;
+}
+
+std::string visible_devices(const ServiceSpec& spec) {
+  std::string out;
+  for (int gpu : spec.gpus) out += (out.empty() ? "" : ",") + std::to_string(gpu);
+  return out;
 }
 
 }  // namespace dice::cluster

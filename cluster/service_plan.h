@@ -6,7 +6,9 @@
 // nodes' lists are concatenated: that is how a service finds its node and GPU from the config.
 //
 // Every service runs as
-//   EXE --config CONFIG --run-id ID --worker-index N [KEY=VALUE overrides of dice-cluster up]
+//   EXE --config CONFIG --run-id ID --worker-index N --metrics-port P [KEY=VALUE overrides]
+// where P is cluster.learner.metrics_port for the learner and cluster.worker_metrics.
+// <role>_base_port + N for worker N (0 = any free port). The overrides are dice-cluster up's.
 #pragma once
 
 #include <string>
@@ -23,9 +25,16 @@ struct ServiceSpec {
   std::string node;  // host of the node that runs it
   int worker_index = 0;
   std::vector<int> gpus;  // CUDA ordinals: the learner's whole list, a worker's one entry
+                          // (each backend starts the service with CUDA_VISIBLE_DEVICES set to
+                          // them: visible_devices())
+  int metrics_port = 0;   // its /metrics port (see metrics_port); 0 = any free port
   std::string executable;
   std::vector<std::string> args;  // without the executable itself
 };
+
+// The CUDA_VISIBLE_DEVICES value of a service: its gpus joined by commas ("0,1"); empty when the
+// service has none (then the variable is left as the environment has it).
+std::string visible_devices(const ServiceSpec& spec);
 
 // What plan_services needs to know besides the cluster options.
 struct PlanInputs {
@@ -42,6 +51,9 @@ struct PlanInputs {
 // executable and every place searched.
 Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,
                                                const PlanInputs& inputs);
+
+// The /metrics port of worker `worker_index` of `role` (the learner's for kLearner); 0 = any.
+int metrics_port(const ClusterOptions& options, NodeRole role, int worker_index);
 
 // Where the executable for `role` is: executables[role] (or dice-<role>) used as is when it holds
 // a '/', else searched in bin_dir, next to dice-cluster, in <dice-cluster's folder>/../<role>/

@@ -122,6 +122,17 @@ class Supervisor {
     argv.push_back(const_cast<char*>(spec.executable.c_str()));
     for (const auto& arg : spec.args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
+    // The environment, with CUDA_VISIBLE_DEVICES naming the service's GPUs (built before fork:
+    // the child only calls async-signal-safe functions).
+    const std::string devices = visible_devices(spec);
+    const std::string devices_var = "CUDA_VISIBLE_DEVICES=" + devices;
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!devices.empty() && std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) == 0) continue;
+      envp.push_back(*e);
+    }
+    if (!devices.empty()) envp.push_back(const_cast<char*>(devices_var.c_str()));
+    envp.push_back(nullptr);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -136,7 +147,7 @@ class Supervisor {
       sigprocmask(SIG_SETMASK, &none, nullptr);
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(1);
-      execv(argv[0], argv.data());
+      execve(argv[0], argv.data(), envp.data());
       write_all(STDERR_FILENO, std::string("dice-cluster: cannot run ") + argv[0] + ": " +
                                    std::strerror(errno) + "\n");
       _exit(127);

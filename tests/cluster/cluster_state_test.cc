@@ -81,6 +81,47 @@ TEST(ClusterStateTest, RoundTripsEveryField) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ClusterStateTest, RoundTripsASlurmRunAndReadsAFileWithoutBackendAsLocal) {
+  std::string dir = make_temp_dir();
+  ClusterState written = sample_state();
+  EXPECT_EQ(written.backend, "local");
+  written.backend = "slurm";
+  written.slurm_job_id = "812";
+  written.slurm_job_state = "RUNNING";
+  written.slurm_nodes = "gpu[1-2]";
+  written.services[0].step = "812.3";
+  ASSERT_TRUE(write_state_file(dir, written).ok());
+  Result<ClusterState> read = read_state_file(dir);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ(read->backend, "slurm");
+  EXPECT_EQ(read->slurm_job_id, "812");
+  EXPECT_EQ(read->slurm_job_state, "RUNNING");
+  EXPECT_EQ(read->slurm_nodes, "gpu[1-2]");
+  EXPECT_EQ(read->services[0].step, "812.3");
+  EXPECT_EQ(read->services[1].step, "");
+
+  // A state file written before the slurm backend existed has no backend key: a local run.
+  {
+    std::ofstream old_file(state_file_path(dir), std::ios::trunc);
+    old_file << "run_id: r1\nconfig: /c.yaml\nsupervisor: {pid: 1, start_ticks: 2, state: "
+                "running, started_at: 3}\ndrain_timeout_ms: 10\nservices: []\n";
+  }
+  read = read_state_file(dir);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ(read->backend, "local");
+  EXPECT_EQ(read->slurm_job_id, "");
+
+  {
+    std::ofstream bad(state_file_path(dir), std::ios::app);
+    bad << "backend: kubernetes\n";
+  }
+  read = read_state_file(dir);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("unknown backend 'kubernetes'"), std::string::npos)
+      << read.status().message();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ClusterStateTest, RewriteReplacesTheWholeFile) {
   std::string dir = make_temp_dir();
   ClusterState state = sample_state();
@@ -141,6 +182,47 @@ TEST(LocalOptionsTest, RejectsExecutablesForUnknownRolesAndABackwardBackoff) {
   EXPECT_EQ(good->local.executables.at("reward"), "my_reward");
   EXPECT_EQ(good->local.max_restarts, 2);
   EXPECT_EQ(good->local.drain_timeout_ms, 10000);
+}
+
+TEST(WorkerMetricsOptionsTest, PortRangesMustNotOverlapOrPass65535) {
+  // Two rollout workers (9200, 9201) and one reward worker on the defaults: fine.
+  const std::string two_rollouts =
+      "nodes: [{host: a, roles: [learner, rollout, reward], gpus: {learner: [0], rollout: [0, "
+      "1], reward: [0]}}]\n";
+  Result<ClusterOptions> good = config::load_config_text<ClusterOptions>(two_rollouts, "c.yaml");
+  ASSERT_TRUE(good.ok()) << good.status().to_string();
+  EXPECT_EQ(good->worker_metrics.rollout_base_port, 9200);
+  EXPECT_EQ(good->worker_metrics.reward_base_port, 9300);
+  EXPECT_EQ(good->worker_count(NodeRole::kRollout), 2);
+
+  // Reward's range starts on rollout-1's port.
+  Result<ClusterOptions> bad = config::load_config_text<ClusterOptions>(
+      two_rollouts + "worker_metrics: {reward_base_port: 9201}\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("worker_metrics.rollout_base_port"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("9200..9201 overlap worker_metrics.reward_base_port"),
+            std::string::npos)
+      << bad.status().message();
+
+  // A worker range over the learner's metrics port, and one past the last port.
+  bad = config::load_config_text<ClusterOptions>(
+      two_rollouts +
+          "worker_metrics: {rollout_base_port: 9099, reward_base_port: 65535}\n"
+          "learner: {metrics_port: 9100}\n",
+      "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("overlap learner.metrics_port (9100)"), std::string::npos)
+      << bad.status().message();
+  bad = config::load_config_text<ClusterOptions>(
+      two_rollouts + "worker_metrics: {rollout_base_port: 65535}\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("past 65535"), std::string::npos) << bad.status().message();
+
+  // 0 (any free port) collides with nothing.
+  good = config::load_config_text<ClusterOptions>(
+      two_rollouts + "worker_metrics: {rollout_base_port: 0, reward_base_port: 0}\n", "c.yaml");
+  EXPECT_TRUE(good.ok()) << good.status().to_string();
 }
 
 }  // namespace

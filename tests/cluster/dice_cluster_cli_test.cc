@@ -1,21 +1,16 @@
 // Integration tests of dice-cluster's local backend with real processes: the services are test
 // doubles (tests/cluster/*_test_double.cc). Every process of a run carries a unique environment
 // token, so "no process of the run remains" is checked by scanning /proc/*/environ for it.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
-#include <thread>
 
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
+#include "tests/cluster/cli_test_support.h"
 
 namespace dice::cluster {
 namespace {
@@ -24,76 +19,14 @@ constexpr const char* kSleepy = "sleepy_service_test_double";
 constexpr const char* kCrashing = "crashing_service_test_double";
 constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
 
-struct CliResult {
-  int rc = -1;
-  std::string output;  // stdout and stderr
-};
-
-std::string make_temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "dice_cluster_XXXXXX").string();
-  return mkdtemp(pattern.data());
-}
-
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs dice-cluster with `args` (and the environment token), capturing its output.
-CliResult run_cli(const std::vector<std::string>& args, const std::string& token,
-                  const std::string& out_path) {
-  std::string command = "env DICE_CLUSTER_TEST_TOKEN=" + token + " " + quote(DICE_CLUSTER_EXE);
-  for (const auto& arg : args) command += " " + quote(arg);
-  command += " >" + quote(out_path) + " 2>&1";
-  int status = std::system(command.c_str());
-  CliResult result;
-  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(out_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  result.output = text.str();
-  return result;
-}
-
-// Pids of live processes whose environment holds DICE_CLUSTER_TEST_TOKEN=token.
-std::vector<pid_t> processes_with_token(const std::string& token) {
-  std::string wanted = "DICE_CLUSTER_TEST_TOKEN=" + token;
-  std::vector<pid_t> found;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return found;
-  while (dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    std::ifstream in(std::string("/proc/") + entry->d_name + "/environ");
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::stringstream vars(env);
-    std::string var;
-    while (std::getline(vars, var, '\0')) {
-      if (var == wanted && process_alive(static_cast<pid_t>(pid), 0)) {
-        found.push_back(static_cast<pid_t>(pid));
-      }
-    }
-  }
-  closedir(proc);
-  return found;
-}
-
-// Polls `done` until true or `seconds` pass.
-bool poll_until(const std::function<bool()>& done, double seconds = 15) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
+using cli_test::CliResult;
+using cli_test::poll_until;
+using cli_test::processes_with_token;
 
 class DiceClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = make_temp_dir();
+    dir_ = cli_test::make_temp_dir("dice_cluster");
     state_dir_ = dir_ + "/state";
     // mkdtemp made the folder name unique among live tests.
     token_ = std::to_string(getpid()) + "-" + std::filesystem::path(dir_).filename().string();
@@ -122,7 +55,7 @@ class DiceClusterTest : public ::testing::Test {
     return args;
   }
   CliResult cli(const std::vector<std::string>& args) {
-    return run_cli(args, token_, dir_ + "/out.txt");
+    return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt");
   }
   CliResult down() { return cli({"down", "--state-dir", state_dir_}); }
   ClusterState state() {
@@ -305,7 +238,9 @@ TEST_F(DiceClusterTest, DryRunPrintsCommandsAndStartsNothing) {
   r = cli(args);
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("#SBATCH --partition=gpu"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("srun --nodes=1 --ntasks=1 --nodelist=localhost --job-name=reward-0"),
+  EXPECT_NE(r.output.find(
+                "run_service 'reward-0' 'localhost' 'CUDA_VISIBLE_DEVICES=0' '" DICE_TEST_DOUBLE_DIR
+                "/sleepy_service_test_double'"),
             std::string::npos)
       << r.output;
 

@@ -1,5 +1,5 @@
-// Unit tests of the ssh and slurm backends' generated commands (cluster/remote_commands.h). These
-// check the text only; nothing here runs ssh or Slurm.
+// Unit tests of the ssh backend's generated command (cluster/remote_commands.h). These check the
+// text only; nothing here runs ssh.
 #include "cluster/remote_commands.h"
 
 #include <gtest/gtest.h>
@@ -61,47 +61,6 @@ TEST(SshCommandTest, BuildsTheRemoteCommandPerNode) {
   ASSERT_EQ(argv.size(), 3u);
   EXPECT_EQ(argv[1], "gpu1");
   EXPECT_EQ(argv[2].rfind("cd '/opt/dice' && ", 0), 0u) << argv[2];
-}
-
-TEST(SlurmScriptTest, OneSrunStepPerServiceOnItsNode) {
-  ClusterOptions options = two_nodes();
-  options.backend = ClusterBackend::kSlurm;
-  options.slurm.partition = "gpu";
-  options.slurm.account = "rl";
-  options.slurm.extra_args = {"--qos=high"};
-  options.local.bin_dir = "/shared/bin";
-  PlanInputs inputs{"/shared/run.yaml", {"run.log_level=debug"}, "r2", "", false};
-  Result<std::vector<ServiceSpec>> services = plan_services(options, inputs);
-  ASSERT_TRUE(services.ok()) << services.status().to_string();
-  ASSERT_EQ(services->size(), 4u);
-  std::string script =
-      slurm_batch_script(options, *services, "/shared/work", "/shared/state", "r2");
-
-  EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u);
-  for (const char* line :
-       {"#SBATCH --job-name=dice-r2\n", "#SBATCH --partition=gpu\n", "#SBATCH --time=24:00:00\n",
-        "#SBATCH --account=rl\n", "#SBATCH --nodes=2\n", "#SBATCH --nodelist=gpu1,gpu2\n",
-        "#SBATCH --ntasks=4\n", "#SBATCH --qos=high\n", "cd '/shared/work'\n", "\nwait\n"}) {
-    EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
-  }
-  EXPECT_NE(script.find("srun --nodes=1 --ntasks=1 --nodelist=gpu2 --job-name=rollout-1 "
-                        "--output='/shared/state/logs/rollout-1.log' '/shared/bin/dice-rollout' "
-                        "'--config' '/shared/run.yaml' '--run-id' 'r2' '--worker-index' '1' "
-                        "'run.log_level=debug' &\n"),
-            std::string::npos)
-      << script;
-  int steps = 0;
-  for (std::size_t at = script.find("\nsrun "); at != std::string::npos;
-       at = script.find("\nsrun ", at + 1)) {
-    ++steps;
-  }
-  EXPECT_EQ(steps, 4);
-
-  // The script is valid bash.
-  std::string path = "/tmp/dice_slurm_test_" + std::to_string(getpid()) + ".sh";
-  std::ofstream(path) << script;
-  EXPECT_EQ(std::system(("bash -n " + path).c_str()), 0);
-  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,10 +58,44 @@ TEST_F(ServicePlanTest, OneWorkerPerGpuEntryIndexedAcrossNodes) {
   EXPECT_EQ((*plan)[0].gpus, (std::vector<int>{0, 1}));  // the learner takes all of its GPUs
   EXPECT_EQ((*plan)[2].gpus, (std::vector<int>{3}));
   EXPECT_EQ((*plan)[3].gpus, (std::vector<int>{0}));
+  // Each backend starts a service with CUDA_VISIBLE_DEVICES naming exactly its GPUs.
+  EXPECT_EQ(visible_devices((*plan)[0]), "0,1");
+  EXPECT_EQ(visible_devices((*plan)[2]), "3");
+  ServiceSpec no_gpu;
+  EXPECT_EQ(visible_devices(no_gpu), "");
   EXPECT_EQ((*plan)[3].executable, dir_ + "/bin/dice-rollout");
-  EXPECT_EQ((*plan)[3].args,
-            (std::vector<std::string>{"--config", "/abs/run.yaml", "--run-id", "r9",
-                                      "--worker-index", "2", "learner.optimizer.lr=2e-6"}));
+  EXPECT_EQ((*plan)[3].args, (std::vector<std::string>{
+                                 "--config", "/abs/run.yaml", "--run-id", "r9", "--worker-index",
+                                 "2", "--metrics-port", "9202", "learner.optimizer.lr=2e-6"}));
+}
+
+TEST_F(ServicePlanTest, EachServiceGetsItsOwnMetricsPort) {
+  options_.nodes = {
+      NodeOptions{
+          "a", {NodeRole::kLearner, NodeRole::kRollout}, {{"learner", {0}}, {"rollout", {1}}}},
+      NodeOptions{
+          "b", {NodeRole::kRollout, NodeRole::kReward}, {{"rollout", {0}}, {"reward", {1, 2}}}}};
+  options_.learner.metrics_port = 7000;
+  options_.worker_metrics.rollout_base_port = 7100;
+  options_.worker_metrics.reward_base_port = 7200;
+  Result<std::vector<ServiceSpec>> plan =
+      plan_services(options_, PlanInputs{"/c.yaml", {}, "r", ""});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  std::vector<std::string> ports;
+  for (const auto& s : *plan) {
+    auto flag = std::find(s.args.begin(), s.args.end(), "--metrics-port");
+    ASSERT_NE(flag, s.args.end()) << s.name;
+    ASSERT_NE(flag + 1, s.args.end()) << s.name;
+    EXPECT_EQ(*(flag + 1), std::to_string(s.metrics_port)) << s.name;
+    ports.push_back(s.name + ":" + *(flag + 1));
+  }
+  EXPECT_EQ(ports, (std::vector<std::string>{"learner-0:7000", "rollout-0:7100", "rollout-1:7101",
+                                             "reward-0:7200", "reward-1:7201"}));
+
+  // Base 0: every worker of that role picks any free port.
+  options_.worker_metrics.reward_base_port = 0;
+  EXPECT_EQ(metrics_port(options_, NodeRole::kReward, 1), 0);
+  EXPECT_EQ(metrics_port(options_, NodeRole::kRollout, 1), 7101);
 }
 
 TEST_F(ServicePlanTest, ExecutableOverridesAndLookupOrder) {

@@ -190,7 +190,7 @@ TEST(DiceConfigTest, ComponentChecksCatchBadCombinations) {
             std::string::npos);
   // Located at the section the missing key belongs in (the override only changed the mode).
   EXPECT_NE(error_of({"learner.mode=sft"})
-                .find("configs/local.yaml:17:1: learner.sft.data_file: required when mode is sft"),
+                .find("configs/local.yaml:18:1: learner.sft.data_file: required when mode is sft"),
             std::string::npos);
 }
 

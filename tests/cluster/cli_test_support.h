@@ -1,0 +1,104 @@
+// Helpers shared by the dice-cluster integration tests: run the CLI with a unique environment
+// token (every process of a run inherits it, so "no process of the run remains" is a scan of
+// /proc/*/environ for it), and poll with a deadline.
+#pragma once
+
+#include <dirent.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/process.h"
+
+namespace dice::cluster::cli_test {
+
+struct CliResult {
+  int rc = -1;
+  std::string output;  // stdout and stderr
+};
+
+inline std::string make_temp_dir(const std::string& prefix) {
+  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+  return mkdtemp(pattern.data());
+}
+
+inline std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `exe args` under `env` (e.g. {"A=1"}) plus DICE_CLUSTER_TEST_TOKEN=token, capturing its
+// output through `out_path`.
+inline CliResult run_cli(const std::string& exe, const std::vector<std::string>& args,
+                         const std::string& token, const std::string& out_path,
+                         const std::vector<std::string>& env = {}) {
+  std::string command = "env DICE_CLUSTER_TEST_TOKEN=" + token;
+  for (const auto& var : env) command += " " + quote(var);
+  command += " " + quote(exe);
+  for (const auto& arg : args) command += " " + quote(arg);
+  command += " >" + quote(out_path) + " 2>&1";
+  int status = std::system(command.c_str());
+  CliResult result;
+  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.output = read_file(out_path);
+  return result;
+}
+
+// Pids of live processes whose environment holds DICE_CLUSTER_TEST_TOKEN=token.
+inline std::vector<pid_t> processes_with_token(const std::string& token) {
+  std::string wanted = "DICE_CLUSTER_TEST_TOKEN=" + token;
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/environ");
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::stringstream vars(env);
+    std::string var;
+    while (std::getline(vars, var, '\0')) {
+      if (var == wanted && process_alive(static_cast<pid_t>(pid), 0)) {
+        found.push_back(static_cast<pid_t>(pid));
+      }
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+// The command line of `pid` with NULs as spaces; empty when it is gone.
+inline std::string process_command_line(pid_t pid) {
+  std::string text = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : text) c = c == '\0' ? ' ' : c;
+  return text;
+}
+
+// Polls `done` until true or `seconds` pass.
+inline bool poll_until(const std::function<bool()>& done, double seconds = 15) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+}  // namespace dice::cluster::cli_test

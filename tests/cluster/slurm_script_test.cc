@@ -1,0 +1,144 @@
+// Unit tests of the slurm backend's batch script (cluster/slurm_script.h): its #SBATCH header and
+// steps as text, and its restart loop run by bash with an srun test double (a shell script that
+// runs the step's command here), so the policy is checked without a Slurm.
+#include "cluster/slurm_script.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cluster/remote_commands.h"
+#include "cluster/slurm_query.h"
+
+namespace dice::cluster {
+namespace {
+
+std::string make_temp_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "dice_sbatch_XXXXXX").string();
+  return mkdtemp(pattern.data());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ClusterOptions two_nodes() {
+  ClusterOptions options;
+  options.backend = ClusterBackend::kSlurm;
+  options.slurm.partition = "gpu";
+  options.nodes = {
+      NodeOptions{
+          "gpu1", {NodeRole::kLearner, NodeRole::kReward}, {{"learner", {0, 1}}, {"reward", {2}}}},
+      NodeOptions{"gpu2", {NodeRole::kRollout}, {{"rollout", {0, 1}}}}};
+  return options;
+}
+
+TEST(SlurmScriptTest, OneJobOverTheNodesAndOneRestartedStepPerService) {
+  ClusterOptions options = two_nodes();
+  options.slurm.account = "rl";
+  options.slurm.extra_args = {"--qos=high"};
+  options.local.bin_dir = "/shared/bin";
+  PlanInputs inputs{"/shared/run.yaml", {"run.log_level=debug"}, "r2", "", false};
+  Result<std::vector<ServiceSpec>> services = plan_services(options, inputs);
+  ASSERT_TRUE(services.ok()) << services.status().to_string();
+  ASSERT_EQ(services->size(), 4u);
+  std::string script =
+      slurm_batch_script(options, *services, "/shared/work", "/shared/state", "r2");
+
+  EXPECT_EQ(script.rfind("#!/bin/bash\n", 0), 0u);
+  for (const char* line :
+       {"#SBATCH --job-name=dice-r2\n", "#SBATCH --partition=gpu\n", "#SBATCH --time=24:00:00\n",
+        "#SBATCH --account=rl\n", "#SBATCH --nodes=2\n", "#SBATCH --nodelist=gpu1,gpu2\n",
+        "#SBATCH --ntasks-per-node=1\n", "#SBATCH --output=/shared/state/slurm-%j.out\n",
+        "#SBATCH --qos=high\n", "cd '/shared/work' || exit 1\n", "\nwait\n"}) {
+    EXPECT_NE(script.find(line), std::string::npos) << line << "\n" << script;
+  }
+  EXPECT_NE(script.find("run_service 'rollout-1' 'gpu2' 'CUDA_VISIBLE_DEVICES=1' "
+                        "'/shared/bin/dice-rollout' '--config' "
+                        "'/shared/run.yaml' '--run-id' 'r2' '--worker-index' '1' "
+                        "'--metrics-port' '9201' 'run.log_level=debug' &\n"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("srun --overlap --nodes=1 --ntasks=1 --nodelist=\"$node\""),
+            std::string::npos)
+      << script;
+  int steps = 0;
+  for (std::size_t at = script.find("\nrun_service '"); at != std::string::npos;
+       at = script.find("\nrun_service '", at + 1)) {
+    ++steps;
+  }
+  EXPECT_EQ(steps, 4);
+
+  std::string dir = make_temp_dir();
+  std::ofstream(dir + "/job.sbatch") << script;
+  EXPECT_EQ(std::system(("bash -n " + shell_quote(dir + "/job.sbatch")).c_str()), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Runs the script with bash and an srun test double first on PATH: the services are /bin/true
+// (ends at once with 0: not restarted) and /bin/false (fails: restarted until given up).
+TEST(SlurmScriptTest, RestartsAFailingStepWithBackoffThenGivesUpAndRecordsEachState) {
+  std::string dir = make_temp_dir();
+  std::string srun = dir + "/bin/srun";
+  std::filesystem::create_directories(dir + "/bin");
+  std::ofstream(srun) << "#!/bin/bash\n"
+                         "# srun test double: runs the command after the options, output to "
+                         "--output.\n"
+                         "out=/dev/null\n"
+                         "while [[ $# -gt 0 && $1 == --* ]]; do\n"
+                         "  [[ $1 == --output=* ]] && out=${1#--output=}\n"
+                         "  shift\n"
+                         "done\n"
+                         "echo \"step of $*\" >>\"$out\"\n"
+                         "exec \"$@\" >>\"$out\" 2>&1\n";
+  chmod(srun.c_str(), 0755);
+
+  ClusterOptions options = two_nodes();
+  options.local.restart_backoff_ms = 10;
+  options.local.restart_backoff_max_ms = 20;
+  options.local.max_restarts = 2;
+  std::vector<ServiceSpec> services(2);
+  services[0].name = "learner-0";
+  services[0].node = "gpu1";
+  services[0].executable = "/bin/true";
+  services[1].name = "reward-0";
+  services[1].node = "gpu1";
+  services[1].executable = "/bin/false";
+  std::string state_dir = dir + "/state";
+  std::ofstream(dir + "/job.sbatch") << slurm_batch_script(options, services, dir, state_dir, "r3");
+  std::string command = "PATH=" + shell_quote(dir + "/bin") + ":\"$PATH\" bash " +
+                        shell_quote(dir + "/job.sbatch") + " >" + shell_quote(dir + "/out") +
+                        " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir + "/out");
+
+  ServiceState learner, reward;
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/learner-0", &learner).ok());
+  EXPECT_EQ(learner.state, ServiceRunState::kExited);
+  EXPECT_EQ(learner.restarts, 0);
+  EXPECT_EQ(learner.last_exit, "exit 0");
+  EXPECT_GT(learner.started_at, 1.7e9);
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/reward-0", &reward).ok());
+  EXPECT_EQ(reward.state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward.restarts, 2);
+  EXPECT_EQ(reward.last_exit, "exit 1");
+
+  std::string log = read_file(state_dir + "/logs/reward-0.log");
+  EXPECT_NE(log.find("starting reward-0 on gpu1 (restarts so far: 0): /bin/false"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("(restarts so far: 2)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("(restarts so far: 3)"), std::string::npos) << log;
+  EXPECT_NE(log.find("giving up on reward-0 after 2 restarts (exit 1)"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dice::cluster
