@@ -75,6 +75,7 @@ struct RolloutOptions {
   std::uint32_t mask_token_id = 151669;
   SamplingOptions sampling;
   int max_batch = 128;
+  std::int64_t max_sequence_length = 6144;
   std::map<std::string, std::string> prompt_templates;
   bool abort_on_weight_update = false;
 
@@ -88,6 +89,10 @@ struct RolloutOptions {
     v.field("sampling", sampling, "Sampling for RL rollouts (requests may override per task).");
     v.field("max_batch", max_batch, "Most sequences decoded at once by one worker. Default: 128",
             config::at_least(1));
+    v.field("max_sequence_length", max_sequence_length,
+            "KV-cache room per sequence in tokens (prompt + response + one block); GPU memory is "
+            "max_batch x this x the model's KV bytes per token. Default: 6144",
+            config::at_least(8));
     v.field("prompt_templates", prompt_templates,
             "Prompt template file per task kind (infill, end_to_end); a missing kind uses the "
             "built-in template. Default: {}",

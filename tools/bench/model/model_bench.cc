@@ -22,35 +22,14 @@
 
 #include "common/model/qwen3.h"
 #include "common/torch_compat.h"
+#include "tools/bench/sdar_shapes.h"
 
 namespace {
 
-struct Shape {
-  std::string name;
-  dice::ModelConfig config;
-};
-
-dice::ModelConfig sdar_config(int64_t hidden, int64_t intermediate, int64_t layers, int64_t heads,
-                              int64_t kv_heads, bool tied) {
-  dice::ModelConfig c;
-  c.vocab_size = 151936;
-  c.hidden_size = hidden;
-  c.intermediate_size = intermediate;
-  c.num_hidden_layers = layers;
-  c.num_attention_heads = heads;
-  c.num_key_value_heads = kv_heads;
-  c.head_dim = 128;
-  c.rope_theta = 1e6;
-  c.max_position_embeddings = 40960;
-  c.tie_word_embeddings = tied;
-  c.block_size = 4;
-  c.mask_token_id = 151669;
-  return c;
-}
+using Shape = dice::bench::NamedShape;
 
 std::vector<Shape> all_shapes() {
-  return {{"1.7b", sdar_config(2048, 6144, 28, 16, 8, /*tied=*/true)},
-          {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)}};
+  return dice::bench::sdar_shapes();
 }
 
 std::vector<std::string> split(const std::string& text) {

@@ -1,0 +1,77 @@
+// dice-rollout: a rollout worker. Loads the policy (rollout.model_path, Hugging Face layout) onto
+// its GPU in bf16, connects to the learner, and answers RolloutRequests with sampled Candidates
+// (block diffusion with traces, rollout/sampler.h); WeightsUpdate messages swap the weights.
+//
+//   dice-rollout --config configs/local.yaml --worker-index 0 [--metrics-port 9200] [overrides]
+//
+// Without a CUDA device it says so and exits 3: sampling a 4B model on the CPU would not finish a
+// step, and a rollout worker never pretends.
+#include <torch/cuda.h>
+
+#include <iostream>
+
+#include "common/log.h"
+#include "common/model/weights.h"
+#include "common/service/worker_loop.h"
+#include "rollout/rollout_worker.h"
+
+namespace {
+
+int run(dice::service::ServiceContext& context) {
+  using namespace dice;
+  const RolloutOptions& options = context.config.rollout;
+  if (!torch::cuda::is_available()) {
+    std::cerr << "dice-rollout: no CUDA device visible (CUDA_VISIBLE_DEVICES='"
+              << (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "")
+              << "', LibTorch built " << (torch::cuda::device_count() ? "with" : "with or without")
+              << " CUDA): a rollout worker needs a GPU; not starting\n";
+    return 3;
+  }
+  auto tokenizer = tokenizer::Tokenizer::load(options.model_path + "/tokenizer.json");
+  if (!tokenizer.ok()) {
+    std::cerr << "dice-rollout: " << tokenizer.status().to_string() << "\n";
+    return 2;
+  }
+  torch::NoGradGuard no_grad;
+  auto model = load_qwen3_lm(options.model_path,
+                             c10::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0));
+  if (!model.ok()) {
+    std::cerr << "dice-rollout: " << model.status().to_string() << "\n";
+    return 2;
+  }
+  auto engine = RolloutEngine::start(model.value(), sampler_options_from(options), 0);
+  if (!engine.ok()) {
+    std::cerr << "dice-rollout: " << engine.status().to_string() << "\n";
+    return 2;
+  }
+  // Enough groups in hand to keep the batch full while finished groups are replaced.
+  const int group = std::max(1, context.config.learner.group_size);
+  const auto capacity = static_cast<std::uint32_t>(std::max(2, 2 * options.max_batch / group));
+  auto loop_options = service::worker_loop_options(context, schema::Role::ROLLOUT, capacity);
+  if (!loop_options.ok()) {
+    std::cerr << "dice-rollout: " << loop_options.status().to_string() << "\n";
+    return 2;
+  }
+  loop_options->transport.gpu_slots = {"0"};
+  auto shutdown = service::ShutdownSignal::install();
+  if (!shutdown.ok()) {
+    std::cerr << "dice-rollout: " << shutdown.status().to_string() << "\n";
+    return 1;
+  }
+  service::MetricsRegistry registry;
+  RolloutWorker worker(**engine, tokenizer.value(), loop_options->transport.worker_id, registry);
+  DICE_LOG(Info) << "rollout worker ready" << kv("model", options.model_path)
+                 << kv("max_batch", options.max_batch) << kv("capacity", capacity);
+  return service::run_worker_loop(
+      *loop_options, registry, **shutdown,
+      [&](const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink) {
+        return worker.handle(work, sink);
+      },
+      [&](const wire::Decoded<schema::Envelope>& message) { worker.handle_control(message); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dice::service::run_service_main("rollout", argc, argv, run, std::cout, std::cerr);
+}

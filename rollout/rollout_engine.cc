@@ -1,0 +1,167 @@
+#include "rollout/rollout_engine.h"
+
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "common/checkpoint/checkpoint.h"
+#include "common/log.h"
+#include "common/model/weights.h"
+#include "rollout/sampler.h"
+
+namespace dice {
+
+Result<std::unique_ptr<RolloutEngine>> RolloutEngine::start(Qwen3LM model, SamplerOptions options,
+                                                            std::uint64_t policy_version) {
+  std::unique_ptr<RolloutEngine> engine(new RolloutEngine(model, options, policy_version));
+  DICE_ASSIGN_OR_RETURN(engine->sampler_, BlockDiffusionSampler::create(model, options));
+  engine->thread_ = std::thread([e = engine.get()] { e->run(); });
+  return engine;
+}
+
+RolloutEngine::RolloutEngine(Qwen3LM model, SamplerOptions options, std::uint64_t version)
+    : model_(std::move(model)), options_(std::move(options)), version_(version) {}
+
+RolloutEngine::~RolloutEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    work_ready_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  fail_running(Status::aborted("the rollout engine stopped"));
+  for (auto& [group, requests] : queued_) {
+    group->status = Status::aborted("the rollout engine stopped");
+    group->done = true;
+  }
+  queued_.clear();
+  group_done_.notify_all();
+}
+
+Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> requests) {
+  if (requests.empty()) return GroupResult{{}, policy_version()};
+  auto group = std::make_shared<Group>();
+  group->results.resize(requests.size());
+  group->remaining = requests.size();
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) return Status::aborted("the rollout engine stopped");
+  queued_.emplace_back(group, std::move(requests));
+  work_ready_.notify_all();
+  group_done_.wait(lock, [&] { return group->done; });
+  if (!group->status.ok()) return group->status;
+  return GroupResult{std::move(group->results), group->policy_version};
+}
+
+void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  update_ = PendingUpdate{std::move(checkpoint_dir), version};
+  work_ready_.notify_all();
+}
+
+std::uint64_t RolloutEngine::policy_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return version_;
+}
+
+SamplerStats RolloutEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void RolloutEngine::fail_running(const Status& status) {
+  for (auto& [id, entry] : running_) {
+    entry.first->status = status;
+    entry.first->done = true;
+  }
+  running_.clear();
+  group_done_.notify_all();
+}
+
+void RolloutEngine::run() {
+  torch::NoGradGuard no_grad;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    // New weights once nothing runs on the old ones; nothing new is admitted meanwhile.
+    if (update_ && running_.empty()) {
+      PendingUpdate update = std::move(*update_);
+      update_.reset();
+      lock.unlock();
+      Status loaded = [&]() -> Status {
+        DICE_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(update.dir));
+        return load_weights(checkpoint, *model_);
+      }();
+      lock.lock();
+      if (loaded.ok()) {
+        version_ = update.version;
+        DICE_LOG(Info) << "weights updated" << kv("policy_version", version_)
+                       << kv("dir", update.dir);
+      } else {
+        DICE_LOG(Error) << "weights update failed; keeping the old weights"
+                        << kv("policy_version", version_) << kv("error", loaded.to_string());
+      }
+      continue;
+    }
+    if (!update_) {
+      while (!queued_.empty()) {
+        auto [group, requests] = std::move(queued_.front());
+        queued_.pop_front();
+        group->policy_version = version_;
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+          requests[i].id = next_id_++;
+          Status added = sampler_->add_request(requests[i]);
+          if (!added.ok()) {  // a bad request fails its own group only
+            for (auto it = running_.begin(); it != running_.end();) {
+              it = it->second.first == group ? running_.erase(it) : std::next(it);
+            }
+            group->status = added;
+            group->done = true;
+            group_done_.notify_all();
+            break;
+          }
+          running_[requests[i].id] = {group, i};
+        }
+      }
+    }
+    if (running_.empty()) {
+      work_ready_.wait(lock, [&] { return stopping_ || !queued_.empty() || update_.has_value(); });
+      continue;
+    }
+    lock.unlock();
+    Status stepped = sampler_->step();
+    std::vector<GenerationResult> finished = sampler_->take_finished();
+    lock.lock();
+    stats_ = sampler_->stats();
+    if (!stepped.ok()) {
+      DICE_LOG(Error) << "sampler failed; dropping its batch" << kv("error", stepped.to_string());
+      fail_running(stepped);
+      auto fresh = BlockDiffusionSampler::create(model_, options_);
+      if (!fresh.ok()) {
+        DICE_LOG(Error) << "cannot rebuild the sampler" << kv("error", fresh.status().to_string());
+        stopping_ = true;
+        break;
+      }
+      sampler_ = std::move(fresh).value();
+      continue;
+    }
+    for (GenerationResult& result : finished) {
+      auto it = running_.find(result.id);
+      if (it == running_.end()) continue;  // its group already failed
+      auto [group, index] = it->second;
+      running_.erase(it);
+      group->results[index] = std::move(result);
+      if (--group->remaining == 0) {
+        group->done = true;
+        group_done_.notify_all();
+      }
+    }
+  }
+  // Stopped (or the sampler could not be rebuilt): nobody may wait forever.
+  fail_running(Status::aborted("the rollout engine stopped"));
+  for (auto& queued : queued_) {
+    queued.first->status = Status::aborted("the rollout engine stopped");
+    queued.first->done = true;
+  }
+  queued_.clear();
+  group_done_.notify_all();
+}
+
+}  // namespace dice

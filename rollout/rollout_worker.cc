@@ -1,0 +1,118 @@
+#include "rollout/rollout_worker.h"
+
+#include <capnp/message.h>
+
+#include <chrono>
+
+#include "common/log.h"
+#include "common/tokenizer/chat_template.h"
+
+namespace dice {
+
+Result<std::vector<std::int64_t>> encode_rollout_prompt(const tokenizer::Tokenizer& tokenizer,
+                                                        const std::string& prompt) {
+  if (prompt.empty()) return Status::invalid_argument("the task has an empty prompt");
+  DICE_ASSIGN_OR_RETURN(std::string text, tokenizer::apply_chat_template({{"user", prompt}}, true));
+  std::vector<std::int32_t> ids = tokenizer.encode(text);
+  return std::vector<std::int64_t>(ids.begin(), ids.end());
+}
+
+RolloutWorker::RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& tokenizer,
+                             std::string worker_id, service::MetricsRegistry& registry)
+    : engine_(engine), tokenizer_(tokenizer), worker_id_(std::move(worker_id)) {
+  auto samples = registry.counter("dice_rollout_samples_total", "Candidates generated.");
+  auto tokens = registry.counter("dice_rollout_tokens_total", "Response tokens generated.");
+  auto seconds = registry.counter("dice_rollout_group_seconds_total",
+                                  "Wall-clock seconds from request to the group's last sample.");
+  if (samples.ok()) samples_ = samples.value();
+  if (tokens.ok()) tokens_ = tokens.value();
+  if (seconds.ok()) seconds_ = seconds.value();
+}
+
+Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
+                             service::ResultSink& sink) {
+  auto body = work.root().getBody();
+  if (body.which() != schema::Envelope::Body::ROLLOUT_REQUEST) {
+    return Status::invalid_argument(std::string("a rollout worker takes rollout requests, got ") +
+                                    wire::body_name(body.which()));
+  }
+  auto request = body.getRolloutRequest();
+  auto task = request.getTask();
+  DICE_ASSIGN_OR_RETURN(std::vector<std::int64_t> prompt,
+                        encode_rollout_prompt(tokenizer_, task.getPrompt().cStr()));
+  const auto sampling = request.getSampling();
+  std::vector<GenerationRequest> requests(request.getNumSamples());
+  for (auto& r : requests) {
+    r.prompt = prompt;
+    r.max_new_tokens = static_cast<int>(sampling.getMaxNewTokens());
+    if (sampling.getStopTokenIds().size() > 0) {
+      r.stop_token_ids.emplace();
+      for (std::uint32_t id : sampling.getStopTokenIds()) r.stop_token_ids->push_back(id);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  DICE_ASSIGN_OR_RETURN(GroupResult group, engine_.generate(std::move(requests)));
+  const float seconds =
+      std::chrono::duration<float>(std::chrono::steady_clock::now() - start).count();
+  if (seconds_) seconds_->add(seconds);
+
+  for (std::size_t i = 0; i < group.results.size(); ++i) {
+    const GenerationResult& result = group.results[i];
+    capnp::MallocMessageBuilder message;
+    auto candidate = sink.init_envelope(message).getBody().initCandidate();
+    candidate.setWorkId(request.getWorkId());
+    candidate.setRunId(request.getRunId());
+    candidate.setStep(request.getStep());
+    candidate.setTaskId(task.getId());
+    candidate.setGroup(request.getGroup());
+    candidate.setSampleIndex(static_cast<std::uint32_t>(i));
+    candidate.setPolicyVersion(group.policy_version);
+    auto prompt_ids = candidate.initPromptTokenIds(static_cast<unsigned>(prompt.size()));
+    for (unsigned j = 0; j < prompt.size(); ++j)
+      prompt_ids.set(j, static_cast<std::uint32_t>(prompt[j]));
+    const auto n = static_cast<unsigned>(result.tokens.size());
+    auto ids = candidate.initTokenIds(n);
+    auto steps = candidate.initUnmaskStep(n);
+    auto log_probs = candidate.initTokenLogProbs(n);
+    std::vector<std::int32_t> text_ids(result.tokens.begin(), result.tokens.end());
+    for (unsigned j = 0; j < n; ++j) {
+      ids.set(j, static_cast<std::uint32_t>(result.tokens[j]));
+      steps.set(j, static_cast<std::uint16_t>(result.unmask_steps[j]));
+      log_probs.set(j, result.log_probs[j]);
+    }
+    tokenizer::DecodeOptions decode;
+    decode.skip_special_tokens = true;
+    decode.replace_invalid_utf8 = true;
+    candidate.setText(tokenizer_.decode(text_ids, decode));
+    candidate.setFinishReason(result.finish_reason == FinishReason::kStopToken
+                                  ? schema::Candidate::FinishReason::STOP_TOKEN
+                                  : schema::Candidate::FinishReason::MAX_TOKENS);
+    candidate.setGenerationSeconds(seconds);
+    candidate.setRolloutWorker(worker_id_);
+    DICE_RETURN_IF_ERROR(sink.send(message));
+    if (samples_) samples_->add();
+    if (tokens_) tokens_->add(static_cast<double>(n));
+  }
+  DICE_LOG(Info) << "group generated" << kv("work", request.getWorkId())
+                 << kv("task", task.getId().cStr()) << kv("samples", group.results.size())
+                 << kv("seconds", seconds) << kv("policy_version", group.policy_version);
+  return Status::ok_status();
+}
+
+void RolloutWorker::handle_control(const wire::Decoded<schema::Envelope>& message) {
+  auto body = message.root().getBody();
+  if (body.which() != schema::Envelope::Body::WEIGHTS_UPDATE) return;
+  auto update = body.getWeightsUpdate();
+  if (update.which() != schema::WeightsUpdate::CHECKPOINT_DIR) {
+    DICE_LOG(Error) << "NCCL weight broadcast is not implemented in this build; update ignored"
+                    << kv("policy_version", update.getPolicyVersion());
+    return;
+  }
+  if (update.getAbortInFlight()) {
+    DICE_LOG(Warn) << "abortInFlight is not supported yet: running sequences finish on the old "
+                      "weights first";
+  }
+  engine_.update_weights(update.getCheckpointDir().cStr(), update.getPolicyVersion());
+}
+
+}  // namespace dice

@@ -1,0 +1,283 @@
+// rollout_bench: generation throughput of BlockDiffusionSampler with random weights at the shapes
+// of SDAR-1.7B and SDAR-4B (bf16, CUDA), for docs/BENCHMARKS.md.
+//
+//   rollout_bench [--models 1.7b,4b] [--batches 1,16,64,128] [--strategies static,dynamic]
+//                 [--new-tokens 1024] [--prompt 64] [--block 4] [--steps 4]
+//                 [--temperature 1] [--threshold 0.9] [--device cuda|cpu] [--tiny]
+//
+// For each model, batch B and strategy: B requests with random prompts of --prompt tokens, no
+// stop tokens (every sequence generates exactly --new-tokens), max_batch = B, after a short
+// warm-up run. Prints:
+//   tok/s         generated tokens / wall seconds of the whole run (prefill included)
+//   ms/fwd        wall time per denoising forward (step), prefill included
+//   fwd/tok       denoising forwards a sequence takes part in, per committed token
+//   proc/tok      chunk tokens the forwards process (padding included), per committed token
+//   MiB/seq       (CUDA) peak GPU memory above the model's weights during the run, per sequence
+//   KV MiB/seq    the KV cache part of it (prompt + new tokens + 2 blocks per slot)
+// --tiny swaps the shapes for a 2-layer toy model (a smoke test of the code path, e.g. on CPU).
+// sdar_generate_reference.py runs SDAR's published generate loop on the same workload.
+// Without a CUDA device (and without --device cpu) it prints why and exits 0.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <algorithm>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/model/qwen3.h"
+#include "common/torch_compat.h"
+#include "rollout/sampler.h"
+#include "tools/bench/sdar_shapes.h"
+
+#ifndef DICE_HAVE_C10_CUDA
+#define DICE_HAVE_C10_CUDA 0
+#endif
+#if DICE_HAVE_C10_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace {
+
+using Shape = dice::bench::NamedShape;
+
+using dice::bench::sdar_config;
+
+dice::ModelConfig tiny_config() {
+  dice::ModelConfig c = sdar_config(64, 128, 2, 4, 2, false);
+  c.vocab_size = 1024;
+  c.head_dim = 16;
+  c.mask_token_id = 1000;
+  return c;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+int usage(const std::string& message) {
+  std::fprintf(stderr,
+               "rollout_bench: %s\nusage: rollout_bench [--models 1.7b,4b] "
+               "[--batches 1,16,64,128] [--strategies static,dynamic] [--new-tokens 1024] "
+               "[--prompt 64] [--block 4] [--steps 4] [--temperature 1] [--threshold 0.9] "
+               "[--device cuda|cpu] [--tiny]\n",
+               message.c_str());
+  return 2;
+}
+
+// Peak and current bytes the caching allocator has handed out on device 0 (0 without CUDA).
+struct Memory {
+  double peak = 0, current = 0;
+};
+void reset_peak() {
+#if DICE_HAVE_C10_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+#endif
+}
+Memory memory() {
+  Memory m;
+#if DICE_HAVE_C10_CUDA
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  m.peak = static_cast<double>(stats.allocated_bytes[0].peak);  // [0]: all pools together
+  m.current = static_cast<double>(stats.allocated_bytes[0].current);
+#endif
+  return m;
+}
+
+struct Run {
+  double seconds = 0;
+  dice::SamplerStats stats;
+  double peak_bytes = 0;
+};
+
+dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& options, int64_t batch,
+                           int64_t prompt_len, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<dice::GenerationRequest> requests(static_cast<size_t>(batch));
+  const int64_t vocab = lm->config().vocab_size;
+  const int64_t top = std::min<int64_t>(vocab, lm->config().mask_token_id);  // below the specials
+  for (int64_t i = 0; i < batch; ++i) {
+    at::Tensor ids = at::randint(0, top, {prompt_len}, at::kLong);
+    requests[static_cast<size_t>(i)].id = static_cast<uint64_t>(i);
+    requests[static_cast<size_t>(i)].prompt.assign(ids.data_ptr<int64_t>(),
+                                                   ids.data_ptr<int64_t>() + prompt_len);
+  }
+  const Memory before = memory();
+  reset_peak();
+  auto start = std::chrono::steady_clock::now();
+  DICE_ASSIGN_OR_RETURN(auto sampler, dice::BlockDiffusionSampler::create(lm, options));
+  DICE_ASSIGN_OR_RETURN(auto results, sampler->generate(std::move(requests)));
+  Run run;
+  // generate() returns after the last step's host copy, so the device work is done.
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.stats = sampler->stats();
+  run.peak_bytes = memory().peak - before.current;
+  return run;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string models = "1.7b,4b", batches = "1,16,64,128", strategies = "static,dynamic";
+  std::string device_name = "cuda";
+  int64_t new_tokens = 1024, prompt_len = 64;
+  int block = 4, steps = 4;
+  double temperature = 1.0, threshold = 0.9;
+  bool tiny = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--tiny") {
+      tiny = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage("missing value for " + arg);
+    std::string value = argv[++i];
+    try {
+      if (arg == "--models") {
+        models = value;
+      } else if (arg == "--batches") {
+        batches = value;
+      } else if (arg == "--strategies") {
+        strategies = value;
+      } else if (arg == "--new-tokens") {
+        new_tokens = std::stoll(value);
+      } else if (arg == "--prompt") {
+        prompt_len = std::stoll(value);
+      } else if (arg == "--block") {
+        block = std::stoi(value);
+      } else if (arg == "--steps") {
+        steps = std::stoi(value);
+      } else if (arg == "--temperature") {
+        temperature = std::stod(value);
+      } else if (arg == "--threshold") {
+        threshold = std::stod(value);
+      } else if (arg == "--device") {
+        device_name = value;
+      } else {
+        return usage("unknown argument " + arg);
+      }
+    } catch (const std::exception&) {
+      return usage(arg + ": not a number: " + value);
+    }
+  }
+  if (new_tokens < 1 || prompt_len < 1) return usage("--new-tokens and --prompt must be >= 1");
+  if (device_name != "cuda" && device_name != "cpu") return usage("--device must be cuda or cpu");
+  std::vector<int64_t> batch_sizes;
+  for (const std::string& b : split(batches)) {
+    try {
+      batch_sizes.push_back(std::stoll(b));
+    } catch (const std::exception&) {
+      return usage("--batches: not a number: " + b);
+    }
+    if (batch_sizes.back() < 1) return usage("--batches: sizes must be >= 1");
+  }
+  std::vector<dice::Remasking> remaskings;
+  for (const std::string& s : split(strategies)) {
+    if (s == "static") {
+      remaskings.push_back(dice::Remasking::kLowConfidenceStatic);
+    } else if (s == "dynamic") {
+      remaskings.push_back(dice::Remasking::kLowConfidenceDynamic);
+    } else if (s == "sequential") {
+      remaskings.push_back(dice::Remasking::kSequential);
+    } else if (s == "entropy") {
+      remaskings.push_back(dice::Remasking::kEntropyBounded);
+    } else {
+      return usage("--strategies: unknown " + s + " (static, dynamic, sequential, entropy)");
+    }
+  }
+  const bool cuda = device_name == "cuda";
+  if (cuda && !dice::compat::cuda_available()) {
+    std::printf("rollout_bench: skipped: needs a CUDA GPU (or --device cpu); this is %s\n",
+                dice::compat::describe_torch().c_str());
+    return 0;
+  }
+
+  std::vector<Shape> shapes;
+  if (tiny) {
+    shapes.push_back({"tiny", tiny_config()});
+  } else {
+    const std::vector<Shape> known = dice::bench::sdar_shapes();
+    for (const std::string& m : split(models)) {
+      auto it =
+          std::find_if(known.begin(), known.end(), [&](const Shape& s) { return s.name == m; });
+      if (it == known.end()) return usage("unknown model " + m + " (1.7b or 4b)");
+      shapes.push_back(*it);
+    }
+  }
+
+  torch::NoGradGuard no_grad;
+  const auto options = at::TensorOptions()
+                           .dtype(cuda ? at::kBFloat16 : at::kFloat)
+                           .device(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
+  std::printf(
+      "rollout_bench: %s; %s random weights, prompt %lld, %lld new tokens, block %d, %d steps, "
+      "temperature %g, threshold %g, no stop tokens\n",
+      dice::compat::describe_torch().c_str(), cuda ? "bf16" : "fp32",
+      static_cast<long long>(prompt_len), static_cast<long long>(new_tokens), block, steps,
+      temperature, threshold);
+  std::printf("%-6s %6s %-8s %12s %9s %8s %8s %9s %10s %11s\n", "model", "batch", "strategy",
+              "tok/s", "seconds", "ms/fwd", "fwd/tok", "proc/tok", "MiB/seq", "KV MiB/seq");
+  for (Shape& shape : shapes) {
+    shape.config.block_size = block;
+    dice::Qwen3LM lm(shape.config, options);
+    const dice::ModelConfig& c = shape.config;
+    for (int64_t batch : batch_sizes) {
+      for (dice::Remasking remasking : remaskings) {
+        dice::SamplerOptions o;
+        o.sampling.temperature = temperature;
+        o.sampling.top_p = 1.0;
+        o.sampling.top_k = 0;
+        o.sampling.block_size = block;
+        o.sampling.denoising_steps = steps;
+        o.sampling.remasking = remasking;
+        o.sampling.threshold = threshold;
+        o.sampling.stop_token_ids = {};
+        o.sampling.max_new_tokens = static_cast<int>(std::min<int64_t>(new_tokens, 8));
+        o.mask_token_id = c.mask_token_id;
+        o.max_batch = static_cast<int>(batch);
+        o.max_sequence_length = prompt_len + new_tokens + 2 * block;
+        // Warm-up: kernels, cuBLAS handles, allocator pools.
+        auto warm = run_once(lm, o, batch, prompt_len, 1);
+        if (!warm.ok()) {
+          std::fprintf(stderr, "rollout_bench: %s\n", warm.status().to_string().c_str());
+          return 1;
+        }
+        o.sampling.max_new_tokens = static_cast<int>(new_tokens);
+        auto run = run_once(lm, o, batch, prompt_len, 2);
+        if (!run.ok()) {
+          std::fprintf(stderr, "rollout_bench: %s\n", run.status().to_string().c_str());
+          return 1;
+        }
+        const dice::SamplerStats& s = run->stats;
+        const double committed = static_cast<double>(std::max<int64_t>(s.committed_tokens, 1));
+        const double kv_bytes = 2.0 * static_cast<double>(c.num_hidden_layers) *
+                                static_cast<double>(c.num_key_value_heads * c.head_dim) *
+                                static_cast<double>(o.max_sequence_length) *
+                                static_cast<double>(options.dtype().itemsize());
+        const double mib = 1024.0 * 1024.0;
+        char peak[32] = "-";  // no allocator statistics without CUDA
+        if (cuda && DICE_HAVE_C10_CUDA) {
+          std::snprintf(peak, sizeof peak, "%.1f",
+                        run->peak_bytes / mib / static_cast<double>(batch));
+        }
+        std::printf("%-6s %6lld %-8s %12.1f %9.2f %8.2f %8.3f %9.3f %10s %11.1f\n",
+                    shape.name.c_str(), static_cast<long long>(batch),
+                    dice::Remasking::kLowConfidenceStatic == remasking    ? "static"
+                    : dice::Remasking::kLowConfidenceDynamic == remasking ? "dynamic"
+                    : dice::Remasking::kSequential == remasking           ? "sequent."
+                                                                          : "entropy",
+                    static_cast<double>(s.generated_tokens) / run->seconds, run->seconds,
+                    run->seconds * 1e3 / static_cast<double>(std::max<int64_t>(s.steps, 1)),
+                    static_cast<double>(s.row_forwards) / committed,
+                    static_cast<double>(s.processed_tokens) / committed, peak, kv_bytes / mib);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,43 @@
+// The SDAR model shapes the GPU benchmarks run with random weights (weights do not change speed).
+// The numbers are configs/models/sdar-{1.7b,4b}.yaml's; a bench that wants them without reading
+// YAML includes this header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/checkpoint/model_config.h"
+
+namespace dice::bench {
+
+struct NamedShape {
+  std::string name;  // "1.7b", "4b"
+  ModelConfig config;
+};
+
+inline ModelConfig sdar_config(int64_t hidden, int64_t intermediate, int64_t layers, int64_t heads,
+                               int64_t kv_heads, bool tied) {
+  ModelConfig c;
+  c.vocab_size = 151936;
+  c.hidden_size = hidden;
+  c.intermediate_size = intermediate;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
+  c.head_dim = 128;
+  c.rope_theta = 1e6;
+  c.max_position_embeddings = 32768;
+  c.tie_word_embeddings = tied;
+  c.block_size = 4;
+  c.mask_token_id = 151669;
+  return c;
+}
+
+// SDAR-1.7B (tied embeddings) and SDAR-4B.
+inline std::vector<NamedShape> sdar_shapes() {
+  return {{"1.7b", sdar_config(2048, 6144, 28, 16, 8, /*tied=*/true)},
+          {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)}};
+}
+
+}  // namespace dice::bench
