@@ -145,6 +145,8 @@ struct LearnerOptions {
   int max_staleness = 1;
   TrainDtype dtype = TrainDtype::kBf16;
   std::uint64_t seed = 0;
+  double group_timeout_seconds = 3600;
+  double drain_timeout_seconds = 600;
   PolicyLossOptions loss;
   OptimizerOptions optimizer;
   CheckpointOptions checkpoint;
@@ -175,6 +177,15 @@ struct LearnerOptions {
     v.field("dtype", dtype, "Training precision. Default: bf16");
     v.field("seed", seed,
             "Seed for task order ties, noise and dropout; 0 = draw one at start. Default: 0");
+    v.field("group_timeout_seconds", group_timeout_seconds,
+            "A task group not fully sampled and judged this long after its rollout request is "
+            "skipped (logged; its verdicts so far are kept with advantage 0), so a lost worker "
+            "never hangs the run. Default: 3600",
+            config::greater_than(0));
+    v.field("drain_timeout_seconds", drain_timeout_seconds,
+            "After SIGTERM, how long the learner waits for work in flight before it writes what "
+            "it has and exits. Default: 600",
+            config::at_least(0));
     v.field("loss", loss, "TraceRL policy loss.");
     v.field("optimizer", optimizer, "AdamW.");
     v.field("checkpoint", checkpoint, "Checkpoint saving.");

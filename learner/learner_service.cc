@@ -1,0 +1,180 @@
+#include "learner/learner_service.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include "common/log.h"
+#include "common/rewardlog/reader.h"
+#include "common/rewardlog/writer.h"
+#include "common/service/metrics_server.h"
+#include "common/service/shutdown_signal.h"
+#include "common/service/transport_metrics.h"
+#include "common/transport/work_dispatcher.h"
+#include "common/wire/envelope.h"
+#include "learner/run_loop.h"
+
+#ifndef DICE_GIT_REVISION
+#define DICE_GIT_REVISION ""
+#endif
+
+namespace dice {
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+int fail(int code, const std::string& what, const Status& status) {
+  DICE_LOG(Error) << what << kv("error", status.to_string());
+  std::cerr << "dice-learner: " << what << ": " << status.to_string() << "\n";
+  return code;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+// A learner cannot resume a run yet, and a second run under the same id would silently mix its
+// records with the first one's: refuse instead.
+Status check_run_is_new(const std::string& log_path, const std::string& run_id) {
+  rewardlog::RewardLogReaderOptions options;
+  options.path = log_path;
+  auto reader = rewardlog::RewardLogReader::open(options);
+  if (reader.status().code() == StatusCode::kNotFound) return Status::ok_status();
+  DICE_RETURN_IF_ERROR(reader.status());
+  auto existing = (*reader)->run(run_id);
+  if (existing.status().code() == StatusCode::kNotFound) return Status::ok_status();
+  DICE_RETURN_IF_ERROR(existing.status());
+  return Status::invalid_argument(
+      "reward log " + log_path + " already holds run '" + run_id +
+      "'; this learner cannot resume a run: give a new run id (--run-id ID or run.id) or move "
+      "the log away");
+}
+
+Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& config) {
+  capnp::MallocMessageBuilder message;
+  auto record = message.initRoot<schema::RunRecord>();
+  record.setRunId(config.run.id);
+  record.setStartedUnixMillis(wire::unix_millis_now());
+  record.setConfigYaml(print_dice_config(config));
+  record.setGitRevision(DICE_GIT_REVISION);
+  record.setHost(host_name());
+  record.setNote(std::string("policy update: ") + kNoPolicyUpdate +
+                 " (rollouts, verdicts and advantages are real)");
+  return log.append_record(record.asReader());
+}
+
+// Tells every worker to finish and exit. The dispatcher sends from its own thread and drops what
+// is unsent at close(), so give that thread a few poll rounds first (see the report: a
+// close-after-flush in WorkDispatcher would make this wait unnecessary).
+void shut_down_workers(transport::WorkDispatcher& dispatcher, const DiceConfig& config,
+                       const std::string& reason) {
+  capnp::MallocMessageBuilder message;
+  auto shutdown = wire::init_envelope(message, "learner", config.run.id).getBody().initShutdown();
+  shutdown.setDrain(true);
+  shutdown.setReason(reason);
+  Status sent = dispatcher.broadcast(wire::encode(message));
+  if (!sent.ok()) {
+    DICE_LOG(Warn) << "cannot broadcast Shutdown" << kv("error", sent.to_string());
+    return;
+  }
+  const int poll_ms = std::clamp(config.cluster.heartbeat.interval_ms / 4, 1, 250);
+  std::this_thread::sleep_for(std::chrono::milliseconds(4 * poll_ms));
+  DICE_LOG(Info) << "Shutdown sent to workers" << kv("workers", dispatcher.stats().workers)
+                 << kv("reason", reason);
+}
+
+}  // namespace
+
+int run_learner_service(service::ServiceContext& context) {
+  const DiceConfig& config = context.config;
+  if (config.learner.mode == TrainMode::kSft) {
+    return fail(
+        kExitBadInput, "learner.mode sft",
+        Status::invalid_argument("supervised fine-tuning is not implemented in this build"));
+  }
+  auto prompts = load_prompt_templates(config.rollout.prompt_templates);
+  if (!prompts.ok()) return fail(kExitBadInput, "prompt templates", prompts.status());
+  auto phases = plan_phases(config, prompts.value());
+  if (!phases.ok()) return fail(kExitBadInput, "curriculum", phases.status());
+
+  auto shutdown = service::ShutdownSignal::install();
+  if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
+
+  // The work socket first: a run that cannot be reached is not worth a RunRecord.
+  transport::DispatcherOptions dispatcher_options;
+  const int port = config.cluster.learner.port;
+  dispatcher_options.bind_endpoint =
+      "tcp://*:" + (port == 0 ? std::string("*") : std::to_string(port));
+  dispatcher_options.run_id = config.run.id;
+  dispatcher_options.heartbeat_interval_ms = config.cluster.heartbeat.interval_ms;
+  dispatcher_options.misses_before_dead = config.cluster.heartbeat.misses_before_dead;
+  auto dispatcher = transport::WorkDispatcher::start(dispatcher_options);
+  if (!dispatcher.ok()) return fail(kExitFailure, "work socket", dispatcher.status());
+  DICE_LOG(Info) << "learner listening for workers" << kv("endpoint", (*dispatcher)->endpoint());
+
+  service::MetricsRegistry registry;
+  auto metrics = LearnerMetrics::create(registry);
+  if (!metrics.ok()) return fail(kExitFailure, "metrics", metrics.status());
+  service::MetricsServerOptions metrics_options;
+  metrics_options.host = "0.0.0.0";
+  metrics_options.port = static_cast<std::uint16_t>(
+      context.metrics_port.value_or(config.cluster.learner.metrics_port));
+  transport::WorkDispatcher* dispatcher_ptr = dispatcher->get();
+  metrics_options.before_scrape = [dispatcher_ptr, &registry] {
+    service::export_dispatcher_stats(dispatcher_ptr->stats(), "dice_learner_transport", &registry)
+        .ignore();
+  };
+  auto server = service::MetricsServer::start(metrics_options, &registry);
+  if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
+  DICE_LOG(Info) << "serving /metrics" << kv("port", (*server)->port());
+
+  Status fresh = check_run_is_new(config.run.reward_log_path, config.run.id);
+  if (!fresh.ok()) {
+    return fail(fresh.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure,
+                "reward log", fresh);
+  }
+  rewardlog::RewardLogOptions log_options;
+  log_options.path = config.run.reward_log_path;
+  auto log = rewardlog::RewardLogWriter::open(log_options);
+  if (!log.ok()) return fail(kExitFailure, "reward log", log.status());
+  Status recorded = write_run_record(**log, config);
+  if (!recorded.ok()) return fail(kExitFailure, "reward log", recorded);
+  DICE_LOG(Info) << "reward log open" << kv("path", log_options.path) << kv("run", config.run.id);
+
+  if (config.cluster.backend == ClusterBackend::kLocal &&
+      config.learner.drain_timeout_seconds * 1000 > config.cluster.local.drain_timeout_ms) {
+    DICE_LOG(Warn) << "dice-cluster down kills the learner before its drain can end; what was "
+                      "written to the reward log stays"
+                   << kv("learner.drain_timeout_seconds", config.learner.drain_timeout_seconds)
+                   << kv("cluster.local.drain_timeout_ms", config.cluster.local.drain_timeout_ms);
+  }
+  RunLoopOptions loop_options;
+  loop_options.run_id = config.run.id;
+  loop_options.group_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(config.learner.group_timeout_seconds * 1000));
+  loop_options.drain_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(config.learner.drain_timeout_seconds * 1000));
+  service::ShutdownSignal& signal = **shutdown;
+  auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, **log,
+                            metrics.value(), [&signal] { return signal.requested(); });
+
+  const std::string reason = !summary.ok()      ? "learner failed"
+                             : summary->stopped ? "learner stopped"
+                                                : "run finished";
+  shut_down_workers(**dispatcher, config, reason);
+  (*dispatcher)->close();
+  Status closed = (*log)->close();
+  (*server)->stop();
+  if (!summary.ok()) return fail(kExitFailure, "run loop", summary.status());
+  if (!closed.ok()) return fail(kExitFailure, "reward log close", closed);
+  DICE_LOG(Info) << "learner done" << kv("steps", summary->steps_completed)
+                 << kv("stopped", summary->stopped) << kv("interrupted", summary->interrupted)
+                 << kv("policy_update", kNoPolicyUpdate);
+  return 0;
+}
+
+}  // namespace dice

@@ -1,0 +1,76 @@
+// The learner's run loop: for each selected curriculum phase, for each of its steps, a StepTracker
+// fed by the WorkDispatcher (rollout requests out, candidates in, evaluation requests out,
+// verdicts in), its records written to the reward log, and one progress line per step.
+//
+//   phase -> step -> [StepTracker] -> backlog -> dispatcher.submit()
+//                          ^                          |
+//                          +---- next_result() <------+
+//
+// Requests go into a local backlog first and are submitted without waiting, so the loop never
+// blocks on a full dispatcher queue while results pile up behind it.
+//
+// The policy update (TraceRL gradient step) is NOT part of this build: weights stay at policy
+// version 0; the loop says so at start and in every step line.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/config/dice_config.h"
+#include "common/rewardlog/writer.h"
+#include "common/status.h"
+#include "common/transport/work_dispatcher.h"
+#include "learner/learner_metrics.h"
+#include "learner/prompt_template.h"
+#include "learner/task_loader.h"
+
+namespace dice {
+
+// One phase as it will run: its tasks (ordered) and its resolved sizes.
+struct PhasePlan {
+  std::string name;
+  TaskKind kind = TaskKind::kEndToEnd;
+  std::vector<LearnerTask> tasks;
+  int steps = 0;
+  int tasks_per_step = 0;  // capped at tasks.size()
+  int samples_per_task = 0;
+};
+
+// The phases learner.phases selects (all when empty), in curriculum order, with their tasks
+// loaded. InvalidArgument for a learner.phases name the curriculum does not have, or a bad task
+// file.
+Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
+                                           const std::map<TaskKind, PromptTemplate>& prompts);
+
+struct RunLoopOptions {
+  std::string run_id = "-";
+  std::string learner_id = "learner";
+  // A group not finished this long after its rollout request is skipped. Default: 3600 s
+  std::chrono::milliseconds group_timeout{3600 * 1000};
+  // After a stop request, the longest wait for the step's work in flight. Default: 600 s
+  std::chrono::milliseconds drain_timeout{600 * 1000};
+  // Longest wait for one result before the loop checks timeouts and the stop flag. Default: 100
+  std::chrono::milliseconds poll_interval{100};
+};
+
+struct RunSummary {
+  int steps_completed = 0;
+  bool stopped = false;      // a stop request ended the run before its last step
+  bool interrupted = false;  // the drain timed out: the last step was cut short (no StepRecord)
+};
+
+// Runs `phases` to the end or until `stop_requested()` returns true (then the step in progress is
+// drained for up to drain_timeout and the loop returns). Errors: the reward log failing, or the
+// dispatcher closing under the loop.
+Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceConfig& config,
+                              const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
+                              rewardlog::RewardLogWriter& log, const LearnerMetrics& metrics,
+                              const std::function<bool()>& stop_requested);
+
+// The line the learner logs at start and in every step line about the missing update.
+inline constexpr const char kNoPolicyUpdate[] = "not implemented in this build; weights unchanged";
+
+}  // namespace dice

@@ -1,0 +1,139 @@
+#include "learner/step_records.h"
+
+#include <capnp/message.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common/rewardlog/keys.h"
+#include "reward/extract.h"
+
+namespace dice {
+namespace {
+
+// A verdict names each compiled extension's hash, comma-separated.
+std::vector<std::string> split_hashes(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+double rate(std::uint32_t part, std::uint32_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / whole;
+}
+
+}  // namespace
+
+double mean_reward(const StepCounts& counts) {
+  return counts.verdicts == 0 ? 0.0 : counts.reward_sum / counts.verdicts;
+}
+
+Result<std::vector<rewardlog::LogRecord>> group_records(
+    const FinishedGroup& group, const StepSettings& settings,
+    std::unordered_set<std::string>* seen_hashes, std::int64_t now_ms) {
+  std::vector<rewardlog::LogRecord> records;
+  for (const FinishedSample& sample : group.samples) {
+    auto verdict = sample.verdict.root().getBody().getVerdict();
+    capnp::MallocMessageBuilder message;
+    auto record = message.initRoot<schema::CandidateRecord>();
+    record.setVerdict(verdict);
+    auto v = record.getVerdict();
+    v.setRunId(settings.run_id);
+    v.setStep(settings.step);
+    v.setTaskId(group.task->id);
+    v.setGroup(group.group);
+    v.setSampleIndex(sample.sample_index);
+    record.setResponseText(sample.response_text);
+    // The file the reward service ran, rebuilt with its own extraction rule (deterministic), so
+    // the log shows it without shipping it back in every verdict.
+    const bool infill = group.task->kind == TaskKind::kInfill;
+    ExtractedSource extracted =
+        extract_candidate(sample.response_text, infill ? group.task->infill_prefix : "",
+                          infill ? group.task->infill_suffix : "");
+    if (extracted.failure == schema::FailureClass::NONE)
+      record.setEvaluatedSource(extracted.source);
+    record.setAdvantage(static_cast<float>(sample.advantage));
+    record.setWrittenUnixMillis(now_ms);
+    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
+                          rewardlog::encode_record(record.asReader()));
+    records.push_back(std::move(encoded));
+
+    for (const std::string& hash : split_hashes(verdict.getSourceHash().cStr())) {
+      if (!rewardlog::check_source_hash(hash).ok() || !seen_hashes->insert(hash).second) continue;
+      capnp::MallocMessageBuilder kernel_message;
+      auto kernel = kernel_message.initRoot<schema::KernelRecord>();
+      kernel.setSourceHash(hash);
+      // The verdict carries no compiled source or full compile log; what it has is recorded.
+      kernel.setCompiled(verdict.getCompiled());
+      if (!verdict.getCompiled()) kernel.setCompileLog(verdict.getLogExcerpt());
+      kernel.setCompileSeconds(verdict.getTimings().getCompileSeconds());
+      kernel.setFirstSeenRunId(settings.run_id);
+      kernel.setFirstSeenUnixMillis(now_ms);
+      DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded_kernel,
+                            rewardlog::encode_record(kernel.asReader()));
+      records.push_back(std::move(encoded_kernel));
+    }
+  }
+  return records;
+}
+
+Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSettings& settings,
+                                         TaskKind kind, StepTiming timing) {
+  capnp::MallocMessageBuilder message;
+  auto record = message.initRoot<schema::StepRecord>();
+  record.setRunId(settings.run_id);
+  record.setStep(settings.step);
+  record.setPhase(kind == TaskKind::kInfill ? schema::Phase::INFILL : schema::Phase::E2E);
+  record.setPolicyVersion(settings.policy_version);
+  record.setNumTasks(counts.tasks);
+  record.setNumCandidates(counts.verdicts);
+  record.setNumCompiled(counts.compiled);
+  record.setNumCorrect(counts.correct);
+  record.setMeanReward(static_cast<float>(mean_reward(counts)));
+  record.setNumGroupsDropped(counts.groups_dropped);
+  const float not_computed = std::numeric_limits<float>::quiet_NaN();
+  record.setLoss(not_computed);
+  record.setKlDivergence(not_computed);
+  record.setGradNorm(not_computed);
+  record.setStartedUnixMillis(timing.started_ms);
+  record.setFinishedUnixMillis(timing.finished_ms);
+  return rewardlog::encode_record(record.asReader());
+}
+
+Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,
+                                                         const StepSettings& settings,
+                                                         StepTiming timing) {
+  const double seconds = std::max<std::int64_t>(timing.finished_ms - timing.started_ms, 1) / 1000.0;
+  const std::pair<const char*, double> values[] = {
+      {"reward/mean", mean_reward(counts)},
+      {"reward/correct_rate", rate(counts.correct, counts.verdicts)},
+      {"reward/compile_rate", rate(counts.compiled, counts.verdicts)},
+      {"rollout/candidates_per_s", counts.candidates / seconds},
+      {"learner/groups_dropped", counts.groups_dropped},
+      {"learner/groups_skipped", counts.groups_skipped},
+      {"learner/candidates_stale", counts.stale_dropped},
+      {"learner/worker_errors", counts.rollout_errors + counts.eval_errors},
+  };
+  std::vector<rewardlog::LogRecord> records;
+  for (const auto& [name, value] : values) {
+    capnp::MallocMessageBuilder message;
+    auto record = message.initRoot<schema::MetricRecord>();
+    record.setRunId(settings.run_id);
+    record.setName(name);
+    record.setStep(settings.step);
+    record.setValue(value);
+    record.setUnixMillis(timing.finished_ms);
+    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
+                          rewardlog::encode_record(record.asReader()));
+    records.push_back(std::move(encoded));
+  }
+  return records;
+}
+
+}  // namespace dice

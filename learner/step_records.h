@@ -1,0 +1,45 @@
+// What one step leaves in the reward log (docs/REWARD_LOG.md): a CandidateRecord per judged
+// sample (with its advantage), a KernelRecord per source hash not seen before in this process, a
+// StepRecord and MetricRecords. These functions only build records; the run loop writes them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/rewardlog/record_codec.h"
+#include "common/status.h"
+#include "learner/step_tracker.h"
+
+namespace dice {
+
+// Records of a finished group: one CandidateRecord per sample and a KernelRecord for each source
+// hash of its verdicts not yet in `seen_hashes` (which is updated). Identity fields of the
+// verdict (run, step, task, group, sample) are set from the learner's books, so a worker that got
+// them wrong cannot file a record under another candidate's key.
+Result<std::vector<rewardlog::LogRecord>> group_records(
+    const FinishedGroup& group, const StepSettings& settings,
+    std::unordered_set<std::string>* seen_hashes, std::int64_t now_ms);
+
+struct StepTiming {
+  std::int64_t started_ms = 0;
+  std::int64_t finished_ms = 0;
+};
+
+// The StepRecord. No policy update runs in this build: loss, klDivergence and gradNorm are NaN
+// ("not computed"), never a made-up number.
+Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSettings& settings,
+                                         TaskKind kind, StepTiming timing);
+
+// Per-step metric series: reward/mean, reward/correct_rate, reward/compile_rate,
+// rollout/candidates_per_s, learner/groups_dropped, learner/groups_skipped,
+// learner/candidates_stale, learner/worker_errors.
+Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,
+                                                         const StepSettings& settings,
+                                                         StepTiming timing);
+
+// Mean reward over the step's verdicts (0 when none).
+double mean_reward(const StepCounts& counts);
+
+}  // namespace dice

@@ -1,0 +1,257 @@
+#include "learner/step_tracker.h"
+
+#include <cmath>
+
+#include "common/log.h"
+#include "common/wire/envelope.h"
+
+namespace dice {
+
+using Body = schema::Envelope::Body;
+
+StepTracker::StepTracker(StepSettings settings, std::uint64_t* next_work_id,
+                         std::uint64_t* next_group_id)
+    : settings_(std::move(settings)), next_work_id_(next_work_id), next_group_id_(next_group_id) {}
+
+void StepTracker::start(const std::vector<const LearnerTask*>& tasks, transport::TimePoint now) {
+  for (const LearnerTask* task : tasks) {
+    const std::uint64_t group_id = (*next_group_id_)++;
+    const std::uint64_t work_id = (*next_work_id_)++;
+    Group& group = groups_[group_id];
+    group.task = task;
+    group.rollout_work_id = work_id;
+    group.started = now;
+    rollouts_[work_id] = group_id;
+    ++open_groups_;
+    ++counts_.tasks;
+
+    capnp::MallocMessageBuilder message;
+    auto request = wire::init_envelope(message, settings_.learner_id, settings_.run_id)
+                       .getBody()
+                       .initRolloutRequest();
+    request.setWorkId(work_id);
+    request.setRunId(settings_.run_id);
+    request.setStep(settings_.step);
+    request.setGroup(group_id);
+    fill_task(*task, request.initTask());
+    request.setNumSamples(settings_.samples_per_task);
+    if (settings_.fill_sampling) settings_.fill_sampling(request.initSampling());
+    request.setMinPolicyVersion(settings_.policy_version);
+    outbox_.push_back(transport::WorkItem{work_id, wire::encode(message), schema::Role::ROLLOUT});
+  }
+}
+
+void StepTracker::handle(transport::WorkResult result) {
+  auto body = result.envelope.root().getBody();
+  switch (body.which()) {
+    case Body::CANDIDATE:
+      on_candidate(result.work_id, body.getCandidate());
+      break;
+    case Body::VERDICT:
+      on_verdict(result.work_id, std::move(result.envelope));
+      break;
+    case Body::ERROR:
+      on_error(result.work_id, body.getError());
+      break;
+    default:
+      ++counts_.unexpected_results;
+      DICE_LOG(Warn) << "unexpected result" << kv("work", result.work_id)
+                     << kv("body", wire::body_name(body.which())) << kv("worker", result.worker_id);
+  }
+}
+
+void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader candidate) {
+  auto rollout = rollouts_.find(work_id);
+  if (rollout == rollouts_.end()) {
+    ++counts_.unexpected_results;
+    DICE_LOG(Warn) << "candidate for unknown rollout work" << kv("work", work_id)
+                   << kv("step", settings_.step);
+    return;
+  }
+  const std::uint64_t group_id = rollout->second;
+  Group& group = groups_[group_id];
+  if (group.finished) return;  // skipped already; its late candidates are not judged
+  const std::uint32_t index = candidate.getSampleIndex();
+  if (index >= settings_.samples_per_task || group.samples.count(index)) {
+    ++counts_.duplicate_candidates;
+    DICE_LOG(Warn) << "candidate dropped: sample index out of range or repeated"
+                   << kv("task", group.task->id) << kv("sample", index) << kv("work", work_id);
+    return;
+  }
+  Sample& sample = group.samples[index];
+  // Weights older than the staleness bound: the sample no longer says anything about the policy
+  // being trained.
+  const std::uint64_t version = candidate.getPolicyVersion();
+  if (version + settings_.max_staleness < settings_.policy_version) {
+    sample.lost = true;
+    ++counts_.stale_dropped;
+    check_complete(group_id);
+    return;
+  }
+  ++counts_.candidates;
+  sample.response_text = candidate.getText().cStr();
+  const std::uint64_t eval_id = (*next_work_id_)++;
+  sample.eval_work_id = eval_id;
+  evals_[eval_id] = EvalRef{group_id, index};
+
+  capnp::MallocMessageBuilder message;
+  auto request = wire::init_envelope(message, settings_.learner_id, settings_.run_id)
+                     .getBody()
+                     .initEvalRequest();
+  request.setWorkId(eval_id);
+  fill_task(*group.task, request.initTask());
+  // The reward worker judges the text; the token lists (kept for the policy update) stay here, so
+  // an evaluation request is a few KB rather than the whole trace. Identity fields come from the
+  // learner's own books, not the worker's, because the reward log's keys are built from them.
+  auto out = request.initCandidate();
+  out.setWorkId(work_id);
+  out.setRunId(settings_.run_id);
+  out.setStep(settings_.step);
+  out.setTaskId(group.task->id);
+  out.setGroup(group_id);
+  out.setSampleIndex(index);
+  out.setPolicyVersion(version);
+  out.setText(candidate.getText());
+  out.setFinishReason(candidate.getFinishReason());
+  out.setGenerationSeconds(candidate.getGenerationSeconds());
+  out.setRolloutWorker(candidate.getRolloutWorker());
+  outbox_.push_back(transport::WorkItem{eval_id, wire::encode(message), schema::Role::REWARD});
+}
+
+void StepTracker::on_verdict(std::uint64_t work_id, wire::Decoded<schema::Envelope> envelope) {
+  auto ref = evals_.find(work_id);
+  if (ref == evals_.end()) {
+    ++counts_.unexpected_results;
+    DICE_LOG(Warn) << "verdict for unknown evaluation work" << kv("work", work_id)
+                   << kv("step", settings_.step);
+    return;
+  }
+  const EvalRef where = ref->second;
+  evals_.erase(ref);
+  Group& group = groups_[where.group];
+  Sample& sample = group.samples[where.sample];
+  if (group.finished || sample.verdict || sample.lost) return;
+  auto verdict = envelope.root().getBody().getVerdict();
+  if (!std::isfinite(verdict.getReward())) {
+    // A NaN reward would turn every advantage of the group into NaN: treat it as a failed
+    // evaluation instead.
+    ++counts_.eval_errors;
+    DICE_LOG(Warn) << "verdict with a non-finite reward: sample not used"
+                   << kv("task", group.task->id) << kv("sample", where.sample)
+                   << kv("worker", verdict.getRewardWorker().cStr());
+    sample.lost = true;
+    check_complete(where.group);
+    return;
+  }
+  ++counts_.verdicts;
+  counts_.compiled += verdict.getCompiled() ? 1 : 0;
+  counts_.correct += verdict.getCorrect() ? 1 : 0;
+  counts_.reward_sum += verdict.getReward();
+  sample.verdict.emplace(std::move(envelope));
+  check_complete(where.group);
+}
+
+void StepTracker::on_error(std::uint64_t work_id, schema::Error::Reader error) {
+  if (auto rollout = rollouts_.find(work_id); rollout != rollouts_.end()) {
+    ++counts_.rollout_errors;
+    Group& group = groups_[rollout->second];
+    DICE_LOG(Warn) << "rollout failed" << kv("task", group.task->id) << kv("work", work_id)
+                   << kv("error", error.getMessage().cStr());
+    // No more candidates come for this group; the ones already in are still judged.
+    group.rollout_failed = true;
+    check_complete(rollout->second);
+    return;
+  }
+  if (auto ref = evals_.find(work_id); ref != evals_.end()) {
+    ++counts_.eval_errors;
+    const EvalRef where = ref->second;
+    evals_.erase(ref);
+    Group& group = groups_[where.group];
+    DICE_LOG(Warn) << "evaluation failed" << kv("task", group.task->id)
+                   << kv("sample", where.sample) << kv("work", work_id)
+                   << kv("error", error.getMessage().cStr());
+    group.samples[where.sample].lost = true;
+    check_complete(where.group);
+    return;
+  }
+  ++counts_.unexpected_results;
+  DICE_LOG(Warn) << "error for unknown work" << kv("work", work_id)
+                 << kv("error", error.getMessage().cStr());
+}
+
+void StepTracker::check_complete(std::uint64_t group_id) {
+  Group& group = groups_[group_id];
+  if (group.finished) return;
+  std::uint32_t settled = 0;  // samples judged or lost
+  for (const auto& entry : group.samples) settled += entry.second.verdict || entry.second.lost;
+  if (settled < group.samples.size()) return;  // evaluations still out
+  if (group.rollout_failed) {
+    finish(group_id, false, "rollout failed");
+  } else if (group.samples.size() == settings_.samples_per_task) {
+    finish(group_id, true, "");
+  }
+}
+
+void StepTracker::finish(std::uint64_t group_id, bool complete, const std::string& skip_reason) {
+  Group& group = groups_[group_id];
+  group.finished = true;
+  --open_groups_;
+  FinishedGroup out;
+  out.group = group_id;
+  out.task = group.task;
+  out.complete = complete;
+  out.skip_reason = skip_reason;
+  std::vector<double> rewards;
+  for (auto& [index, sample] : group.samples) {
+    if (!sample.verdict) continue;
+    rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
+    out.samples.push_back(
+        FinishedSample{index, std::move(sample.response_text), std::move(*sample.verdict), 0.0});
+    sample.verdict.reset();
+    if (sample.eval_work_id) evals_.erase(sample.eval_work_id);
+  }
+  rollouts_.erase(group.rollout_work_id);
+  if (complete) {
+    ++counts_.groups_complete;
+    GroupAdvantages adv = group_advantages(rewards, settings_.drop_constant_groups);
+    out.dropped = adv.dropped;
+    counts_.groups_dropped += adv.dropped ? 1 : 0;
+    for (std::size_t i = 0; i < out.samples.size(); ++i) {
+      out.samples[i].advantage = adv.advantages[i];
+    }
+  } else {
+    ++counts_.groups_skipped;
+    DICE_LOG(Warn) << "group skipped" << kv("task", group.task->id) << kv("group", group_id)
+                   << kv("step", settings_.step) << kv("why", skip_reason)
+                   << kv("judged", out.samples.size());
+  }
+  finished_.push_back(std::move(out));
+}
+
+void StepTracker::expire(transport::TimePoint now, std::chrono::milliseconds timeout) {
+  for (auto& [id, group] : groups_) {
+    if (!group.finished && now - group.started > timeout) {
+      finish(id, false, "timed out after " + std::to_string(timeout.count() / 1000) + " s");
+    }
+  }
+}
+
+void StepTracker::abandon_all(const std::string& why) {
+  for (auto& [id, group] : groups_) {
+    if (!group.finished) finish(id, false, why);
+  }
+}
+
+std::vector<transport::WorkItem> StepTracker::take_outbox() {
+  std::vector<transport::WorkItem> out;
+  out.swap(outbox_);
+  return out;
+}
+
+std::vector<FinishedGroup> StepTracker::take_finished() {
+  std::vector<FinishedGroup> out;
+  out.swap(finished_);
+  return out;
+}
+
+}  // namespace dice

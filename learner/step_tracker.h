@@ -1,0 +1,135 @@
+// StepTracker: the state of one RL step, without sockets or threads (the run loop feeds it the
+// dispatcher's results and the clock, and submits what it queues), so tests drive it directly.
+//
+//   start(tasks)   -> one RolloutRequest per task (group = a fresh id), role ROLLOUT
+//   Candidate      -> one EvalRequest (fresh work id, the task attached), role REWARD;
+//                     dropped instead when its policy version is older than current -
+//                     max_staleness, or it repeats a sample already seen
+//   Verdict        -> kept with its candidate's response text
+//   Error          -> a rollout error ends its group's hope of more candidates; an evaluation
+//                     error loses that one sample
+//   group done     -> every sample judged or lost: rewards z-scored (advantage.h) -> finished
+//   expire()       -> a group older than the timeout is skipped: its verdicts so far are kept
+//                     with advantage 0, so the run never hangs on a lost worker
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/transport/dispatcher_state.h"
+#include "learner/advantage.h"
+#include "learner/task_loader.h"
+#include "schemas/rollout.capnp.h"
+
+namespace dice {
+
+// What every request of a step carries.
+struct StepSettings {
+  std::string run_id = "-";
+  std::string learner_id = "learner";  // senderId of the envelopes
+  std::uint64_t step = 0;              // global step number (across phases)
+  std::uint32_t samples_per_task = 2;
+  std::uint64_t policy_version = 0;  // weights the learner holds now
+  std::uint64_t max_staleness = 1;   // candidates older than policy_version - this are dropped
+  bool drop_constant_groups = true;
+  std::function<void(schema::SamplingParams::Builder)> fill_sampling;  // may be empty
+};
+
+// Counts of one step, for the StepRecord, metrics and the progress line.
+struct StepCounts {
+  std::uint32_t tasks = 0;
+  std::uint32_t candidates = 0;     // candidates received and sent for evaluation
+  std::uint32_t stale_dropped = 0;  // candidates dropped for staleness
+  std::uint32_t duplicate_candidates = 0;
+  std::uint32_t verdicts = 0;
+  std::uint32_t compiled = 0;
+  std::uint32_t correct = 0;
+  double reward_sum = 0.0;
+  std::uint32_t groups_complete = 0;  // every sample judged or lost
+  std::uint32_t groups_dropped = 0;   // complete, but all rewards equal (no signal)
+  std::uint32_t groups_skipped = 0;   // timed out or failed, or cut short by a drain
+  std::uint32_t rollout_errors = 0;
+  std::uint32_t eval_errors = 0;
+  std::uint32_t unexpected_results = 0;  // results for work this step does not know
+};
+
+struct FinishedSample {
+  std::uint32_t sample_index = 0;
+  std::string response_text;
+  wire::Decoded<schema::Envelope> verdict;  // body.verdict
+  double advantage = 0.0;
+};
+
+struct FinishedGroup {
+  std::uint64_t group = 0;
+  const LearnerTask* task = nullptr;
+  std::vector<FinishedSample> samples;  // the judged ones, by sample index
+  bool complete = false;                // false: skipped (see skip_reason); advantages are then 0
+  bool dropped = false;                 // complete but constant, and drop_constant_groups
+  std::string skip_reason;
+};
+
+class StepTracker {
+ public:
+  // Work ids and group ids come from the counters behind the pointers (unique across the run).
+  StepTracker(StepSettings settings, std::uint64_t* next_work_id, std::uint64_t* next_group_id);
+
+  void start(const std::vector<const LearnerTask*>& tasks, transport::TimePoint now);
+  void handle(transport::WorkResult result);
+  // Skips every open group started before now - timeout.
+  void expire(transport::TimePoint now, std::chrono::milliseconds timeout);
+  // Skips every open group (the drain ran out of time).
+  void abandon_all(const std::string& why);
+
+  std::vector<transport::WorkItem> take_outbox();
+  std::vector<FinishedGroup> take_finished();
+  bool done() const { return open_groups_ == 0; }
+  std::size_t open_groups() const { return open_groups_; }
+  const StepCounts& counts() const { return counts_; }
+  const StepSettings& settings() const { return settings_; }
+
+ private:
+  struct Sample {
+    std::string response_text;
+    std::uint64_t eval_work_id = 0;
+    std::optional<wire::Decoded<schema::Envelope>> verdict;
+    bool lost = false;  // will never get a verdict
+  };
+  struct Group {
+    const LearnerTask* task = nullptr;
+    std::uint64_t rollout_work_id = 0;
+    std::map<std::uint32_t, Sample> samples;  // by sample index, as candidates arrive
+    bool rollout_failed = false;
+    bool finished = false;
+    transport::TimePoint started;
+  };
+  struct EvalRef {
+    std::uint64_t group;
+    std::uint32_t sample;
+  };
+
+  void on_candidate(std::uint64_t work_id, schema::Candidate::Reader candidate);
+  void on_verdict(std::uint64_t work_id, wire::Decoded<schema::Envelope> envelope);
+  void on_error(std::uint64_t work_id, schema::Error::Reader error);
+  void check_complete(std::uint64_t group_id);
+  void finish(std::uint64_t group_id, bool complete, const std::string& skip_reason);
+
+  StepSettings settings_;
+  std::uint64_t* next_work_id_;
+  std::uint64_t* next_group_id_;
+  std::map<std::uint64_t, Group> groups_;                      // by group id
+  std::unordered_map<std::uint64_t, std::uint64_t> rollouts_;  // rollout work id -> group
+  std::unordered_map<std::uint64_t, EvalRef> evals_;           // eval work id -> sample
+  std::size_t open_groups_ = 0;
+  std::vector<transport::WorkItem> outbox_;
+  std::vector<FinishedGroup> finished_;
+  StepCounts counts_;
+};
+
+}  // namespace dice

@@ -1,0 +1,329 @@
+// dice-learner end to end: the real executable as a child process with a config written here,
+// rollout and reward worker test doubles as child processes, real loopback TCP sockets, a real
+// RocksDB reward log read back with RewardLogReader. Every wait polls with a deadline.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rewardlog/reader.h"
+#include "tests/support/child_process.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+constexpr auto kDeadline = std::chrono::seconds(25);
+
+using testing_util::ChildProcess;
+
+// A TCP port that was free a moment ago (bound to 0, then released).
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+// The body of GET /metrics from 127.0.0.1:port ("" when the request fails).
+std::string scrape_metrics(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+    }
+  }
+  close(fd);
+  return response;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class LearnerIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dice_learner_it_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    port_ = free_port();
+    metrics_port_ = free_port();
+    while (metrics_port_ == port_) metrics_port_ = free_port();
+    // Five tasks, levels out of order, so level_order and cycling both show in the steps.
+    std::ofstream(dir_ / "tasks.json") << R"([
+      {"idx": 10, "level": "2", "pytorch_code": "import torch\n# ten"},
+      {"idx": 11, "level": "1", "pytorch_code": "import torch\n# eleven"},
+      {"idx": 12, "level": "1", "pytorch_code": "import torch\n# twelve"},
+      {"idx": 13, "level": "3", "pytorch_code": "import torch\n# thirteen"},
+      {"idx": 14, "level": "1", "pytorch_code": "import torch\n# fourteen"}
+    ])";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Writes the run's config; `steps` steps of 3 tasks x 2 samples in one phase.
+  std::string write_config(int steps, const std::string& task_file = "tasks.json",
+                           int group_timeout_s = 20) {
+    std::ofstream(dir_ / "curriculum.yaml") << "phases:\n"
+                                            << "  - name: e2e\n"
+                                            << "    kind: end_to_end\n"
+                                            << "    task_files: [" << task_file << "]\n"
+                                            << "    level_order: [\"1\", \"2\"]\n"
+                                            << "    steps: " << steps << "\n"
+                                            << "    tasks_per_step: 3\n"
+                                            << "    samples_per_task: 2\n";
+    std::ofstream(dir_ / "dice.yaml")
+        << "run:\n  id: it-run\n  reward_log_path: log\n"
+        << "curriculum_file: curriculum.yaml\n"
+        << "learner:\n  group_timeout_seconds: " << group_timeout_s
+        << "\n  drain_timeout_seconds: 10\n"
+        << "rollout:\n  model_path: no-model-needed\n"
+        << "cluster:\n  learner:\n    host: 127.0.0.1\n    port: " << port_
+        << "\n    publish_port: 0\n    metrics_port: " << metrics_port_
+        << "\n  heartbeat:\n    interval_ms: 100\n    misses_before_dead: 20\n";
+    return (dir_ / "dice.yaml").string();
+  }
+
+  std::unique_ptr<ChildProcess> start_learner(const std::string& config) {
+    return std::make_unique<ChildProcess>(DICE_LEARNER_BINARY,
+                                          std::vector<std::string>{"--config", config},
+                                          (dir_ / "learner.log").string());
+  }
+  std::unique_ptr<ChildProcess> start_worker(const char* binary, const std::string& id,
+                                             int sleep_ms = 0) {
+    return std::make_unique<ChildProcess>(
+        binary,
+        std::vector<std::string>{"--endpoint", "tcp://127.0.0.1:" + std::to_string(port_), "--id",
+                                 id, "--heartbeat-ms", "100", "--sleep-ms",
+                                 std::to_string(sleep_ms)},
+        (dir_ / (id + ".log")).string());
+  }
+  std::unique_ptr<rewardlog::RewardLogReader> open_log() {
+    rewardlog::RewardLogReaderOptions options;
+    options.path = (dir_ / "log").string();
+    auto reader = rewardlog::RewardLogReader::open(options);
+    if (!reader.ok()) return nullptr;
+    return std::move(reader).value();
+  }
+  std::string learner_log() { return read_file(dir_ / "learner.log"); }
+
+  fs::path dir_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+};
+
+TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
+  auto learner = start_learner(write_config(2));
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+  // The learner told the workers to stop.
+  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+
+  const std::string log_text = learner_log();
+  EXPECT_NE(log_text.find("policy update: not implemented in this build; weights unchanged"),
+            std::string::npos)
+      << log_text;
+  EXPECT_NE(log_text.find("step 2/2 of phase e2e"), std::string::npos) << log_text;
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto run = log->run("it-run");
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_NE(std::string(run->get().getConfigYaml().cStr()).find("tasks_per_step"),
+            std::string::npos);
+
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 2u);
+  for (const auto& step : *steps) {
+    EXPECT_EQ(step.get().getNumTasks(), 3u);
+    EXPECT_EQ(step.get().getNumCandidates(), 6u);
+    EXPECT_EQ(step.get().getNumCorrect(), 3u);
+    EXPECT_FLOAT_EQ(step.get().getMeanReward(), 0.5f);
+    EXPECT_EQ(step.get().getNumGroupsDropped(), 0u);
+    EXPECT_EQ(step.get().getPolicyVersion(), 0u);
+    EXPECT_TRUE(std::isnan(step.get().getLoss()));  // no update: no loss, not a fake one
+  }
+
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  ASSERT_EQ(candidates->size(), 2u * 3u * 2u);
+  std::set<std::string> keys;
+  std::multiset<std::string> tasks_by_step[2];
+  for (const auto& c : *candidates) {
+    auto v = c.get().getVerdict();
+    EXPECT_TRUE(keys.insert(c.key()).second) << "candidate counted twice: " << c.key();
+    ASSERT_LT(v.getStep(), 2u);
+    tasks_by_step[v.getStep()].insert(v.getTaskId().cStr());
+    if (v.getSampleIndex() % 2 == 0) {
+      EXPECT_EQ(v.getReward(), 1.0f);
+      EXPECT_GT(c.get().getAdvantage(), 0.99f);
+    } else {
+      EXPECT_EQ(v.getReward(), 0.0f);
+      EXPECT_LT(c.get().getAdvantage(), -0.99f);
+    }
+    EXPECT_NE(std::string(c.get().getResponseText().cStr()).find("sample"), std::string::npos);
+    EXPECT_NE(std::string(c.get().getEvaluatedSource().cStr()).find("class ModelNew"),
+              std::string::npos);
+  }
+  // One KernelRecord per distinct source hash the verdicts named.
+  const std::string hash = candidates->front().get().getVerdict().getSourceHash().cStr();
+  auto kernel = log->kernel(hash);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  EXPECT_TRUE(kernel->get().getCompiled());
+  EXPECT_EQ(std::string(kernel->get().getFirstSeenRunId().cStr()), "it-run");
+  // Level order 1 then 2 (13 has level 3: left out), file order within a level, wrapping.
+  EXPECT_EQ(tasks_by_step[0], (std::multiset<std::string>{"11", "11", "12", "12", "14", "14"}));
+  EXPECT_EQ(tasks_by_step[1], (std::multiset<std::string>{"10", "10", "11", "11", "12", "12"}));
+
+  auto metrics = log->metrics("it-run", std::string("reward/correct_rate"));
+  ASSERT_TRUE(metrics.ok());
+  ASSERT_EQ(metrics->size(), 2u);
+  EXPECT_DOUBLE_EQ(metrics->front().get().getValue(), 0.5);
+}
+
+TEST_F(LearnerIntegrationTest, SigtermDrainsAndLeavesAReadableLog) {
+  auto learner = start_learner(write_config(1000));
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0", /*sleep_ms=*/20);
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  // Wait until the first step is in the log (the reader follows the writer as a secondary).
+  std::unique_ptr<rewardlog::RewardLogReader> log;
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  bool has_step = false;
+  while (!has_step && std::chrono::steady_clock::now() < end) {
+    if (!log) log = open_log();
+    if (log && log->catch_up().ok()) {
+      auto steps = log->steps("it-run");
+      has_step = steps.ok() && !steps->empty();
+    }
+    if (!has_step) std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(has_step) << learner_log();
+  const std::string metrics = scrape_metrics(metrics_port_);
+  EXPECT_NE(metrics.find("dice_learner_steps_total "), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("dice_learner_steps_total 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("dice_learner_transport_workers 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("dice_learner_policy_version 0"), std::string::npos) << metrics;
+  learner->signal(SIGTERM);
+  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+
+  ASSERT_TRUE(log->catch_up().ok());
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_GE(steps->size(), 1u);
+  EXPECT_LT(steps->size(), 1000u);
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  // Every finished step has its 6 candidates; the drained step finished too (no timeout here).
+  EXPECT_EQ(candidates->size(), steps->size() * 6u) << learner_log();
+  EXPECT_NE(learner_log().find("stop requested"), std::string::npos);
+}
+
+TEST_F(LearnerIntegrationTest, SigtermWithoutWorkersExitsAtOnce) {
+  auto learner = start_learner(write_config(2));
+  // Wait until the run is recorded (the learner is in its loop), then stop it.
+  std::unique_ptr<rewardlog::RewardLogReader> log;
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  bool started = false;
+  while (!started && std::chrono::steady_clock::now() < end) {
+    if (!log) log = open_log();
+    started = log && log->catch_up().ok() && log->run("it-run").ok();
+    if (!started) std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(started) << learner_log();
+  learner->signal(SIGTERM);
+  // Well inside the 10 s drain timeout: with no worker nothing could finish.
+  EXPECT_EQ(learner->wait_exit(milliseconds(5000)), 0) << learner_log();
+  ASSERT_TRUE(log->catch_up().ok());
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  EXPECT_TRUE(steps->empty());
+  EXPECT_NE(learner_log().find("stopped with no worker connected"), std::string::npos);
+}
+
+TEST_F(LearnerIntegrationTest, LostRewardWorkerSkipsGroupsInsteadOfHanging) {
+  // No reward worker: no verdict ever comes; each group times out after 1 s and the run ends.
+  auto learner = start_learner(write_config(1, "tasks.json", /*group_timeout_s=*/1));
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ(steps->front().get().getNumCandidates(), 0u);
+  auto skipped = log->metrics("it-run", std::string("learner/groups_skipped"));
+  ASSERT_TRUE(skipped.ok());
+  ASSERT_EQ(skipped->size(), 1u);
+  EXPECT_EQ(skipped->front().get().getValue(), 3.0);
+  EXPECT_NE(learner_log().find("group skipped"), std::string::npos);
+}
+
+TEST_F(LearnerIntegrationTest, BadTaskFileExitsTwoNamingTheEntry) {
+  std::ofstream(dir_ / "bad.json") << R"([{"idx": 1, "level": "1"}])";
+  auto learner = start_learner(write_config(1, "bad.json"));
+  EXPECT_EQ(learner->wait_exit(kDeadline), 2);
+  EXPECT_NE(learner_log().find("bad.json:[0]: missing \"pytorch_code\""), std::string::npos)
+      << learner_log();
+  EXPECT_FALSE(fs::exists(dir_ / "log"));  // nothing written for a run that never started
+}
+
+TEST_F(LearnerIntegrationTest, RefusesARunIdTheLogAlreadyHolds) {
+  const std::string config = write_config(1);
+  {
+    auto learner = start_learner(config);
+    auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+    auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+    ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+  }
+  auto again = start_learner(config);
+  EXPECT_EQ(again->wait_exit(kDeadline), 2);
+  EXPECT_NE(learner_log().find("already holds run 'it-run'"), std::string::npos) << learner_log();
+}
+
+}  // namespace
+}  // namespace dice

@@ -1,0 +1,87 @@
+// Records built from a finished group: keys come from the learner's books, kernels once each.
+#include "learner/step_records.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/rewardlog/keys.h"
+#include "common/wire/envelope.h"
+
+namespace dice {
+namespace {
+
+FinishedSample judged(std::uint32_t index, const std::string& hash, float reward) {
+  capnp::MallocMessageBuilder message;
+  auto verdict = wire::init_envelope(message, "w", "run").getBody().initVerdict();
+  // A confused worker: wrong run, step, task and sample.
+  verdict.setRunId("other-run");
+  verdict.setStep(99);
+  verdict.setTaskId("other-task");
+  verdict.setSampleIndex(42);
+  verdict.setReward(reward);
+  verdict.setCompiled(true);
+  verdict.setSourceHash(hash);
+  auto decoded = wire::decode_envelope(wire::encode(message));
+  EXPECT_TRUE(decoded.ok());
+  return FinishedSample{index, "```python\nprint(1)\n```\n", std::move(decoded).value(),
+                        reward > 0 ? 1.0 : -1.0};
+}
+
+TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
+  LearnerTask task;
+  task.id = "t7";
+  task.kind = TaskKind::kEndToEnd;
+  FinishedGroup group;
+  group.group = 3;
+  group.task = &task;
+  group.complete = true;
+  group.samples.push_back(judged(0, "abc123,def456", 1.0f));
+  group.samples.push_back(judged(1, "abc123", 0.0f));
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 5;
+  std::unordered_set<std::string> seen;
+  auto records = group_records(group, settings, &seen, 1000);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  std::vector<std::string> candidate_keys, kernel_keys;
+  for (const auto& r : *records) {
+    if (r.family == rewardlog::Family::kCandidates) candidate_keys.push_back(r.key);
+    if (r.family == rewardlog::Family::kKernels) kernel_keys.push_back(r.key);
+  }
+  EXPECT_EQ(candidate_keys,
+            (std::vector<std::string>{rewardlog::candidate_key("run", 5, "t7", 0),
+                                      rewardlog::candidate_key("run", 5, "t7", 1)}));
+  EXPECT_EQ(kernel_keys, (std::vector<std::string>{rewardlog::kernel_key("abc123"),
+                                                   rewardlog::kernel_key("def456")}));
+  // The same hashes in a later group are not written again.
+  auto again = group_records(group, settings, &seen, 2000);
+  ASSERT_TRUE(again.ok());
+  for (const auto& r : *again) EXPECT_NE(r.family, rewardlog::Family::kKernels);
+}
+
+TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
+  StepCounts counts;
+  counts.tasks = 2;
+  counts.verdicts = 4;
+  counts.correct = 1;
+  counts.reward_sum = 1.0;
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 1;
+  auto record = step_record(counts, settings, TaskKind::kInfill, StepTiming{1000, 3000});
+  ASSERT_TRUE(record.ok());
+  auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().to_string();
+  auto step = decoded->get();
+  EXPECT_EQ(step.getPhase(), schema::Phase::INFILL);
+  EXPECT_FLOAT_EQ(step.getMeanReward(), 0.25f);
+  EXPECT_TRUE(std::isnan(step.getLoss()));
+  EXPECT_TRUE(std::isnan(step.getGradNorm()));
+  auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->size(), 8u);
+}
+
+}  // namespace
+}  // namespace dice

@@ -1,0 +1,200 @@
+// The step state machine driven by hand-made results (no sockets): what it asks for, what it
+// drops, when a group finishes and with which advantages.
+#include "learner/step_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/wire/envelope.h"
+
+namespace dice {
+namespace {
+
+using Body = schema::Envelope::Body;
+
+class StepTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      LearnerTask task;
+      task.id = "t" + std::to_string(i);
+      task.reference_source = "ref";
+      task.prompt = "prompt " + task.id;
+      tasks_.push_back(task);
+    }
+    settings_.run_id = "run";
+    settings_.step = 7;
+    settings_.samples_per_task = 2;
+    settings_.policy_version = 5;
+    settings_.max_staleness = 1;
+  }
+
+  std::unique_ptr<StepTracker> start(std::size_t n_tasks) {
+    auto tracker = std::make_unique<StepTracker>(settings_, &next_work_, &next_group_);
+    std::vector<const LearnerTask*> chosen;
+    for (std::size_t i = 0; i < n_tasks; ++i) chosen.push_back(&tasks_[i]);
+    tracker->start(chosen, now_);
+    for (auto& item : tracker->take_outbox()) {
+      EXPECT_EQ(item.role, schema::Role::ROLLOUT);
+      auto decoded = wire::decode_envelope(item.payload);
+      EXPECT_TRUE(decoded.ok());
+      auto request = decoded->root().getBody().getRolloutRequest();
+      EXPECT_EQ(request.getWorkId(), item.work_id);
+      EXPECT_EQ(request.getNumSamples(), 2u);
+      EXPECT_EQ(request.getStep(), 7u);
+      rollouts_.push_back({item.work_id, request.getGroup()});
+    }
+    return tracker;
+  }
+
+  transport::WorkResult result(std::uint64_t work_id,
+                               const std::function<void(Body::Builder)>& fill) {
+    capnp::MallocMessageBuilder message;
+    fill(wire::init_envelope(message, "w", "run").getBody());
+    auto decoded = wire::decode_envelope(wire::encode(message));
+    EXPECT_TRUE(decoded.ok());
+    return transport::WorkResult{work_id, "w", std::move(decoded).value()};
+  }
+  transport::WorkResult candidate(std::size_t group, std::uint32_t sample,
+                                  std::uint64_t version = 5) {
+    return result(rollouts_[group].first, [&](Body::Builder body) {
+      auto c = body.initCandidate();
+      c.setSampleIndex(sample);
+      c.setPolicyVersion(version);
+      c.setText("text " + std::to_string(sample));
+    });
+  }
+  transport::WorkResult verdict(std::uint64_t eval_id, float reward) {
+    return result(eval_id, [&](Body::Builder body) {
+      auto v = body.initVerdict();
+      v.setReward(reward);
+      v.setCompiled(true);
+      v.setCorrect(reward > 0);
+    });
+  }
+  transport::WorkResult error(std::uint64_t work_id) {
+    return result(work_id, [&](Body::Builder body) {
+      auto e = body.initError();
+      e.setWorkId(work_id);
+      e.setMessage("boom");
+    });
+  }
+  // The eval requests queued since the last call: work ids in order.
+  std::vector<std::uint64_t> evals(StepTracker& tracker) {
+    std::vector<std::uint64_t> ids;
+    for (auto& item : tracker.take_outbox()) {
+      EXPECT_EQ(item.role, schema::Role::REWARD);
+      auto decoded = wire::decode_envelope(item.payload);
+      auto request = decoded->root().getBody().getEvalRequest();
+      EXPECT_EQ(request.getWorkId(), item.work_id);
+      EXPECT_EQ(request.getCandidate().getStep(), 7u);
+      EXPECT_TRUE(request.getTask().getId().size() > 0);
+      ids.push_back(item.work_id);
+    }
+    return ids;
+  }
+
+  std::vector<LearnerTask> tasks_;
+  StepSettings settings_;
+  std::uint64_t next_work_ = 1;
+  std::uint64_t next_group_ = 1;
+  transport::TimePoint now_ = transport::Clock::now();
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> rollouts_;  // work id, group
+};
+
+TEST_F(StepTrackerTest, GroupFinishesWithZScoredAdvantages) {
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 1));
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 0));  // a repeat of sample 0: dropped, not judged twice
+  auto ids = evals(*tracker);
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(tracker->counts().duplicate_candidates, 1u);
+  tracker->handle(verdict(ids[0], 0.0f));  // sample 1
+  EXPECT_FALSE(tracker->done());
+  tracker->handle(verdict(ids[1], 1.0f));  // sample 0
+  ASSERT_TRUE(tracker->done());
+  auto finished = tracker->take_finished();
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].complete);
+  ASSERT_EQ(finished[0].samples.size(), 2u);
+  EXPECT_EQ(finished[0].samples[0].sample_index, 0u);
+  EXPECT_GT(finished[0].samples[0].advantage, 0.99);
+  EXPECT_LT(finished[0].samples[1].advantage, -0.99);
+  EXPECT_EQ(finished[0].samples[1].response_text, "text 1");
+  EXPECT_EQ(tracker->counts().verdicts, 2u);
+  EXPECT_EQ(tracker->counts().correct, 1u);
+}
+
+TEST_F(StepTrackerTest, ConstantGroupDroppedAndStaleCandidateNotJudged) {
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 0, /*version=*/3));  // 3 + 1 < 5: too stale
+  tracker->handle(candidate(0, 1, /*version=*/4));  // within the bound
+  auto ids = evals(*tracker);
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(tracker->counts().stale_dropped, 1u);
+  tracker->handle(verdict(ids[0], 1.0f));
+  ASSERT_TRUE(tracker->done());
+  auto finished = tracker->take_finished();
+  EXPECT_TRUE(finished[0].complete);
+  EXPECT_TRUE(finished[0].dropped);  // one judged sample: no signal
+  EXPECT_EQ(tracker->counts().groups_dropped, 1u);
+}
+
+TEST_F(StepTrackerTest, RolloutErrorAndTimeoutSkipGroupsWithoutHanging) {
+  auto tracker = start(2);
+  tracker->handle(candidate(0, 0));
+  auto ids = evals(*tracker);
+  tracker->handle(error(rollouts_[0].first));  // no more candidates for group 0
+  EXPECT_FALSE(tracker->done());               // its one evaluation is still out
+  tracker->handle(verdict(ids[0], 1.0f));
+  auto finished = tracker->take_finished();
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_FALSE(finished[0].complete);
+  EXPECT_EQ(finished[0].samples.size(), 1u);  // kept, with advantage 0
+  EXPECT_EQ(finished[0].samples[0].advantage, 0.0);
+
+  tracker->expire(now_ + std::chrono::seconds(5), std::chrono::seconds(10));
+  EXPECT_FALSE(tracker->done());
+  tracker->expire(now_ + std::chrono::seconds(11), std::chrono::seconds(10));
+  ASSERT_TRUE(tracker->done());
+  EXPECT_EQ(tracker->counts().groups_skipped, 2u);
+  EXPECT_EQ(tracker->counts().rollout_errors, 1u);
+  tracker->handle(candidate(1, 0));  // late: its group is gone
+  EXPECT_TRUE(evals(*tracker).empty());
+}
+
+TEST_F(StepTrackerTest, EvaluationErrorLosesOneSample) {
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
+  auto ids = evals(*tracker);
+  tracker->handle(error(ids[0]));
+  tracker->handle(verdict(ids[1], 0.0f));
+  ASSERT_TRUE(tracker->done());
+  auto finished = tracker->take_finished();
+  EXPECT_TRUE(finished[0].complete);
+  EXPECT_EQ(finished[0].samples.size(), 1u);
+  EXPECT_EQ(tracker->counts().eval_errors, 1u);
+  tracker->handle(verdict(999, 1.0f));
+  EXPECT_EQ(tracker->counts().unexpected_results, 1u);
+}
+
+TEST_F(StepTrackerTest, NonFiniteRewardIsNotUsed) {
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
+  auto ids = evals(*tracker);
+  tracker->handle(verdict(ids[0], std::nanf("")));
+  tracker->handle(verdict(ids[1], 1.0f));
+  ASSERT_TRUE(tracker->done());
+  auto finished = tracker->take_finished();
+  ASSERT_EQ(finished[0].samples.size(), 1u);
+  EXPECT_EQ(finished[0].samples[0].sample_index, 1u);
+  EXPECT_FALSE(std::isnan(finished[0].samples[0].advantage));
+  EXPECT_EQ(tracker->counts().eval_errors, 1u);
+}
+
+}  // namespace
+}  // namespace dice
