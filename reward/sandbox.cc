@@ -157,6 +157,14 @@ void write_str(int fd, const char* s) {
       if (mount(scratch, scratch, nullptr, MS_BIND, nullptr) == 0) {
         mount(nullptr, scratch, nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID, nullptr);
       }
+      // A /proc of this PID namespace. Without it /proc/<getpid()> names a process of the
+      // worker's namespace (pid 2 here is the host's kthreadd), and libraries that read their
+      // own /proc entry by pid break: the CUDA driver failed with error 304 ("OS call failed")
+      // in every sandboxed evaluation on the H200 node. It also hides the host's processes.
+      if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        write_str(2, "sandbox: cannot mount /proc for the PID namespace\n");
+        _exit(126);
+      }
     }
     // This process is PID 1 of the new namespace, and PID 1 ignores signals it has no handler
     // for (a candidate's own abort() or kill(getpid(), SIGSEGV) would not end it). So it stays

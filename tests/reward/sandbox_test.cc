@@ -137,6 +137,24 @@ TEST(SandboxTest, WritingInsideScratchWorks) {
   EXPECT_TRUE(r.succeeded()) << r.stderr_text;
 }
 
+TEST(SandboxTest, ProcIsTheSandboxsOwn) {
+  if (geteuid() != 0) GTEST_SKIP() << "PID and mount namespaces need root here";
+  // /proc/<getpid()> must be this process (the CUDA driver reads its own entry by pid), and the
+  // worker's processes must not be listed.
+  SandboxResult r =
+      run_ok(python_spec("import os\n"
+                         "me = open('/proc/%d/cmdline' % os.getpid(), 'rb').read()\n"
+                         "assert b'python' in me, me\n"
+                         "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+                         "assert str(" +
+                         std::to_string(getpid()) + ") not in pids or " + std::to_string(getpid()) +
+                         " <= 3, pids\n"
+                         "print(len(pids))"));
+  EXPECT_TRUE(r.isolated);
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_LE(std::stoi(r.stdout_text.empty() ? "99" : r.stdout_text), 3) << r.stdout_text;
+}
+
 TEST(SandboxTest, NoNetwork) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
   for (const char* addr : {"127.0.0.1", "8.8.8.8"}) {
