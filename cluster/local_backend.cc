@@ -198,7 +198,9 @@ Status local_down(const std::string& state_dir, std::ostream& out) {
 
 Status local_status(const std::string& state_dir, std::ostream& out) {
   DICE_ASSIGN_OR_RETURN(ClusterState state, read_state_file(state_dir));
-  out << format_status(state, wall_seconds());
+  std::string note;
+  const auto health = learner_health(state, &note);
+  out << format_status(state, wall_seconds(), health, note);
   return Status::ok_status();
 }
 

@@ -214,7 +214,9 @@ Result<ClusterState> slurm_up(const DiceConfig& config, const std::string& confi
 Status slurm_status(const std::string& state_dir, std::ostream& out) {
   DICE_ASSIGN_OR_RETURN(ClusterState state, read_state_file(state_dir));
   DICE_RETURN_IF_ERROR(refresh(state_dir, &state).status());
-  out << format_status(state, wall_seconds());
+  std::string note;
+  const auto health = learner_health(state, &note);
+  out << format_status(state, wall_seconds(), health, note);
   return Status::ok_status();
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster/process.h"
+#include "common/config/dice_config.h"
 
 namespace dice::cluster {
 namespace {
@@ -55,13 +56,15 @@ std::string format_duration(double seconds) {
   return out.str();
 }
 
-std::string format_status(const ClusterState& state, double now) {
+std::string format_status(const ClusterState& state, double now,
+                          const std::map<std::string, WorkerHealth>& health,
+                          const std::string& health_note) {
   bool slurm = state.backend == "slurm";
   std::ostringstream out;
   out << header(state, now);
   out << std::left << std::setw(14) << "SERVICE" << std::setw(14) << "NODE" << std::setw(12)
       << (slurm ? "STEP" : "PID") << std::setw(12) << "STATE" << std::setw(10) << "RESTARTS"
-      << std::setw(10) << "UPTIME"
+      << std::setw(10) << "UPTIME" << std::setw(11) << "HEARTBEAT" << std::setw(8) << "DONE"
       << "LAST EXIT\n";
   for (const auto& s : state.services) {
     bool running = s.state == ServiceRunState::kRunning;
@@ -70,10 +73,44 @@ std::string format_status(const ClusterState& state, double now) {
     std::string id = slurm ? (s.step.empty() ? "-" : s.step) : std::to_string(s.pid);
     out << std::left << std::setw(14) << s.name << std::setw(14) << s.node << std::setw(12)
         << (alive ? id : "-") << std::setw(12) << shown << std::setw(10) << s.restarts
-        << std::setw(10) << (alive ? format_duration(now - s.started_at) : "-")
+        << std::setw(10) << (alive ? format_duration(now - s.started_at) : "-");
+    auto h = health.find(s.name);
+    const bool seen = h != health.end();
+    out << std::setw(11)
+        << (seen && h->second.silent_seconds >= 0
+                ? format_duration(h->second.silent_seconds) + " ago"
+                : "-")
+        << std::setw(8)
+        << (seen && h->second.completed >= 0
+                ? std::to_string(static_cast<long long>(h->second.completed))
+                : "-")
         << (s.last_exit.empty() ? "-" : s.last_exit) << "\n";
   }
+  if (!health_note.empty()) out << "(heartbeat and work done: " << health_note << ")\n";
   return out.str();
+}
+
+std::map<std::string, WorkerHealth> learner_health(const ClusterState& state, std::string* note) {
+  auto config = load_dice_config(state.config_path, {});
+  if (!config.ok()) {
+    *note = "cannot read the run's config: " + config.status().message();
+    return {};
+  }
+  std::string host = "127.0.0.1";
+  for (const auto& s : state.services) {
+    if (s.role == "learner" && s.node != "localhost") host = s.node;
+  }
+  const int port = config->cluster.learner.metrics_port;
+  if (port == 0) {
+    *note = "cluster.learner.metrics_port is 0 (any free port), so the learner cannot be asked";
+    return {};
+  }
+  auto health = query_worker_health(host, port, 1000);
+  if (!health.ok()) {
+    *note = health.status().message();
+    return {};
+  }
+  return *health;
 }
 
 Status print_logs(const ClusterState& state, const std::string& run_log_name,

@@ -6,21 +6,28 @@
 #include <string>
 
 #include "cluster/cluster_state.h"
+#include "cluster/learner_query.h"
 #include "common/status.h"
 
 namespace dice::cluster {
 
 // The status table; `now` is seconds since the epoch. One row per service:
 //
-//   SERVICE  NODE  PID/STEP  STATE  RESTARTS  UPTIME  LAST EXIT
+//   SERVICE  NODE  PID/STEP  STATE  RESTARTS  UPTIME  HEARTBEAT  DONE  LAST EXIT
 //
 // Local runs: PID/STEP is the pid, and a row recorded as running whose process is gone shows as
 // "gone". Slurm runs: the step id ("812.1"), as the caller last refreshed it from Slurm.
-//
-// Not here yet: each worker's last heartbeat and work done. The learner sees every worker's
-// heartbeats and counts its work; those columns belong here, fed by a query to the learner's
-// /metrics endpoint, once the learner exists (it does not yet).
-std::string format_status(const ClusterState& state, double now);
+// HEARTBEAT (age of the learner's last message from the worker) and DONE (work items finished)
+// come from `health`, the learner's view (learner_query.h); "-" where it has none, e.g. for the
+// learner itself or when the learner did not answer (`health_note` then says why, under the
+// table).
+std::string format_status(const ClusterState& state, double now,
+                          const std::map<std::string, WorkerHealth>& health = {},
+                          const std::string& health_note = "");
+
+// The learner's view of the workers of `state`'s run: reads the run's config for the learner's
+// metrics port and queries the learner's node. On failure an empty map and `note` says why.
+std::map<std::string, WorkerHealth> learner_health(const ClusterState& state, std::string* note);
 
 // Prints the last `lines` lines of each log of `state`: every service's, or those whose name or
 // role is `service`; `run_log_name` names the run's own log at `run_log_path` (the supervisor's,

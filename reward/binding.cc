@@ -8,9 +8,9 @@ namespace {
 // Blanks every #include of torch/extension.h (the slim prelude already provides what kernels use
 // of it), keeping line numbers so compiler errors still point at the candidate's lines.
 std::string without_extension_include(const std::string& source) {
-  static const std::regex include(
+  static const std::regex kExtensionInclude(
       R"((^|\n)[ \t]*#[ \t]*include[ \t]*[<"]torch/extension\.h[>"][^\n]*)");
-  return std::regex_replace(source, include, "$1");
+  return std::regex_replace(source, kExtensionInclude, "$1");
 }
 
 }  // namespace
