@@ -14,7 +14,7 @@ namespace {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
-using tcp = boost::asio::ip::tcp;
+using Tcp = boost::asio::ip::tcp;
 
 constexpr char kSilent[] = "dice_learner_transport_worker_silent_seconds{";
 constexpr char kCompleted[] = "dice_learner_transport_worker_completed_total{";
@@ -75,7 +75,7 @@ Result<std::map<std::string, WorkerHealth>> query_worker_health(const std::strin
   const std::string where = host + ":" + std::to_string(port);
   try {
     boost::asio::io_context io;
-    tcp::resolver resolver(io);
+    Tcp::resolver resolver(io);
     beast::tcp_stream stream(io);
     stream.expires_after(std::chrono::milliseconds(timeout_ms));
     stream.connect(resolver.resolve(host, std::to_string(port)));
@@ -86,7 +86,7 @@ Result<std::map<std::string, WorkerHealth>> query_worker_health(const std::strin
     http::response<http::string_body> response;
     http::read(stream, buffer, response);
     beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.socket().shutdown(Tcp::socket::shutdown_both, ignored);
     if (response.result() != http::status::ok) {
       return Status::unavailable("learner /metrics at " + where + " answered " +
                                  std::to_string(response.result_int()));
