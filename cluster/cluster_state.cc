@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -158,6 +159,15 @@ Result<ClusterState> read_state_file(const std::string& state_dir) {
     return Status::corruption(path + ":" + std::to_string(e.mark.line + 1) +
                               ": bad state file: " + e.msg);
   }
+}
+
+std::string run_id_from_clock() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y%m%d-%H%M%S", &tm);
+  return buffer;
 }
 
 }  // namespace dice::cluster

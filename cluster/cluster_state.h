@@ -75,6 +75,9 @@ struct ClusterState {
 
 std::string state_file_path(const std::string& state_dir);
 
+// A run id for a run whose config names none: the UTC start time, "20261130-021500".
+std::string run_id_from_clock();
+
 // Writes `state` to <state_dir>/state.yaml atomically (temp file in the same folder + rename).
 Status write_state_file(const std::string& state_dir, const ClusterState& state);
 

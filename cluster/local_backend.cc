@@ -39,15 +39,6 @@ Status make_dirs(const std::string& path) {
   return Status::ok_status();
 }
 
-std::string make_run_id() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y%m%d-%H%M%S", &tm);
-  return buffer;
-}
-
 bool supervisor_alive(const ClusterState& state) {
   return process_alive(state.supervisor_pid, state.supervisor_start_ticks);
 }
@@ -108,8 +99,8 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
     }
   }
 
-  PlanInputs inputs{config_path, overrides, config.run.id.empty() ? make_run_id() : config.run.id,
-                    self_executable()};
+  PlanInputs inputs{config_path, overrides,
+                    config.run.id.empty() ? run_id_from_clock() : config.run.id, self_executable()};
   DICE_ASSIGN_OR_RETURN(std::vector<ServiceSpec> services, plan_services(config.cluster, inputs));
   DICE_RETURN_IF_ERROR(make_dirs(state_dir + "/logs"));
 

@@ -27,15 +27,6 @@ void poll_pause() {
   std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
 }
 
-std::string make_run_id() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y%m%d-%H%M%S", &tm);
-  return buffer;
-}
-
 std::string batch_output_path(const std::string& state_dir, const ClusterState& state) {
   return state_dir + "/slurm-" + state.slurm_job_id + ".out";
 }
@@ -133,8 +124,8 @@ Result<ClusterState> slurm_up(const DiceConfig& config, const std::string& confi
         "submit host (Debian: apt-get install slurm-client)");
   }
   DICE_RETURN_IF_ERROR(refuse_if_active(state_dir));
-  PlanInputs inputs{config_path, overrides, config.run.id.empty() ? make_run_id() : config.run.id,
-                    self_executable()};
+  PlanInputs inputs{config_path, overrides,
+                    config.run.id.empty() ? run_id_from_clock() : config.run.id, self_executable()};
   DICE_ASSIGN_OR_RETURN(std::vector<ServiceSpec> services, plan_services(config.cluster, inputs));
 
   std::error_code error;
