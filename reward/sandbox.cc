@@ -135,11 +135,17 @@ void write_str(int fd, const char* s) {
   (void)ignored;
 }
 
+// The uid/gid a run switches to (-1: none), resolved from SandboxSpec::uid/gid.
+struct RunIdentity {
+  int uid = -1;
+  int gid = -1;
+};
+
 // Runs in the child between clone and exec: only async-signal-safe calls, no allocation (the
 // worker is multi-threaded; another thread may hold the allocator's lock).
-[[noreturn]] void child_main(const SandboxSpec& spec, const char* scratch, const char* exe,
-                             char* const* argv, char* const* envp, int null_fd, int out_fd,
-                             int err_fd, int status_fd, bool isolated, bool drop) {
+[[noreturn]] void child_main(const SandboxSpec& spec, RunIdentity who, const char* scratch,
+                             const char* exe, char* const* argv, char* const* envp, int null_fd,
+                             int out_fd, int err_fd, int status_fd, bool isolated, bool drop) {
   setpgid(0, 0);
   dup2(null_fd, 0);
   dup2(out_fd, 1);
@@ -204,7 +210,7 @@ void write_str(int fd, const char* s) {
   }
   syscall(SYS_close_range, 3U, ~0U, 0U);
   if (drop) {
-    if (setgroups(0, nullptr) != 0 || setgid(spec.gid) != 0 || setuid(spec.uid) != 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(who.gid) != 0 || setuid(who.uid) != 0) {
       write_str(2, "sandbox: cannot switch to the unprivileged uid\n");
       _exit(126);
     }
@@ -229,7 +235,7 @@ std::condition_variable uid_freed;
 std::vector<bool> uid_in_use(kSandboxUidCount, false);
 int uid_next = 0;
 
-Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec);
+Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who);
 
 }  // namespace
 
@@ -257,24 +263,18 @@ SandboxSpec parser_sandbox(SandboxSpec spec) {
 }
 
 Result<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
-  if (spec.uid != kUniqueSandboxUid) return run_sandboxed_as(spec);
-  if (geteuid() != 0) {  // nothing to switch to: the worker's own uid
-    SandboxSpec own = spec;
-    own.uid = own.gid = -1;
-    return run_sandboxed_as(own);
-  }
+  if (spec.uid != kUniqueSandboxUid) return run_sandboxed_as(spec, {spec.uid, spec.gid});
+  if (geteuid() != 0) return run_sandboxed_as(spec, {});  // no switch: the worker's own uid
   SandboxUid lease;
-  SandboxSpec leased = spec;
-  leased.uid = leased.gid = lease.uid();
-  return run_sandboxed_as(leased);
+  return run_sandboxed_as(spec, {lease.uid(), lease.uid()});
 }
 
 namespace {
 
-Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec) {
+Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who) {
   if (spec.argv.empty()) return Status::invalid_argument("sandbox: empty command");
   const bool root = geteuid() == 0;
-  const bool drop = root && spec.uid >= 0;
+  const bool drop = root && who.uid >= 0;
 
   // Scratch directory.
   std::string scratch = spec.workdir;
@@ -305,11 +305,11 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec) {
   if (drop && own_scratch) {
     std::error_code ec;
     for (auto& entry : fs::recursive_directory_iterator(scratch, ec)) {
-      if (lchown(entry.path().c_str(), spec.uid, spec.gid) != 0) break;
+      if (lchown(entry.path().c_str(), who.uid, who.gid) != 0) break;
     }
-    if (chown(scratch.c_str(), spec.uid, spec.gid) != 0) {
+    if (chown(scratch.c_str(), who.uid, who.gid) != 0) {
       return Status::io_error("sandbox: cannot hand " + scratch + " to uid " +
-                              std::to_string(spec.uid) + ": " + strerror(errno));
+                              std::to_string(who.uid) + ": " + strerror(errno));
     }
   }
 
@@ -370,8 +370,8 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec) {
     return Status::io_error(std::string("sandbox: cannot start a child: ") + strerror(err));
   }
   if (pid == 0) {
-    child_main(spec, scratch.c_str(), exe.c_str(), argv.data(), envp.data(), null_fd, out_pipe[1],
-               err_pipe[1], status_pipe[1], result.isolated, drop);
+    child_main(spec, who, scratch.c_str(), exe.c_str(), argv.data(), envp.data(), null_fd,
+               out_pipe[1], err_pipe[1], status_pipe[1], result.isolated, drop);
   }
   result.unprivileged = drop || !root;
   close(out_pipe[1]);
