@@ -1,24 +1,14 @@
 #include "reward/reward_worker.h"
 
 #include <capnp/message.h>
-#include <capnp/schema.h>
 
 #include <cstdlib>
 #include <sstream>
 
 #include "common/log.h"
+#include "common/wire/enum_name.h"
 
 namespace dice {
-namespace {
-
-std::string failure_name(schema::FailureClass failure) {
-  auto enumerants = capnp::Schema::from<schema::FailureClass>().getEnumerants();
-  const auto ordinal = static_cast<unsigned>(failure);
-  return ordinal < enumerants.size() ? enumerants[ordinal].getProto().getName().cStr() : "unknown";
-}
-
-}  // namespace
-
 std::vector<std::string> gpu_slot_names(const std::vector<int>& gpus, int per_gpu) {
   std::vector<std::string> slots;
   for (int gpu : gpus) {
@@ -67,7 +57,7 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
   auto verdict = sink.init_envelope(message).getBody().initVerdict();
   pipeline_.evaluate(request, verdict);
 
-  const std::string failure = failure_name(verdict.getFailure());
+  const std::string failure = wire::enum_name(verdict.getFailure());
   auto verdicts = registry_.counter("dice_reward_verdicts_total",
                                     "Verdicts sent, by failure class (none = no failure).",
                                     {{"class", failure}});

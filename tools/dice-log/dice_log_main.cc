@@ -19,6 +19,7 @@
 #include "common/rewardlog/export.h"
 #include "common/rewardlog/reader.h"
 #include "common/status.h"
+#include "common/wire/enum_name.h"
 
 namespace {
 
@@ -151,13 +152,7 @@ std::string cell(const char* text) {
   return out;
 }
 
-template <typename E>
-std::string enum_name(E value) {
-  const auto enumerants = capnp::Schema::from<E>().getEnumerants();
-  const auto raw = static_cast<uint16_t>(value);
-  if (raw < enumerants.size()) return enumerants[raw].getProto().getName().cStr();
-  return std::to_string(raw);
-}
+using dice::wire::enum_name;
 
 Result<std::unique_ptr<rl::RewardLogReader>> open_log(const std::string& path) {
   rl::RewardLogReaderOptions options;
