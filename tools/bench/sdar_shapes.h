@@ -1,9 +1,10 @@
-// The SDAR model shapes the GPU benchmarks run with random weights (weights do not change speed).
-// The numbers are configs/models/sdar-{1.7b,4b}.yaml's; a bench that wants them without reading
-// YAML includes this header.
+// What the GPU benchmarks share: the SDAR model shapes they run with random weights (weights do
+// not change speed; the numbers are configs/models/sdar-{1.7b,4b}.yaml's), and the parsing of
+// their comma-separated flags.
 #pragma once
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ inline ModelConfig sdar_config(int64_t hidden, int64_t intermediate, int64_t lay
 inline std::vector<NamedShape> sdar_shapes() {
   return {{"1.7b", sdar_config(2048, 6144, 28, 16, 8, /*tied=*/true)},
           {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)}};
+}
+
+// "1,16,64" -> {"1", "16", "64"}: the form of --models, --batches, --strategies.
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
 }
 
 }  // namespace dice::bench

@@ -32,12 +32,7 @@ std::vector<Shape> all_shapes() {
   return dice::bench::sdar_shapes();
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-  return out;
-}
+using dice::bench::split_list;
 
 // Waits for the GPU: reading one element back synchronizes the current stream.
 void sync(const at::Tensor& t) {
@@ -98,7 +93,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<int64_t> batch_sizes;
-  for (const std::string& b : split(batches)) {
+  for (const std::string& b : split_list(batches)) {
     try {
       batch_sizes.push_back(std::stoll(b));
     } catch (const std::exception&) {
@@ -112,7 +107,7 @@ int main(int argc, char** argv) {
               dice::compat::describe_torch().c_str(), static_cast<long long>(context), iters);
   std::printf("%-6s %6s %16s %12s %16s %12s\n", "model", "batch", "prefill tok/s", "prefill ms",
               "decode4 tok/s", "decode4 ms");
-  for (const std::string& wanted : split(models)) {
+  for (const std::string& wanted : split_list(models)) {
     const Shape* shape = nullptr;
     static const std::vector<Shape> shapes = all_shapes();
     for (const Shape& s : shapes) {

@@ -53,12 +53,7 @@ dice::ModelConfig tiny_config() {
   return c;
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-  return out;
-}
+using dice::bench::split_list;
 
 int usage(const std::string& message) {
   std::fprintf(stderr,
@@ -168,7 +163,7 @@ int main(int argc, char** argv) {
   if (new_tokens < 1 || prompt_len < 1) return usage("--new-tokens and --prompt must be >= 1");
   if (device_name != "cuda" && device_name != "cpu") return usage("--device must be cuda or cpu");
   std::vector<int64_t> batch_sizes;
-  for (const std::string& b : split(batches)) {
+  for (const std::string& b : split_list(batches)) {
     try {
       batch_sizes.push_back(std::stoll(b));
     } catch (const std::exception&) {
@@ -177,7 +172,7 @@ int main(int argc, char** argv) {
     if (batch_sizes.back() < 1) return usage("--batches: sizes must be >= 1");
   }
   std::vector<dice::Remasking> remaskings;
-  for (const std::string& s : split(strategies)) {
+  for (const std::string& s : split_list(strategies)) {
     if (s == "static") {
       remaskings.push_back(dice::Remasking::kLowConfidenceStatic);
     } else if (s == "dynamic") {
@@ -202,7 +197,7 @@ int main(int argc, char** argv) {
     shapes.push_back({"tiny", tiny_config()});
   } else {
     const std::vector<Shape> known = dice::bench::sdar_shapes();
-    for (const std::string& m : split(models)) {
+    for (const std::string& m : split_list(models)) {
       auto it =
           std::find_if(known.begin(), known.end(), [&](const Shape& s) { return s.name == m; });
       if (it == known.end()) return usage("unknown model " + m + " (1.7b or 4b)");
