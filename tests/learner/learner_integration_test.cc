@@ -240,7 +240,13 @@ TEST_F(LearnerIntegrationTest, SigtermDrainsAndLeavesAReadableLog) {
     if (!has_step) std::this_thread::sleep_for(milliseconds(20));
   }
   ASSERT_TRUE(has_step) << learner_log();
-  const std::string metrics = scrape_metrics(metrics_port_);
+  // The counter moves just after the step's records are appended: poll it, do not race it.
+  std::string metrics = scrape_metrics(metrics_port_);
+  while (metrics.find("dice_learner_steps_total 0\n") != std::string::npos &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(20));
+    metrics = scrape_metrics(metrics_port_);
+  }
   EXPECT_NE(metrics.find("dice_learner_steps_total "), std::string::npos) << metrics;
   EXPECT_EQ(metrics.find("dice_learner_steps_total 0\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("dice_learner_transport_workers 2"), std::string::npos) << metrics;
