@@ -59,7 +59,8 @@ int run(dice::service::ServiceContext& context) {
     return 1;
   }
   service::MetricsRegistry registry;
-  RolloutWorker worker(**engine, tokenizer.value(), loop_options->transport.worker_id, registry);
+  RolloutWorker worker(**engine, tokenizer.value(), loop_options->transport.worker_id, registry,
+                       options.abort_on_weight_update);
   DICE_LOG(Info) << "rollout worker ready" << kv("model", options.model_path)
                  << kv("max_batch", options.max_batch) << kv("capacity", capacity);
   return service::run_worker_loop(

@@ -1,5 +1,7 @@
 #include "rollout/rollout_engine.h"
 
+#include <algorithm>
+
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "common/checkpoint/checkpoint.h"
@@ -40,6 +42,7 @@ RolloutEngine::~RolloutEngine() {
 Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> requests) {
   if (requests.empty()) return GroupResult{{}, policy_version()};
   auto group = std::make_shared<Group>();
+  group->requests = requests;
   group->results.resize(requests.size());
   group->remaining = requests.size();
   std::unique_lock<std::mutex> lock(mutex_);
@@ -51,9 +54,10 @@ Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> reque
   return GroupResult{std::move(group->results), group->policy_version};
 }
 
-void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version) {
+void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version,
+                                   bool abort_in_flight) {
   std::lock_guard<std::mutex> lock(mutex_);
-  update_ = PendingUpdate{std::move(checkpoint_dir), version};
+  update_ = PendingUpdate{std::move(checkpoint_dir), version, abort_in_flight};
   work_ready_.notify_all();
 }
 
@@ -65,6 +69,33 @@ std::uint64_t RolloutEngine::policy_version() const {
 SamplerStats RolloutEngine::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
+}
+
+std::int64_t RolloutEngine::sequences_aborted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sequences_aborted_;
+}
+
+void RolloutEngine::restart_running() {
+  std::vector<uint64_t> dropped = sampler_->cancel_all();
+  (void)sampler_->take_finished();  // members of groups that start over anyway
+  sequences_aborted_ += static_cast<std::int64_t>(dropped.size());
+  std::vector<std::shared_ptr<Group>> groups;
+  for (auto& [id, entry] : running_) {
+    if (std::find(groups.begin(), groups.end(), entry.first) == groups.end()) {
+      groups.push_back(entry.first);
+    }
+  }
+  running_.clear();
+  // Front of the queue, in their original order: they were admitted before anything queued now.
+  for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+    Group& group = **it;
+    group.results.assign(group.requests.size(), GenerationResult());
+    group.remaining = group.requests.size();
+    queued_.emplace_front(*it, group.requests);
+  }
+  DICE_LOG(Info) << "weights update aborts the sequences in flight; their groups start over"
+                 << kv("sequences", dropped.size()) << kv("groups", groups.size());
 }
 
 void RolloutEngine::fail_running(const Status& status) {
@@ -81,6 +112,7 @@ void RolloutEngine::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     // New weights once nothing runs on the old ones; nothing new is admitted meanwhile.
+    if (update_ && update_->abort_in_flight && !running_.empty()) restart_running();
     if (update_ && running_.empty()) {
       PendingUpdate update = std::move(*update_);
       update_.reset();

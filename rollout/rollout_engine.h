@@ -4,9 +4,10 @@
 // groups of several work items share one continuous batch.
 //
 // Weights: update_weights() names a checkpoint folder and its policy version. The engine stops
-// admitting new requests, lets the running ones finish on the old weights, loads the new ones in
-// place, then admits again; so every sequence is produced by exactly one policy version, which
-// generate() reports.
+// admitting new requests, lets the running ones finish on the old weights (or, when the update
+// says abort, drops them and queues their groups again, whole, to run on the new weights), loads
+// the new ones in place, then admits again; so every group is produced by exactly one policy
+// version, which generate() reports.
 #pragma once
 
 #include <condition_variable>
@@ -47,15 +48,19 @@ class RolloutEngine {
   // shutdown.
   Result<GroupResult> generate(std::vector<GenerationRequest> requests);
 
-  // Loads `checkpoint_dir` as policy `version` once the running sequences have finished. A load
+  // Loads `checkpoint_dir` as policy `version` once the running sequences have finished, or at
+  // once when `abort_in_flight` (the groups running then start over on the new weights). A load
   // failure is logged and the old weights stay.
-  void update_weights(std::string checkpoint_dir, std::uint64_t version);
+  void update_weights(std::string checkpoint_dir, std::uint64_t version,
+                      bool abort_in_flight = false);
 
   std::uint64_t policy_version() const;
   SamplerStats stats() const;
+  std::int64_t sequences_aborted() const;  // dropped by aborting updates, since start
 
  private:
   struct Group {
+    std::vector<GenerationRequest> requests;  // kept to start the group over after an abort
     std::vector<GenerationResult> results;
     std::size_t remaining = 0;
     Status status;
@@ -65,11 +70,13 @@ class RolloutEngine {
   struct PendingUpdate {
     std::string dir;
     std::uint64_t version;
+    bool abort_in_flight;
   };
 
   RolloutEngine(Qwen3LM model, SamplerOptions options, std::uint64_t version);
   void run();
   void fail_running(const Status& status);  // caller holds mutex_
+  void restart_running();                   // caller holds mutex_; engine thread only
 
   Qwen3LM model_;
   SamplerOptions options_;
@@ -84,6 +91,7 @@ class RolloutEngine {
   std::uint64_t next_id_ = 1;
   std::uint64_t version_ = 0;
   SamplerStats stats_;
+  std::int64_t sequences_aborted_ = 0;
   bool stopping_ = false;
   std::thread thread_;
 };

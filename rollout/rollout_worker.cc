@@ -18,8 +18,12 @@ Result<std::vector<std::int64_t>> encode_rollout_prompt(const tokenizer::Tokeniz
 }
 
 RolloutWorker::RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& tokenizer,
-                             std::string worker_id, service::MetricsRegistry& registry)
-    : engine_(engine), tokenizer_(tokenizer), worker_id_(std::move(worker_id)) {
+                             std::string worker_id, service::MetricsRegistry& registry,
+                             bool abort_on_weight_update)
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      worker_id_(std::move(worker_id)),
+      abort_on_weight_update_(abort_on_weight_update) {
   auto samples = registry.counter("dice_rollout_samples_total", "Candidates generated.");
   auto tokens = registry.counter("dice_rollout_tokens_total", "Response tokens generated.");
   auto seconds = registry.counter("dice_rollout_group_seconds_total",
@@ -108,11 +112,8 @@ void RolloutWorker::handle_control(const wire::Decoded<schema::Envelope>& messag
                     << kv("policy_version", update.getPolicyVersion());
     return;
   }
-  if (update.getAbortInFlight()) {
-    DICE_LOG(Warn) << "abortInFlight is not supported yet: running sequences finish on the old "
-                      "weights first";
-  }
-  engine_.update_weights(update.getCheckpointDir().cStr(), update.getPolicyVersion());
+  engine_.update_weights(update.getCheckpointDir().cStr(), update.getPolicyVersion(),
+                         update.getAbortInFlight() || abort_on_weight_update_);
 }
 
 }  // namespace dice

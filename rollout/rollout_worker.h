@@ -16,19 +16,23 @@ namespace dice {
 
 class RolloutWorker {
  public:
+  // `abort_on_weight_update` (rollout.abort_on_weight_update) aborts in-flight sequences on every
+  // update, as if each WeightsUpdate said abortInFlight.
   RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& tokenizer, std::string worker_id,
-                service::MetricsRegistry& registry);
+                service::MetricsRegistry& registry, bool abort_on_weight_update = false);
 
   // The WorkHandler: InvalidArgument for a message that is not a RolloutRequest.
   Status handle(const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink);
-  // The ControlHandler: WeightsUpdate with a checkpoint folder -> engine.update_weights. NCCL
-  // broadcasts are not implemented yet (logged and ignored).
+  // The ControlHandler: WeightsUpdate with a checkpoint folder -> engine.update_weights (aborting
+  // the sequences in flight when the update or the config says so). NCCL broadcasts are not
+  // implemented yet (logged and ignored).
   void handle_control(const wire::Decoded<schema::Envelope>& message);
 
  private:
   RolloutEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
   std::string worker_id_;
+  bool abort_on_weight_update_;
   service::Counter* samples_ = nullptr;
   service::Counter* tokens_ = nullptr;
   service::Counter* seconds_ = nullptr;

@@ -303,6 +303,22 @@ void BlockDiffusionSampler::harvest(const at::Tensor& done) {
   if (any_freed) running_ = running_ & row_mask(freed).logical_not();
 }
 
+std::vector<uint64_t> BlockDiffusionSampler::cancel_all() {
+  std::vector<uint64_t> ids;
+  for (const GenerationRequest& r : waiting_) ids.push_back(r.id);
+  waiting_.clear();
+  for (size_t b = 0; b < slots_.size(); ++b) {
+    Slot& slot = slots_[b];
+    if (!slot.running) continue;
+    ids.push_back(slot.result.id);
+    slot = Slot();
+    cache_.set_length(static_cast<int64_t>(b), 0);
+  }
+  running_count_ = 0;
+  running_.fill_(false);
+  return ids;
+}
+
 bool BlockDiffusionSampler::append_block(int64_t row, const int64_t* tokens, const int64_t* steps,
                                          const float* log_probs) {
   Slot& slot = slots_[static_cast<size_t>(row)];

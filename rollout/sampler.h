@@ -79,6 +79,10 @@ class BlockDiffusionSampler {
   // The results of sequences finished since the last call, in the order they finished.
   std::vector<GenerationResult> take_finished();
 
+  // Drops every waiting and running sequence (their partial results are discarded and their slots
+  // freed); returns their ids. Results already finished stay for take_finished().
+  std::vector<uint64_t> cancel_all();
+
   // Runs `requests` to completion (add_request, step until idle); results in request order.
   Result<std::vector<GenerationResult>> generate(std::vector<GenerationRequest> requests);
 

@@ -116,5 +116,44 @@ TEST(RolloutEngineTest, WeightsUpdateChangesSamplesAndVersion) {
   EXPECT_TRUE(remove_tree(dir).ok());
 }
 
+TEST(RolloutEngineTest, AbortingUpdateStartsTheRunningGroupOverOnTheNewWeights) {
+  torch::NoGradGuard no_grad;
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("dice_engine_abort_" + std::to_string(::getpid()));
+  Qwen3LM next = random_lm(tiny_config(), 99);
+  ASSERT_TRUE(save_qwen3_lm(*next, dir).ok());
+  // Long sequences (hundreds of forwards), so the update lands while the group runs.
+  SamplerOptions o = greedy_options();
+  o.sampling.max_new_tokens = 400;
+  o.max_sequence_length = 512;
+  Qwen3LM model = random_lm(tiny_config(), 5);
+  auto engine = RolloutEngine::start(model, o, 0);
+  ASSERT_TRUE(engine.ok());
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5};
+  auto running =
+      std::async(std::launch::async, [&] { return (*engine)->generate(group(prompt, 2)); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((*engine)->stats().steps < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GE((*engine)->stats().steps, 2);
+  (*engine)->update_weights(dir, 1, /*abort_in_flight=*/true);
+  Result<GroupResult> got = running.get();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ((*engine)->sequences_aborted(), 2);
+  // The whole group was sampled again by the new policy, and says so.
+  EXPECT_EQ(got->policy_version, 1u);
+  auto sampler = BlockDiffusionSampler::create(next, o);
+  ASSERT_TRUE(sampler.ok());
+  auto want = (*sampler)->generate(group(prompt, 1));
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(got->results.size(), 2u);
+  for (const auto& r : got->results) {
+    EXPECT_EQ(r.tokens, (*want)[0].tokens);
+    EXPECT_EQ(r.tokens.size(), 400u);
+  }
+  EXPECT_TRUE(remove_tree(dir).ok());
+}
+
 }  // namespace
 }  // namespace dice

@@ -434,6 +434,36 @@ TEST_F(SamplerTest, ContinuousBatchingMatchesRunningAlone) {
   }
 }
 
+TEST_F(SamplerTest, CancelAllFreesEverySlotForTheNextRequests) {
+  SamplerOptions o = options(Remasking::kLowConfidenceStatic);
+  o.max_batch = 2;
+  std::vector<GenerationRequest> rs = requests();  // 5 requests: 2 run, 3 wait
+  auto sampler = BlockDiffusionSampler::create(lm_, o);
+  ASSERT_TRUE(sampler.ok()) << sampler.status().to_string();
+  BlockDiffusionSampler& s = **sampler;
+  for (const GenerationRequest& q : rs) ASSERT_TRUE(s.add_request(q).ok());
+  ASSERT_TRUE(s.step().ok());
+  ASSERT_TRUE(s.step().ok());
+  ASSERT_EQ(s.num_running(), 2);
+  std::vector<uint64_t> dropped = s.cancel_all();
+  std::sort(dropped.begin(), dropped.end());
+  std::vector<uint64_t> ids;
+  for (const GenerationRequest& q : rs) ids.push_back(q.id);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(dropped, ids);
+  EXPECT_TRUE(s.idle());
+  EXPECT_TRUE(s.take_finished().empty());
+  // The freed slots (and their KV rows) serve new requests exactly as a fresh sampler would.
+  auto again = s.generate({rs[3], rs[4]});
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  std::vector<GenerationResult> fresh = run(o, {rs[3], rs[4]});
+  ASSERT_EQ(fresh.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*again)[i].tokens, fresh[i].tokens);
+    EXPECT_EQ((*again)[i].unmask_steps, fresh[i].unmask_steps);
+  }
+}
+
 TEST_F(SamplerTest, StopTokensAndMaxNewTokensEndSequences) {
   SamplerOptions o = options(Remasking::kLowConfidenceStatic);
   o.sampling.max_new_tokens = 20;
