@@ -62,6 +62,11 @@ struct GenerationResult {
   // Per token: log p(token) under the distribution it was drawn from (token_draw.h).
   std::vector<float> log_probs;
   FinishReason finish_reason = FinishReason::kMaxTokens;
+  // The rest of the final block after the end: tokens the sampler committed there (with their
+  // steps) that are not part of the response. The last block's tokens were drawn with them in
+  // context, so TraceRL needs them to rebuild that context (learner/trace_layout.h).
+  std::vector<int64_t> tail_tokens;
+  std::vector<int32_t> tail_unmask_steps;
 };
 
 // Counters since the sampler was created (for benchmarks and metrics).

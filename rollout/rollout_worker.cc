@@ -84,6 +84,13 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
       steps.set(j, static_cast<std::uint16_t>(result.unmask_steps[j]));
       log_probs.set(j, result.log_probs[j]);
     }
+    const auto tail = static_cast<unsigned>(result.tail_tokens.size());
+    auto tail_ids = candidate.initTailTokenIds(tail);
+    auto tail_steps = candidate.initTailUnmaskStep(tail);
+    for (unsigned j = 0; j < tail; ++j) {
+      tail_ids.set(j, static_cast<std::uint32_t>(result.tail_tokens[j]));
+      tail_steps.set(j, static_cast<std::uint16_t>(result.tail_unmask_steps[j]));
+    }
     tokenizer::DecodeOptions decode;
     decode.skip_special_tokens = true;
     decode.replace_invalid_utf8 = true;

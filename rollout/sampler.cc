@@ -324,6 +324,12 @@ bool BlockDiffusionSampler::append_block(int64_t row, const int64_t* tokens, con
   Slot& slot = slots_[static_cast<size_t>(row)];
   GenerationResult& r = slot.result;
   stats_.committed_tokens += std::count_if(steps, steps + block_, [](int64_t k) { return k >= 0; });
+  auto keep_tail = [&](int64_t end) {
+    for (int64_t j = end; j < block_; ++j) {
+      r.tail_tokens.push_back(tokens[j]);
+      r.tail_unmask_steps.push_back(static_cast<int32_t>(steps[j]));
+    }
+  };
   for (int64_t i = 0; i < block_; ++i) {
     if (steps[i] < 0) continue;  // the prompt's tail in a first block
     r.tokens.push_back(tokens[i]);
@@ -332,10 +338,12 @@ bool BlockDiffusionSampler::append_block(int64_t row, const int64_t* tokens, con
     const auto& stops = slot.stop_token_ids;
     if (std::find(stops.begin(), stops.end(), static_cast<uint32_t>(tokens[i])) != stops.end()) {
       r.finish_reason = FinishReason::kStopToken;
+      keep_tail(i + 1);
       return true;
     }
     if (static_cast<int64_t>(r.tokens.size()) >= slot.max_new_tokens) {
       r.finish_reason = FinishReason::kMaxTokens;
+      keep_tail(i + 1);
       return true;
     }
   }

@@ -55,6 +55,10 @@ struct Candidate {
   finishReason @12 :FinishReason;
   generationSeconds @13 :Float32;
   rolloutWorker @14 :Text;    # worker id that produced it, for debugging
+  tailTokenIds @15 :List(UInt32);   # the rest of the final block after the end (a stop token or
+                                    # maxNewTokens cut it): not part of the response, but context
+                                    # the last block's tokens were drawn with (TraceRL rebuilds it)
+  tailUnmaskStep @16 :List(UInt16);  # per tail token: the step that unmasked it
 
   enum FinishReason {
     stopToken @0;

@@ -134,6 +134,9 @@ class Qwen3LMImpl : public torch::nn::Module {
   // (c) training: x_t and x_0 [B, L]. Returns the logits of the x_t half [B, L, vocab], the only
   // ones the diffusion loss reads (x_0 is context).
   at::Tensor forward_training(const at::Tensor& x_t, const at::Tensor& x_0);
+  // (c) up to the final hidden states of the x_t half [B, L, hidden]: a loss that reads a few
+  // positions gathers them first and runs lm_head (the vocabulary-sized matmul) on those only.
+  at::Tensor hidden_training(const at::Tensor& x_t, const at::Tensor& x_0);
 
   // Final hidden states -> logits.
   at::Tensor logits(const at::Tensor& hidden);

@@ -97,6 +97,10 @@ at::Tensor Qwen3LMImpl::hidden_cached(const at::Tensor& input_ids,
 }
 
 at::Tensor Qwen3LMImpl::forward_training(const at::Tensor& x_t, const at::Tensor& x_0) {
+  return logits(hidden_training(x_t, x_0));
+}
+
+at::Tensor Qwen3LMImpl::hidden_training(const at::Tensor& x_t, const at::Tensor& x_0) {
   TORCH_CHECK(x_t.dim() == 2 && x_t.sizes() == x_0.sizes(),
               "Qwen3LM: x_t and x_0 must both be [batch, length], got ", x_t.sizes(), " and ",
               x_0.sizes());
@@ -106,7 +110,7 @@ at::Tensor Qwen3LMImpl::forward_training(const at::Tensor& x_t, const at::Tensor
   ctx.mask = training_mask(len, config_.block_size, device);
   at::Tensor hidden =
       model(at::cat({x_t, x_0}, 1), training_positions(len, device).unsqueeze(0), ctx);
-  return logits(hidden.narrow(1, 0, len));
+  return hidden.narrow(1, 0, len);
 }
 
 }  // namespace dice

@@ -1,0 +1,220 @@
+#include "learner/policy_trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "learner/trace_loss.h"
+
+namespace dice {
+
+struct PolicyTrainer::Packed {
+  std::int64_t rows = 0, length = 0;
+  std::vector<std::int64_t> noisy, clean;  // [rows * length]
+  std::vector<std::int64_t> flat_positions, targets;
+  std::vector<float> old_log_probs, advantages, weights;
+  std::vector<std::int64_t> response_index;  // per scored token: its index in the response
+};
+
+Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
+                                                             PolicyTrainerOptions options) {
+  if (!model) return Status::invalid_argument("PolicyTrainer: no model");
+  if (options.layout.block_size != model->config().block_size) {
+    return Status::invalid_argument(
+        "PolicyTrainer: trace block size " + std::to_string(options.layout.block_size) +
+        " differs from the model's block_size " + std::to_string(model->config().block_size));
+  }
+  if (options.layout.mask_token_id != model->config().mask_token_id) {
+    return Status::invalid_argument(
+        "PolicyTrainer: trace mask token " + std::to_string(options.layout.mask_token_id) +
+        " differs from the model's mask_token_id " + std::to_string(model->config().mask_token_id));
+  }
+  if (options.temperature < 0) {
+    return Status::invalid_argument("PolicyTrainer: negative sampling temperature");
+  }
+  try {
+    return std::unique_ptr<PolicyTrainer>(new PolicyTrainer(std::move(model), std::move(options)));
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("PolicyTrainer: ") + e.what_without_backtrace());
+  }
+}
+
+PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
+    : model_(std::move(model)), options_(std::move(options)) {
+  model_->train();
+  for (at::Tensor& p : model_->parameters()) {
+    p.set_requires_grad(true);
+    params_.push_back(p);
+    separate_masters_ = separate_masters_ || p.scalar_type() != at::kFloat;
+  }
+  if (separate_masters_) {
+    for (const at::Tensor& p : params_) {
+      masters_.push_back(p.detach().to(at::kFloat).clone().set_requires_grad(true));
+    }
+  } else {
+    masters_ = params_;
+  }
+  const OptimizerOptions& o = options_.optimizer;
+  torch::optim::AdamWOptions adamw(o.lr);
+  adamw.betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay);
+  optimizer_ = std::make_unique<torch::optim::AdamW>(masters_, adamw);
+}
+
+PolicyTrainer::~PolicyTrainer() = default;
+
+Result<PolicyUpdateStats> PolicyTrainer::update(const std::vector<TraceSample>& samples) {
+  std::vector<TraceLayout> layouts;
+  std::vector<double> advantages;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    Result<TraceLayout> layout = trace_layout(samples[i], options_.layout);
+    if (!layout.ok()) return layout.status().with_context("sample " + std::to_string(i));
+    if (layout->views.empty()) continue;  // an empty response scores nothing
+    layouts.push_back(std::move(layout).value());
+    advantages.push_back(samples[i].advantage);
+  }
+  PolicyUpdateStats stats;
+  if (layouts.empty()) return stats;
+  const auto n = static_cast<std::int64_t>(layouts.size());
+  const std::int64_t micro_batches =
+      std::min<std::int64_t>(n, std::max(1, options_.optimizer.grad_accumulation));
+  const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
+  try {
+    for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+    for (std::int64_t begin = 0; begin < n; begin += per_batch) {
+      const std::int64_t end = std::min(n, begin + per_batch);
+      std::vector<const TraceLayout*> batch;
+      std::vector<double> batch_advantages;
+      for (std::int64_t i = begin; i < end; ++i) {
+        batch.push_back(&layouts[static_cast<std::size_t>(i)]);
+        batch_advantages.push_back(advantages[static_cast<std::size_t>(i)]);
+      }
+      accumulate(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)), stats);
+    }
+    if (separate_masters_) {
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        const at::Tensor& g = params_[i].grad();
+        masters_[i].mutable_grad() = g.defined() ? g.to(at::kFloat) : at::zeros_like(masters_[i]);
+      }
+    }
+    const double max_norm = options_.optimizer.grad_clip_norm;
+    stats.grad_norm = torch::nn::utils::clip_grad_norm_(
+        masters_, max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
+    optimizer_->step();
+    optimizer_->zero_grad();
+    {
+      at::NoGradGuard no_grad;
+      if (separate_masters_) {
+        for (std::size_t i = 0; i < params_.size(); ++i) params_[i].copy_(masters_[i]);
+      }
+    }
+    for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
+  }
+  ++steps_;
+  const double tokens = static_cast<double>(std::max<std::int64_t>(1, stats.scored_tokens));
+  stats.sequences = n;
+  stats.kl /= tokens;
+  stats.mean_ratio /= tokens;
+  stats.clip_fraction /= tokens;
+  return stats;
+}
+
+PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>& layouts,
+                                          const std::vector<double>& advantages,
+                                          double sequence_weight) const {
+  // Rows: every view of every sample, padded with the mask token to the longest (padding sits in
+  // blocks after the real ones, which no real position attends to).
+  Packed p;
+  for (const TraceLayout* l : layouts) {
+    p.length = std::max(p.length, static_cast<std::int64_t>(l->clean.size()));
+    p.rows += static_cast<std::int64_t>(l->views.size());
+  }
+  const std::int64_t mask = options_.layout.mask_token_id;
+  p.noisy.assign(static_cast<std::size_t>(p.rows * p.length), mask);
+  p.clean.assign(static_cast<std::size_t>(p.rows * p.length), mask);
+  std::int64_t row = 0;
+  for (std::size_t s = 0; s < layouts.size(); ++s) {
+    const TraceLayout& l = *layouts[s];
+    const double weight = sequence_weight / static_cast<double>(l.response_length);
+    for (const TraceView& v : l.views) {
+      std::copy(v.noisy.begin(), v.noisy.end(), p.noisy.begin() + row * p.length);
+      std::copy(l.clean.begin(), l.clean.end(), p.clean.begin() + row * p.length);
+      for (std::size_t t = 0; t < v.positions.size(); ++t) {
+        p.flat_positions.push_back(row * p.length + v.positions[t]);
+        p.targets.push_back(v.targets[t]);
+        p.old_log_probs.push_back(v.old_log_probs[t]);
+        p.advantages.push_back(static_cast<float>(advantages[s]));
+        p.weights.push_back(static_cast<float>(weight));
+        p.response_index.push_back(v.positions[t] - l.prompt_length);
+      }
+      ++row;
+    }
+  }
+  return p;
+}
+
+at::Tensor PolicyTrainer::policy_log_probs(const Packed& p) {
+  const c10::Device device = params_.front().device();
+  const auto long_cpu = at::TensorOptions().dtype(at::kLong);
+  at::Tensor x_t = at::tensor(p.noisy, long_cpu).view({p.rows, p.length}).to(device);
+  at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.rows, p.length}).to(device);
+  at::Tensor hidden = model_->hidden_training(x_t, x_0);  // [rows, length, hidden]
+  at::Tensor picked = hidden.reshape({p.rows * p.length, hidden.size(-1)})
+                          .index_select(0, at::tensor(p.flat_positions, long_cpu).to(device));
+  at::Tensor logits = model_->logits(picked).to(at::kFloat);
+  if (options_.temperature > 0 && options_.temperature != 1.0) {
+    logits = logits / options_.temperature;
+  }
+  // The sampler never draws the mask token (token_draw.h): its policy is the model's softmax over
+  // the other tokens, and so is the one trained here.
+  logits = logits.index_fill(1, at::tensor({options_.layout.mask_token_id}, long_cpu).to(device),
+                             -std::numeric_limits<double>::infinity());
+  return logits.log_softmax(-1)
+      .gather(1, at::tensor(p.targets, long_cpu).to(device).unsqueeze(1))
+      .squeeze(1);
+}
+
+void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats) {
+  const c10::Device device = params_.front().device();
+  const auto float_cpu = at::TensorOptions().dtype(at::kFloat);
+  at::Tensor new_log_probs = policy_log_probs(p);
+  TraceTokenLoss terms =
+      trace_token_loss(new_log_probs, at::tensor(p.old_log_probs, float_cpu).to(device),
+                       at::tensor(p.advantages, float_cpu).to(device), options_.loss);
+  at::Tensor weights = at::tensor(p.weights, float_cpu).to(device);
+  at::Tensor loss = (terms.loss * weights).sum();
+  loss.backward();
+
+  stats.forwards += 1;
+  stats.scored_tokens += static_cast<std::int64_t>(p.targets.size());
+  stats.loss += loss.item<double>();
+  stats.policy_loss += (terms.policy.detach() * weights).sum().item<double>();
+  stats.kl += terms.kl.detach().sum().item<double>();
+  stats.mean_ratio += terms.ratio.sum().item<double>();
+  stats.clip_fraction += terms.clipped.sum().item<double>();
+}
+
+Result<std::vector<float>> PolicyTrainer::log_probs(const TraceSample& sample) {
+  DICE_ASSIGN_OR_RETURN(TraceLayout layout, trace_layout(sample, options_.layout));
+  std::vector<float> out(sample.response.size(), 0.0f);
+  if (layout.views.empty()) return out;
+  try {
+    at::NoGradGuard no_grad;
+    Packed p = pack({&layout}, {0.0}, 1.0);
+    at::Tensor lp = policy_log_probs(p).to(at::kCPU).contiguous();
+    const float* values = lp.data_ptr<float>();
+    for (std::size_t t = 0; t < p.response_index.size(); ++t) {
+      out[static_cast<std::size_t>(p.response_index[t])] = values[t];
+    }
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("PolicyTrainer::log_probs: ") + e.what_without_backtrace());
+  }
+  return out;
+}
+
+}  // namespace dice

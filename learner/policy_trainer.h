@@ -1,0 +1,92 @@
+// PolicyTrainer: one TraceRL policy update per RL step (REFERENCE sections 1 and 3).
+//
+//   for each micro-batch of samples (options.optimizer.grad_accumulation of them per step):
+//     one training-layout forward over every trace view of its samples (trace_layout.h),
+//     lm_head on the scored positions only, log-softmax at the sampling temperature,
+//     trace_token_loss, each sequence's sum over its response length, averaged over the step's
+//     sequences; backward (gradients add up over micro-batches)
+//   clip the global gradient norm, one AdamW step
+//
+// bf16 models train with fp32 master weights: the optimizer steps float32 copies and writes them
+// back rounded, because an lr of 1e-6 is below bf16's resolution for most weights and would
+// otherwise change nothing.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/model/qwen3.h"
+#include "common/status.h"
+#include "learner/learner_options.h"
+#include "learner/trace_layout.h"
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace dice {
+
+struct PolicyTrainerOptions {
+  PolicyLossOptions loss;
+  OptimizerOptions optimizer;
+  TraceLayoutOptions layout;
+  // The rollout's sampling temperature (0, greedy, counts as 1). The trained policy is the
+  // model's softmax at this temperature with the mask token banned, as the sampler draws; top-k
+  // and top-p truncation (off in DICE) are not reproduced.
+  double temperature = 1.0;
+};
+
+struct PolicyUpdateStats {
+  std::int64_t sequences = 0;      // samples with at least one scored token
+  std::int64_t scored_tokens = 0;  // response tokens scored (every token once)
+  std::int64_t forwards = 0;       // training-layout forwards (one per micro-batch)
+  double loss = 0.0;               // the objective the gradient is of (mean over sequences)
+  double policy_loss = 0.0;        // its clipped-ratio part
+  double kl = 0.0;                 // mean per-token KL estimate
+  double mean_ratio = 0.0;         // mean new/old probability ratio (1 when on-policy)
+  double clip_fraction = 0.0;      // tokens whose ratio left [1 - eps, 1 + eps]
+  double grad_norm = 0.0;          // global norm before clipping
+};
+
+class PolicyTrainer {
+ public:
+  // Trains `model` in place (its parameters' device and dtype). InvalidArgument for bad options.
+  static Result<std::unique_ptr<PolicyTrainer>> create(Qwen3LM model, PolicyTrainerOptions options);
+  ~PolicyTrainer();
+  PolicyTrainer(const PolicyTrainer&) = delete;
+  PolicyTrainer& operator=(const PolicyTrainer&) = delete;
+
+  // One optimizer step on `samples`. InvalidArgument (naming the sample) for a sample whose trace
+  // does not fit the options; Internal for a LibTorch failure (the weights are then unchanged
+  // unless the failure was in the optimizer step itself). No samples: no step, zero stats.
+  Result<PolicyUpdateStats> update(const std::vector<TraceSample>& samples);
+
+  // The current policy's log-prob of every response token of `sample` given its trace (what the
+  // update's ratio compares with the sampling log-prob), in response order; no gradient.
+  // InvalidArgument as update().
+  Result<std::vector<float>> log_probs(const TraceSample& sample);
+
+  Qwen3LM model() const { return model_; }
+  std::int64_t steps_taken() const { return steps_; }
+
+ private:
+  struct Packed;  // one forward's rows and scored tokens (policy_trainer.cc)
+
+  PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options);
+  Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
+              double sequence_weight) const;
+  // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad).
+  at::Tensor policy_log_probs(const Packed& packed);
+  // Forward + backward of one micro-batch; adds to `stats` (sums; update() averages).
+  void accumulate(const Packed& packed, PolicyUpdateStats& stats);
+
+  Qwen3LM model_;
+  PolicyTrainerOptions options_;
+  std::vector<at::Tensor> params_;   // the model's, in its dtype
+  std::vector<at::Tensor> masters_;  // float32 copies the optimizer steps (== params_ in fp32)
+  bool separate_masters_ = false;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace dice

@@ -1,0 +1,210 @@
+// PolicyTrainer on a tiny random model (CPU). The strongest check is the first: the trace views
+// score every token of a real sampler run with exactly the log-prob the sampler recorded, so the
+// TraceRL ratio starts at 1 (the views rebuild the sampler's context token for token).
+#include "learner/policy_trainer.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rollout/sampler.h"
+#include "tests/model/model_test_util.h"
+
+namespace dice {
+namespace {
+
+using testing_util::random_lm;
+using testing_util::tiny_config;
+
+SamplerOptions sampling(Remasking remasking) {
+  SamplerOptions o;
+  o.sampling.temperature = 1.0;
+  o.sampling.block_size = 4;
+  o.sampling.denoising_steps = 4;
+  o.sampling.remasking = remasking;
+  o.sampling.threshold = 0.3;
+  o.sampling.max_new_tokens = 14;
+  o.sampling.stop_token_ids = {};
+  o.mask_token_id = tiny_config().mask_token_id;
+  o.max_batch = 4;
+  o.max_sequence_length = 64;
+  o.seed = 11;
+  return o;
+}
+
+PolicyTrainerOptions trainer_options() {
+  PolicyTrainerOptions o;
+  o.layout.block_size = 4;
+  o.layout.denoising_steps = 4;
+  o.layout.mask_token_id = tiny_config().mask_token_id;
+  o.optimizer.grad_accumulation = 2;
+  return o;
+}
+
+// Samples with traces from the real sampler, as a rollout worker would send them.
+std::vector<TraceSample> sample_traces(Qwen3LM model, Remasking remasking) {
+  torch::NoGradGuard no_grad;
+  const std::vector<std::vector<int64_t>> prompts = {{1, 2, 3}, {4, 5, 6, 7, 8}, {9, 10, 11, 12}};
+  std::vector<GenerationRequest> requests;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    GenerationRequest r;
+    r.id = i + 1;
+    r.prompt = prompts[i];
+    r.max_new_tokens = 10 + static_cast<int>(i);  // 10, 11, 12: the last block cut short or not
+    requests.push_back(r);
+  }
+  auto sampler = BlockDiffusionSampler::create(model, sampling(remasking));
+  EXPECT_TRUE(sampler.ok()) << sampler.status().to_string();
+  auto results = (*sampler)->generate(requests);
+  EXPECT_TRUE(results.ok()) << results.status().to_string();
+  std::vector<TraceSample> out;
+  for (std::size_t i = 0; i < results->size(); ++i) {
+    const GenerationResult& g = (*results)[i];
+    TraceSample s;
+    s.prompt = prompts[i];
+    s.response = g.tokens;
+    s.unmask_steps = g.unmask_steps;
+    s.old_log_probs = g.log_probs;
+    s.tail = g.tail_tokens;
+    s.tail_unmask_steps = g.tail_unmask_steps;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+TEST(PolicyTrainerTest, TraceViewsReproduceTheSamplersLogProbs) {
+  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, r);
+    // Responses of 10 and 11 tokens end inside their final block: those carry a tail.
+    EXPECT_FALSE(samples[0].tail.empty());
+    auto trainer = PolicyTrainer::create(model, trainer_options());
+    ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+    for (const TraceSample& s : samples) {
+      auto lp = (*trainer)->log_probs(s);
+      ASSERT_TRUE(lp.ok()) << lp.status().to_string();
+      ASSERT_EQ(lp->size(), s.old_log_probs.size());
+      for (std::size_t t = 0; t < lp->size(); ++t) {
+        EXPECT_NEAR((*lp)[t], s.old_log_probs[t], 2e-5)
+            << "token " << t << " (unmasked at step " << s.unmask_steps[t] << ")";
+      }
+    }
+    // The same holds inside update(): ratio 1, no clipping, KL 0; zero advantages leave the
+    // loss at 0.
+    auto stats = (*trainer)->update(samples);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    EXPECT_EQ(stats->sequences, 3);
+    EXPECT_EQ(stats->scored_tokens, 10 + 11 + 12);
+    EXPECT_EQ(stats->forwards, 2);  // grad_accumulation 2: micro-batches of 2 and 1
+    EXPECT_NEAR(stats->mean_ratio, 1.0, 1e-5);
+    EXPECT_LT(stats->kl, 1e-9);
+    EXPECT_EQ(stats->clip_fraction, 0.0);
+    EXPECT_NEAR(stats->loss, 0.0, 1e-9);
+  }
+}
+
+double mean(const std::vector<float>& v) {
+  double sum = 0;
+  for (float x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+TEST(PolicyTrainerTest, AnUpdateMovesProbabilityTowardsPositiveAdvantages) {
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  samples[0].advantage = 1.0;
+  samples[1].advantage = -1.0;
+  samples[2].advantage = 0.0;
+  PolicyTrainerOptions o = trainer_options();
+  o.optimizer.lr = 3e-3;
+  o.loss.kl_beta = 0.0;
+  auto trainer = PolicyTrainer::create(model, o);
+  ASSERT_TRUE(trainer.ok());
+  std::vector<double> before;
+  for (const TraceSample& s : samples) before.push_back(mean(*(*trainer)->log_probs(s)));
+  PolicyUpdateStats last;
+  for (int step = 0; step < 3; ++step) {
+    auto stats = (*trainer)->update(samples);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    // Later steps may clip every token (ratios past 1 +- eps in the advantage's direction).
+    if (step == 0) {
+      EXPECT_GT(stats->grad_norm, 0.0);
+    }
+    EXPECT_TRUE(std::isfinite(stats->loss));
+    last = *stats;
+  }
+  EXPECT_EQ((*trainer)->steps_taken(), 3);
+  // After the first step the sampling log-probs are stale: the ratio moved off 1.
+  EXPECT_GT(std::abs(last.mean_ratio - 1.0), 1e-4);
+  const double up = mean(*(*trainer)->log_probs(samples[0])) - before[0];
+  const double down = mean(*(*trainer)->log_probs(samples[1])) - before[1];
+  EXPECT_GT(up, 0.0) << "positive advantage: its tokens should become more likely";
+  EXPECT_LT(down, 0.0) << "negative advantage: its tokens should become less likely";
+}
+
+TEST(PolicyTrainerTest, ClippedRatiosStopTheGradient) {
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  // Old log-probs far below the policy's: every ratio is e^5 > 1 + eps, and with a positive
+  // advantage the clipped branch (constant) is the minimum: no gradient at all.
+  for (TraceSample& s : samples) {
+    for (float& lp : s.old_log_probs) lp -= 5.0f;
+    s.advantage = 1.0;
+  }
+  PolicyTrainerOptions o = trainer_options();
+  o.loss.kl_beta = 0.0;
+  auto trainer = PolicyTrainer::create(model, o);
+  ASSERT_TRUE(trainer.ok());
+  auto stats = (*trainer)->update(samples);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->clip_fraction, 1.0);
+  EXPECT_EQ(stats->grad_norm, 0.0);
+  EXPECT_NEAR(stats->policy_loss, -(1.0 + o.loss.clip_eps), 1e-5);  // -(1+eps) * A per token
+}
+
+TEST(PolicyTrainerTest, Bf16ModelTrainsThroughFloat32MasterWeights) {
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  samples[0].advantage = 1.0;
+  samples[1].advantage = -1.0;
+  model->to(at::kBFloat16);
+  const at::Tensor before = model->lm_head.detach().clone();
+  PolicyTrainerOptions o = trainer_options();
+  o.optimizer.lr = 1e-6;  // DICE's lr: a bf16-only AdamW would lose most of these updates
+  auto trainer = PolicyTrainer::create(model, o);
+  ASSERT_TRUE(trainer.ok());
+  for (int step = 0; step < 20; ++step) {
+    auto stats = (*trainer)->update(samples);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    ASSERT_TRUE(std::isfinite(stats->loss));
+  }
+  EXPECT_EQ(model->lm_head.scalar_type(), at::kBFloat16);
+  // 20 steps of ~1e-6 each add up in float32 and then show in the rounded bf16 weights.
+  EXPECT_GT(
+      (model->lm_head.detach().to(at::kFloat) - before.to(at::kFloat)).abs().max().item<double>(),
+      0.0);
+}
+
+TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  samples[1].unmask_steps.push_back(0);
+  auto trainer = PolicyTrainer::create(model, trainer_options());
+  ASSERT_TRUE(trainer.ok());
+  auto stats = (*trainer)->update(samples);
+  EXPECT_EQ(stats.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(stats.status().to_string().find("sample 1"), std::string::npos)
+      << stats.status().to_string();
+  EXPECT_EQ((*trainer)->steps_taken(), 0);
+
+  PolicyTrainerOptions o = trainer_options();
+  o.layout.block_size = 8;
+  EXPECT_EQ(PolicyTrainer::create(model, o).status().code(), StatusCode::kInvalidArgument);
+  o = trainer_options();
+  o.layout.mask_token_id = 5;
+  EXPECT_EQ(PolicyTrainer::create(model, o).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace dice
