@@ -138,6 +138,7 @@ struct SftOptions {
 
 struct LearnerOptions {
   TrainMode mode = TrainMode::kRl;
+  bool update_policy = true;
   std::vector<std::string> phases;
   std::string init_checkpoint;
   int tasks_per_step = 64;
@@ -156,6 +157,10 @@ struct LearnerOptions {
   void visit_fields(V& v) {
     v.field("mode", mode,
             "rl: BiC-RL over the curriculum; sft: supervised fine-tuning. Default: rl");
+    v.field("update_policy", update_policy,
+            "Run the TraceRL update after every step and push the new weights to rollout "
+            "workers; false: an evaluation-only run (rollouts, verdicts and advantages are "
+            "logged, the weights stay at policy version 0). Default: true");
     v.field(
         "phases", phases,
         "Curriculum phases to run, by name, in curriculum order; empty runs them all. Default: []");

@@ -13,6 +13,7 @@
 #include "common/service/transport_metrics.h"
 #include "common/transport/work_dispatcher.h"
 #include "common/wire/envelope.h"
+#include "learner/policy_updater.h"
 #include "learner/run_loop.h"
 
 #ifndef DICE_GIT_REVISION
@@ -62,8 +63,10 @@ Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& confi
   record.setConfigYaml(print_dice_config(config));
   record.setGitRevision(DICE_GIT_REVISION);
   record.setHost(host_name());
-  record.setNote(std::string("policy update: ") + kNoPolicyUpdate +
-                 " (rollouts, verdicts and advantages are real)");
+  record.setNote(config.learner.update_policy
+                     ? std::string("policy update: TraceRL")
+                     : std::string("policy update: ") + kNoPolicyUpdate +
+                           " (rollouts, verdicts and advantages are real)");
   return log.append_record(record.asReader());
 }
 
@@ -103,6 +106,20 @@ int run_learner_service(service::ServiceContext& context) {
 
   auto shutdown = service::ShutdownSignal::install();
   if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
+
+  // The policy before the socket: a model that does not load is bad input, found at once.
+  PolicyUpdater update;
+  if (config.learner.update_policy) {
+    auto made = make_policy_updater(config);
+    if (!made.ok()) {
+      const StatusCode code = made.status().code();
+      return fail(code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound
+                      ? kExitBadInput
+                      : kExitFailure,
+                  "policy", made.status());
+    }
+    update = std::move(made).value();
+  }
 
   // The work socket first: a run that cannot be reached is not worth a RunRecord.
   transport::DispatcherOptions dispatcher_options;
@@ -158,6 +175,8 @@ int run_learner_service(service::ServiceContext& context) {
       static_cast<std::int64_t>(config.learner.group_timeout_seconds * 1000));
   loop_options.drain_timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(config.learner.drain_timeout_seconds * 1000));
+  loop_options.update = std::move(update);
+  loop_options.abort_in_flight = config.rollout.abort_on_weight_update;
   service::ShutdownSignal& signal = **shutdown;
   auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, **log,
                             metrics.value(), [&signal] { return signal.requested(); });
@@ -173,7 +192,7 @@ int run_learner_service(service::ServiceContext& context) {
   if (!closed.ok()) return fail(kExitFailure, "reward log close", closed);
   DICE_LOG(Info) << "learner done" << kv("steps", summary->steps_completed)
                  << kv("stopped", summary->stopped) << kv("interrupted", summary->interrupted)
-                 << kv("policy_update", kNoPolicyUpdate);
+                 << kv("policy_update", config.learner.update_policy ? "TraceRL" : kNoPolicyUpdate);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // dice-learner: the process that hosts a run. Workers (dice-rollout, dice-reward) connect to it;
 // it walks the curriculum, sends rollout and evaluation requests, z-scores rewards within each
-// task group and writes everything to the reward log. The policy update is not in this build.
+// task group, runs the TraceRL update after every step, pushes the new weights to rollout workers
+// and writes everything to the reward log.
 //
 //   dice-learner --config configs/local.yaml [--metrics-port 9100] [--run-id ID] [overrides]
 #include <iostream>

@@ -59,7 +59,8 @@ struct StepRun {
   const RunLoopOptions& options;
   const std::function<bool()>& stop_requested;
   std::unordered_set<std::string>& seen_hashes;
-  bool* stopping;  // set once a stop was requested (shared across steps)
+  bool* stopping;                    // set once a stop was requested (shared across steps)
+  std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
 };
 
 // Writes the finished groups' records (queued; flushed at the end of the step).
@@ -73,6 +74,9 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
     DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.seen_hashes,
                                                       wire::unix_millis_now()));
     if (!records.empty()) DICE_RETURN_IF_ERROR(run.log.enqueue(std::move(records)));
+    if (group.complete && !group.dropped && run.options.update) {
+      for (const FinishedSample& sample : group.samples) run.traces->push_back(sample.trace);
+    }
   }
   return Status::ok_status();
 }
@@ -132,6 +136,23 @@ Result<bool> drive_step(StepTracker& tracker, StepRun& run) {
   return interrupted;
 }
 
+// Tells every worker (rollout workers act on it, reward workers ignore it) where the new weights
+// are.
+Status push_weights(transport::WorkDispatcher& dispatcher, const RunLoopOptions& options,
+                    const PolicyUpdate& update) {
+  capnp::MallocMessageBuilder message;
+  auto weights = wire::init_envelope(message, options.learner_id, options.run_id)
+                     .getBody()
+                     .initWeightsUpdate();
+  weights.setPolicyVersion(update.policy_version);
+  weights.setCheckpointDir(update.checkpoint_dir);
+  weights.setAbortInFlight(options.abort_in_flight);
+  DICE_RETURN_IF_ERROR(dispatcher.broadcast(wire::encode(message)));
+  DICE_LOG(Info) << "weights pushed" << kv("policy_version", update.policy_version)
+                 << kv("dir", update.checkpoint_dir) << kv("workers", dispatcher.stats().workers);
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
@@ -178,17 +199,19 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
   std::uint64_t next_work_id = 1;
   std::uint64_t next_group_id = 1;
   std::uint64_t global_step = 0;
-  const std::uint64_t policy_version = 0;  // no policy update in this build
+  std::uint64_t policy_version = 0;
   std::unordered_set<std::string> seen_hashes;
   bool stopping = false;
   int total_steps = 0;
   for (const PhasePlan& plan : phases) total_steps += plan.steps;
   double seconds_so_far = 0.0;
   metrics.policy_version->set(static_cast<double>(policy_version));
-  DICE_LOG(Info) << "policy update: " << kNoPolicyUpdate << kv("policy_version", policy_version)
+  const char* update_mode = options.update ? "TraceRL" : kNoPolicyUpdate;
+  DICE_LOG(Info) << "policy update: " << update_mode << kv("policy_version", policy_version)
                  << kv("phases", phases.size()) << kv("steps", total_steps);
 
-  StepRun run{dispatcher, log, metrics, options, stop_requested, seen_hashes, &stopping};
+  std::vector<TraceSample> traces;
+  StepRun run{dispatcher, log, metrics, options, stop_requested, seen_hashes, &stopping, &traces};
   for (const PhasePlan& plan : phases) {
     TaskCursor cursor(&plan.tasks);
     for (int k = 1; k <= plan.steps; ++k, ++global_step) {
@@ -210,6 +233,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
       const auto started = Clock::now();
       StepTiming timing;
       timing.started_ms = wire::unix_millis_now();
+      traces.clear();
       StepTracker tracker(settings, &next_work_id, &next_group_id);
       tracker.start(cursor.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
       DICE_ASSIGN_OR_RETURN(bool interrupted, drive_step(tracker, run));
@@ -226,10 +250,24 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                        << kv("verdicts", c.verdicts) << kv("groups_skipped", c.groups_skipped);
         return summary;
       }
+      PolicyUpdate update;
+      if (options.update && !traces.empty()) {
+        DICE_ASSIGN_OR_RETURN(update,
+                              options.update(std::move(traces), global_step, policy_version));
+        traces.clear();
+        if (update.ran) {
+          policy_version = update.policy_version;
+          metrics.policy_version->set(static_cast<double>(policy_version));
+          if (!update.checkpoint_dir.empty()) {
+            DICE_RETURN_IF_ERROR(push_weights(dispatcher, options, update));
+          }
+        }
+      }
+      timing.finished_ms = wire::unix_millis_now();
       DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord step_rec,
-                            step_record(c, settings, plan.kind, timing));
+                            step_record(c, settings, plan.kind, timing, update));
       DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> records,
-                            metric_records(c, settings, timing));
+                            metric_records(c, settings, timing, update));
       records.push_back(std::move(step_rec));
       DICE_RETURN_IF_ERROR(log.append(std::move(records)));
       metrics.steps->add();
@@ -249,7 +287,10 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                      << kv("groups_skipped", c.groups_skipped) << kv("stale", c.stale_dropped)
                      << kv("worker_errors", c.rollout_errors + c.eval_errors)
                      << kv("seconds", fixed(seconds, 1)) << kv("eta_s", fixed(eta, 0))
-                     << kv("policy_update", kNoPolicyUpdate);
+                     << kv("policy_version", policy_version)
+                     << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
+                     << kv("update_s", fixed(update.seconds, 1))
+                     << kv("policy_update", options.update ? "TraceRL" : kNoPolicyUpdate);
     }
   }
   return summary;

@@ -9,8 +9,11 @@
 // Requests go into a local backlog first and are submitted without waiting, so the loop never
 // blocks on a full dispatcher queue while results pile up behind it.
 //
-// The policy update (TraceRL gradient step) is NOT part of this build: weights stay at policy
-// version 0; the loop says so at start and in every step line.
+// After each finished step the samples of its used groups (complete, not constant) go to the
+// policy updater (policy_updater.h: TraceRL step, checkpoint); new weights are announced to every
+// worker with a WeightsUpdate naming the checkpoint folder, and the next step asks for them
+// (RolloutRequest.minPolicyVersion). Without an updater (learner.update_policy false) the run
+// evaluates only: weights stay at policy version 0, and the loop says so.
 #pragma once
 
 #include <chrono>
@@ -24,6 +27,7 @@
 #include "common/status.h"
 #include "common/transport/work_dispatcher.h"
 #include "learner/learner_metrics.h"
+#include "learner/policy_update.h"
 #include "learner/prompt_template.h"
 #include "learner/task_loader.h"
 
@@ -54,6 +58,10 @@ struct RunLoopOptions {
   std::chrono::milliseconds drain_timeout{600 * 1000};
   // Longest wait for one result before the loop checks timeouts and the stop flag. Default: 100
   std::chrono::milliseconds poll_interval{100};
+  // The policy update; empty: evaluation only (weights stay at version 0). Default: empty
+  PolicyUpdater update;
+  // WeightsUpdate.abortInFlight of the pushes. Default: false
+  bool abort_in_flight = false;
 };
 
 struct RunSummary {
@@ -70,7 +78,8 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                               rewardlog::RewardLogWriter& log, const LearnerMetrics& metrics,
                               const std::function<bool()>& stop_requested);
 
-// The line the learner logs at start and in every step line about the missing update.
-inline constexpr const char kNoPolicyUpdate[] = "not implemented in this build; weights unchanged";
+// What the learner logs (and writes in the RunRecord) when learner.update_policy is false.
+inline constexpr const char kNoPolicyUpdate[] =
+    "off (learner.update_policy false): evaluation only, weights unchanged";
 
 }  // namespace dice

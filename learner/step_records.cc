@@ -84,7 +84,8 @@ Result<std::vector<rewardlog::LogRecord>> group_records(
 }
 
 Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSettings& settings,
-                                         TaskKind kind, StepTiming timing) {
+                                         TaskKind kind, StepTiming timing,
+                                         const PolicyUpdate& update) {
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::StepRecord>();
   record.setRunId(settings.run_id);
@@ -98,9 +99,9 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
   record.setMeanReward(static_cast<float>(mean_reward(counts)));
   record.setNumGroupsDropped(counts.groups_dropped);
   const float not_computed = std::numeric_limits<float>::quiet_NaN();
-  record.setLoss(not_computed);
-  record.setKlDivergence(not_computed);
-  record.setGradNorm(not_computed);
+  record.setLoss(update.ran ? static_cast<float>(update.loss) : not_computed);
+  record.setKlDivergence(update.ran ? static_cast<float>(update.kl) : not_computed);
+  record.setGradNorm(update.ran ? static_cast<float>(update.grad_norm) : not_computed);
   record.setStartedUnixMillis(timing.started_ms);
   record.setFinishedUnixMillis(timing.finished_ms);
   return rewardlog::encode_record(record.asReader());
@@ -108,9 +109,10 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
 
 Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,
                                                          const StepSettings& settings,
-                                                         StepTiming timing) {
+                                                         StepTiming timing,
+                                                         const PolicyUpdate& update) {
   const double seconds = std::max<std::int64_t>(timing.finished_ms - timing.started_ms, 1) / 1000.0;
-  const std::pair<const char*, double> values[] = {
+  std::vector<std::pair<const char*, double>> values = {
       {"reward/mean", mean_reward(counts)},
       {"reward/correct_rate", rate(counts.correct, counts.verdicts)},
       {"reward/compile_rate", rate(counts.compiled, counts.verdicts)},
@@ -120,6 +122,15 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
       {"learner/candidates_stale", counts.stale_dropped},
       {"learner/worker_errors", counts.rollout_errors + counts.eval_errors},
   };
+  if (update.ran) {
+    values.insert(values.end(), {{"learner/loss", update.loss},
+                                 {"learner/kl", update.kl},
+                                 {"learner/grad_norm", update.grad_norm},
+                                 {"learner/clip_fraction", update.clip_fraction},
+                                 {"learner/ratio_mean", update.mean_ratio},
+                                 {"learner/update_seconds", update.seconds},
+                                 {"learner/policy_version", double(update.policy_version)}});
+  }
   std::vector<rewardlog::LogRecord> records;
   for (const auto& [name, value] : values) {
     capnp::MallocMessageBuilder message;

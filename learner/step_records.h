@@ -10,6 +10,7 @@
 
 #include "common/rewardlog/record_codec.h"
 #include "common/status.h"
+#include "learner/policy_update.h"
 #include "learner/step_tracker.h"
 
 namespace dice {
@@ -27,17 +28,22 @@ struct StepTiming {
   std::int64_t finished_ms = 0;
 };
 
-// The StepRecord. No policy update runs in this build: loss, klDivergence and gradNorm are NaN
-// ("not computed"), never a made-up number.
+// The StepRecord. policyVersion is the version that sampled the step. Without an update that
+// ran (`update.ran` false), loss, klDivergence and gradNorm are NaN ("not computed"), never a
+// made-up number.
 Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSettings& settings,
-                                         TaskKind kind, StepTiming timing);
+                                         TaskKind kind, StepTiming timing,
+                                         const PolicyUpdate& update = {});
 
 // Per-step metric series: reward/mean, reward/correct_rate, reward/compile_rate,
 // rollout/candidates_per_s, learner/groups_dropped, learner/groups_skipped,
-// learner/candidates_stale, learner/worker_errors.
+// learner/candidates_stale, learner/worker_errors; and when the update ran: learner/loss,
+// learner/kl, learner/grad_norm, learner/clip_fraction, learner/ratio_mean,
+// learner/update_seconds, learner/policy_version.
 Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,
                                                          const StepSettings& settings,
-                                                         StepTiming timing);
+                                                         StepTiming timing,
+                                                         const PolicyUpdate& update = {});
 
 // Mean reward over the step's verdicts (0 when none).
 double mean_reward(const StepCounts& counts);

@@ -9,6 +9,22 @@ namespace dice {
 
 using Body = schema::Envelope::Body;
 
+namespace {
+
+// What the policy update needs of a candidate; trace_layout() checks it when the update runs.
+TraceSample trace_of(schema::Candidate::Reader candidate) {
+  TraceSample t;
+  for (std::uint32_t id : candidate.getPromptTokenIds()) t.prompt.push_back(id);
+  for (std::uint32_t id : candidate.getTokenIds()) t.response.push_back(id);
+  for (std::uint16_t k : candidate.getUnmaskStep()) t.unmask_steps.push_back(k);
+  for (float lp : candidate.getTokenLogProbs()) t.old_log_probs.push_back(lp);
+  for (std::uint32_t id : candidate.getTailTokenIds()) t.tail.push_back(id);
+  for (std::uint16_t k : candidate.getTailUnmaskStep()) t.tail_unmask_steps.push_back(k);
+  return t;
+}
+
+}  // namespace
+
 StepTracker::StepTracker(StepSettings settings, std::uint64_t* next_work_id,
                          std::uint64_t* next_group_id)
     : settings_(std::move(settings)), next_work_id_(next_work_id), next_group_id_(next_group_id) {}
@@ -90,6 +106,7 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   }
   ++counts_.candidates;
   sample.response_text = candidate.getText().cStr();
+  sample.trace = trace_of(candidate);
   const std::uint64_t eval_id = (*next_work_id_)++;
   sample.eval_work_id = eval_id;
   evals_[eval_id] = EvalRef{group_id, index};
@@ -205,8 +222,8 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
   for (auto& [index, sample] : group.samples) {
     if (!sample.verdict) continue;
     rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
-    out.samples.push_back(
-        FinishedSample{index, std::move(sample.response_text), std::move(*sample.verdict), 0.0});
+    out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
+                                         std::move(*sample.verdict), 0.0, std::move(sample.trace)});
     sample.verdict.reset();
     if (sample.eval_work_id) evals_.erase(sample.eval_work_id);
   }
@@ -218,6 +235,7 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
     counts_.groups_dropped += adv.dropped ? 1 : 0;
     for (std::size_t i = 0; i < out.samples.size(); ++i) {
       out.samples[i].advantage = adv.advantages[i];
+      out.samples[i].trace.advantage = adv.advantages[i];
     }
   } else {
     ++counts_.groups_skipped;

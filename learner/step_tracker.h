@@ -25,6 +25,7 @@
 #include "common/transport/dispatcher_state.h"
 #include "learner/advantage.h"
 #include "learner/task_loader.h"
+#include "learner/trace_layout.h"
 #include "schemas/rollout.capnp.h"
 
 namespace dice {
@@ -64,6 +65,7 @@ struct FinishedSample {
   std::string response_text;
   wire::Decoded<schema::Envelope> verdict;  // body.verdict
   double advantage = 0.0;
+  TraceSample trace;  // the candidate's tokens and trace; trace.advantage == advantage
 };
 
 struct FinishedGroup {
@@ -97,6 +99,7 @@ class StepTracker {
  private:
   struct Sample {
     std::string response_text;
+    TraceSample trace;
     std::uint64_t eval_work_id = 0;
     std::optional<wire::Decoded<schema::Envelope>> verdict;
     bool lost = false;  // will never get a verdict

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -101,8 +102,9 @@ class LearnerIntegrationTest : public ::testing::Test {
   }
 
   // Writes the run's config; `steps` steps of 3 tasks x 2 samples in one phase.
+  // Without `policy_dir` the run evaluates only (learner.update_policy false).
   std::string write_config(int steps, const std::string& task_file = "tasks.json",
-                           int group_timeout_s = 20) {
+                           int group_timeout_s = 20, const std::string& policy_dir = "") {
     std::ofstream(dir_ / "curriculum.yaml") << "phases:\n"
                                             << "  - name: e2e\n"
                                             << "    kind: end_to_end\n"
@@ -116,7 +118,12 @@ class LearnerIntegrationTest : public ::testing::Test {
         << "curriculum_file: curriculum.yaml\n"
         << "learner:\n  group_timeout_seconds: " << group_timeout_s
         << "\n  drain_timeout_seconds: 10\n"
-        << "rollout:\n  model_path: no-model-needed\n"
+        << (policy_dir.empty() ? "  update_policy: false\n"
+                               : "  update_policy: true\n  dtype: fp32\n"
+                                 "  checkpoint:\n    dir: checkpoints\n    interval_steps: 2\n"
+                                 "  optimizer:\n    lr: 1e-3\n    grad_accumulation: 2\n")
+        << "rollout:\n  model_path: " << (policy_dir.empty() ? "no-model-needed" : policy_dir)
+        << "\n"
         << "cluster:\n  learner:\n    host: 127.0.0.1\n    port: " << port_
         << "\n    publish_port: 0\n    metrics_port: " << metrics_port_
         << "\n  heartbeat:\n    interval_ms: 100\n    misses_before_dead: 20\n";
@@ -135,7 +142,7 @@ class LearnerIntegrationTest : public ::testing::Test {
         std::vector<std::string>{"--endpoint", "tcp://127.0.0.1:" + std::to_string(port_), "--id",
                                  id, "--heartbeat-ms", "100", "--sleep-ms",
                                  std::to_string(sleep_ms)},
-        (dir_ / (id + ".log")).string());
+        worker_log_path(id).string());
   }
   std::unique_ptr<rewardlog::RewardLogReader> open_log() {
     rewardlog::RewardLogReaderOptions options;
@@ -145,6 +152,10 @@ class LearnerIntegrationTest : public ::testing::Test {
     return std::move(reader).value();
   }
   std::string learner_log() { return read_file(dir_ / "learner.log"); }
+  fs::path worker_log_path(std::string id) const {
+    std::replace(id.begin(), id.end(), '/', '_');
+    return dir_ / (id + ".log");
+  }
 
   fs::path dir_;
   int port_ = 0;
@@ -161,7 +172,7 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
   EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
 
   const std::string log_text = learner_log();
-  EXPECT_NE(log_text.find("policy update: not implemented in this build; weights unchanged"),
+  EXPECT_NE(log_text.find("policy update: off (learner.update_policy false)"),
             std::string::npos)
       << log_text;
   EXPECT_NE(log_text.find("step 2/2 of phase e2e"), std::string::npos) << log_text;
@@ -221,6 +232,65 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
   ASSERT_TRUE(metrics.ok());
   ASSERT_EQ(metrics->size(), 2u);
   EXPECT_DOUBLE_EQ(metrics->front().get().getValue(), 0.5);
+}
+
+TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
+  const std::string policy = (dir_ / "policy").string();
+  ChildProcess writer(DICE_TINY_POLICY_WRITER, {policy}, (dir_ / "writer.log").string());
+  ASSERT_EQ(writer.wait_exit(kDeadline), 0) << read_file(dir_ / "writer.log");
+
+  auto learner = start_learner(write_config(3, "tasks.json", 20, policy));
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+  const std::string log_text = learner_log();
+  EXPECT_NE(log_text.find("policy update: TraceRL"), std::string::npos) << log_text;
+
+  // Every step trained (rewards alternate within each group, so no group is constant).
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_EQ(steps->size(), 3u);
+  for (std::size_t i = 0; i < steps->size(); ++i) {
+    auto step = (*steps)[i].get();
+    EXPECT_EQ(step.getPolicyVersion(), i) << "step " << i << " sampled by the previous update";
+    EXPECT_TRUE(std::isfinite(step.getLoss())) << "step " << i;
+    EXPECT_TRUE(std::isfinite(step.getKlDivergence()));
+    EXPECT_GT(step.getGradNorm(), 0.0f);
+  }
+  // The next step's candidates came from the pushed version (the test double claims the
+  // requested minPolicyVersion).
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  for (const auto& c : *candidates) {
+    auto v = c.get().getVerdict();
+    EXPECT_EQ(v.getPolicyVersion(), v.getStep());
+  }
+  auto losses = log->metrics("it-run", std::string("learner/loss"));
+  ASSERT_TRUE(losses.ok());
+  EXPECT_EQ(losses->size(), 3u);
+
+  // Checkpoints: v2 (the interval) and v3 (the newest) remain, v1 was pruned; each is a full
+  // Hugging Face folder, announced to the rollout worker.
+  const fs::path checkpoints = dir_ / "checkpoints" / "it-run";
+  EXPECT_FALSE(fs::exists(checkpoints / "policy-v1"));
+  for (const char* v : {"policy-v2", "policy-v3"}) {
+    EXPECT_TRUE(fs::exists(checkpoints / v / "config.json")) << v;
+    EXPECT_TRUE(fs::exists(checkpoints / v / "model.safetensors")) << v;
+  }
+  const std::string rollout_log = read_file(worker_log_path("it/rollout/0"));
+  EXPECT_NE(rollout_log.find("weights update policy_version=3 dir="), std::string::npos)
+      << rollout_log;
+  EXPECT_NE(log_text.find("weights pushed"), std::string::npos);
+}
+
+TEST_F(LearnerIntegrationTest, AModelThatDoesNotLoadIsBadInput) {
+  auto learner = start_learner(write_config(1, "tasks.json", 20, (dir_ / "missing").string()));
+  EXPECT_EQ(learner->wait_exit(kDeadline), 2) << learner_log();
+  EXPECT_NE(learner_log().find("initial policy"), std::string::npos) << learner_log();
 }
 
 TEST_F(LearnerIntegrationTest, SigtermDrainsAndLeavesAReadableLog) {

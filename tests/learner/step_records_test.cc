@@ -25,7 +25,7 @@ FinishedSample judged(std::uint32_t index, const std::string& hash, float reward
   auto decoded = wire::decode_envelope(wire::encode(message));
   EXPECT_TRUE(decoded.ok());
   return FinishedSample{index, "```python\nprint(1)\n```\n", std::move(decoded).value(),
-                        reward > 0 ? 1.0 : -1.0};
+                        reward > 0 ? 1.0 : -1.0, TraceSample{}};
 }
 
 TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
@@ -81,6 +81,42 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
   EXPECT_EQ(metrics->size(), 8u);
+}
+
+TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
+  StepCounts counts;
+  counts.verdicts = 4;
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 3;
+  settings.policy_version = 3;
+  PolicyUpdate update;
+  update.ran = true;
+  update.policy_version = 4;
+  update.loss = -0.25;
+  update.kl = 0.001;
+  update.grad_norm = 0.5;
+  auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000}, update);
+  ASSERT_TRUE(record.ok());
+  auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->get().getPolicyVersion(), 3u);  // the version that sampled the step
+  EXPECT_FLOAT_EQ(decoded->get().getLoss(), -0.25f);
+  EXPECT_FLOAT_EQ(decoded->get().getKlDivergence(), 0.001f);
+  EXPECT_FLOAT_EQ(decoded->get().getGradNorm(), 0.5f);
+  auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->size(), 15u);
+  bool saw_version = false;
+  for (const auto& m : *metrics) {
+    auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
+    ASSERT_TRUE(metric.ok());
+    if (std::string(metric->get().getName().cStr()) == "learner/policy_version") {
+      EXPECT_EQ(metric->get().getValue(), 4.0);
+      saw_version = true;
+    }
+  }
+  EXPECT_TRUE(saw_version);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The loop both learner-test worker doubles run: connect as `role`, answer each work item with
-// `answer`, exit 0 on a Shutdown message from the learner.
+// `answer`, print each WeightsUpdate, exit 0 on a Shutdown message from the learner.
 #pragma once
 
 #include <chrono>
@@ -37,6 +37,14 @@ inline int run_worker_test_double(int argc, char** argv, schema::Role role,
     if (!received.ok()) return 1;
     auto body = received->root().getBody();
     if (body.which() == Body::SHUTDOWN) return 0;
+    if (body.which() == Body::WEIGHTS_UPDATE) {  // logged, so tests can see the push arrived
+      auto update = body.getWeightsUpdate();
+      std::cout << flags.id << ": weights update policy_version=" << update.getPolicyVersion()
+                << " dir="
+                << (update.isCheckpointDir() ? update.getCheckpointDir().cStr() : "(nccl)")
+                << std::endl;
+      continue;
+    }
     if (body.which() != Body::EVAL_REQUEST && body.which() != Body::ROLLOUT_REQUEST) continue;
     if (flags.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(flags.sleep_ms));
     Status status = answer(**connection, body);

@@ -101,6 +101,9 @@ void fill_candidate(schema::Candidate::Builder b, std::uint32_t salt) {
   b.setFinishReason(schema::Candidate::FinishReason::MAX_TOKENS);
   b.setGenerationSeconds(f32(salt, 13));
   b.setRolloutWorker(txt("cand.rolloutWorker", salt));
+  set_list(b.initTailTokenIds(2), tokens(salt + 2, 2));
+  set_list(b.initTailUnmaskStep(2),
+           std::vector<std::uint16_t>{static_cast<std::uint16_t>(salt % 4 + 1), 3});
 }
 void expect_candidate(schema::Candidate::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -122,6 +125,10 @@ void expect_candidate(schema::Candidate::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getFinishReason(), schema::Candidate::FinishReason::MAX_TOKENS);
   EXPECT_EQ(r.getGenerationSeconds(), f32(salt, 13));
   EXPECT_EQ(r.getRolloutWorker().cStr(), txt("cand.rolloutWorker", salt));
+  expect_list(r.getTailTokenIds(), tokens(salt + 2, 2), "tailTokenIds");
+  ASSERT_EQ(r.getTailUnmaskStep().size(), 2u);
+  EXPECT_EQ(r.getTailUnmaskStep()[0], salt % 4 + 1);
+  EXPECT_EQ(r.getTailUnmaskStep()[1], 3u);
 }
 
 void fill_eval_request(schema::EvalRequest::Builder b, std::uint32_t salt) {

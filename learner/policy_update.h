@@ -1,0 +1,35 @@
+// What the run loop needs of a policy update, without LibTorch: the result record and the
+// callback type. make_policy_updater() (policy_updater.h) builds the real one on the model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "learner/trace_layout.h"
+
+namespace dice {
+
+// What one policy update did.
+struct PolicyUpdate {
+  bool ran = false;                  // false: no sample carried a signal, the weights are unchanged
+  std::uint64_t policy_version = 0;  // the version the learner holds after the update
+  std::string checkpoint_dir;        // the new weights for rollout workers; empty: not pushed
+  std::int64_t sequences = 0;
+  std::int64_t scored_tokens = 0;
+  double loss = 0.0;
+  double kl = 0.0;
+  double grad_norm = 0.0;
+  double clip_fraction = 0.0;
+  double mean_ratio = 0.0;
+  double seconds = 0.0;
+};
+
+// Runs the update for global step `step` on the step's samples; `version` is the version held
+// before it. An error ends the run (a learner that silently stops learning is worse).
+using PolicyUpdater = std::function<Result<PolicyUpdate>(
+    std::vector<TraceSample> samples, std::uint64_t step, std::uint64_t version)>;
+
+}  // namespace dice

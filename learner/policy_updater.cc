@@ -1,0 +1,167 @@
+#include "learner/policy_updater.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <memory>
+
+#include "common/log.h"
+#include "common/model/weights.h"
+#include "common/remove_tree.h"
+#include "common/torch_compat.h"
+#include "learner/policy_trainer.h"
+
+namespace dice {
+namespace {
+
+// Files of a Hugging Face model folder that are not weights; copied so that every checkpoint
+// opens in transformers on its own.
+constexpr const char* kSideFiles[] = {
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
+    "merges.txt",     "added_tokens.json",     "generation_config.json",  "chat_template.jinja"};
+
+// State shared by the calls of one run's updater.
+struct Updater {
+  std::unique_ptr<PolicyTrainer> trainer;
+  std::string source_dir;  // the initial policy's folder (side files come from there)
+  std::string base_dir;    // <checkpoint.dir>/<run id>
+  CheckpointOptions checkpoint;
+  TraceLayoutOptions layout;
+  std::deque<std::uint64_t> recent;     // newest last: pushed versions not kept for the interval
+  std::deque<std::uint64_t> permanent;  // interval checkpoints, newest last
+
+  std::string dir_of(std::uint64_t version) const {
+    return base_dir + "/policy-v" + std::to_string(version);
+  }
+
+  Status save(std::uint64_t version) {
+    namespace fs = std::filesystem;
+    const std::string dir = dir_of(version);
+    const std::string tmp = dir + ".partial";
+    DICE_RETURN_IF_ERROR(remove_tree(tmp));
+    DICE_RETURN_IF_ERROR(save_qwen3_lm(*trainer->model(), tmp));
+    for (const char* name : kSideFiles) {
+      std::error_code ec;
+      const fs::path from = fs::path(source_dir) / name;
+      if (!fs::exists(from, ec)) continue;
+      fs::copy_file(from, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
+      if (ec)
+        return Status::io_error("copy " + from.string() + " into " + tmp + ": " + ec.message());
+    }
+    if (std::rename(tmp.c_str(), dir.c_str()) != 0) {
+      return Status::io_error("rename " + tmp + " to " + dir);
+    }
+    return Status::ok_status();
+  }
+
+  // Retention (see the header); a failed delete is logged, never fatal.
+  void prune(std::uint64_t version) {
+    const auto interval = static_cast<std::uint64_t>(checkpoint.interval_steps);
+    (version % interval == 0 ? permanent : recent).push_back(version);
+    auto drop = [&](std::uint64_t v) {
+      Status removed = remove_tree(dir_of(v));
+      if (!removed.ok()) {
+        DICE_LOG(Warn) << "cannot delete an old checkpoint" << kv("error", removed.to_string());
+      }
+    };
+    while (recent.size() > 2 || (!recent.empty() && recent.front() + 2 <= version)) {
+      drop(recent.front());
+      recent.pop_front();
+    }
+    if (checkpoint.keep_last > 0) {
+      while (permanent.size() > static_cast<std::size_t>(checkpoint.keep_last) &&
+             permanent.front() + 2 <= version) {
+        drop(permanent.front());
+        permanent.pop_front();
+      }
+    }
+  }
+};
+
+}  // namespace
+
+Result<PolicyUpdater> make_policy_updater(const DiceConfig& config) {
+  const LearnerOptions& learner = config.learner;
+  const std::string source =
+      learner.init_checkpoint.empty() ? config.rollout.model_path : learner.init_checkpoint;
+  const bool gpu = compat::cuda_available();
+  const c10::TensorOptions options =
+      c10::TensorOptions()
+          .dtype(learner.dtype == TrainDtype::kBf16 ? at::kBFloat16 : at::kFloat)
+          .device(gpu ? c10::Device(at::kCUDA, 0) : c10::Device(at::kCPU));
+  auto model = load_qwen3_lm(source, options);
+  if (!model.ok()) return model.status().with_context("learner: initial policy " + source);
+  if (!gpu) {
+    DICE_LOG(Warn) << "no CUDA device visible: the policy update runs on the CPU (only tiny "
+                      "models finish a step there)"
+                   << kv("model", source);
+  }
+
+  PolicyTrainerOptions trainer_options;
+  trainer_options.loss = learner.loss;
+  trainer_options.optimizer = learner.optimizer;
+  trainer_options.layout.block_size = (*model)->config().block_size;
+  trainer_options.layout.mask_token_id = (*model)->config().mask_token_id;
+  trainer_options.layout.denoising_steps = config.rollout.sampling.denoising_steps;
+  trainer_options.layout.shrink = learner.loss.trace_shrink;
+  trainer_options.temperature = config.rollout.sampling.temperature;
+  auto updater = std::make_shared<Updater>();
+  DICE_ASSIGN_OR_RETURN(updater->trainer, PolicyTrainer::create(*model, trainer_options));
+  updater->source_dir = source;
+  updater->base_dir = learner.checkpoint.dir + "/" + config.run.id;
+  updater->checkpoint = learner.checkpoint;
+  updater->layout = trainer_options.layout;
+  std::error_code ec;
+  std::filesystem::create_directories(updater->base_dir, ec);
+  if (ec) {
+    return Status::io_error("learner.checkpoint.dir: cannot create " + updater->base_dir + ": " +
+                            ec.message());
+  }
+  DICE_LOG(Info) << "policy loaded for training" << kv("model", source)
+                 << kv("device", gpu ? "cuda:0" : "cpu")
+                 << kv("dtype", learner.dtype == TrainDtype::kBf16 ? "bf16" : "fp32")
+                 << kv("checkpoints", updater->base_dir);
+
+  return PolicyUpdater([updater](std::vector<TraceSample> samples, std::uint64_t step,
+                                 std::uint64_t version) -> Result<PolicyUpdate> {
+    const auto started = std::chrono::steady_clock::now();
+    PolicyUpdate out;
+    out.policy_version = version;
+    // A candidate whose trace does not fit the model (a broken or foreign rollout worker) is
+    // dropped here, named in the log, rather than failing the whole step.
+    std::vector<TraceSample> usable;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      Result<TraceLayout> layout = trace_layout(samples[i], updater->layout);
+      if (layout.ok()) {
+        usable.push_back(std::move(samples[i]));
+      } else {
+        DICE_LOG(Warn) << "sample left out of the update: its trace does not fit"
+                       << kv("step", step) << kv("sample", i)
+                       << kv("error", layout.status().to_string());
+      }
+    }
+    samples = std::move(usable);
+    DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, updater->trainer->update(samples));
+    if (stats.sequences == 0) return out;  // nothing to learn from: no step, no push
+    out.ran = true;
+    out.policy_version = version + 1;
+    out.sequences = stats.sequences;
+    out.scored_tokens = stats.scored_tokens;
+    out.loss = stats.loss;
+    out.kl = stats.kl;
+    out.grad_norm = stats.grad_norm;
+    out.clip_fraction = stats.clip_fraction;
+    out.mean_ratio = stats.mean_ratio;
+    DICE_RETURN_IF_ERROR(updater->save(out.policy_version)
+                             .with_context("checkpoint of step " + std::to_string(step)));
+    out.checkpoint_dir = updater->dir_of(out.policy_version);
+    updater->prune(out.policy_version);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return out;
+  });
+}
+
+}  // namespace dice
