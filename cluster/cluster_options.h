@@ -140,6 +140,10 @@ struct NodeOptions {
   }
 };
 
+// The ssh backend (cluster/ssh_backend.h): the local supervisor runs one ssh client per service,
+// with BatchMode (key authentication, no prompts) and no tty. The nodes share a filesystem with
+// this machine: the config, the executables and the working directory have the same paths there.
+// The supervisor settings (restarts, drain, logs) are cluster.local's.
 struct SshOptions {
   std::string user;
   std::vector<std::string> extra_args;
@@ -148,10 +152,12 @@ struct SshOptions {
   template <class V>
   void visit_fields(V& v) {
     v.field("user", user, "Remote user; empty = ssh's default. Default: empty");
-    v.field("extra_args", extra_args, "Extra ssh arguments, e.g. [-p, 2222]. Default: []");
+    v.field("extra_args", extra_args,
+            "Extra ssh arguments, placed before dice-cluster's own (so they win), e.g. [-p, 2222, "
+            "-i, /home/me/.ssh/dice]. Default: []");
     v.field("remote_dir", remote_dir,
-            "Folder each host cds into before starting its services; empty = dice-cluster's "
-            "working directory (the same path on a shared filesystem). Default: empty");
+            "Folder each service runs in on its node; empty = dice-cluster's working directory "
+            "(the same path on a shared filesystem). Default: empty");
   }
 };
 

@@ -35,6 +35,10 @@ YAML::Node encode_service(const ServiceState& s) {
   node["started_at"] = s.started_at;
   node["last_exit"] = s.last_exit;
   if (!s.step.empty()) node["step"] = s.step;
+  if (!s.ssh.empty()) {
+    node["ssh"] = s.ssh;
+    node["pid_file"] = s.pid_file;
+  }
   return node;
 }
 
@@ -56,6 +60,10 @@ ServiceState decode_service(const YAML::Node& node) {
   s.started_at = node["started_at"].as<double>();
   s.last_exit = node["last_exit"].as<std::string>();
   if (node["step"]) s.step = node["step"].as<std::string>();
+  if (node["ssh"]) {
+    s.ssh = node["ssh"].as<std::vector<std::string>>();
+    s.pid_file = node["pid_file"].as<std::string>();
+  }
   return s;
 }
 
@@ -151,7 +159,7 @@ Result<ClusterState> read_state_file(const std::string& state_dir) {
       state.slurm_job_state = slurm["job_state"].as<std::string>();
       state.slurm_nodes = slurm["nodes"].as<std::string>();
     }
-    if (state.backend != "local" && state.backend != "slurm") {
+    if (state.backend != "local" && state.backend != "ssh" && state.backend != "slurm") {
       throw YAML::Exception(root["backend"].Mark(), "unknown backend '" + state.backend + "'");
     }
     return state;

@@ -21,6 +21,16 @@
 //   services:
 //     - {name: rollout-0, ..., pid: 0, step: "812.1", state: running, restarts: 0, ...}
 //
+// An ssh-backend run (cluster/ssh_backend.h) is a local run whose services are ssh clients: the
+// supervisor fields are the local supervisor's, each pid is its ssh client's, and each service
+// also records how to reach its remote process (the ssh argv up to the host, and the pid file the
+// remote start script writes, remote_commands.h):
+//
+//   backend: ssh
+//   services:
+//     - {name: rollout-0, ..., pid: 4250, ssh: [/usr/bin/ssh, -T, ..., gpu2],
+//        pid_file: /abs/state/remote/rollout-0.pid}
+//
 // A file without `backend` is a local run.
 #pragma once
 
@@ -54,10 +64,15 @@ struct ServiceState {
   double started_at = 0;  // last (re)start
   std::string last_exit;  // "exit 1", "killed by signal 9"; empty if it never ended
   std::string step;       // slurm backend: the running step's id ("812.1"); empty otherwise
+  // ssh backend: the ssh argv up to and including [user@]host, and the remote pid file; empty
+  // for a service run on this machine.
+  std::vector<std::string> ssh;
+  std::string pid_file;
+  pid_t remote_pid = 0;  // ssh backend: the pid on its node as `status` last saw it (not saved)
 };
 
 struct ClusterState {
-  std::string backend = "local";  // "local" or "slurm"
+  std::string backend = "local";  // "local", "ssh" or "slurm"
   std::string run_id;
   std::string config_path;
   pid_t supervisor_pid = 0;

@@ -17,6 +17,7 @@
 
 #include "cluster/process.h"
 #include "cluster/service_plan.h"
+#include "cluster/ssh_backend.h"
 #include "cluster/status_table.h"
 #include "cluster/supervisor.h"
 #include "common/log.h"
@@ -105,6 +106,7 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
   DICE_RETURN_IF_ERROR(make_dirs(state_dir + "/logs"));
 
   SupervisorSetup setup;
+  setup.state.backend = config::enum_to_name(config.cluster.backend);
   setup.state_dir = state_dir;
   setup.local = local;
   setup.state.run_id = inputs.run_id;
@@ -118,6 +120,10 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
     s.worker_index = spec.worker_index;
     s.log_path = state_dir + "/logs/" + spec.name + ".log";
     setup.state.services.push_back(s);
+  }
+  if (config.cluster.backend == ClusterBackend::kSsh) {
+    DICE_ASSIGN_OR_RETURN(
+        services, ssh_services(config, services, state_dir, inputs.run_id, &setup.state.services));
   }
   setup.services = std::move(services);
   // A fresh file before the daemon starts, so everything read below is this run's.
@@ -182,6 +188,9 @@ Status local_down(const std::string& state_dir, std::ostream& out) {
     }
     poll_pause();
   }
+  // ssh runs: the supervisor drained its nodes; check them, and stop what a killed supervisor or a
+  // lost link left there.
+  DICE_RETURN_IF_ERROR(stop_remote_services(state, state.drain_timeout_ms, out));
   out << "down: run '" << state.run_id << "' stopped; no process of it remains (state dir "
       << state_dir << ")\n";
   return Status::ok_status();
@@ -189,9 +198,22 @@ Status local_down(const std::string& state_dir, std::ostream& out) {
 
 Status local_status(const std::string& state_dir, std::ostream& out) {
   DICE_ASSIGN_OR_RETURN(ClusterState state, read_state_file(state_dir));
+  std::string remote_note;
+  if (state.backend == "ssh") {
+    // The pid of each service on its node (the table's PID column), one ssh per node.
+    Result<std::map<std::string, pid_t>> remote = sweep_remote(state.run_id, state.services, "0");
+    if (remote.ok()) {
+      for (auto& s : state.services) {
+        auto found = remote->find(s.name);
+        s.remote_pid = found == remote->end() ? 0 : found->second;
+      }
+    } else {
+      remote_note = "(pids on the nodes unknown: " + remote.status().message() + ")\n";
+    }
+  }
   std::string note;
   const auto health = learner_health(state, &note);
-  out << format_status(state, wall_seconds(), health, note);
+  out << format_status(state, wall_seconds(), health, note) << remote_note;
   return Status::ok_status();
 }
 

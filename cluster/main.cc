@@ -6,16 +6,18 @@
 //   dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //
 // up: loads CONFIG and starts every service. cluster.backend local: a supervisor daemon runs them
-//   as child processes (cluster/supervisor.h); slurm: one sbatch job with a step per service
-//   (cluster/slurm_backend.h). Waits until each is launched and prints where state and logs are.
+//   as child processes (cluster/supervisor.h); ssh: the same supervisor runs one ssh client per
+//   service, which runs it on its node (cluster/ssh_backend.h); slurm: one sbatch job with a step
+//   per service (cluster/slurm_backend.h). Waits until each is launched and prints where state
+//   and logs are.
 // status: one line per service (node, pid or Slurm step, state, restarts, uptime, last exit).
 //   logs: the last lines of each service's log (SERVICE is a name like rollout-0, a role,
 //   "supervisor" for a local run's supervisor, or "batch" for a Slurm job's batch output).
-//   down: stops the run (local: SIGTERM, then SIGKILL; slurm: scancel) and waits until none of its
-//   processes (or its Slurm job) remain. They follow the backend recorded in the state file.
-// --dry-run prints what up would run (local: each service's command line; ssh: one ssh command per
-// node; slurm: the sbatch script) and starts nothing. The ssh backend is refused without
-// --dry-run (its command is generated, never run).
+//   down: stops the run (local: SIGTERM, then SIGKILL; ssh: the same, sent to each service on its
+//   node over ssh; slurm: scancel) and waits until none of its processes (or its Slurm job)
+//   remain. They follow the backend recorded in the state file.
+// --dry-run prints what up would run (local: each service's command line; ssh: each service's ssh
+// command; slurm: the sbatch script) and starts nothing.
 // Exit status: 0 ok; 1 the operation failed (a timeout, an I/O error); 2 bad usage, a bad config or
 // override, a missing executable, or no run in the state dir.
 #include <cstdlib>
@@ -28,6 +30,7 @@
 #include "cluster/remote_commands.h"
 #include "cluster/slurm_backend.h"
 #include "cluster/slurm_script.h"
+#include "cluster/ssh_backend.h"
 #include "common/config/dice_config.h"
 #include "common/config/load.h"
 #include "common/log.h"
@@ -125,25 +128,20 @@ std::string parse_args(int argc, char** argv, Args* args) {
 int dry_run(const dice::DiceConfig& config, const std::string& config_path,
             const std::vector<std::string>& overrides) {
   using namespace dice::cluster;
-  // Local and slurm runs look executables up here (slurm: on the shared filesystem); ssh names
-  // them for the remote host.
-  bool resolve_here = config.cluster.backend != dice::ClusterBackend::kSsh;
+  // Every backend looks executables up here (ssh and slurm: on the shared filesystem).
   PlanInputs inputs{config_path, overrides, config.run.id.empty() ? "RUN_ID" : config.run.id,
-                    self_executable(), resolve_here};
+                    self_executable()};
   dice::Result<std::vector<ServiceSpec>> services = plan_services(config.cluster, inputs);
   if (!services.ok()) return status_exit(services.status());
   std::string work_dir = dice::config::working_directory();
+  if (config.cluster.backend == dice::ClusterBackend::kSsh) {
+    std::vector<ServiceState> states(services->size());
+    services = ssh_services(config, *services, resolve_state_dir(config), inputs.run_id, &states);
+    if (!services.ok()) return status_exit(services.status());
+  }
   if (config.cluster.backend == dice::ClusterBackend::kSlurm) {
     std::cout << slurm_batch_script(config.cluster, *services, work_dir, resolve_state_dir(config),
                                     inputs.run_id);
-  } else if (config.cluster.backend == dice::ClusterBackend::kSsh) {
-    for (std::size_t i = 0; i < config.cluster.nodes.size(); ++i) {
-      std::string line;
-      for (const auto& arg : ssh_command(config.cluster, static_cast<int>(i), work_dir, inputs)) {
-        line += (line.empty() ? "" : " ") + shell_quote(arg);
-      }
-      std::cout << line << "\n";
-    }
   } else {
     for (const auto& spec : *services) {
       std::cout << spec.name << ": " << shell_quote(spec.executable);
@@ -193,12 +191,6 @@ int run(const Args& args) {
     log.level = config.run.log_level;
     dice::log_configure(log);
     if (args.dry_run) return dry_run(config, config_path, args.overrides);
-    if (config.cluster.backend == dice::ClusterBackend::kSsh) {
-      std::cerr << "dice-cluster: " << config_path
-                << ": cluster.backend ssh is not run by dice-cluster yet (local and slurm are); "
-                   "`dice-cluster up CONFIG --dry-run` prints the commands it would run\n";
-      return kExitBadInput;
-    }
     state_dir = dice::cluster::resolve_state_dir(config);
   }
   if (args.command == "up") return up(config, config_path, args.overrides, state_dir);

@@ -42,8 +42,9 @@ struct PlanInputs {
   std::vector<std::string> overrides;  // handed on unchanged
   std::string run_id;
   std::string self_exe;  // dice-cluster's own path: executables are looked up next to it
-  // false for remote backends: the executable is named, not searched for here (it lives on the
-  // node): executables[role] (or dice-<role>), under bin_dir when that is set and it has no '/'.
+  // false: the executable is named, not searched for here (for a plan that never runs here, e.g.
+  // a script under test): executables[role] (or dice-<role>), under bin_dir when that is set and
+  // it has no '/'. Every backend searches (ssh and slurm on the shared filesystem).
   bool resolve_locally = true;
 };
 

@@ -71,6 +71,7 @@ std::string format_status(const ClusterState& state, double now,
     bool alive = running && (slurm || process_alive(s.pid, s.start_ticks));
     std::string shown = running && !alive ? "gone" : run_state_name(s.state);
     std::string id = slurm ? (s.step.empty() ? "-" : s.step) : std::to_string(s.pid);
+    if (state.backend == "ssh") id = s.remote_pid > 0 ? std::to_string(s.remote_pid) : "-";
     out << std::left << std::setw(14) << s.name << std::setw(14) << s.node << std::setw(12)
         << (alive ? id : "-") << std::setw(12) << shown << std::setw(10) << s.restarts
         << std::setw(10) << (alive ? format_duration(now - s.started_at) : "-");

@@ -16,7 +16,9 @@ namespace dice::cluster {
 //   SERVICE  NODE  PID/STEP  STATE  RESTARTS  UPTIME  HEARTBEAT  DONE  LAST EXIT
 //
 // Local runs: PID/STEP is the pid, and a row recorded as running whose process is gone shows as
-// "gone". Slurm runs: the step id ("812.1"), as the caller last refreshed it from Slurm.
+// "gone". ssh runs: the same, judged by the local ssh client, except that PID/STEP is the pid on
+// the node (ServiceState::remote_pid, "-" when unknown). Slurm runs: the step id ("812.1"), as the
+// caller last refreshed it from Slurm.
 // HEARTBEAT (age of the learner's last message from the worker) and DONE (work items finished)
 // come from `health`, the learner's view (learner_query.h); "-" where it has none, e.g. for the
 // learner itself or when the learner did not answer (`health_note` then says why, under the

@@ -11,14 +11,28 @@
 #include <cstring>
 #include <deque>
 
+#include "cluster/command.h"
 #include "cluster/process.h"
+#include "cluster/ssh_backend.h"
 #include "common/log.h"
 
 namespace dice::cluster {
 namespace {
 
-std::string describe_exit(int status) {
-  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+// ssh's own failures (connection refused, authentication, a lost link) exit 255.
+constexpr int kSshFailed = 255;
+
+// `remote`: the status is an ssh client's, whose remote start script exits 128 + N when the
+// service was killed by signal N (cluster/remote_commands.h).
+std::string describe_exit(int status, bool remote) {
+  if (WIFEXITED(status)) {
+    int code = WEXITSTATUS(status);
+    if (remote && code == kSshFailed) return "exit 255 (ssh failed; see the service log)";
+    if (remote && code > 128 && code < 128 + 65) {
+      return "killed by signal " + std::to_string(code - 128);
+    }
+    return "exit " + std::to_string(code);
+  }
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
 }
@@ -37,6 +51,7 @@ class Supervisor {
   explicit Supervisor(SupervisorSetup setup) : setup_(std::move(setup)) {
     restart_times_.resize(setup_.services.size());
     restart_due_ms_.resize(setup_.services.size(), 0);
+    stdin_fds_.resize(setup_.services.size(), -1);
   }
 
   int run() {
@@ -74,6 +89,8 @@ class Supervisor {
     }
     state.supervisor_state = "stopped";
     save();
+    for (std::size_t i = 0; i < stdin_fds_.size(); ++i) close_stdin(i);
+    end_helpers();
     DICE_LOG(Info) << "supervisor stopped";
     return 0;
   }
@@ -133,13 +150,22 @@ class Supervisor {
     }
     if (!devices.empty()) envp.push_back(const_cast<char*>(devices_var.c_str()));
     envp.push_back(nullptr);
+    // An ssh service reads a pipe that only this process writes to: when the supervisor dies, the
+    // pipe ends, and the remote start script stops the service (remote_commands.h).
+    int stdin_pipe[2] = {-1, -1};
+    const bool remote = !s.ssh.empty();
+    if (remote && pipe2(stdin_pipe, O_CLOEXEC) != 0) {
+      close(log_fd);
+      on_failure(i, std::string("pipe failed: ") + std::strerror(errno));
+      return;
+    }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
       // The child: its output to the log, no inherited signal mask, and SIGTERM if the supervisor
       // dies without draining (so a killed supervisor leaves no orphans running).
-      int null_fd = open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+      int in_fd = remote ? stdin_pipe[0] : open("/dev/null", O_RDONLY);
+      if (in_fd >= 0) dup2(in_fd, STDIN_FILENO);
       dup2(log_fd, STDOUT_FILENO);
       dup2(log_fd, STDERR_FILENO);
       sigset_t none;
@@ -153,7 +179,12 @@ class Supervisor {
       _exit(127);
     }
     close(log_fd);
+    if (remote) {
+      close(stdin_pipe[0]);
+      stdin_fds_[i] = stdin_pipe[1];
+    }
     if (pid < 0) {
+      close_stdin(i);
       on_failure(i, std::string("fork failed: ") + std::strerror(errno));
       return;
     }
@@ -198,12 +229,14 @@ class Supervisor {
     int status = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      helpers_.erase(std::remove(helpers_.begin(), helpers_.end(), pid), helpers_.end());
       for (std::size_t i = 0; i < setup_.state.services.size(); ++i) {
         ServiceState& s = setup_.state.services[i];
         if (s.pid != pid) continue;
         s.pid = 0;
         s.start_ticks = 0;
-        s.last_exit = describe_exit(status);
+        s.last_exit = describe_exit(status, !s.ssh.empty());
+        close_stdin(i);
         if (draining_) {
           s.state = ServiceRunState::kStopped;
         } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
@@ -233,9 +266,14 @@ class Supervisor {
     setup_.state.supervisor_state = "draining";
     DICE_LOG(Info) << "draining: SIGTERM to every service" << kv("signal", sig)
                    << kv("drain_timeout_ms", setup_.local.drain_timeout_ms);
+    // An ssh client passes no signal on to its remote service: that takes a second ssh per host,
+    // started here and reaped with the services' exits.
+    for (const auto& argv : sweep_commands(setup_.state.run_id, setup_.state.services, "TERM")) {
+      spawn(argv);
+    }
     for (auto& s : setup_.state.services) {
       if (s.pid > 0) {
-        kill(s.pid, SIGTERM);
+        if (s.ssh.empty()) kill(s.pid, SIGTERM);
       } else if (s.state == ServiceRunState::kRestarting || s.state == ServiceRunState::kStarting) {
         s.state = ServiceRunState::kStopped;
       }
@@ -249,6 +287,13 @@ class Supervisor {
   }
 
   void kill_leftovers() {
+    // Remote services first (one ssh per host, waited for), while their ssh clients still run.
+    Result<std::map<std::string, pid_t>> killed =
+        sweep_remote(setup_.state.run_id, setup_.state.services, "KILL");
+    if (!killed.ok()) {
+      DICE_LOG(Error) << "cannot SIGKILL remote services; `dice-cluster down` checks again"
+                      << kv("error", killed.status().message());
+    }
     for (auto& s : setup_.state.services) {
       if (s.pid <= 0) continue;
       DICE_LOG(Warn) << "service still running after the drain timeout; SIGKILL"
@@ -259,9 +304,49 @@ class Supervisor {
       }
       s.pid = 0;
       s.start_ticks = 0;
-      s.last_exit = describe_exit(status);
+      s.last_exit = describe_exit(status, !s.ssh.empty());
       s.state = ServiceRunState::kStopped;
     }
+  }
+
+  void close_stdin(std::size_t i) {
+    if (stdin_fds_[i] >= 0) close(stdin_fds_[i]);
+    stdin_fds_[i] = -1;
+  }
+
+  // Starts argv (argv[0] a path) without waiting: output to the supervisor's log, signals
+  // unblocked. reap() collects it; end_helpers() ends it if it outlives the drain.
+  void spawn(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int null_fd = open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    if (pid < 0) {
+      DICE_LOG(Error) << "cannot start" << kv("command", command_line(argv))
+                      << kv("error", std::strerror(errno));
+    } else {
+      helpers_.push_back(pid);
+    }
+  }
+
+  // Once drained, a helper still running has nothing left to do (its services are gone; or its
+  // host is unreachable, which `dice-cluster down` reports): it ends with the supervisor.
+  void end_helpers() {
+    for (pid_t pid : helpers_) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    helpers_.clear();
   }
 
   SupervisorSetup setup_;
@@ -270,6 +355,8 @@ class Supervisor {
   std::int64_t drain_deadline_ms_ = 0;
   std::vector<std::deque<std::int64_t>> restart_times_;
   std::vector<std::int64_t> restart_due_ms_;
+  std::vector<int> stdin_fds_;  // write end of each ssh service's stdin pipe; -1 if none
+  std::vector<pid_t> helpers_;  // spawned ssh commands not reaped yet
 };
 
 }  // namespace

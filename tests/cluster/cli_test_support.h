@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -78,6 +79,26 @@ inline std::vector<pid_t> processes_with_token(const std::string& token) {
       if (var == wanted && process_alive(static_cast<pid_t>(pid), 0)) {
         found.push_back(static_cast<pid_t>(pid));
       }
+    }
+  }
+  closedir(proc);
+  return found;
+}
+
+// Pids of live processes whose command line holds `text` (processes started over ssh do not
+// inherit the test's environment token, but carry the run id in their arguments).
+inline std::vector<pid_t> processes_with_argument(const std::string& text) {
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || pid == getpid()) continue;
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(text) != std::string::npos && process_alive(static_cast<pid_t>(pid), 0)) {
+      found.push_back(static_cast<pid_t>(pid));
     }
   }
   closedir(proc);

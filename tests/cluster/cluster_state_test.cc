@@ -81,6 +81,25 @@ TEST(ClusterStateTest, RoundTripsEveryField) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ClusterStateTest, RoundTripsAnSshRunsRemoteTargets) {
+  std::string dir = make_temp_dir();
+  ClusterState written = sample_state();
+  written.backend = "ssh";
+  written.services[0].ssh = {"/usr/bin/ssh", "-p", "2222", "-T", "dice@gpu3"};
+  written.services[0].pid_file = "/shared/state/remote/rollout-1.pid";
+  written.services[0].remote_pid = 77;  // what status saw: not saved
+  ASSERT_TRUE(write_state_file(dir, written).ok());
+  Result<ClusterState> read = read_state_file(dir);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ(read->backend, "ssh");
+  EXPECT_EQ(read->services[0].ssh, written.services[0].ssh);
+  EXPECT_EQ(read->services[0].pid_file, "/shared/state/remote/rollout-1.pid");
+  EXPECT_EQ(read->services[0].remote_pid, 0);
+  EXPECT_TRUE(read->services[1].ssh.empty());
+  EXPECT_EQ(read->services[1].pid_file, "");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ClusterStateTest, RoundTripsASlurmRunAndReadsAFileWithoutBackendAsLocal) {
   std::string dir = make_temp_dir();
   ClusterState written = sample_state();

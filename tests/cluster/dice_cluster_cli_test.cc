@@ -159,7 +159,8 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
   CliResult status = cli({"status", "--state-dir", state_dir_});
   EXPECT_NE(status.output.find("failed"), std::string::npos) << status.output;
 
-  ASSERT_EQ(down().rc, 0);
+  CliResult stopped = down();
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
 
@@ -244,12 +245,19 @@ TEST_F(DiceClusterTest, DryRunPrintsCommandsAndStartsNothing) {
             std::string::npos)
       << r.output;
 
-  // Without --dry-run a remote backend is refused, not pretended.
-  args = up_args(kSleepy, {"cluster.backend=ssh"});
+  // ssh: each service's ssh client, whose remote command runs the executable found here.
+  args =
+      up_args(kSleepy, {"cluster.backend=ssh", "cluster.ssh.extra_args=[-p, 2222]", "--dry-run"});
   r = cli(args);
-  EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.output.find("cluster.backend ssh is not run by dice-cluster yet"), std::string::npos)
-      << r.output;
+  ASSERT_EQ(r.rc, 0) << r.output;
+  std::string rollout = r.output.substr(r.output.find("rollout-0: "));
+  rollout = rollout.substr(0, rollout.find("\nreward-0: "));
+  EXPECT_NE(rollout.find("ssh' '-p' '2222' '-T' '-o' 'BatchMode=yes'"), std::string::npos)
+      << rollout;
+  EXPECT_NE(rollout.find("'localhost' 'sh -c "), std::string::npos) << rollout;
+  EXPECT_NE(rollout.find(DICE_TEST_DOUBLE_DIR "/sleepy_service_test_double"), std::string::npos)
+      << rollout;
+  EXPECT_FALSE(std::filesystem::exists(state_dir_));
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
 
@@ -259,7 +267,8 @@ TEST_F(DiceClusterTest, LogsOfAnUnknownServiceListsTheServices) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.output.find("no service 'trainer-0'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rollout-0"), std::string::npos) << r.output;
-  ASSERT_EQ(down().rc, 0);
+  CliResult stopped = down();
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
 
