@@ -200,6 +200,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
   std::uint64_t next_group_id = 1;
   std::uint64_t global_step = 0;
   std::uint64_t policy_version = 0;
+  std::string weights_dir;  // checkpoint folder of policy_version; empty: the initial policy
   std::unordered_set<std::string> seen_hashes;
   bool stopping = false;
   int total_steps = 0;
@@ -225,6 +226,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
       settings.step = global_step;
       settings.samples_per_task = static_cast<std::uint32_t>(plan.samples_per_task);
       settings.policy_version = policy_version;
+      settings.weights_dir = weights_dir;
       settings.max_staleness = static_cast<std::uint64_t>(config.learner.max_staleness);
       settings.drop_constant_groups = config.learner.loss.drop_constant_groups;
       settings.fill_sampling = sampling_filler(config.rollout.sampling);
@@ -257,6 +259,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
         traces.clear();
         if (update.ran) {
           policy_version = update.policy_version;
+          weights_dir = update.checkpoint_dir;
           metrics.policy_version->set(static_cast<double>(policy_version));
           if (!update.checkpoint_dir.empty()) {
             DICE_RETURN_IF_ERROR(push_weights(dispatcher, options, update));

@@ -53,6 +53,7 @@ void StepTracker::start(const std::vector<const LearnerTask*>& tasks, transport:
     request.setNumSamples(settings_.samples_per_task);
     if (settings_.fill_sampling) settings_.fill_sampling(request.initSampling());
     request.setMinPolicyVersion(settings_.policy_version);
+    request.setWeightsDir(settings_.weights_dir);
     outbox_.push_back(transport::WorkItem{work_id, wire::encode(message), schema::Role::ROLLOUT});
   }
 }

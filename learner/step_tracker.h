@@ -37,6 +37,7 @@ struct StepSettings {
   std::uint64_t step = 0;              // global step number (across phases)
   std::uint32_t samples_per_task = 2;
   std::uint64_t policy_version = 0;  // weights the learner holds now
+  std::string weights_dir;           // their checkpoint folder; empty: the initial policy
   std::uint64_t max_staleness = 1;   // candidates older than policy_version - this are dropped
   bool drop_constant_groups = true;
   std::function<void(schema::SamplingParams::Builder)> fill_sampling;  // may be empty

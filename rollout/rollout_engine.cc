@@ -57,6 +57,7 @@ Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> reque
 void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version,
                                    bool abort_in_flight) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (version <= version_ || (update_ && version <= update_->version)) return;
   update_ = PendingUpdate{std::move(checkpoint_dir), version, abort_in_flight};
   work_ready_.notify_all();
 }

@@ -50,7 +50,8 @@ class RolloutEngine {
 
   // Loads `checkpoint_dir` as policy `version` once the running sequences have finished, or at
   // once when `abort_in_flight` (the groups running then start over on the new weights). A load
-  // failure is logged and the old weights stay.
+  // failure is logged and the old weights stay. A version not newer than the one held or already
+  // pending is ignored (the same push can come by broadcast and with a request).
   void update_weights(std::string checkpoint_dir, std::uint64_t version,
                       bool abort_in_flight = false);
 

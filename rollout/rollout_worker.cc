@@ -54,6 +54,12 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
       for (std::uint32_t id : sampling.getStopTokenIds()) r.stop_token_ids->push_back(id);
     }
   }
+  // Weights older than the request wants (a WeightsUpdate missed, e.g. across a restart): load
+  // them first; the engine admits this group only after the update.
+  const std::uint64_t wanted = request.getMinPolicyVersion();
+  if (wanted > engine_.policy_version() && request.getWeightsDir().size() > 0) {
+    engine_.update_weights(request.getWeightsDir().cStr(), wanted, abort_on_weight_update_);
+  }
   const auto start = std::chrono::steady_clock::now();
   DICE_ASSIGN_OR_RETURN(GroupResult group, engine_.generate(std::move(requests)));
   const float seconds =

@@ -36,6 +36,8 @@ struct RolloutRequest {
   numSamples @5 :UInt32;      # samples wanted for this group (DICE: 16)
   sampling @6 :SamplingParams;
   minPolicyVersion @7 :UInt64;  # a worker holding older weights must update before sampling
+  weightsDir @8 :Text;        # checkpoint folder of minPolicyVersion (empty: the initial policy),
+                              # so a worker that missed a WeightsUpdate (restarted) catches up
 }
 
 struct Candidate {

@@ -109,6 +109,15 @@ TEST(RolloutEngineTest, WeightsUpdateChangesSamplesAndVersion) {
   EXPECT_EQ(after->results[0].tokens, alone(next, group(prompt, 1))[0].tokens);
   EXPECT_NE(after->results[0].tokens, before->results[0].tokens);
 
+  // A push of a version not newer than the one held is ignored (the initial weights, as v1).
+  const std::string first = dir + "-first";
+  ASSERT_TRUE(save_qwen3_lm(*model, first).ok());
+  (*engine)->update_weights(first, 1);
+  auto same = (*engine)->generate(group(prompt, 1));
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->results[0].tokens, after->results[0].tokens);
+  EXPECT_TRUE(remove_tree(first).ok());
+
   (*engine)->update_weights(dir + "/missing", 2);  // a bad folder keeps the old weights
   auto kept = (*engine)->generate(group(prompt, 1));
   ASSERT_TRUE(kept.ok());

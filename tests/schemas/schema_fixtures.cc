@@ -67,6 +67,7 @@ void fill_rollout_request(schema::RolloutRequest::Builder b, std::uint32_t salt)
   b.setNumSamples(u32(salt, 5));
   fill_sampling_params(b.initSampling(), salt + 2);
   b.setMinPolicyVersion(u64(salt, 7));
+  b.setWeightsDir(txt("req.weightsDir", salt));
 }
 void expect_rollout_request(schema::RolloutRequest::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -77,6 +78,7 @@ void expect_rollout_request(schema::RolloutRequest::Reader r, std::uint32_t salt
   EXPECT_EQ(r.getNumSamples(), u32(salt, 5));
   expect_sampling_params(r.getSampling(), salt + 2);
   EXPECT_EQ(r.getMinPolicyVersion(), u64(salt, 7));
+  EXPECT_EQ(r.getWeightsDir().cStr(), txt("req.weightsDir", salt));
 }
 
 void fill_candidate(schema::Candidate::Builder b, std::uint32_t salt) {
