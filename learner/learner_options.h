@@ -84,7 +84,9 @@ struct OptimizerOptions {
             "Clip the global gradient norm to this; 0 = no clipping. Default: 1",
             config::at_least(0));
     v.field("grad_accumulation", grad_accumulation,
-            "Micro-batches whose gradients are summed before one optimizer step. Default: 32",
+            "Micro-batches whose gradients are summed before one optimizer step: a step's "
+            "samples are split into this many forwards (each forward holds every trace view of "
+            "its samples). Default: 32",
             config::at_least(1));
   }
 };
@@ -145,6 +147,7 @@ struct LearnerOptions {
   int group_size = 16;
   int max_staleness = 1;
   TrainDtype dtype = TrainDtype::kBf16;
+  bool activation_checkpointing = true;
   std::uint64_t seed = 0;
   double group_timeout_seconds = 3600;
   double drain_timeout_seconds = 600;
@@ -180,6 +183,9 @@ struct LearnerOptions {
             "on-policy. Default: 1",
             config::at_least(0));
     v.field("dtype", dtype, "Training precision. Default: bf16");
+    v.field("activation_checkpointing", activation_checkpointing,
+            "Keep one hidden state per layer in the update's forward and recompute the rest in "
+            "backward: far less GPU memory for about a third more compute. Default: true");
     v.field("seed", seed,
             "Seed for task order ties, noise and dropout; 0 = draw one at start. Default: 0");
     v.field("group_timeout_seconds", group_timeout_seconds,

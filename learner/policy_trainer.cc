@@ -46,6 +46,7 @@ Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
 PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)) {
   model_->train();
+  model_->model->activation_checkpointing = options_.activation_checkpointing;
   for (at::Tensor& p : model_->parameters()) {
     p.set_requires_grad(true);
     params_.push_back(p);

@@ -34,6 +34,9 @@ struct PolicyTrainerOptions {
   // model's softmax at this temperature with the mask token banned, as the sampler draws; top-k
   // and top-p truncation (off in DICE) are not reproduced.
   double temperature = 1.0;
+  // Recompute each layer's activations in backward (layer_checkpoint.h): far less memory for
+  // about one more forward of compute. Default: true
+  bool activation_checkpointing = true;
 };
 
 struct PolicyUpdateStats {

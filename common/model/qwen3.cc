@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/model/layer_checkpoint.h"
 #include "common/torch_compat.h"
 
 namespace dice {
@@ -135,7 +136,8 @@ at::Tensor Qwen3ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
   ctx.sin = emb.sin();
 
   at::Tensor h = at::embedding(embed_tokens, input_ids);
-  for (auto& layer : layers) h = layer(h, ctx);
+  const bool recompute = activation_checkpointing && at::GradMode::is_enabled() && !ctx.cache;
+  for (auto& layer : layers) h = recompute ? checkpointed_layer(*layer, h, ctx) : layer(h, ctx);
   return norm(h);
 }
 

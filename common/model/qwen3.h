@@ -97,6 +97,9 @@ class Qwen3ModelImpl : public torch::nn::Module {
   at::Tensor embed_tokens;  // [vocab, hidden]
   std::vector<Qwen3DecoderLayer> layers;
   RMSNorm norm{nullptr};
+  // With gradients on (training), keep one hidden state per layer and recompute the rest in
+  // backward (layer_checkpoint.h). Default: false
+  bool activation_checkpointing = false;
 
  private:
   ModelConfig config_;
