@@ -11,7 +11,9 @@ using import "rollout.capnp".Candidate;
 using import "verdict.capnp".EvalRequest;
 using import "verdict.capnp".Verdict;
 
-const protocolVersion :UInt16 = 1;
+# 2: a worker's Ack carries the credit its finish frees (Ack.credits) instead of a separate
+#    Credit; a version-1 learner would never get those credits back.
+const protocolVersion :UInt16 = 2;
 
 enum Role {
   learner @0;
@@ -59,6 +61,7 @@ struct Credit {
 # The receiver got the work item and will not need it sent again.
 struct Ack {
   workId @0 :UInt64;
+  credits @1 :UInt32;   # a Credit folded in: the slots this finish frees (one message, not two)
 }
 
 # New policy weights for rollout workers.

@@ -2,8 +2,8 @@
 //
 //   connect to the learner (WorkerConnection) -> serve /metrics -> take work items and run each on
 //   one of `capacity` threads with the service's handler -> queue what the handler produces ->
-//   finish the item (Ack + Credit) -> on SIGTERM, or a Shutdown message from the learner, take no
-//   more work, finish what is in hand (up to the drain timeout), exit 0.
+//   finish the item (one Ack carrying the freed credit) -> on SIGTERM, or a Shutdown message from
+//   the learner, take no more work, finish what is in hand (up to the drain timeout), exit 0.
 //
 // A handler that throws or returns an error does not take the process down: the learner gets an
 // Error envelope for that work id and the item is finished, so it is not re-dispatched forever.

@@ -33,7 +33,7 @@ Status DispatcherState::add_work(WorkItem item) {
                                " items)");
   }
   Work work;
-  work.payload = std::move(item.payload);
+  work.payload = std::make_shared<const std::string>(std::move(item.payload));
   work.role = item.role;
   pending_[queue_key(item.role)].push_back(item.work_id);
   work_.emplace(item.work_id, std::move(work));
@@ -67,6 +67,8 @@ void DispatcherState::handle(const std::string& routing_id,
         break;
       case Body::ACK:
         count_stray(body.getAck().getWorkId(), "");
+        // Its folded-in credit is a Credit from a stranger: answered the same way.
+        if (body.getAck().getCredits() > 0) reply_unknown_peer(routing_id);
         break;
       default:
         count_unexpected(routing_id, "message from a peer that did not say hello");
@@ -79,12 +81,9 @@ void DispatcherState::handle(const std::string& routing_id,
   switch (body.which()) {
     case Body::HEARTBEAT:
       break;
-    case Body::CREDIT: {
-      const std::uint64_t credits = std::uint64_t{worker.credits} + body.getCredit().getCredits();
-      worker.credits = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(credits, options_.max_credits_per_worker));
+    case Body::CREDIT:
+      add_credits(worker, body.getCredit().getCredits());
       break;
-    }
     case Body::CANDIDATE: {
       auto candidate = body.getCandidate();
       handle_result(worker, candidate.getWorkId(), candidate.getSampleIndex(), std::move(envelope));
@@ -105,7 +104,9 @@ void DispatcherState::handle(const std::string& routing_id,
       break;
     }
     case Body::ACK:
+      // The slot is free whether or not the ack itself was late: the credit counts either way.
       handle_ack(worker, body.getAck().getWorkId());
+      add_credits(worker, body.getAck().getCredits());
       break;
     default:
       count_unexpected(routing_id, wire::body_name(body.which()));
@@ -167,6 +168,12 @@ void DispatcherState::handle_result(Worker& worker, std::uint64_t work_id, std::
   }
   results_.push_back(WorkResult{work_id, worker.worker_id, std::move(envelope)});
   ++counters_.results_delivered;
+}
+
+void DispatcherState::add_credits(Worker& worker, std::uint32_t credits) {
+  const std::uint64_t total = std::uint64_t{worker.credits} + credits;
+  worker.credits =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(total, options_.max_credits_per_worker));
 }
 
 void DispatcherState::handle_ack(Worker& worker, std::uint64_t work_id) {
@@ -316,7 +323,8 @@ void DispatcherState::send_failed(const Outbound& out, bool unreachable) {
 }
 
 void DispatcherState::broadcast(const std::string& payload) {
-  for (auto& [id, worker] : workers_) outbox_.push_back(Outbound{worker.routing_id, payload, 0});
+  auto shared = std::make_shared<const std::string>(payload);
+  for (auto& [id, worker] : workers_) outbox_.push_back(Outbound{worker.routing_id, shared, 0});
 }
 
 void DispatcherState::send_heartbeat(Worker& worker, const std::string& addressed_to,
@@ -330,7 +338,8 @@ void DispatcherState::send_heartbeat(Worker& worker, const std::string& addresse
   heartbeat.setInFlight(static_cast<std::uint32_t>(worker.in_flight.size()));
   heartbeat.setCompleted(worker.completed);
   heartbeat.setUnixMillis(wire::unix_millis_now());
-  outbox_.push_back(Outbound{worker.routing_id, wire::encode(message), 0});
+  outbox_.push_back(
+      Outbound{worker.routing_id, std::make_shared<const std::string>(wire::encode(message)), 0});
   worker.last_heartbeat_sent = now;
 }
 
@@ -340,7 +349,8 @@ void DispatcherState::reply_unknown_peer(const std::string& routing_id) {
   auto heartbeat = envelope.getBody().initHeartbeat();
   heartbeat.setWorkerId("");  // "not registered here: send Hello"
   heartbeat.setUnixMillis(wire::unix_millis_now());
-  outbox_.push_back(Outbound{routing_id, wire::encode(message), 0});
+  outbox_.push_back(
+      Outbound{routing_id, std::make_shared<const std::string>(wire::encode(message)), 0});
 }
 
 void DispatcherState::handle_malformed(const std::string& routing_id, const Status& why) {

@@ -6,7 +6,8 @@
 //   worker: Hello, then Credit(n)      -> registered; n more work items may be sent to it
 //   learner: work envelope             -> only to a worker with a credit (one credit spent)
 //   worker: Candidate/Verdict/Error... -> results, each delivered once per (work id, part)
-//   worker: Ack(work id), Credit(1)    -> item complete; later copies are counted and dropped
+//   worker: Ack(work id, credits 1)    -> item complete, its slot free again; later copies of
+//                                         the ack are counted and dropped (their credit counts)
 //   both: Heartbeat every interval; a worker silent for misses x interval is dead: its items go
 //   back to the front of the queue. A learner heartbeat names the worker it is addressed to; an
 //   empty name means "I do not know you: send Hello" (after a learner restart or a dead verdict).
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/transport/shared_payload.h"
 #include "common/transport/transport_options.h"
 #include "common/wire/envelope.h"
 
@@ -51,7 +53,7 @@ struct WorkResult {
 // A frame to send: payload to the worker behind routing_id.
 struct Outbound {
   std::string routing_id;
-  std::string payload;
+  SharedPayload payload;      // never null
   std::uint64_t work_id = 0;  // non-zero when this carries a work item (re-queued if unsent)
 };
 
@@ -110,6 +112,8 @@ class DispatcherState {
 
   std::vector<Outbound> take_outbox();
   bool has_result() const { return !results_.empty(); }
+  // No work is dispatched while this holds (see DispatcherOptions::result_capacity).
+  bool results_full() const { return results_.size() >= options_.result_capacity; }
   WorkResult pop_result();
 
   DispatcherStats stats(TimePoint now) const;
@@ -128,7 +132,7 @@ class DispatcherState {
     schema::Role role = schema::Role::ROLLOUT;
   };
   struct Work {
-    std::string payload;
+    SharedPayload payload;  // shared with its sends: a re-dispatch or a send copies no bytes
     std::optional<schema::Role> role;
     std::string assignee;  // worker id, "" while queued
     TimePoint sent_at;
@@ -140,6 +144,7 @@ class DispatcherState {
   void handle_result(Worker& worker, std::uint64_t work_id, std::uint32_t part,
                      wire::Decoded<schema::Envelope> envelope);
   void handle_ack(Worker& worker, std::uint64_t work_id);
+  void add_credits(Worker& worker, std::uint32_t credits);  // capped at max_credits_per_worker
   void declare_dead(const std::string& worker_id, const char* why);
   void requeue_all(Worker& worker);
   void requeue(std::uint64_t work_id);

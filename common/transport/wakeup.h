@@ -1,6 +1,8 @@
-// A file descriptor that other threads poke to wake a poll loop (an eventfd); zmq_poll watches it
-// beside the sockets, so no ZeroMQ socket is ever shared between threads.
+// A file descriptor that other threads poke to wake a poll loop (an eventfd), and the wait that
+// sleeps on it beside a socket's descriptor.
 #pragma once
+
+#include <atomic>
 
 namespace dice::transport {
 
@@ -12,11 +14,16 @@ class Wakeup {
   Wakeup& operator=(const Wakeup&) = delete;
 
   int fd() const { return fd_; }
-  void notify();  // any thread
-  void drain();   // the polling thread, after the fd polled readable
+  // Any thread. A poke while one is already pending costs no system call: the loop has not yet
+  // looked at the state the earlier poke was about, so it will see this one's too.
+  void notify();
+  // The polling thread: sleeps until `other_fd` is readable, notify() was called, or `timeout_ms`
+  // passed; clears the pending poke before returning, so the caller must look at its state after.
+  void wait(int other_fd, int timeout_ms);
 
  private:
   int fd_ = -1;
+  std::atomic<bool> pending_{false};
 };
 
 }  // namespace dice::transport

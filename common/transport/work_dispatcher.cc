@@ -10,8 +10,8 @@
 namespace dice::transport {
 namespace {
 
-// Messages handled per wake-up before the loop looks at timers and sends again.
-constexpr int kMaxReceivesPerRound = 256;
+// Messages received per wake-up before the loop looks at timers and sends again.
+constexpr std::size_t kMaxReceivesPerRound = 256;
 
 }  // namespace
 
@@ -69,8 +69,10 @@ Status WorkDispatcher::submit(WorkItem item, std::chrono::milliseconds timeout) 
                                std::to_string(timeout.count()) + " ms");
   }
   DICE_RETURN_IF_ERROR(state_.add_work(std::move(item)));
+  // Dispatch now if a worker has a credit; the send happens on this thread.
+  state_.tick(Clock::now());
   lock.unlock();
-  wakeup_.notify();
+  flush_and_wake();
   return Status::ok_status();
 }
 
@@ -78,9 +80,15 @@ Result<WorkResult> WorkDispatcher::next_result(std::chrono::milliseconds timeout
   std::unique_lock<std::mutex> lock(mutex_);
   result_ready_.wait_for(lock, timeout, [&] { return closing_ || state_.has_result(); });
   if (state_.has_result()) {
+    const bool dispatch_paused = state_.results_full();
     WorkResult result = state_.pop_result();
-    lock.unlock();
-    wakeup_.notify();  // a full result queue may have paused dispatch
+    if (dispatch_paused) {
+      state_.tick(Clock::now());  // the room just made lets work go out again
+      const bool queue_room = !state_.queue_full();
+      lock.unlock();
+      if (queue_room) queue_not_full_.notify_all();
+      flush_and_wake();
+    }
     return result;
   }
   if (closing_) return Status::aborted("transport: dispatcher closed");
@@ -93,7 +101,7 @@ Status WorkDispatcher::broadcast(std::string payload) {
     if (closing_) return Status::aborted("transport: dispatcher closed");
     state_.broadcast(payload);
   }
-  wakeup_.notify();
+  flush_and_wake();
   return Status::ok_status();
 }
 
@@ -102,61 +110,105 @@ DispatcherStats WorkDispatcher::stats() const {
   return state_.stats(Clock::now());
 }
 
-void WorkDispatcher::receive_all(TimePoint now) {
-  std::vector<zmq::message_t> frames;
-  for (int i = 0; i < kMaxReceivesPerRound && receive_frames(router_, &frames); ++i) {
-    // A ROUTER prepends the sender's routing id: [routing id, envelope].
-    const std::string routing_id = frame_string(frames[0]);
-    if (frames.size() != 2) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      state_.handle_malformed(routing_id, Status::corruption("expected 1 frame after the routing "
-                                                             "id, got " +
-                                                             std::to_string(frames.size() - 1)));
-      continue;
-    }
-    // Decoding (the expensive part) happens outside the lock.
-    auto decoded = wire::decode_envelope(frames[1].to_string_view());
+bool WorkDispatcher::flush() {
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  if (socket_closed_) return false;
+  std::vector<Outbound> outbox;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!decoded.ok()) {
-      state_.handle_malformed(routing_id, decoded.status());
-    } else {
-      state_.handle(routing_id, std::move(decoded).value(), now);
+    outbox = state_.take_outbox();
+  }
+  // No socket operation, no edge consumed: nothing to re-check (each check is a system call).
+  if (outbox.empty()) return false;
+  // In the order taken: whoever takes the outbox holds socket_mutex_ until it is sent.
+  for (const Outbound& out : outbox) {
+    const SendOutcome outcome = send_frames(router_, out.routing_id, out.payload);
+    if (outcome == SendOutcome::kSent) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_.send_failed(out, outcome == SendOutcome::kUnreachable);
+  }
+  return has_input(router_);
+}
+
+void WorkDispatcher::flush_and_wake() {
+  if (flush()) wakeup_.notify();
+}
+
+bool WorkDispatcher::receive_all() {
+  std::vector<std::vector<zmq::message_t>> messages;
+  {
+    std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+    if (socket_closed_) return false;
+    std::vector<zmq::message_t> frames;
+    while (receive_frames(router_, &frames)) {
+      messages.push_back(std::move(frames));
+      if (messages.size() == kMaxReceivesPerRound) break;
     }
   }
+  // At the cap, more may wait behind an edge already consumed; below it the last receive found
+  // the socket empty, which re-arms the edge.
+  const bool more = messages.size() == kMaxReceivesPerRound;
+  if (messages.empty()) return more;
+  // Decoding (the expensive part) happens outside the lock, then the state takes the lot at once.
+  struct Received {
+    std::string routing_id;
+    Result<wire::Decoded<schema::Envelope>> envelope;
+  };
+  std::vector<Received> received;
+  received.reserve(messages.size());
+  for (auto& frames : messages) {
+    // A ROUTER prepends the sender's routing id: [routing id, envelope].
+    std::string routing_id = frame_string(frames[0]);
+    if (frames.size() != 2) {
+      received.push_back(
+          {std::move(routing_id), Status::corruption("expected 1 frame after the routing id, got " +
+                                                     std::to_string(frames.size() - 1))});
+      continue;
+    }
+    received.push_back({std::move(routing_id), decode_frame(std::move(frames[1]))});
+  }
+  const TimePoint now = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Received& r : received) {
+    if (!r.envelope.ok()) {
+      state_.handle_malformed(r.routing_id, r.envelope.status());
+    } else {
+      state_.handle(r.routing_id, std::move(r.envelope).value(), now);
+    }
+  }
+  return more;
 }
 
 void WorkDispatcher::run() {
-  const long poll_ms = std::clamp(options_.heartbeat_interval_ms / 4, 1, 250);
-  zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                             {nullptr, wakeup_.fd(), ZMQ_POLLIN, 0}};
+  const int poll_ms = std::clamp(options_.heartbeat_interval_ms / 4, 1, 250);
+  int socket_fd = -1;
+  {
+    std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+    socket_fd = router_.get(zmq::sockopt::fd);
+  }
   while (true) {
-    try {
-      zmq::poll(items, 2, std::chrono::milliseconds(poll_ms));
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) {
-        DICE_LOG(Error) << "transport poll failed" << kv("error", e.what());
-      }
-    }
-    if (items[1].revents & ZMQ_POLLIN) wakeup_.drain();
-    receive_all(Clock::now());
-
-    std::vector<Outbound> outbox;
+    const bool more = receive_all();
+    bool results = false;
+    bool queue_room = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (closing_) break;
       state_.tick(Clock::now());
-      outbox = state_.take_outbox();
-      if (state_.has_result()) result_ready_.notify_all();
-      if (!state_.queue_full()) queue_not_full_.notify_all();
+      results = state_.has_result();
+      queue_room = !state_.queue_full();
     }
-    for (const Outbound& out : outbox) {
-      const SendOutcome outcome = send_frames(router_, out.routing_id, out.payload);
-      if (outcome == SendOutcome::kSent) continue;
-      std::lock_guard<std::mutex> lock(mutex_);
-      state_.send_failed(out, outcome == SendOutcome::kUnreachable);
-    }
+    const bool input_waiting = flush() || more;
+    // Waiters are woken only now, after the locks are free: woken earlier, a consumer that goes
+    // straight on to submit() would only queue behind this loop for socket_mutex_.
+    if (results) result_ready_.notify_all();
+    if (queue_room) queue_not_full_.notify_all();
+    // The descriptor only signals new edges: sleep on it only when nothing is waiting now.
+    if (input_waiting) continue;
+    wakeup_.wait(socket_fd, poll_ms);
   }
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
   router_.close();
+  socket_closed_ = true;
 }
 
 }  // namespace dice::transport

@@ -6,6 +6,11 @@
 //
 // Both queues are bounded: submit() waits while the pending queue is full, and no work is
 // dispatched while the result queue is full. close() stops the loop and wakes every waiter.
+//
+// Threads: the loop receives, keeps time and sends; a submitter whose work can go out at once
+// (a worker has a credit) sends it itself, under socket_mutex_, instead of waking the loop to do
+// it: one thread hand-off fewer per item. ZeroMQ sockets may change threads between calls when a
+// mutex orders them; see has_input() for how the loop still wakes for every message.
 #pragma once
 
 #include <chrono>
@@ -54,13 +59,23 @@ class WorkDispatcher {
  private:
   explicit WorkDispatcher(DispatcherOptions options);
   void run();
-  void receive_all(TimePoint now);
+  // Receives what is waiting (up to a round's worth) and hands it to the state. Returns whether
+  // it stopped at the round's limit (more may be waiting).
+  bool receive_all();
+  // Sends the state's outbox, from any thread. Returns whether input waits on the socket (the
+  // sends may have consumed the descriptor's edge for it); false when there was nothing to send.
+  bool flush();
+  // flush() for a thread other than the loop: wakes the loop if input waits.
+  void flush_and_wake();
 
   DispatcherOptions options_;
   zmq::context_t context_;
-  zmq::socket_t router_;
   std::string endpoint_;
   Wakeup wakeup_;
+
+  std::mutex socket_mutex_;     // taken before mutex_ when both are held
+  zmq::socket_t router_;        // guarded by socket_mutex_
+  bool socket_closed_ = false;  // guarded by socket_mutex_
 
   mutable std::mutex mutex_;
   std::condition_variable queue_not_full_;

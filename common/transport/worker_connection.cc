@@ -16,7 +16,11 @@ namespace {
 using Body = schema::Envelope::Body;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr int kMaxReceivesPerRound = 256;
+constexpr std::size_t kMaxReceivesPerRound = 256;
+
+SharedPayload shared(std::string payload) {
+  return std::make_shared<const std::string>(std::move(payload));
+}
 
 std::string host_name() {
   char name[256] = {};
@@ -92,10 +96,15 @@ std::string WorkerConnection::encode_control(
   return wire::encode(message);
 }
 
+void WorkerConnection::queue_control(
+    const std::function<void(schema::Envelope::Body::Builder)>& fill) {
+  outbox_.push_back(shared(encode_control(fill)));
+}
+
 void WorkerConnection::queue_hello() {
   const auto free_slots = static_cast<std::uint32_t>(
       options_.capacity - std::min<std::size_t>(options_.capacity, held_.size()));
-  outbox_.push_back(encode_control([&](Body::Builder body) {
+  queue_control([&](Body::Builder body) {
     auto hello = body.initHello();
     hello.setWorkerId(options_.worker_id);
     hello.setRole(options_.role);
@@ -105,28 +114,35 @@ void WorkerConnection::queue_hello() {
     for (unsigned i = 0; i < options_.gpu_slots.size(); ++i) slots.set(i, options_.gpu_slots[i]);
     hello.setCapacity(options_.capacity);
     hello.setMetricsEndpoint(options_.metrics_endpoint);
-  }));
+  });
   queue_credit(free_slots);
   ++counters_.hellos_sent;
 }
 
 void WorkerConnection::queue_credit(std::uint32_t credits) {
-  outbox_.push_back(encode_control([&](Body::Builder body) {
+  queue_control([&](Body::Builder body) {
     auto credit = body.initCredit();
     credit.setWorkerId(options_.worker_id);
     credit.setCredits(credits);
-  }));
+  });
+}
+
+void WorkerConnection::queue_ack(std::uint64_t work_id) {
+  queue_control([&](Body::Builder body) {
+    auto ack = body.initAck();
+    ack.setWorkId(work_id);
+    ack.setCredits(1);
+  });
 }
 
 void WorkerConnection::queue_refusal(std::uint64_t work_id, const std::string& message) {
-  outbox_.push_back(encode_control([&](Body::Builder body) {
+  queue_control([&](Body::Builder body) {
     auto error = body.initError();
     error.setWorkId(work_id);
     error.setMessage(message);
-  }));
-  outbox_.push_back(encode_control([&](Body::Builder body) { body.initAck().setWorkId(work_id); }));
-  // The refused item never took a slot: give the learner its credit back.
-  queue_credit(1);
+  });
+  // The refused item never took a slot: its ack gives the learner the credit back.
+  queue_ack(work_id);
 }
 
 Result<wire::Decoded<schema::Envelope>> WorkerConnection::receive(
@@ -153,9 +169,9 @@ Status WorkerConnection::send_result(std::string payload, std::chrono::milliseco
                                std::to_string(options_.outbox_capacity) + " frames) for " +
                                std::to_string(timeout.count()) + " ms");
   }
-  outbox_.push_back(std::move(payload));
+  outbox_.push_back(shared(std::move(payload)));
   lock.unlock();
-  wakeup_.notify();
+  flush_and_wake();
   return Status::ok_status();
 }
 
@@ -168,12 +184,10 @@ Status WorkerConnection::finish(std::uint64_t work_id) {
                                       "' does not hold work id " + std::to_string(work_id));
     }
     ++counters_.finished;
-    // Ack and credit may pass outbox_capacity: they are what lets the learner send less.
-    outbox_.push_back(
-        encode_control([&](Body::Builder body) { body.initAck().setWorkId(work_id); }));
-    queue_credit(1);
+    // The ack may pass outbox_capacity: it is what lets the learner send less.
+    queue_ack(work_id);
   }
-  wakeup_.notify();
+  flush_and_wake();
   return Status::ok_status();
 }
 
@@ -213,8 +227,7 @@ void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope,
       break;
     case Body::WEIGHTS_UPDATE:
     case Body::SHUTDOWN:
-      inbox_.push_back(std::move(envelope));
-      inbox_ready_.notify_one();
+      inbox_.push_back(std::move(envelope));  // receive_all() wakes the receivers
       return;
     default:
       ++counters_.unexpected_messages;
@@ -240,32 +253,57 @@ void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope,
   }
   held_.insert(work_id);
   ++counters_.received_work;
-  inbox_.push_back(std::move(envelope));
-  inbox_ready_.notify_one();
+  inbox_.push_back(std::move(envelope));  // receive_all() wakes the receivers
 }
 
-void WorkerConnection::receive_all(SteadyClock::time_point now) {
-  std::vector<zmq::message_t> frames;
-  for (int i = 0; i < kMaxReceivesPerRound && receive_frames(dealer_, &frames); ++i) {
+WorkerConnection::Received WorkerConnection::receive_all(SteadyClock::time_point now) {
+  std::vector<std::vector<zmq::message_t>> messages;
+  {
+    std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+    if (socket_closed_) return Received{};
+    std::vector<zmq::message_t> frames;
+    while (receive_frames(dealer_, &frames)) {
+      messages.push_back(std::move(frames));
+      if (messages.size() == kMaxReceivesPerRound) break;
+    }
+  }
+  // At the cap, more may wait behind an edge already consumed; below it the last receive found
+  // the socket empty, which re-arms the edge.
+  Received received;
+  received.more = messages.size() == kMaxReceivesPerRound;
+  if (messages.empty()) return received;
+  // Decoding (the expensive part) happens outside the lock, then the lot is handled at once.
+  std::vector<Result<wire::Decoded<schema::Envelope>>> decoded;
+  decoded.reserve(messages.size());
+  for (auto& frames : messages) {
     if (frames.size() != 1) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++counters_.malformed_frames;
+      decoded.push_back(
+          Status::corruption("expected 1 frame, got " + std::to_string(frames.size())));
       continue;
     }
-    auto decoded = wire::decode_envelope(frames[0].to_string_view());
+    decoded.push_back(decode_frame(std::move(frames[0])));
+  }
+  std::size_t added = 0;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!decoded.ok()) {
+    const std::size_t before = inbox_.size();
+    for (auto& envelope : decoded) {
+      if (envelope.ok()) {
+        handle(std::move(envelope).value(), now);
+        continue;
+      }
       ++counters_.malformed_frames;
       if (should_log_occurrence(counters_.malformed_frames)) {
         DICE_LOG(Warn) << "malformed frame from the learner dropped"
                        << kv("worker", options_.worker_id)
-                       << kv("error", decoded.status().to_string())
+                       << kv("error", envelope.status().to_string())
                        << kv("count", counters_.malformed_frames);
       }
-      continue;
     }
-    handle(std::move(decoded).value(), now);
+    added = inbox_.size() - before;
   }
+  received.work = added;
+  return received;
 }
 
 void WorkerConnection::send_heartbeat() {
@@ -281,46 +319,78 @@ void WorkerConnection::send_heartbeat() {
   if (send_frames(dealer_, "", payload) != SendOutcome::kSent) ++counters_.heartbeats_dropped;
 }
 
+bool WorkerConnection::send_outbox() {
+  const bool any = !outbox_.empty();
+  // Send in order; what would block stays queued for the next round.
+  while (!outbox_.empty()) {
+    const SendOutcome outcome = send_frames(dealer_, "", outbox_.front());
+    if (outcome == SendOutcome::kWouldBlock) break;
+    outbox_.pop_front();
+  }
+  if (outbox_.size() < options_.outbox_capacity) outbox_not_full_.notify_all();
+  return any;
+}
+
+bool WorkerConnection::flush() {
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  if (socket_closed_) return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // No socket operation, no edge consumed: nothing to re-check (each check is a system call).
+    if (!send_outbox()) return false;
+  }
+  return has_input(dealer_);
+}
+
+void WorkerConnection::flush_and_wake() {
+  if (flush()) wakeup_.notify();
+}
+
 void WorkerConnection::run() {
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
   const auto silent_after = interval * options_.misses_before_dead;
-  const long poll_ms = std::clamp(options_.heartbeat_interval_ms / 4, 1, 250);
-  zmq::pollitem_t items[] = {{dealer_.handle(), 0, ZMQ_POLLIN, 0},
-                             {nullptr, wakeup_.fd(), ZMQ_POLLIN, 0}};
-  while (true) {
-    try {
-      zmq::poll(items, 2, std::chrono::milliseconds(poll_ms));
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) {
-        DICE_LOG(Error) << "transport poll failed" << kv("error", e.what());
-      }
-    }
-    if (items[1].revents & ZMQ_POLLIN) wakeup_.drain();
-    const auto now = SteadyClock::now();
-    receive_all(now);
-
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (closing_) break;
-    // An unsent outbox means the last Hello has not left yet (learner down): no pile of Hellos.
-    if (now - last_from_learner_ > silent_after && now - last_hello_ > silent_after &&
-        outbox_.empty()) {
-      DICE_LOG(Warn) << "learner silent; saying hello again" << kv("worker", options_.worker_id);
-      queue_hello();
-      last_hello_ = now;
-    }
-    if (now - last_heartbeat_ >= interval) {
-      send_heartbeat();
-      last_heartbeat_ = now;
-    }
-    // Send in order; what would block stays queued for the next round.
-    while (!outbox_.empty()) {
-      const SendOutcome outcome = send_frames(dealer_, "", outbox_.front());
-      if (outcome == SendOutcome::kWouldBlock) break;
-      outbox_.pop_front();
-    }
-    if (outbox_.size() < options_.outbox_capacity) outbox_not_full_.notify_all();
+  const int poll_ms = std::clamp(options_.heartbeat_interval_ms / 4, 1, 250);
+  int socket_fd = -1;
+  {
+    std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+    socket_fd = dealer_.get(zmq::sockopt::fd);
   }
-  dealer_.close();
+  while (true) {
+    const auto now = SteadyClock::now();
+    const Received received = receive_all(now);
+    bool input_waiting = false;
+    {
+      std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (closing_) {
+        dealer_.close();
+        socket_closed_ = true;
+        return;
+      }
+      // An unsent outbox means the last Hello has not left yet (learner down): no pile of Hellos.
+      if (now - last_from_learner_ > silent_after && now - last_hello_ > silent_after &&
+          outbox_.empty()) {
+        DICE_LOG(Warn) << "learner silent; saying hello again" << kv("worker", options_.worker_id);
+        queue_hello();
+        last_hello_ = now;
+      }
+      bool sent = false;
+      if (now - last_heartbeat_ >= interval) {
+        send_heartbeat();
+        last_heartbeat_ = now;
+        sent = true;
+      }
+      sent = send_outbox() || sent;
+      // Only a socket operation since the last empty receive can have consumed an edge.
+      input_waiting = received.more || (sent && has_input(dealer_));
+    }
+    // Receivers are woken only now, after the locks are free: woken earlier, one that answers at
+    // once would only queue behind this loop for socket_mutex_.
+    if (received.work == 1) inbox_ready_.notify_one();
+    if (received.work > 1) inbox_ready_.notify_all();
+    // The descriptor only signals new edges: sleep on it only when nothing is waiting now.
+    if (!input_waiting) wakeup_.wait(socket_fd, poll_ms);
+  }
 }
 
 }  // namespace dice::transport

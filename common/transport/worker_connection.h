@@ -6,6 +6,11 @@
 // The learner may restart: ZeroMQ reconnects the socket by itself, and this worker says Hello
 // again when a learner heartbeat is not addressed to it (the new learner does not know it) or when
 // the learner has been silent for misses_before_dead intervals.
+//
+// Threads: the loop receives, keeps time and heartbeats; send_result() and finish() send the
+// outbox themselves, under socket_mutex_, instead of waking the loop to do it (one thread
+// hand-off fewer per message; see has_input() in zmq_frames.h for how the loop still wakes for
+// every message).
 #pragma once
 
 #include <chrono>
@@ -21,6 +26,7 @@
 #include <zmq.hpp>
 
 #include "common/status.h"
+#include "common/transport/shared_payload.h"
 #include "common/transport/transport_options.h"
 #include "common/transport/wakeup.h"
 #include "common/wire/envelope.h"
@@ -61,8 +67,8 @@ class WorkerConnection {
   // `timeout` while the outbox is full, then Unavailable; Aborted after close().
   Status send_result(std::string payload, std::chrono::milliseconds timeout);
 
-  // The work item is done (all its results were queued before this call): sends Ack and a Credit
-  // for the freed slot. InvalidArgument for a work id this worker does not hold.
+  // The work item is done (all its results were queued before this call): sends an Ack that also
+  // credits the freed slot. InvalidArgument for a work id this worker does not hold.
   Status finish(std::uint64_t work_id);
 
   // Builds an envelope stamped with this worker's id and run id, for send_result().
@@ -76,26 +82,47 @@ class WorkerConnection {
  private:
   explicit WorkerConnection(WorkerOptions options);
   void run();
-  void receive_all(std::chrono::steady_clock::time_point now);
+  struct Received {
+    std::size_t work = 0;  // messages added to the inbox (the caller wakes receivers)
+    bool more = false;     // stopped at the round's limit: more may be waiting
+  };
+  // Receives what is waiting (up to a round's worth) and handles it.
+  Received receive_all(std::chrono::steady_clock::time_point now);
   void handle(wire::Decoded<schema::Envelope> envelope, std::chrono::steady_clock::time_point now);
-  void queue_hello();     // Hello + Credit(free slots); caller holds mutex_
-  void send_heartbeat();  // straight to the socket, skipping the outbox; caller holds mutex_
+  // Sends the outbox, from any thread. Returns whether input waits on the socket (the sends may
+  // have consumed the descriptor's edge for it).
+  bool flush();
+  // flush() for a thread other than the loop: wakes the loop if input waits.
+  void flush_and_wake();
+  // Sends what it can of the outbox; whether there was anything to send. Caller holds
+  // socket_mutex_ and mutex_.
+  bool send_outbox();
+  void queue_hello();  // Hello + Credit(free slots); caller holds mutex_
+  // Straight to the socket, skipping the outbox; caller holds socket_mutex_ and mutex_.
+  void send_heartbeat();
   void queue_credit(std::uint32_t credits);  // caller holds mutex_
-  // Error + Ack + Credit(1) for work refused unopened; caller holds mutex_.
+  // Ack(work_id) with the credit of the slot it frees; caller holds mutex_.
+  void queue_ack(std::uint64_t work_id);
+  // Error + Ack (credit 1) for work refused unopened; caller holds mutex_.
   void queue_refusal(std::uint64_t work_id, const std::string& message);
   std::string encode_control(
       const std::function<void(schema::Envelope::Body::Builder)>& fill) const;
+  // encode_control() onto the end of the outbox; caller holds mutex_.
+  void queue_control(const std::function<void(schema::Envelope::Body::Builder)>& fill);
 
   WorkerOptions options_;
   zmq::context_t context_;
-  zmq::socket_t dealer_;
   Wakeup wakeup_;
+
+  std::mutex socket_mutex_;     // taken before mutex_ when both are held
+  zmq::socket_t dealer_;        // guarded by socket_mutex_
+  bool socket_closed_ = false;  // guarded by socket_mutex_
 
   mutable std::mutex mutex_;
   std::condition_variable inbox_ready_;
   std::condition_variable outbox_not_full_;
   std::deque<wire::Decoded<schema::Envelope>> inbox_;        // guarded by mutex_
-  std::deque<std::string> outbox_;                           // guarded by mutex_
+  std::deque<SharedPayload> outbox_;                         // guarded by mutex_
   std::set<std::uint64_t> held_;                             // guarded by mutex_
   WorkerStats counters_;                                     // guarded by mutex_
   bool closing_ = false;                                     // guarded by mutex_

@@ -1,8 +1,30 @@
 #include "common/transport/zmq_frames.h"
 
+#include <atomic>
 #include <cerrno>
+#include <utility>
 
 namespace dice::transport {
+namespace {
+
+// ZeroMQ's reference to a payload it sends without copying. ZeroMQ orders the hand-off to its I/O
+// thread with its own atomics, which a thread sanitizer cannot see in an uninstrumented libzmq;
+// this release/acquire pair makes that order visible (one uncontended atomic per large send).
+struct PayloadReference {
+  explicit PayloadReference(SharedPayload p) : payload(std::move(p)) {
+    published.store(true, std::memory_order_release);
+  }
+  SharedPayload payload;
+  std::atomic<bool> published{false};
+};
+
+void release_payload(void* /*data*/, void* hint) {
+  auto* reference = static_cast<PayloadReference*>(hint);
+  [[maybe_unused]] const bool published = reference->published.load(std::memory_order_acquire);
+  delete reference;
+}
+
+}  // namespace
 
 bool receive_frames(zmq::socket_t& socket, std::vector<zmq::message_t>* frames) {
   frames->clear();
@@ -21,8 +43,10 @@ bool receive_frames(zmq::socket_t& socket, std::vector<zmq::message_t>* frames) 
   }
 }
 
-SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
-                        std::string_view payload) {
+namespace {
+
+SendOutcome send_message(zmq::socket_t& socket, const std::string& routing_id,
+                         zmq::message_t& payload) {
   try {
     if (!routing_id.empty()) {
       auto sent = socket.send(zmq::buffer(routing_id.data(), routing_id.size()),
@@ -30,10 +54,43 @@ SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
       if (!sent) return SendOutcome::kWouldBlock;
     }
     // Once the routing frame is accepted the rest of the message is too (atomic multipart).
-    auto sent = socket.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::dontwait);
+    auto sent = socket.send(payload, zmq::send_flags::dontwait);
     return sent ? SendOutcome::kSent : SendOutcome::kWouldBlock;
   } catch (const zmq::error_t& e) {
     return e.num() == EHOSTUNREACH ? SendOutcome::kUnreachable : SendOutcome::kFailed;
+  }
+}
+
+}  // namespace
+
+SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
+                        std::string_view payload) {
+  zmq::message_t message(payload.data(), payload.size());
+  return send_message(socket, routing_id, message);
+}
+
+SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
+                        const SharedPayload& payload) {
+  if (payload->size() < kZeroCopyBytes) return send_frames(socket, routing_id, *payload);
+  // ZeroMQ calls release_payload (on its I/O thread) once the bytes are written or dropped.
+  auto* reference = new PayloadReference(payload);
+  zmq::message_t message(const_cast<char*>(payload->data()), payload->size(), release_payload,
+                         reference);
+  return send_message(socket, routing_id, message);
+}
+
+Result<wire::Decoded<schema::Envelope>> decode_frame(zmq::message_t frame) {
+  if (frame.size() < kZeroCopyBytes) return wire::decode_envelope(frame.to_string_view());
+  auto owner = std::make_shared<zmq::message_t>(std::move(frame));
+  const std::string_view bytes = owner->to_string_view();
+  return wire::decode_envelope(bytes, std::move(owner));
+}
+
+bool has_input(zmq::socket_t& socket) {
+  try {
+    return (socket.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0;
+  } catch (const zmq::error_t&) {
+    return false;
   }
 }
 

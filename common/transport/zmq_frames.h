@@ -1,11 +1,16 @@
 // Small helpers over cppzmq shared by the dispatcher and the worker: non-blocking multipart
-// receive, and sends that report "would block" and "peer gone" instead of throwing.
+// receive, sends that report "would block" and "peer gone" instead of throwing, and the
+// edge-triggered readiness check that lets several threads share one socket under a mutex.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 #include <zmq.hpp>
+
+#include "common/status.h"
+#include "common/transport/shared_payload.h"
+#include "common/wire/envelope.h"
 
 namespace dice::transport {
 
@@ -17,7 +22,24 @@ bool receive_frames(zmq::socket_t& socket, std::vector<zmq::message_t>* frames);
 // Sends [routing_id, payload] on a ROUTER socket, or just [payload] when routing_id is empty.
 SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
                         std::string_view payload);
+// The same for a shared payload: at kZeroCopyBytes or more, ZeroMQ holds a reference to the
+// bytes instead of copying them.
+SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
+                        const SharedPayload& payload);
+
+// Decodes a received envelope frame; a large frame is read in place (no copy) when aligned.
+Result<wire::Decoded<schema::Envelope>> decode_frame(zmq::message_t frame);
+
+// Whether a message is waiting on `socket`. ZeroMQ's descriptor (zmq::sockopt::fd) only signals
+// edges, and any operation on the socket may consume one: a thread that used the socket must
+// check this before anyone sleeps on the descriptor. False on a closed socket.
+bool has_input(zmq::socket_t& socket);
 
 std::string frame_string(const zmq::message_t& frame);
+
+// Frames at least this large are sent and decoded without copying the payload. It is ZeroMQ's
+// batch size: a smaller frame is copied into (or received inside) a shared batch buffer anyway,
+// unaligned, so a copy of our own costs no more than the shared bookkeeping would.
+constexpr std::size_t kZeroCopyBytes = 8192;
 
 }  // namespace dice::transport

@@ -16,7 +16,14 @@ schema::Envelope::Builder init_envelope(capnp::MessageBuilder& message, std::str
 
 Result<Decoded<schema::Envelope>> decode_envelope(std::string_view bytes,
                                                   const DecodeOptions& options) {
-  Result<Decoded<schema::Envelope>> decoded = decode<schema::Envelope>(bytes, options);
+  return decode_envelope(bytes, nullptr, options);
+}
+
+Result<Decoded<schema::Envelope>> decode_envelope(std::string_view bytes,
+                                                  std::shared_ptr<const void> owner,
+                                                  const DecodeOptions& options) {
+  Result<Decoded<schema::Envelope>> decoded =
+      decode<schema::Envelope>(bytes, std::move(owner), options);
   if (!decoded.ok()) return decoded.status().with_context("envelope");
   const std::uint16_t version = decoded->root().getProtocolVersion();
   if (version != schema::PROTOCOL_VERSION) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,12 @@ schema::Envelope::Builder init_envelope(capnp::MessageBuilder& message, std::str
 // decode<schema::Envelope>() plus the version rule: an envelope of another protocolVersion is
 // InvalidArgument ("protocol version 2, this build speaks 1"); malformed bytes are Corruption.
 Result<Decoded<schema::Envelope>> decode_envelope(std::string_view bytes,
+                                                  const DecodeOptions& options = DecodeOptions());
+
+// decode_envelope() reading `bytes` in place when aligned, keeping `owner` alive with the result
+// (see wire::decode_message's owner overload); for frames received from a socket.
+Result<Decoded<schema::Envelope>> decode_envelope(std::string_view bytes,
+                                                  std::shared_ptr<const void> owner,
                                                   const DecodeOptions& options = DecodeOptions());
 
 // "hello", "heartbeat", ... for logs and counters; "unknown" for an arm this build does not know.

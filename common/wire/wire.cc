@@ -96,11 +96,14 @@ std::string encode(capnp::MessageBuilder& message) {
   return out;
 }
 
-// The aligned copy and the reader over it, kept together at a stable address.
+// The message's words (an aligned copy, or the owner of words read in place) and the reader over
+// them, kept together at a stable address.
 struct DecodedMessage::Storage {
-  Storage(kj::Array<capnp::word> w, const capnp::ReaderOptions& options)
-      : words(std::move(w)), reader(words.asPtr(), options) {}
-  kj::Array<capnp::word> words;
+  Storage(kj::Array<capnp::word> copy, std::shared_ptr<const void> owner,
+          kj::ArrayPtr<const capnp::word> words, const capnp::ReaderOptions& options)
+      : copy(std::move(copy)), owner(std::move(owner)), reader(words, options) {}
+  kj::Array<capnp::word> copy;
+  std::shared_ptr<const void> owner;
   capnp::FlatArrayMessageReader reader;
 };
 
@@ -117,19 +120,34 @@ DecodedMessage::~DecodedMessage() = default;
 
 Result<DecodedMessage> decode_message(std::string_view bytes, capnp::StructSchema schema,
                                       const DecodeOptions& options) {
+  return decode_message(bytes, nullptr, schema, options);
+}
+
+Result<DecodedMessage> decode_message(std::string_view bytes, std::shared_ptr<const void> owner,
+                                      capnp::StructSchema schema, const DecodeOptions& options) {
   DICE_RETURN_IF_ERROR(check_segment_table(bytes, options));
 
   // Input from a socket or a database has no alignment guarantee; Cap'n Proto needs 8 bytes.
-  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / kWordBytes);
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  kj::Array<capnp::word> copy;
+  kj::ArrayPtr<const capnp::word> words;
+  if (owner != nullptr &&
+      reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(capnp::word) == 0) {
+    words =
+        kj::arrayPtr(reinterpret_cast<const capnp::word*>(bytes.data()), bytes.size() / kWordBytes);
+  } else {
+    owner = nullptr;
+    copy = kj::heapArray<capnp::word>(bytes.size() / kWordBytes);
+    std::memcpy(copy.begin(), bytes.data(), bytes.size());
+    words = copy.asPtr();
+  }
 
   try {
     // Walk with the caller's limits: this is where every bound, type and limit check happens.
     capnp::ReaderOptions walk_options;
     walk_options.traversalLimitInWords = options.traversal_limit_words;
     walk_options.nestingLimit = options.nesting_limit;
-    capnp::FlatArrayMessageReader walk_reader(words.asPtr(), walk_options);
-    walk_validate(walk_reader.getRoot<capnp::DynamicStruct>(schema));
+    capnp::FlatArrayMessageReader walk_reader(words, walk_options);
+    walk_validate(walk_reader.getRoot<capnp::AnyStruct>(), schema);
 
     // The kept reader has no traversal budget to run out of: the walk above already proved that
     // one full read fits the limit, and a budget spent by the walk must not make later reads throw.
@@ -137,7 +155,8 @@ Result<DecodedMessage> decode_message(std::string_view bytes, capnp::StructSchem
     capnp::ReaderOptions keep_options;
     keep_options.traversalLimitInWords = std::numeric_limits<std::uint64_t>::max();
     keep_options.nestingLimit = options.nesting_limit;
-    auto storage = std::make_unique<DecodedMessage::Storage>(std::move(words), keep_options);
+    auto storage = std::make_unique<DecodedMessage::Storage>(std::move(copy), std::move(owner),
+                                                             words, keep_options);
     capnp::MessageReader* reader = &storage->reader;
     return DecodedMessage(std::move(storage), reader, schema, bytes.size());
   } catch (const kj::Exception& e) {

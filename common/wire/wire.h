@@ -13,11 +13,12 @@
 // trailing garbage; both are Corruption.
 //
 // Decoding never throws and never crashes, whatever the bytes: the segment table is checked
-// against the buffer size, the bytes are copied into 8-byte-aligned words (so any input alignment
-// works), and the whole message is walked once against the root's schema inside a try block.
-// Cap'n Proto checks pointers lazily, on field access; after that walk every field the schema
-// knows has been read once, so later reads of a Decoded<T> cannot throw (reading the inactive arm
-// of a union is a caller bug, as it is with any Cap'n Proto reader: check which() first).
+// against the buffer size, unaligned bytes are copied into 8-byte-aligned words (so any input
+// alignment works; aligned bytes with an owner are read in place), and the whole message is walked
+// once against the root's schema inside a try block. Cap'n Proto checks pointers lazily, on field
+// access; after that walk every field the schema knows has been read once, so later reads of a
+// Decoded<T> cannot throw (reading the inactive arm of a union is a caller bug, as it is with any
+// Cap'n Proto reader: check which() first).
 #pragma once
 
 #include <capnp/message.h>
@@ -60,7 +61,8 @@ std::string encode_struct(StructReaderOrBuilder value) {
 }
 
 // A decoded, validated message whose root has the schema given to decode_message(). Owns its
-// aligned copy of the bytes; movable, not copyable. Readers taken from it live as long as it does.
+// aligned copy of the bytes, or the owner of bytes read in place; movable, not copyable. Readers
+// taken from it live as long as it does.
 class DecodedMessage {
  public:
   DecodedMessage(DecodedMessage&&) noexcept;
@@ -77,13 +79,15 @@ class DecodedMessage {
   }
 
  private:
-  friend Result<DecodedMessage> decode_message(std::string_view bytes, capnp::StructSchema schema,
+  friend Result<DecodedMessage> decode_message(std::string_view bytes,
+                                               std::shared_ptr<const void> owner,
+                                               capnp::StructSchema schema,
                                                const DecodeOptions& options);
   struct Storage;
   DecodedMessage(std::unique_ptr<Storage> storage, capnp::MessageReader* reader,
                  capnp::StructSchema schema, std::size_t encoded_bytes);
 
-  std::unique_ptr<Storage> storage_;  // aligned words; the reader points into them
+  std::unique_ptr<Storage> storage_;  // aligned words or their owner; the reader points into them
   capnp::MessageReader* reader_ = nullptr;
   capnp::StructSchema schema_;
   std::size_t encoded_bytes_ = 0;
@@ -94,6 +98,15 @@ class DecodedMessage {
 // out-of-bounds or mistyped pointers, text without its NUL, too deep, too large to traverse);
 // the message says what was wrong and where in the buffer when known.
 Result<DecodedMessage> decode_message(std::string_view bytes, capnp::StructSchema schema,
+                                      const DecodeOptions& options = DecodeOptions());
+
+// decode_message() over bytes that `owner` keeps alive (a received network frame, say). When
+// `bytes` is 8-byte aligned the message is validated and read where it lies and `owner` is kept
+// with it, which saves allocating and copying the whole message (for large messages, most of the
+// cost of a decode); unaligned bytes are copied as decode_message() does and `owner` is released.
+// Errors: as decode_message().
+Result<DecodedMessage> decode_message(std::string_view bytes, std::shared_ptr<const void> owner,
+                                      capnp::StructSchema schema,
                                       const DecodeOptions& options = DecodeOptions());
 
 // A DecodedMessage whose root is a T (a generated struct type such as schema::Task).
@@ -112,6 +125,16 @@ class Decoded {
 template <typename T>
 Result<Decoded<T>> decode(std::string_view bytes, const DecodeOptions& options = DecodeOptions()) {
   Result<DecodedMessage> message = decode_message(bytes, capnp::Schema::from<T>(), options);
+  if (!message.ok()) return message.status();
+  return Decoded<T>(std::move(message).value());
+}
+
+// decode_message() in place for a generated type (see the owner overload above).
+template <typename T>
+Result<Decoded<T>> decode(std::string_view bytes, std::shared_ptr<const void> owner,
+                          const DecodeOptions& options = DecodeOptions()) {
+  Result<DecodedMessage> message =
+      decode_message(bytes, std::move(owner), capnp::Schema::from<T>(), options);
   if (!message.ok()) return message.status();
   return Decoded<T>(std::move(message).value());
 }

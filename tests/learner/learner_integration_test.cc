@@ -172,8 +172,7 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
   EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
 
   const std::string log_text = learner_log();
-  EXPECT_NE(log_text.find("policy update: off (learner.update_policy false)"),
-            std::string::npos)
+  EXPECT_NE(log_text.find("policy update: off (learner.update_policy false)"), std::string::npos)
       << log_text;
   EXPECT_NE(log_text.find("step 2/2 of phase e2e"), std::string::npos) << log_text;
 

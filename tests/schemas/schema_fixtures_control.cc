@@ -61,9 +61,11 @@ void expect_credit(schema::Credit::Reader r, std::uint32_t salt) {
 
 void fill_ack(schema::Ack::Builder b, std::uint32_t salt) {
   b.setWorkId(u64(salt, 0));
+  b.setCredits(u32(salt, 1));
 }
 void expect_ack(schema::Ack::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
+  EXPECT_EQ(r.getCredits(), u32(salt, 1));
 }
 
 void fill_weights_update(schema::WeightsUpdate::Builder b, std::uint32_t salt, bool nccl) {

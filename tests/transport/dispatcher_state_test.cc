@@ -73,8 +73,11 @@ class DispatcherStateTest : public ::testing::Test {
       b.getCandidate().setSampleIndex(sample);
     });
   }
-  void ack(const std::string& worker, std::uint64_t work_id) {
-    from(worker, [&](Body::Builder b) { b.initAck().setWorkId(work_id); });
+  void ack(const std::string& worker, std::uint64_t work_id, std::uint32_t credits = 0) {
+    from(worker, [&](Body::Builder b) {
+      b.initAck().setWorkId(work_id);
+      b.getAck().setCredits(credits);
+    });
   }
   void heartbeat(const std::string& worker) {
     from(worker, [&](Body::Builder b) { b.initHeartbeat().setWorkerId(worker); });
@@ -91,10 +94,10 @@ class DispatcherStateTest : public ::testing::Test {
     std::map<std::string, std::vector<std::uint64_t>> sent;
     for (Outbound& out : state_.take_outbox()) {
       if (out.work_id != 0) {
-        EXPECT_EQ(out.payload, "work-" + std::to_string(out.work_id));
+        EXPECT_EQ(*out.payload, "work-" + std::to_string(out.work_id));
         sent[out.routing_id].push_back(out.work_id);
       } else {
-        auto decoded = wire::decode_envelope(out.payload);
+        auto decoded = wire::decode_envelope(*out.payload);
         EXPECT_TRUE(decoded.ok()) << decoded.status().to_string();
         if (!decoded.ok()) continue;
         EXPECT_EQ(decoded->root().getBody().which(), Body::HEARTBEAT);
@@ -254,6 +257,28 @@ TEST_F(DispatcherStateTest, ResultsAndAcksCountOnce) {
   EXPECT_EQ(stats.in_flight, 0u);
   verdict("w1", 99);
   EXPECT_EQ(state_.stats(now_).unknown_results, 1u);
+}
+
+TEST_F(DispatcherStateTest, AckCarriesTheCreditOfTheFreedSlot) {
+  hello("w1", 1);
+  submit(1);
+  submit(2);
+  submit(3);
+  EXPECT_EQ(tick()["r-w1"], std::vector<std::uint64_t>({1}));
+  verdict("w1", 1);
+  ack("w1", 1, /*credits=*/1);
+  EXPECT_EQ(tick()["r-w1"], std::vector<std::uint64_t>({2}));
+  // A late copy of an ack is a duplicate, but its slot was freed all the same.
+  ack("w1", 1, /*credits=*/1);
+  EXPECT_EQ(state_.stats(now_).duplicate_results, 1u);
+  EXPECT_EQ(tick()["r-w1"], std::vector<std::uint64_t>({3}));
+  EXPECT_EQ(state_.stats(now_).credits, 0u);
+  // From a peer that never said Hello, the folded-in credit asks for a Hello, as a Credit would.
+  ack("stranger", 9, /*credits=*/1);
+  tick();
+  ASSERT_FALSE(heartbeats_.empty());
+  EXPECT_EQ(heartbeats_.back().first, "r-stranger");
+  EXPECT_EQ(heartbeats_.back().second, "");
 }
 
 TEST_F(DispatcherStateTest, ResultsOnlyFromWorkersTheItemWasSentTo) {

@@ -1,13 +1,16 @@
 // transport_bench: messages/s and round-trip latency of the dice transport against a bare ZeroMQ
 // ROUTER/DEALER ping-pong, for each payload size, over TCP loopback in one process (the worker
-// side runs on its own thread).
+// side runs on its own thread). The bare ping-pong runs twice: both sockets in one ZeroMQ context
+// (one I/O thread serves both ends: the reference), and one context per side, as the dice sides
+// have and two processes would (an I/O thread each).
 //
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
+//                   [--peers bare,dice]
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
 // in flight, round trips completed per second. The dice side pays for what a real run pays:
 // building and encoding an EvalRequest envelope, decoding and validating it on the worker, a
-// Verdict of the same size back (its logExcerpt), Ack and Credit.
+// Verdict of the same size back (its logExcerpt), and the Ack that returns the credit.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,6 +38,8 @@ struct Flags {
   std::vector<std::size_t> sizes = {1024, 65536};
   int round_trips = 2000;
   int window = 16;
+  bool run_bare = true;  // --peers bare,dice: which sides to run (one alone is for profiling)
+  bool run_dice = true;
 };
 
 struct Figures {
@@ -53,15 +58,18 @@ double micros_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-// ---- bare ZeroMQ: ROUTER sends [id, payload], DEALER echoes the payload back.
-Figures bench_bare(std::size_t size, const Flags& flags) {
+// ---- bare ZeroMQ: ROUTER sends [id, payload], DEALER echoes the payload back. With
+// `own_contexts` each side gets its own context (its own I/O thread), as two processes would;
+// the target compares against the shared-context figure.
+Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   zmq::context_t context(1);
+  zmq::context_t worker_context(1);
   zmq::socket_t router(context, zmq::socket_type::router);
   router.bind("tcp://127.0.0.1:*");
   const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
   std::atomic<bool> stop{false};
   std::thread echo([&] {
-    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    zmq::socket_t dealer(own_contexts ? worker_context : context, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::rcvtimeo, 100);
     dealer.connect(endpoint);
     dealer.send(zmq::str_buffer("hello"), zmq::send_flags::none);
@@ -204,6 +212,9 @@ bool parse(int argc, char** argv, Flags* flags) {
       while (std::getline(list, item, ',')) flags->sizes.push_back(std::stoul(item));
     } else if (key == "--round-trips") {
       flags->round_trips = std::stoi(value);
+    } else if (key == "--peers") {
+      flags->run_bare = value.find("bare") != std::string::npos;
+      flags->run_dice = value.find("dice") != std::string::npos;
     } else if (key == "--window") {
       flags->window = std::stoi(value);
     } else {
@@ -218,7 +229,8 @@ bool parse(int argc, char** argv, Flags* flags) {
 int main(int argc, char** argv) {
   Flags flags;
   if (!parse(argc, argv, &flags)) {
-    std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]\n";
+    std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
+                 "[--peers bare,dice]\n";
     return 2;
   }
   dice::LogOptions log;
@@ -229,12 +241,19 @@ int main(int argc, char** argv) {
               "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", flags.round_trips,
               flags.window, std::thread::hardware_concurrency());
   for (std::size_t size : flags.sizes) {
-    const Figures bare = bench_bare(size, flags);
-    std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "zmq_router_dealer", size,
-                bare.messages_per_s, bare.p50_us, bare.p99_us);
-    const Figures dice = bench_dice(size, flags);
-    std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "dice_transport", size, dice.messages_per_s,
-                dice.p50_us, dice.p99_us);
+    if (flags.run_bare) {
+      const Figures bare = bench_bare(size, flags, /*own_contexts=*/false);
+      std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "zmq_router_dealer", size,
+                  bare.messages_per_s, bare.p50_us, bare.p99_us);
+      const Figures apart = bench_bare(size, flags, /*own_contexts=*/true);
+      std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "zmq_two_contexts", size,
+                  apart.messages_per_s, apart.p50_us, apart.p99_us);
+    }
+    if (flags.run_dice) {
+      const Figures dice = bench_dice(size, flags);
+      std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "dice_transport", size, dice.messages_per_s,
+                  dice.p50_us, dice.p99_us);
+    }
   }
   return 0;
 }
