@@ -1,0 +1,180 @@
+// update_bench: one TraceRL policy update (learner/policy_trainer.h) at SDAR shapes with random
+// weights and synthetic traces: what a learner step costs on the GPU, and whether it fits.
+//
+//   update_bench [--models 1.7b,4b] [--sequences 8] [--prompt 512] [--response 4096]
+//                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
+//                [--device cuda|cpu] [--tiny]
+//
+// Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
+// steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
+// +1/-1 alternating. One update = --forwards training-layout forwards (the step's samples split
+// evenly; each holds every trace view of its samples) + backward + AdamW with fp32 masters.
+// Reported per (model, checkpointing): seconds per update (after one warm-up), scored tokens/s,
+// and the peak GPU memory of the update (weights, masters and Adam moments included). An update
+// that runs out of memory prints "OOM" and the bench moves on.
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "learner/policy_trainer.h"
+#include "tools/bench/sdar_shapes.h"
+
+#ifndef DICE_HAVE_C10_CUDA
+#define DICE_HAVE_C10_CUDA 0
+#endif
+#if DICE_HAVE_C10_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace {
+
+struct Flags {
+  std::vector<std::string> models = {"1.7b", "4b"};
+  std::vector<std::string> checkpointing = {"on", "off"};
+  int sequences = 8, forwards = 8, updates = 2;
+  int64_t prompt = 512, response = 4096;
+  bool fp32 = false, cpu = false, tiny = false;
+};
+
+bool parse(int argc, char** argv, Flags& f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--models")
+      f.models = dice::bench::split_list(value());
+    else if (a == "--checkpointing")
+      f.checkpointing = dice::bench::split_list(value());
+    else if (a == "--sequences")
+      f.sequences = std::stoi(value());
+    else if (a == "--forwards")
+      f.forwards = std::stoi(value());
+    else if (a == "--updates")
+      f.updates = std::stoi(value());
+    else if (a == "--prompt")
+      f.prompt = std::stoll(value());
+    else if (a == "--response")
+      f.response = std::stoll(value());
+    else if (a == "--dtype")
+      f.fp32 = value() == "fp32";
+    else if (a == "--device")
+      f.cpu = value() == "cpu";
+    else if (a == "--tiny")
+      f.tiny = true;
+    else {
+      std::fprintf(stderr, "update_bench: unknown flag %s (see the header of update_bench.cc)\n",
+                   a.c_str());
+      return false;
+    }
+  }
+  return f.sequences > 0 && f.forwards > 0 && f.updates > 0 && f.prompt > 0 && f.response > 0;
+}
+
+std::vector<dice::TraceSample> synthetic_samples(const Flags& f, const dice::ModelConfig& c) {
+  std::vector<dice::TraceSample> out(static_cast<size_t>(f.sequences));
+  const int64_t vocab = std::min<int64_t>(c.vocab_size, c.mask_token_id);  // ids below the mask
+  for (size_t s = 0; s < out.size(); ++s) {
+    dice::TraceSample& t = out[s];
+    at::Tensor p = at::randint(0, vocab, {f.prompt}, at::kLong);
+    at::Tensor r = at::randint(0, vocab, {f.response}, at::kLong);
+    at::Tensor k = at::randint(0, 4, {f.response}, at::kLong);
+    t.prompt.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + f.prompt);
+    t.response.assign(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + f.response);
+    t.unmask_steps.assign(k.data_ptr<int64_t>(), k.data_ptr<int64_t>() + f.response);
+    t.old_log_probs.assign(static_cast<size_t>(f.response), -5.0f);
+    t.advantage = s % 2 == 0 ? 1.0 : -1.0;
+  }
+  return out;
+}
+
+void reset_peak() {
+#if DICE_HAVE_C10_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+#endif
+}
+double peak_gib() {
+#if DICE_HAVE_C10_CUDA
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  return static_cast<double>(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0 * 1024.0);
+#else
+  return -1;
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (!parse(argc, argv, f)) return 2;
+  std::vector<dice::bench::NamedShape> shapes;
+  if (f.tiny) {
+    dice::ModelConfig c = dice::bench::sdar_config(32, 48, 2, 4, 2, false);
+    c.vocab_size = 64;
+    c.head_dim = 16;
+    c.mask_token_id = 63;
+    shapes.push_back({"tiny", c});
+  } else {
+    for (const auto& s : dice::bench::sdar_shapes()) {
+      for (const auto& m : f.models) {
+        if (s.name == m) shapes.push_back(s);
+      }
+    }
+  }
+  const c10::Device device = f.cpu ? c10::Device(at::kCPU) : c10::Device(at::kCUDA, 0);
+  std::printf(
+      "update_bench: %s, %d sequences of %lld prompt + %lld response tokens, %d forwards "
+      "per update, %s\n",
+      f.cpu ? "cpu" : "cuda:0", f.sequences, static_cast<long long>(f.prompt),
+      static_cast<long long>(f.response), f.forwards, f.fp32 ? "fp32" : "bf16");
+  std::printf("%-6s %-13s %12s %14s %14s\n", "model", "checkpointing", "s/update", "scored tok/s",
+              "peak GiB");
+  int status = 0;
+  for (const auto& shape : shapes) {
+    for (const std::string& mode : f.checkpointing) {
+      at::manual_seed(1);
+      std::vector<dice::TraceSample> samples = synthetic_samples(f, shape.config);
+      dice::PolicyTrainerOptions o;
+      o.layout.block_size = shape.config.block_size;
+      o.layout.mask_token_id = shape.config.mask_token_id;
+      o.optimizer.grad_accumulation = f.forwards;
+      o.activation_checkpointing = mode == "on";
+      std::string result;
+      try {
+        reset_peak();
+        dice::Qwen3LM model(
+            shape.config,
+            c10::TensorOptions().dtype(f.fp32 ? at::kFloat : at::kBFloat16).device(device));
+        auto trainer = dice::PolicyTrainer::create(model, o);
+        if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
+        double seconds = 0;
+        int64_t tokens = 0;
+        for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
+          const auto start = std::chrono::steady_clock::now();
+          auto stats = (*trainer)->update(samples);
+          if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
+          if (!f.cpu) torch::cuda::synchronize();
+          if (u == 0) continue;
+          seconds +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          tokens += stats->scored_tokens;
+        }
+        char line[128], peak[32] = "-";
+        if (peak_gib() >= 0) std::snprintf(peak, sizeof peak, "%.1f", peak_gib());
+        std::snprintf(line, sizeof line, "%12.2f %14.0f %14s", seconds / f.updates,
+                      static_cast<double>(tokens) / seconds, peak);
+        result = line;
+      } catch (const std::exception& e) {
+        const std::string what = e.what();
+        result = what.find("out of memory") != std::string::npos ? "OOM" : "error: " + what;
+        if (result != "OOM") status = 1;
+      }
+      std::printf("%-6s %-13s %s\n", shape.name.c_str(), mode.c_str(), result.c_str());
+      std::fflush(stdout);
+    }
+  }
+  return status;
+}
