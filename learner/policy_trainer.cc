@@ -50,11 +50,13 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
   for (at::Tensor& p : model_->parameters()) {
     p.set_requires_grad(true);
     params_.push_back(p);
-    separate_masters_ = separate_masters_ || p.scalar_type() != at::kFloat;
+    separate_masters_ = separate_masters_ || p.scalar_type() != at::kFloat ||
+                        (options_.optimizer_on_cpu && !p.device().is_cpu());
   }
   if (separate_masters_) {
     for (const at::Tensor& p : params_) {
-      masters_.push_back(p.detach().to(at::kFloat).clone().set_requires_grad(true));
+      const c10::Device where = options_.optimizer_on_cpu ? c10::Device(at::kCPU) : p.device();
+      masters_.push_back(p.detach().to(where, at::kFloat).clone().set_requires_grad(true));
     }
   } else {
     masters_ = params_;
@@ -98,7 +100,8 @@ Result<PolicyUpdateStats> PolicyTrainer::update(const std::vector<TraceSample>& 
     if (separate_masters_) {
       for (std::size_t i = 0; i < params_.size(); ++i) {
         const at::Tensor& g = params_[i].grad();
-        masters_[i].mutable_grad() = g.defined() ? g.to(at::kFloat) : at::zeros_like(masters_[i]);
+        masters_[i].mutable_grad() =
+            g.defined() ? g.to(masters_[i].device(), at::kFloat) : at::zeros_like(masters_[i]);
       }
     }
     const double max_norm = options_.optimizer.grad_clip_norm;

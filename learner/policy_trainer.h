@@ -9,7 +9,8 @@
 //
 // bf16 models train with fp32 master weights: the optimizer steps float32 copies and writes them
 // back rounded, because an lr of 1e-6 is below bf16's resolution for most weights and would
-// otherwise change nothing.
+// otherwise change nothing. The masters and AdamW's moments may live in host memory
+// (optimizer_on_cpu).
 #pragma once
 
 #include <memory>
@@ -37,6 +38,10 @@ struct PolicyTrainerOptions {
   // Recompute each layer's activations in backward (layer_checkpoint.h): far less memory for
   // about one more forward of compute. Default: true
   bool activation_checkpointing = true;
+  // Keep the fp32 master weights and AdamW's two moments in host memory and step them on the
+  // CPU (12 bytes per parameter off the GPU: 48 GB for SDAR-4B), copying gradients down and
+  // weights back once per update. For one GPU shared with a rollout worker. Default: false
+  bool optimizer_on_cpu = false;
 };
 
 struct PolicyUpdateStats {

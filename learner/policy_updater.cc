@@ -109,6 +109,7 @@ Result<PolicyUpdater> make_policy_updater(const DiceConfig& config) {
   trainer_options.layout.shrink = learner.loss.trace_shrink;
   trainer_options.temperature = config.rollout.sampling.temperature;
   trainer_options.activation_checkpointing = learner.activation_checkpointing;
+  trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;
   auto updater = std::make_shared<Updater>();
   DICE_ASSIGN_OR_RETURN(updater->trainer, PolicyTrainer::create(*model, trainer_options));
   updater->source_dir = source;

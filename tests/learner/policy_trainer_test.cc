@@ -186,6 +186,27 @@ TEST(PolicyTrainerTest, Bf16ModelTrainsThroughFloat32MasterWeights) {
       0.0);
 }
 
+TEST(PolicyTrainerTest, OptimizerOnTheCpuStepsTheSameAsOnTheModelsDevice) {
+  // A bf16 model: masters are separate either way; with optimizer_on_cpu they are host tensors.
+  // The update must not depend on where they live.
+  std::vector<at::Tensor> after;
+  for (bool on_cpu : {false, true}) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    model->to(at::kBFloat16);
+    PolicyTrainerOptions o = trainer_options();
+    o.optimizer.lr = 1e-2;
+    o.optimizer_on_cpu = on_cpu;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    ASSERT_TRUE((*trainer)->update(samples).ok());
+    after.push_back(model->lm_head.detach().to(at::kFloat));
+  }
+  EXPECT_TRUE(at::equal(after[0], after[1]));
+}
+
 TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
   Qwen3LM model = random_lm(tiny_config(), 3);
   std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
