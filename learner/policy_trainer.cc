@@ -1,8 +1,6 @@
 #include "learner/policy_trainer.h"
 
 #include <ATen/ATen.h>
-#include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/adamw.h>
 
 #include <algorithm>
 #include <limits>
@@ -47,24 +45,8 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)) {
   model_->train();
   model_->model->activation_checkpointing = options_.activation_checkpointing;
-  for (at::Tensor& p : model_->parameters()) {
-    p.set_requires_grad(true);
-    params_.push_back(p);
-    separate_masters_ = separate_masters_ || p.scalar_type() != at::kFloat ||
-                        (options_.optimizer_on_cpu && !p.device().is_cpu());
-  }
-  if (separate_masters_) {
-    for (const at::Tensor& p : params_) {
-      const c10::Device where = options_.optimizer_on_cpu ? c10::Device(at::kCPU) : p.device();
-      masters_.push_back(p.detach().to(where, at::kFloat).clone().set_requires_grad(true));
-    }
-  } else {
-    masters_ = params_;
-  }
-  const OptimizerOptions& o = options_.optimizer;
-  torch::optim::AdamWOptions adamw(o.lr);
-  adamw.betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay);
-  optimizer_ = std::make_unique<torch::optim::AdamW>(masters_, adamw);
+  masters_ =
+      std::make_unique<MasterWeights>(*model_, options_.optimizer, options_.optimizer_on_cpu);
 }
 
 PolicyTrainer::~PolicyTrainer() = default;
@@ -86,7 +68,7 @@ Result<PolicyUpdateStats> PolicyTrainer::update(const std::vector<TraceSample>& 
       std::min<std::int64_t>(n, std::max(1, options_.optimizer.grad_accumulation));
   const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
   try {
-    for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+    masters_->zero_grad();
     for (std::int64_t begin = 0; begin < n; begin += per_batch) {
       const std::int64_t end = std::min(n, begin + per_batch);
       std::vector<const TraceLayout*> batch;
@@ -97,25 +79,7 @@ Result<PolicyUpdateStats> PolicyTrainer::update(const std::vector<TraceSample>& 
       }
       accumulate(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)), stats);
     }
-    if (separate_masters_) {
-      for (std::size_t i = 0; i < params_.size(); ++i) {
-        const at::Tensor& g = params_[i].grad();
-        masters_[i].mutable_grad() =
-            g.defined() ? g.to(masters_[i].device(), at::kFloat) : at::zeros_like(masters_[i]);
-      }
-    }
-    const double max_norm = options_.optimizer.grad_clip_norm;
-    stats.grad_norm = torch::nn::utils::clip_grad_norm_(
-        masters_, max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity());
-    optimizer_->step();
-    optimizer_->zero_grad();
-    {
-      at::NoGradGuard no_grad;
-      if (separate_masters_) {
-        for (std::size_t i = 0; i < params_.size(); ++i) params_[i].copy_(masters_[i]);
-      }
-    }
-    for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+    stats.grad_norm = masters_->step();
   } catch (const c10::Error& e) {
     return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
   }
@@ -163,7 +127,7 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
 }
 
 at::Tensor PolicyTrainer::policy_log_probs(const Packed& p) {
-  const c10::Device device = params_.front().device();
+  const c10::Device device = masters_->device();
   const auto long_cpu = at::TensorOptions().dtype(at::kLong);
   at::Tensor x_t = at::tensor(p.noisy, long_cpu).view({p.rows, p.length}).to(device);
   at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.rows, p.length}).to(device);
@@ -184,7 +148,7 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p) {
 }
 
 void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats) {
-  const c10::Device device = params_.front().device();
+  const c10::Device device = masters_->device();
   const auto float_cpu = at::TensorOptions().dtype(at::kFloat);
   at::Tensor new_log_probs = policy_log_probs(p);
   TraceTokenLoss terms =

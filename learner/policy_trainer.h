@@ -5,12 +5,7 @@
 //     lm_head on the scored positions only, log-softmax at the sampling temperature,
 //     trace_token_loss, each sequence's sum over its response length, averaged over the step's
 //     sequences; backward (gradients add up over micro-batches)
-//   clip the global gradient norm, one AdamW step
-//
-// bf16 models train with fp32 master weights: the optimizer steps float32 copies and writes them
-// back rounded, because an lr of 1e-6 is below bf16's resolution for most weights and would
-// otherwise change nothing. The masters and AdamW's moments may live in host memory
-// (optimizer_on_cpu).
+//   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
 #pragma once
 
 #include <memory>
@@ -19,11 +14,8 @@
 #include "common/model/qwen3.h"
 #include "common/status.h"
 #include "learner/learner_options.h"
+#include "learner/master_weights.h"
 #include "learner/trace_layout.h"
-
-namespace torch::optim {
-class AdamW;
-}
 
 namespace dice {
 
@@ -90,10 +82,7 @@ class PolicyTrainer {
 
   Qwen3LM model_;
   PolicyTrainerOptions options_;
-  std::vector<at::Tensor> params_;   // the model's, in its dtype
-  std::vector<at::Tensor> masters_;  // float32 copies the optimizer steps (== params_ in fp32)
-  bool separate_masters_ = false;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::unique_ptr<MasterWeights> masters_;
   std::int64_t steps_ = 0;
 };
 

@@ -1,0 +1,48 @@
+// MasterWeights: the optimizer side both trainers share (policy_trainer.h for RL, sft_trainer.h
+// for SFT). It owns the model's parameters' gradients between zero_grad() and step():
+//
+//   zero_grad(); <forwards and backwards that accumulate into the parameters' .grad>; step(lr)
+//
+// step() copies the gradients into float32 master weights (separate tensors when the model is
+// not float32, or when they live in host memory: optimizer_on_cpu), clips their global norm, runs
+// one AdamW step on the masters and writes them back into the model (rounded to its dtype).
+// Why float32 masters: an lr of 1e-6 is below bf16's resolution for most weights.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/model/qwen3.h"
+#include "learner/learner_options.h"
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace dice {
+
+class MasterWeights {
+ public:
+  // Throws c10::Error (callers turn it into a Status) when LibTorch cannot allocate the masters.
+  MasterWeights(Qwen3LMImpl& model, const OptimizerOptions& options, bool on_cpu);
+  ~MasterWeights();
+  MasterWeights(const MasterWeights&) = delete;
+  MasterWeights& operator=(const MasterWeights&) = delete;
+
+  void zero_grad();
+  // One AdamW step at `lr` (the options' lr when lr <= 0); returns the global gradient norm
+  // before clipping. Throws c10::Error.
+  double step(double lr = 0);
+
+  const c10::Device& device() const { return device_; }  // where the model's parameters are
+
+ private:
+  std::vector<at::Tensor> params_;   // the model's, in its dtype
+  std::vector<at::Tensor> masters_;  // float32 copies the optimizer steps (== params_ if fp32)
+  bool separate_ = false;
+  double grad_clip_norm_;
+  c10::Device device_{at::kCPU};
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+};
+
+}  // namespace dice
