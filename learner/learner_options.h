@@ -111,14 +111,15 @@ struct CheckpointOptions {
 };
 
 // Supervised fine-tuning on PyTorch->CUDA pairs before RL (DICE: full fine-tune, constant lr after
-// warm-up, packed sequences).
+// warm-up; DICE packs samples, which this build does not: each sample is its own sequence).
 struct SftOptions {
   std::string data_file;
   double lr = 1e-5;
   double warmup_ratio = 0.03;
   int epochs = 3;
   int max_length = 6144;
-  bool packed = true;
+  int batch_size = 64;
+  bool packed = false;
 
   template <class V>
   void visit_fields(V& v) {
@@ -133,8 +134,12 @@ struct SftOptions {
     v.field("max_length", max_length,
             "Longest sequence in tokens; longer samples are dropped. Default: 6144",
             config::at_least(1));
+    v.field("batch_size", batch_size,
+            "Samples per optimizer step (one forward each; gradients add up). Default: 64",
+            config::at_least(1));
     v.field("packed", packed,
-            "Pack several samples into one sequence up to max_length. Default: true");
+            "Pack several samples into one sequence up to max_length: not implemented in this "
+            "build (true is refused). Default: false");
   }
 };
 
@@ -217,6 +222,11 @@ struct LearnerOptions {
     }
     if (mode == TrainMode::kSft && sft.data_file.empty())
       c.error("sft.data_file", "required when mode is sft");
+    if (sft.packed) {
+      c.error("sft.packed",
+              "packing is not implemented in this build (samples would see each other across the "
+              "block-causal mask); set false");
+    }
   }
 };
 

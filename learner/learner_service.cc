@@ -15,6 +15,7 @@
 #include "common/wire/envelope.h"
 #include "learner/policy_updater.h"
 #include "learner/run_loop.h"
+#include "learner/sft_run.h"
 
 #ifndef DICE_GIT_REVISION
 #define DICE_GIT_REVISION ""
@@ -63,7 +64,8 @@ Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& confi
   record.setConfigYaml(print_dice_config(config));
   record.setGitRevision(DICE_GIT_REVISION);
   record.setHost(host_name());
-  record.setNote(config.learner.update_policy
+  record.setNote(config.learner.mode == TrainMode::kSft ? std::string("SFT")
+                 : config.learner.update_policy
                      ? std::string("policy update: TraceRL")
                      : std::string("policy update: ") + kNoPolicyUpdate +
                            " (rollouts, verdicts and advantages are real)");
@@ -90,15 +92,52 @@ void shut_down_workers(transport::WorkDispatcher& dispatcher, const DiceConfig& 
                  << kv("reason", reason);
 }
 
+// learner.mode sft: no workers, no socket; the reward log gets the RunRecord and the SFT metric
+// series, /metrics the progress.
+int run_sft_service(service::ServiceContext& context) {
+  const DiceConfig& config = context.config;
+  auto shutdown = service::ShutdownSignal::install();
+  if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
+  service::MetricsRegistry registry;
+  service::MetricsServerOptions metrics_options;
+  metrics_options.host = "0.0.0.0";
+  metrics_options.port = static_cast<std::uint16_t>(
+      context.metrics_port.value_or(config.cluster.learner.metrics_port));
+  auto server = service::MetricsServer::start(metrics_options, &registry);
+  if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
+  Status fresh = check_run_is_new(config.run.reward_log_path, config.run.id);
+  if (!fresh.ok()) {
+    return fail(fresh.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure,
+                "reward log", fresh);
+  }
+  rewardlog::RewardLogOptions log_options;
+  log_options.path = config.run.reward_log_path;
+  auto log = rewardlog::RewardLogWriter::open(log_options);
+  if (!log.ok()) return fail(kExitFailure, "reward log", log.status());
+  Status recorded = write_run_record(**log, config);
+  if (!recorded.ok()) return fail(kExitFailure, "reward log", recorded);
+  service::ShutdownSignal& signal = **shutdown;
+  auto summary = run_sft(config, **log, registry, [&signal] { return signal.requested(); });
+  Status closed = (*log)->close();
+  (*server)->stop();
+  if (!summary.ok()) {
+    const StatusCode code = summary.status().code();
+    return fail(code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound
+                    ? kExitBadInput
+                    : kExitFailure,
+                "SFT", summary.status());
+  }
+  if (!closed.ok()) return fail(kExitFailure, "reward log close", closed);
+  DICE_LOG(Info) << "SFT done" << kv("steps", summary->steps) << kv("stopped", summary->stopped)
+                 << kv("checkpoint", summary->checkpoint);
+  return 0;
+}
+
 }  // namespace
 
 int run_learner_service(service::ServiceContext& context) {
   const DiceConfig& config = context.config;
-  if (config.learner.mode == TrainMode::kSft) {
-    return fail(
-        kExitBadInput, "learner.mode sft",
-        Status::invalid_argument("supervised fine-tuning is not implemented in this build"));
-  }
+  if (config.learner.mode == TrainMode::kSft) return run_sft_service(context);
   auto prompts = load_prompt_templates(config.rollout.prompt_templates);
   if (!prompts.ok()) return fail(kExitBadInput, "prompt templates", prompts.status());
   auto phases = plan_phases(config, prompts.value());

@@ -12,16 +12,11 @@
 #include "common/model/weights.h"
 #include "common/remove_tree.h"
 #include "common/torch_compat.h"
+#include "learner/policy_checkpoint.h"
 #include "learner/policy_trainer.h"
 
 namespace dice {
 namespace {
-
-// Files of a Hugging Face model folder that are not weights; copied so that every checkpoint
-// opens in transformers on its own.
-constexpr const char* kSideFiles[] = {
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-    "merges.txt",     "added_tokens.json",     "generation_config.json",  "chat_template.jinja"};
 
 // State shared by the calls of one run's updater.
 struct Updater {
@@ -38,23 +33,7 @@ struct Updater {
   }
 
   Status save(std::uint64_t version) {
-    namespace fs = std::filesystem;
-    const std::string dir = dir_of(version);
-    const std::string tmp = dir + ".partial";
-    DICE_RETURN_IF_ERROR(remove_tree(tmp));
-    DICE_RETURN_IF_ERROR(save_qwen3_lm(*trainer->model(), tmp));
-    for (const char* name : kSideFiles) {
-      std::error_code ec;
-      const fs::path from = fs::path(source_dir) / name;
-      if (!fs::exists(from, ec)) continue;
-      fs::copy_file(from, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
-      if (ec)
-        return Status::io_error("copy " + from.string() + " into " + tmp + ": " + ec.message());
-    }
-    if (std::rename(tmp.c_str(), dir.c_str()) != 0) {
-      return Status::io_error("rename " + tmp + " to " + dir);
-    }
-    return Status::ok_status();
+    return save_policy_checkpoint(*trainer->model(), source_dir, dir_of(version));
   }
 
   // Retention (see the header); a failed delete is logged, never fatal.

@@ -133,18 +133,25 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
   }
   std::vector<rewardlog::LogRecord> records;
   for (const auto& [name, value] : values) {
-    capnp::MallocMessageBuilder message;
-    auto record = message.initRoot<schema::MetricRecord>();
-    record.setRunId(settings.run_id);
-    record.setName(name);
-    record.setStep(settings.step);
-    record.setValue(value);
-    record.setUnixMillis(timing.finished_ms);
     DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
-                          rewardlog::encode_record(record.asReader()));
+                          metric_record(settings.run_id, name, settings.step, value,
+                                        timing.finished_ms));
     records.push_back(std::move(encoded));
   }
   return records;
+}
+
+Result<rewardlog::LogRecord> metric_record(const std::string& run_id, const std::string& name,
+                                           std::uint64_t step, double value,
+                                           std::int64_t unix_millis) {
+  capnp::MallocMessageBuilder message;
+  auto record = message.initRoot<schema::MetricRecord>();
+  record.setRunId(run_id);
+  record.setName(name);
+  record.setStep(step);
+  record.setValue(value);
+  record.setUnixMillis(unix_millis);
+  return rewardlog::encode_record(record.asReader());
 }
 
 }  // namespace dice

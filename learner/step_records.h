@@ -45,6 +45,11 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
                                                          StepTiming timing,
                                                          const PolicyUpdate& update = {});
 
+// One point of a metric series.
+Result<rewardlog::LogRecord> metric_record(const std::string& run_id, const std::string& name,
+                                           std::uint64_t step, double value,
+                                           std::int64_t unix_millis);
+
 // Mean reward over the step's verdicts (0 when none).
 double mean_reward(const StepCounts& counts);
 

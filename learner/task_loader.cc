@@ -1,5 +1,7 @@
 #include "learner/task_loader.h"
 
+#include "learner/json_file.h"
+
 #include <algorithm>
 #include <boost/json.hpp>
 #include <fstream>
@@ -8,55 +10,6 @@
 
 namespace dice {
 namespace {
-
-namespace json = boost::json;
-
-// "line L, column C" of byte `offset` in `text`, for JSON syntax errors.
-std::string position_of(const std::string& text, std::size_t offset) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(column);
-}
-
-Result<json::value> parse_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("task file " + path + ": cannot open");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Status::io_error("task file " + path + ": read failed");
-  const std::string text = buffer.str();
-  json::stream_parser parser;
-  json::error_code ec;
-  const std::size_t used = parser.write(text.data(), text.size(), ec);
-  if (!ec) parser.finish(ec);
-  if (ec) {
-    return Status::invalid_argument("task file " + path + ":" + position_of(text, used) +
-                                    ": not valid JSON: " + ec.message());
-  }
-  return parser.release();
-}
-
-// The string at `key`, or an error naming it; `required` false: "" when absent.
-Result<std::string> string_field(const json::object& entry, const char* key, bool required,
-                                 const std::string& where) {
-  const json::value* value = entry.if_contains(key);
-  if (value == nullptr) {
-    if (!required) return std::string();
-    return Status::invalid_argument(where + ": missing \"" + key + "\"");
-  }
-  if (!value->is_string()) {
-    return Status::invalid_argument(where + ": \"" + key + "\" must be a string, got " +
-                                    json::serialize(*value).substr(0, 40));
-  }
-  return std::string(value->get_string().c_str(), value->get_string().size());
-}
 
 // An id or level written as a string or a non-negative integer, as text.
 Result<std::string> text_or_integer(const json::value& value, const char* key,
@@ -117,7 +70,7 @@ Result<LearnerTask> read_task(const json::value& item, TaskKind kind, const Prom
 
 Result<std::vector<LearnerTask>> load_task_file(const std::string& path, TaskKind kind,
                                                 const PromptTemplate& prompt) {
-  DICE_ASSIGN_OR_RETURN(json::value root, parse_json_file(path));
+  DICE_ASSIGN_OR_RETURN(json::value root, parse_json_file(path, "task file"));
   if (!root.is_array()) {
     return Status::invalid_argument("task file " + path + ": expected a JSON array of tasks");
   }

@@ -12,9 +12,7 @@ namespace dice {
 Result<std::vector<std::int64_t>> encode_rollout_prompt(const tokenizer::Tokenizer& tokenizer,
                                                         const std::string& prompt) {
   if (prompt.empty()) return Status::invalid_argument("the task has an empty prompt");
-  DICE_ASSIGN_OR_RETURN(std::string text, tokenizer::apply_chat_template({{"user", prompt}}, true));
-  std::vector<std::int32_t> ids = tokenizer.encode(text);
-  return std::vector<std::int64_t>(ids.begin(), ids.end());
+  return tokenizer::encode_user_turn(tokenizer, prompt);
 }
 
 RolloutWorker::RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& tokenizer,

@@ -1,5 +1,7 @@
 #include "common/tokenizer/chat_template.h"
 
+#include "common/tokenizer/tokenizer.h"
+
 #include <string_view>
 
 namespace dice::tokenizer {
@@ -102,6 +104,14 @@ Result<std::string> apply_chat_template(const std::vector<ChatMessage>& messages
   ChatTemplateOptions options;
   options.add_generation_prompt = add_generation_prompt;
   return apply_chat_template(messages, options);
+}
+
+Result<std::vector<std::int64_t>> encode_user_turn(const Tokenizer& tokenizer,
+                                                   const std::string& user_text) {
+  if (user_text.empty()) return Status::invalid_argument("empty prompt");
+  DICE_ASSIGN_OR_RETURN(std::string text, apply_chat_template({{"user", user_text}}, true));
+  std::vector<std::int32_t> ids = tokenizer.encode(text);
+  return std::vector<std::int64_t>(ids.begin(), ids.end());
 }
 
 }  // namespace dice::tokenizer

@@ -16,6 +16,7 @@
 // their ids (it matches added tokens by default).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,13 @@ Result<std::string> apply_chat_template(const std::vector<ChatMessage>& messages
 // The same, with the two arguments of Hugging Face's apply_chat_template.
 Result<std::string> apply_chat_template(const std::vector<ChatMessage>& messages,
                                         bool add_generation_prompt);
+
+class Tokenizer;
+
+// The token ids of `user_text` as the model sees it when asked to answer: one user turn in the
+// chat template with the generation prompt (what a rollout samples from, and what SFT trains
+// the response after). InvalidArgument for an empty text.
+Result<std::vector<std::int64_t>> encode_user_turn(const Tokenizer& tokenizer,
+                                                   const std::string& user_text);
 
 }  // namespace dice::tokenizer

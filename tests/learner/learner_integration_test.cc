@@ -286,6 +286,46 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
   EXPECT_NE(log_text.find("weights pushed"), std::string::npos);
 }
 
+TEST_F(LearnerIntegrationTest, SftTrainsOnTheDataAndWritesCheckpoints) {
+  const std::string policy = (dir_ / "policy").string();
+  ChildProcess writer(DICE_TINY_POLICY_WRITER, {policy}, (dir_ / "writer.log").string());
+  ASSERT_EQ(writer.wait_exit(kDeadline), 0) << read_file(dir_ / "writer.log");
+  std::ofstream(dir_ / "sft.json") << R"([
+    {"id": "a", "prompt_ids": [1, 2, 3, 4, 5], "response_ids": [10, 11, 12, 13, 14, 15]},
+    {"id": "b", "prompt_ids": [6, 7, 8], "response_ids": [20, 21, 22, 23, 24]},
+    {"id": "c", "prompt_ids": [9], "response_ids": [30, 31, 32, 33, 34, 35, 36, 37]},
+    {"id": "long", "prompt_ids": [1, 2, 3, 4, 5, 6, 7, 8], "response_ids": [1, 2, 3, 4, 5, 6]}
+  ])";
+  write_config(1);  // the curriculum file every config names (unused by SFT)
+  std::ofstream(dir_ / "sft.yaml")
+      << "run:\n  id: sft-run\n  reward_log_path: log\n"
+      << "curriculum_file: curriculum.yaml\n"
+      << "learner:\n  mode: sft\n  dtype: fp32\n  seed: 3\n"
+      << "  checkpoint:\n    dir: checkpoints\n    interval_steps: 2\n"
+      << "  sft:\n    data_file: sft.json\n    epochs: 2\n"
+      << "    batch_size: 2\n    max_length: 12\n    lr: 1e-3\n"
+      << "rollout:\n  model_path: " << policy << "\n"
+      << "cluster:\n  learner:\n    metrics_port: " << metrics_port_ << "\n";
+  auto learner = start_learner((dir_ / "sft.yaml").string());
+  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+  const std::string log_text = learner_log();
+  // 3 samples fit 12 tokens ("long" has 14): 2 steps per epoch, 4 in all.
+  EXPECT_NE(log_text.find("samples=3 too_long=1"), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find("SFT step 4/4"), std::string::npos) << log_text;
+  for (const char* step : {"sft-step-2", "sft-step-4"}) {
+    EXPECT_TRUE(fs::exists(dir_ / "checkpoints" / "sft-run" / step / "model.safetensors")) << step;
+  }
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto losses = log->metrics("sft-run", std::string("sft/loss"));
+  ASSERT_TRUE(losses.ok()) << losses.status().to_string();
+  ASSERT_EQ(losses->size(), 4u);
+  for (const auto& m : *losses) EXPECT_TRUE(std::isfinite(m.get().getValue()));
+  auto lr = log->metrics("sft-run", std::string("sft/lr"));
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(lr->size(), 4u);
+}
+
 TEST_F(LearnerIntegrationTest, AModelThatDoesNotLoadIsBadInput) {
   auto learner = start_learner(write_config(1, "tasks.json", 20, (dir_ / "missing").string()));
   EXPECT_EQ(learner->wait_exit(kDeadline), 2) << learner_log();

@@ -163,7 +163,8 @@ TEST(ShutdownSignalProcessTest, SecondSigtermExitsAtOnce) {
   int status = child.wait_exit(milliseconds(5000));
   ASSERT_NE(status, -1) << child.output();
   EXPECT_LT(Clock::now() - start, milliseconds(5000));
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status) << "; output:\n"
+                                 << child.output();
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
   EXPECT_EQ(child.output().find("drained"), std::string::npos);
 }

@@ -28,10 +28,14 @@ int main(int argc, char** argv) {
     std::printf("shutdown requested\n");
     std::fflush(stdout);
   });
-  std::printf("ready\n");
-  std::fflush(stdout);
   int finished = 0;
   while (!signal.requested()) {
+    // "ready" once the first item is in hand: a signal sent after it always finds an item in
+    // flight (printed before the loop, a quick signal could stop the loop before any item).
+    if (finished == 0) {
+      std::printf("ready\n");
+      std::fflush(stdout);
+    }
     // One in-flight item: simulated work that does not look at the signal until it is done.
     std::this_thread::sleep_for(item_time);
     ++finished;

@@ -1,0 +1,69 @@
+// SftTrainer: supervised fine-tuning of the block-diffusion model (REFERENCE section 2).
+//
+//   per sample:  t ~ U(0, 1), p = (1 - 1e-3) t + 1e-3
+//                x_0 = prompt + response, padded with the mask token to whole blocks
+//                x_t = x_0 with each response token masked with probability p (prompt never)
+//                loss = sum over masked response tokens of -log p_theta(x_0 | x_t, x_0 blocks
+//                       before) / p, divided by the response length
+//   per step:    the mean over the batch's samples (one training-layout forward each, so memory
+//                does not grow with the batch), then one AdamW step (master_weights.h)
+//
+// The noise comes from the trainer's own generator (seeded): the same seed, data order and
+// options give the same masks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "common/model/qwen3.h"
+#include "common/status.h"
+#include "learner/learner_options.h"
+#include "learner/master_weights.h"
+#include "learner/sft_data.h"
+
+namespace dice {
+
+struct SftTrainerOptions {
+  OptimizerOptions optimizer;  // lr is set per step by the caller's schedule
+  bool activation_checkpointing = true;
+  bool optimizer_on_cpu = false;
+  std::uint64_t seed = 1;
+};
+
+struct SftStepStats {
+  double loss = 0.0;  // the objective above, mean over the batch
+  double grad_norm = 0.0;
+  std::int64_t masked_tokens = 0;
+  std::int64_t sequences = 0;
+};
+
+// One sample's noisy copy: x_t, x_0 (both padded to whole blocks), the masked positions and p.
+struct SftNoised {
+  std::vector<std::int64_t> x_t, x_0;
+  std::vector<std::int64_t> masked;  // positions in x_t holding the mask instead of x_0's token
+  double p = 0.0;
+};
+SftNoised sft_noise(const SftSample& sample, double t, std::int64_t block_size,
+                    std::int64_t mask_token_id, std::mt19937_64& rng);
+
+class SftTrainer {
+ public:
+  static Result<std::unique_ptr<SftTrainer>> create(Qwen3LM model, SftTrainerOptions options);
+
+  // One optimizer step at learning rate `lr` on `batch`. Internal for a LibTorch failure.
+  Result<SftStepStats> step(const std::vector<const SftSample*>& batch, double lr);
+
+  Qwen3LM model() const { return model_; }
+
+ private:
+  SftTrainer(Qwen3LM model, SftTrainerOptions options);
+
+  Qwen3LM model_;
+  SftTrainerOptions options_;
+  std::unique_ptr<MasterWeights> masters_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace dice

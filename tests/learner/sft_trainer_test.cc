@@ -1,0 +1,67 @@
+// SftTrainer on the tiny random model (CPU): the noise follows REFERENCE section 2, and training
+// on a few samples lowers their loss.
+#include "learner/sft_trainer.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "tests/model/model_test_util.h"
+
+namespace dice {
+namespace {
+
+using testing_util::random_lm;
+using testing_util::tiny_config;
+
+SftSample sample(std::int64_t first) {
+  SftSample s;
+  s.prompt = {1, 2, 3, 4, 5};
+  for (std::int64_t i = 0; i < 10; ++i) s.response.push_back(first + i);
+  return s;
+}
+
+TEST(SftNoiseTest, OnlyResponseTokensAreMaskedAtRateP) {
+  std::mt19937_64 rng(3);
+  const SftSample s = sample(10);
+  std::int64_t masked = 0;
+  for (int i = 0; i < 2000; ++i) {
+    SftNoised n = sft_noise(s, 0.4, 4, 63, rng);
+    EXPECT_NEAR(n.p, (1 - 1e-3) * 0.4 + 1e-3, 1e-12);
+    ASSERT_EQ(n.x_0.size(), 16u);  // 15 tokens padded to whole blocks of 4
+    EXPECT_EQ(n.x_0[15], 63);
+    for (std::size_t j = 0; j < 5; ++j) ASSERT_EQ(n.x_t[j], s.prompt[j]) << "prompt masked";
+    for (std::int64_t pos : n.masked) {
+      ASSERT_GE(pos, 5);
+      ASSERT_LT(pos, 15);
+      ASSERT_EQ(n.x_t[static_cast<std::size_t>(pos)], 63);
+    }
+    masked += static_cast<std::int64_t>(n.masked.size());
+  }
+  EXPECT_NEAR(static_cast<double>(masked) / (2000.0 * 10.0), 0.4, 0.02);
+  // t = 0 still masks now and then: p never drops below 1e-3.
+  EXPECT_NEAR(sft_noise(s, 0.0, 4, 63, rng).p, 1e-3, 1e-12);
+}
+
+TEST(SftTrainerTest, TrainingLowersTheLossOfItsSamples) {
+  Qwen3LM model = random_lm(tiny_config(), 9);
+  SftTrainerOptions o;
+  o.optimizer.lr = 3e-3;
+  o.seed = 5;
+  auto trainer = SftTrainer::create(model, o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+  const SftSample a = sample(10), b = sample(30);
+  std::vector<const SftSample*> batch = {&a, &b};
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    auto stats = (*trainer)->step(batch, o.optimizer.lr);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    EXPECT_EQ(stats->sequences, 2);
+    ASSERT_TRUE(std::isfinite(stats->loss));
+    if (step < 10) first += stats->loss;
+    if (step >= 50) last += stats->loss;
+  }
+  EXPECT_LT(last, 0.5 * first) << "the loss of 10 steps: first " << first << ", last " << last;
+}
+
+}  // namespace
+}  // namespace dice
