@@ -133,9 +133,9 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
   }
   std::vector<rewardlog::LogRecord> records;
   for (const auto& [name, value] : values) {
-    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
-                          metric_record(settings.run_id, name, settings.step, value,
-                                        timing.finished_ms));
+    DICE_ASSIGN_OR_RETURN(
+        rewardlog::LogRecord encoded,
+        metric_record(settings.run_id, name, settings.step, value, timing.finished_ms));
     records.push_back(std::move(encoded));
   }
   return records;
