@@ -1,0 +1,227 @@
+#include "reward/judge.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <capnp/message.h>
+#include <capnp/schema.h>
+
+#include "reward/extract.h"
+#include "reward/judge_variants.h"
+
+namespace dice {
+namespace {
+
+std::string failure_name(schema::FailureClass failure) {
+  for (auto e : capnp::Schema::from<schema::FailureClass>().getEnumerants()) {
+    if (e.getOrdinal() == static_cast<uint16_t>(failure)) return e.getProto().getName().cStr();
+  }
+  return "unknown";
+}
+
+// Numbers as JSON: finite, shortest round-trip-ish text.
+std::string json_number(double value) {
+  if (!(value == value) || value > 1e300 || value < -1e300) return "null";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+std::string clip(std::string_view text, size_t n) {
+  return std::string(text.substr(0, n)) + (text.size() > n ? "..." : "");
+}
+
+Status write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return Status::io_error(path.string() + ": cannot write");
+  return Status();
+}
+
+}  // namespace
+
+std::string json_quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+Result<std::string> judged_source(const JudgeItem& item) {
+  ExtractedSource extracted = extract_candidate(
+      judge_response_text(item), item.infill ? item.prefix : "", item.infill ? item.suffix : "");
+  if (extracted.failure != schema::FailureClass::NONE) {
+    return Status::invalid_argument(failure_name(extracted.failure) + ": " + extracted.detail);
+  }
+  return extracted.source;
+}
+
+std::vector<JudgeItem> with_variants(const std::vector<JudgeItem>& items, bool with_broken,
+                                     std::vector<std::string>* without_variants) {
+  std::vector<JudgeItem> out = items;
+  if (!with_broken) return out;
+  for (const JudgeItem& item : items) {
+    auto source = judged_source(item);
+    std::vector<BrokenVariant> variants;
+    if (source.ok()) variants = broken_variants(source.value());
+    if (variants.empty() && without_variants) without_variants->push_back(item.id);
+    for (BrokenVariant& variant : variants) {
+      JudgeItem broken;
+      broken.id = item.id;
+      broken.variant = variant.name;
+      broken.reference = item.reference;
+      broken.full_source = std::move(variant.source);
+      broken.edit = std::move(variant.edit);
+      out.push_back(std::move(broken));
+    }
+  }
+  return out;
+}
+
+Status dump_sources(const std::vector<JudgeItem>& candidates, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const char* sub : {"refs", "candidates"}) {
+    fs::create_directories(fs::path(dir) / sub, ec);
+    if (ec) return Status::io_error(dir + "/" + sub + ": cannot create (" + ec.message() + ")");
+  }
+  std::ostringstream manifest;
+  std::vector<std::string> refs_written;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const JudgeItem& c = candidates[i];
+    // Files are numbered, not named by id: ids are free text.
+    const std::string ref = "refs/" + std::to_string(i) + ".py";
+    const std::string file = "candidates/" + std::to_string(i) + "." + c.variant + ".py";
+    if (Status s = write_file(fs::path(dir) / ref, c.reference); !s.ok()) return s;
+    manifest << "{\"id\": " << json_quote(c.id) << ", \"variant\": " << json_quote(c.variant)
+             << ", \"reference\": " << json_quote(ref);
+    auto source = judged_source(c);
+    if (source.ok()) {
+      if (Status s = write_file(fs::path(dir) / file, source.value()); !s.ok()) return s;
+      manifest << ", \"candidate\": " << json_quote(file) << "}\n";
+    } else {
+      manifest << ", \"candidate\": null, \"error\": " << json_quote(source.status().message())
+               << "}\n";
+    }
+  }
+  return write_file(fs::path(dir) / "manifest.jsonl", manifest.str());
+}
+
+std::string verdict_json(const JudgeItem& item, schema::Verdict::Reader verdict, bool timed) {
+  std::ostringstream out;
+  auto timings = verdict.getTimings();
+  out << "{\"id\": " << json_quote(item.id) << ", \"variant\": " << json_quote(item.variant)
+      << ", \"compiled\": " << (verdict.getCompiled() ? "true" : "false")
+      << ", \"correct\": " << (verdict.getCorrect() ? "true" : "false")
+      << ", \"failure\": " << json_quote(failure_name(verdict.getFailure()))
+      << ", \"reward\": " << json_number(verdict.getReward()) << ", \"findings\": [";
+  bool first = true;
+  for (auto f : verdict.getFindings()) {
+    out << (first ? "" : ", ") << "{\"check\": " << json_quote(f.getCheck().cStr())
+        << ", \"detail\": " << json_quote(clip(f.getDetail().cStr(), 300))
+        << ", \"fatal\": " << (f.getFatal() ? "true" : "false") << "}";
+    first = false;
+  }
+  const bool has_speedup = timed && verdict.getCorrect() && verdict.getSpeedup() > 0;
+  out << "], \"compile_seconds\": " << json_number(timings.getCompileSeconds())
+      << ", \"eval_seconds\": " << json_number(timings.getEvalSeconds())
+      << ", \"speedup\": " << (has_speedup ? json_number(verdict.getSpeedup()) : "null")
+      << ", \"max_abs_error\": " << json_number(verdict.getMaxAbsError())
+      << ", \"source_hash\": " << json_quote(verdict.getSourceHash().cStr())
+      << ", \"edit\": " << json_quote(item.edit)
+      << ", \"log_excerpt\": " << json_quote(clip(verdict.getLogExcerpt().cStr(), 600)) << "}";
+  return out.str();
+}
+
+std::string summary_json(const JudgeSummary& s) {
+  std::ostringstream out;
+  out << "{\"candidates\": " << s.candidates << ", \"compiled\": " << s.compiled
+      << ", \"correct\": " << s.correct << ", \"cache_hits\": " << s.cache_hits
+      << ", \"variants\": " << s.variants << ", \"variants_correct\": " << s.variants_correct
+      << ", \"seconds\": " << json_number(s.seconds)
+      << ", \"per_minute\": " << json_number(s.per_minute()) << "}";
+  return out.str();
+}
+
+JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& candidates,
+                       int threads, const std::function<void(const std::string&)>& emit) {
+  JudgeSummary summary;
+  std::mutex mutex;
+  std::atomic<size_t> next{0};
+  const auto started = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (size_t i = next++; i < candidates.size(); i = next++) {
+      const JudgeItem& item = candidates[i];
+      capnp::MallocMessageBuilder request_message;
+      auto request = request_message.initRoot<schema::EvalRequest>();
+      request.setWorkId(i);
+      auto task = request.initTask();
+      task.setId(item.id);
+      task.setPhase(item.infill ? schema::Phase::INFILL : schema::Phase::E2E);
+      task.setReferenceSource(item.reference);
+      if (item.infill) {
+        task.setInfillPrefix(item.prefix);
+        task.setInfillSuffix(item.suffix);
+      }
+      auto candidate = request.initCandidate();
+      candidate.setText(judge_response_text(item));
+      candidate.setSampleIndex(static_cast<uint32_t>(i));
+      capnp::MallocMessageBuilder verdict_message;
+      auto verdict = verdict_message.initRoot<schema::Verdict>();
+      pipeline.evaluate(request, verdict);
+      const auto reader = verdict.asReader();
+      const std::string line =
+          verdict_json(item, reader, reader.getTimings().getTimingTrials() > 0);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++summary.candidates;
+      summary.compiled += reader.getCompiled();
+      summary.correct += reader.getCorrect();
+      summary.cache_hits += reader.getCompiled() && reader.getTimings().getCompileSeconds() == 0;
+      if (item.variant != "original") {
+        ++summary.variants;
+        summary.variants_correct += reader.getCorrect();
+      }
+      emit(line);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return summary;
+}
+
+}  // namespace dice

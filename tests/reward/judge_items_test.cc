@@ -1,0 +1,115 @@
+// dice-judge's input (reward/judge_items.h) and output (reward/judge.h): every malformed input
+// is named by file, item and field; the splice and the dumped sources are what the pipeline
+// evaluates.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include "reward/json_value.h"
+#include "reward/judge.h"
+
+namespace dice {
+namespace {
+
+std::string error_of(const std::string& text) {
+  auto items = parse_judge_items(text, "items.json");
+  return items.ok() ? "ok" : items.status().message();
+}
+
+TEST(JudgeItemsTest, MalformedInputIsNamed) {
+  EXPECT_NE(error_of("[{").find("items.json: not JSON"), std::string::npos) << error_of("[{");
+  EXPECT_EQ(error_of("{}"), "items.json: expected a JSON array of items");
+  EXPECT_EQ(error_of("[3]"), "items.json: item 0: not a JSON object");
+  EXPECT_EQ(error_of(R"([{"pytorch_code": "x"}])"), "items.json: item 0: \"id\" is missing");
+  EXPECT_EQ(error_of(R"([{"id": 1.5}])"),
+            "items.json: item 0: \"id\" must be a non-empty string or an integer");
+  EXPECT_EQ(error_of(R"([{"id": 1, "pytorch_code": "x", "cuda_code": "y"}, {"id": "b"}])"),
+            "items.json: item 1 (id b): \"pytorch_code\" is missing");
+  EXPECT_EQ(error_of(R"([{"id": 7, "pytorch_code": "x", "prefix": "p", "middle": "m"}])"),
+            "items.json: item 0 (id 7): \"suffix\" is missing");
+  EXPECT_EQ(
+      error_of(R"([{"id": 7, "pytorch_code": "x", "middle": 3, "prefix": "", "suffix": ""}])"),
+      "items.json: item 0 (id 7): \"middle\" is not a string");
+  EXPECT_EQ(error_of(R"([{"id": 7, "pytorch_code": "x"}])"),
+            "items.json: item 0 (id 7): no candidate: give \"prefix\"/\"middle\"/\"suffix\", "
+            "\"cuda_code\" or \"candidate\"");
+  auto missing = load_judge_items("/nonexistent/items.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "/nonexistent/items.json: cannot open the items file");
+}
+
+TEST(JudgeItemsTest, InfillAndWholeFileItems) {
+  auto items = parse_judge_items(R"([
+    {"id": 12, "pytorch_code": "ref", "prefix": "import torch\n", "middle": "core = 1",
+     "suffix": "\nclass ModelNew: pass\n", "cuda_code": "ignored"},
+    {"id": "e2e-1", "pytorch_code": "ref", "candidate": "import torch\nx = 1\n"},
+    {"id": "e2e-2", "pytorch_code": "ref", "cuda_code": "import torch\ny = 2\n"}])",
+                                 "items.json");
+  ASSERT_TRUE(items.ok()) << items.status().to_string();
+  ASSERT_EQ(items->size(), 3u);
+  EXPECT_EQ((*items)[0].id, "12");
+  EXPECT_TRUE((*items)[0].infill);
+  EXPECT_EQ((*items)[0].variant, "original");
+  auto spliced = judged_source((*items)[0]);
+  ASSERT_TRUE(spliced.ok()) << spliced.status().to_string();
+  // The core keeps its own line end; the suffix starts with another.
+  EXPECT_EQ(spliced.value(), "import torch\ncore = 1\n\nclass ModelNew: pass\n");
+  EXPECT_FALSE((*items)[1].infill);
+  EXPECT_EQ(judged_source((*items)[1]).value(), "import torch\nx = 1\n");
+  EXPECT_EQ(judged_source((*items)[2]).value(), "import torch\ny = 2\n");
+}
+
+TEST(JudgeItemsTest, DumpSourcesWritesManifestAndFiles) {
+  auto items = parse_judge_items(
+      R"([{"id": "a\"1", "pytorch_code": "ref a", "candidate": "import torch\n"}])", "items.json");
+  ASSERT_TRUE(items.ok());
+  const auto dir = std::filesystem::temp_directory_path() / "dice-judge-dump-test";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(dump_sources(items.value(), dir.string()).ok());
+  std::ifstream manifest(dir / "manifest.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(manifest, line));
+  auto doc = JsonDocument::parse(line, "manifest");
+  ASSERT_TRUE(doc.ok()) << line;
+  EXPECT_EQ(json_string(doc->root(), "id"), "a\"1");
+  EXPECT_EQ(json_string(doc->root(), "variant"), "original");
+  std::ifstream candidate(dir / json_string(doc->root(), "candidate"));
+  std::stringstream text;
+  text << candidate.rdbuf();
+  EXPECT_EQ(text.str(), "import torch\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(JudgeItemsTest, VerdictLineIsJson) {
+  JudgeItem item;
+  item.id = "6995";
+  item.variant = "wrong_value";
+  item.edit = "line 3: out[i] = v -> value * 1.5 + 1";
+  capnp::MallocMessageBuilder message;
+  auto verdict = message.initRoot<schema::Verdict>();
+  verdict.setCompiled(true);
+  verdict.setFailure(schema::FailureClass::INCORRECT);
+  verdict.setLogExcerpt("max error 0.5\n\"quoted\"");
+  verdict.getTimings().setCompileSeconds(1.5f);
+  verdict.setSpeedup(2.0f);
+  auto finding = verdict.initFindings(1)[0];
+  finding.setCheck("kernel-not-launched");
+  finding.setFatal(true);
+  const std::string line = verdict_json(item, verdict.asReader(), true);
+  auto doc = JsonDocument::parse(line, "verdict");
+  ASSERT_TRUE(doc.ok()) << line;
+  EXPECT_EQ(json_string(doc->root(), "failure"), "incorrect");
+  EXPECT_EQ(json_string(doc->root(), "variant"), "wrong_value");
+  EXPECT_TRUE(json_bool(doc->root(), "compiled"));
+  EXPECT_FALSE(json_bool(doc->root(), "correct", true));
+  EXPECT_EQ(json_number(doc->root(), "compile_seconds"), 1.5);
+  EXPECT_TRUE(json_is_null(doc->root(), "speedup"));  // not correct: no speedup
+  EXPECT_EQ(json_string(doc->root(), "log_excerpt"), "max error 0.5\n\"quoted\"");
+  EXPECT_NE(line.find("\"check\": \"kernel-not-launched\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dice
