@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "reward/extract.h"
 #include "reward/reward_policy.h"
+#include "reward/sandbox_netns.h"
 
 namespace dice {
 namespace {
@@ -67,7 +68,11 @@ RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain
     : options_(options),
       identity_(std::move(identity)),
       slots_(identity_.gpu_slots),
-      compiler_(std::move(toolchain), compile_options(options)) {}
+      compiler_(std::move(toolchain), compile_options(options)) {
+  // One network namespace ready per slot (evaluations run one per slot at a time), so the first
+  // evaluations do not wait for the pool to grow.
+  NetnsPool::shared().prewarm(static_cast<int>(identity_.gpu_slots.size()));
+}
 
 void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
                               schema::Verdict::Builder verdict) {

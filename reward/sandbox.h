@@ -2,13 +2,15 @@
 // child process that cannot take the worker down with it.
 //
 // What the child gets, in order of setup (Linux; the worker runs as root here and on GPU nodes):
-//   - new PID, network and mount namespaces (clone flags). Killing the child, PID 1 of its
-//     namespace, kills everything it spawned, even processes that left its process group; the
-//     network namespace has only a loopback that is down, so every connect() fails; the mount
-//     namespace remounts /tmp, /var/tmp and /dev/shm read-only with the scratch directory bound
-//     back read-write on top. The namespace's PID 1 is a minimal init that forks the command and
-//     relays its wait status (PID 1 would ignore the command's own fatal signals). Not
-//     permitted (no root)? A plain fork, and a warning logged once.
+//   - new PID and mount namespaces (clone flags) and a network namespace of the run's own: one
+//     from NetnsPool (sandbox_netns.h), joined with setns() and checked clean before another run
+//     gets it, which is cheaper than creating and destroying one per run. Killing the child,
+//     PID 1 of its namespace, kills everything it spawned, even processes that left its process
+//     group; the network namespace has only a loopback that is down, so every connect() fails;
+//     the mount namespace remounts /tmp, /var/tmp and /dev/shm read-only with the scratch
+//     directory bound back read-write on top. The namespace's PID 1 is a minimal init that forks
+//     the command and relays its wait status (PID 1 would ignore the command's own fatal
+//     signals). Not permitted (no root)? A plain fork, and a warning logged once.
 //   - rlimits: RLIMIT_AS (memory), RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC.
 //   - an unprivileged uid (nobody by default) when the worker is root: RLIMIT_NPROC counts the
 //     processes of the child's real uid machine-wide and the kernel does not enforce it for root,
@@ -86,6 +88,10 @@ struct SandboxSpec {
   bool isolate = true;
   // Keep the worker's network (no network namespace) even when isolating. Default: false
   bool allow_network = false;
+  // Create and destroy a network namespace for this run (clone(CLONE_NEWNET), the cost
+  // NetnsPool avoids) instead of leasing one from the pool; sandbox_bench compares the two.
+  // Default: false
+  bool fresh_network_namespace = false;
   // uid/gid the child runs as when the worker is root; -1 = keep root; kUniqueSandboxUid = a uid
   // of its own for this run (SandboxUid). Default: kUniqueSandboxUid
   int uid = kUniqueSandboxUid;
@@ -94,8 +100,10 @@ struct SandboxSpec {
 
 // `spec` for a trusted script that only parses candidate text with Python's ast (static checks,
 // source extraction) and never runs it: rlimits, a uid of its own and a private scratch folder
-// stay, namespaces go. Creating and tearing down network/mount namespaces serialises in the
-// kernel, and twelve concurrent parser runs timed out at 30 s on the H200 node with them.
+// stay, namespaces go (they guard against running code, which a parse does not do). Twelve
+// concurrent parser runs with namespaces timed out at 30 s on the H200 node; the likely cause,
+// reproduced on the dev VM, was the namespace init's glibc fork() hanging on a copied malloc
+// lock (fixed, see raw_fork in sandbox.cc), not the kernel's namespace cost.
 SandboxSpec parser_sandbox(SandboxSpec spec);
 
 struct SandboxResult {
@@ -108,6 +116,7 @@ struct SandboxResult {
   bool output_truncated = false;  // some bytes of stdout or stderr were dropped
   bool isolated = false;          // namespaces were in effect
   bool unprivileged = false;      // the child ran under a non-root uid
+  bool pooled_network = false;    // the child joined a network namespace from NetnsPool
 
   bool succeeded() const { return !timed_out && signal == 0 && exit_code == 0; }
 };

@@ -2,10 +2,23 @@
 // classified, in bounded time, with this (the worker) process unharmed.
 #include "reward/sandbox.h"
 
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <thread>
+
+#include "reward/sandbox_netns.h"
 
 #include <gtest/gtest.h>
 
@@ -164,6 +177,300 @@ TEST(SandboxTest, NoNetwork) {
     EXPECT_FALSE(r.succeeded()) << addr;
     EXPECT_EQ(classify_sandbox_failure(r), FC::SANDBOX_VIOLATION) << addr << r.stderr_text;
   }
+}
+
+// The first line of a run's output: the runs below print their network namespace there, e.g.
+// "net:[4026532321]".
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+std::string worker_netns() {
+  return std::filesystem::read_symlink("/proc/self/ns/net").string();
+}
+
+// The same name for the namespace an fd holds.
+std::string netns_of_fd(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return "?";
+  return "net:[" + std::to_string(st.st_ino) + "]";
+}
+
+constexpr char kPrintNetns[] = "import os; print(os.readlink('/proc/self/ns/net'))\n";
+
+TEST(SandboxTest, EvaluationRunsJoinAPooledNetworkNamespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
+  SandboxResult r = run_ok(python_spec(kPrintNetns));
+  ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_TRUE(r.isolated);
+  EXPECT_TRUE(r.pooled_network);
+  EXPECT_EQ(first_line(r.stdout_text).rfind("net:[", 0), 0u) << r.stdout_text;
+  EXPECT_NE(first_line(r.stdout_text), worker_netns());
+
+  SandboxSpec fresh = python_spec(kPrintNetns);
+  fresh.fresh_network_namespace = true;
+  SandboxResult f = run_ok(fresh);
+  ASSERT_TRUE(f.succeeded()) << f.stderr_text;
+  EXPECT_FALSE(f.pooled_network);
+  EXPECT_NE(first_line(f.stdout_text), worker_netns());
+}
+
+TEST(SandboxTest, ConcurrentRunsGetDifferentNetworkNamespaces) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
+  // The runs meet in a shared working directory: each writes a file and waits (polling, with a
+  // deadline) until every other one has, so all of them are alive at the same time.
+  std::string templ = "/tmp/dice-netns-meet-XXXXXX";
+  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  const std::string meet = templ;
+  ASSERT_EQ(chmod(meet.c_str(), 0777), 0);
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  std::vector<SandboxResult> results(names.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < names.size(); ++i) {
+    threads.emplace_back([&, i] {
+      SandboxSpec spec = python_spec(
+          "import os, time\n"
+          "me = os.readlink('/proc/self/ns/net')\n"
+          "open('" +
+          names[i] +
+          ".tmp', 'w').write(me)\n"
+          "os.rename('" +
+          names[i] + ".tmp', '" + names[i] +
+          "')\n"
+          "deadline = time.monotonic() + 20\n"
+          "while not all(os.path.exists(n) for n in 'abcd'):\n"
+          "    assert time.monotonic() < deadline, 'the other runs never arrived'\n"
+          "    time.sleep(0.01)\n"
+          "print(me)\n");
+      spec.timeout_seconds = 30;
+      spec.workdir = meet;
+      results[i] = run_ok(spec);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::filesystem::remove_all(meet);
+  std::set<std::string> namespaces;
+  for (const SandboxResult& r : results) {
+    ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+    EXPECT_TRUE(r.pooled_network);
+    namespaces.insert(first_line(r.stdout_text));
+  }
+  EXPECT_EQ(namespaces.size(), names.size());
+  EXPECT_EQ(namespaces.count(worker_netns()), 0u);
+}
+
+TEST(SandboxTest, PoolServesManyRunsWithoutNetwork) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
+  // 40 runs, 4 at a time: every one is cut off from the network, and the pool stays at the
+  // concurrency instead of making a namespace per run.
+  constexpr int kRuns = 40, kConcurrency = 4;
+  const NetnsPoolStats before = NetnsPool::shared().stats();
+  std::vector<SandboxResult> results(kRuns);
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kConcurrency; ++t) {
+    threads.emplace_back([&] {
+      for (int i = next++; i < kRuns; i = next++) {
+        results[static_cast<size_t>(i)] =
+            run_ok(python_spec("import os, socket\n"
+                               "print(os.readlink('/proc/self/ns/net'))\n"
+                               "for addr in ('127.0.0.1', '8.8.8.8'):\n"
+                               "    try:\n"
+                               "        socket.create_connection((addr, 80), 3)\n"
+                               "        print('connected', addr)\n"
+                               "    except OSError as e:\n"
+                               "        print('refused', addr, e)\n"));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<std::string> namespaces;
+  for (const SandboxResult& r : results) {
+    ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+    EXPECT_TRUE(r.pooled_network);
+    EXPECT_EQ(r.stdout_text.find("connected"), std::string::npos) << r.stdout_text;
+    namespaces.insert(first_line(r.stdout_text));
+  }
+  const NetnsPoolStats after = NetnsPool::shared().stats();
+  EXPECT_GE(after.leased - before.leased, kRuns);
+  EXPECT_LE(after.created - before.created, kConcurrency + 2);  // 2: the spares
+  EXPECT_LE(namespaces.size(), static_cast<size_t>(after.created));
+  EXPECT_EQ(namespaces.count(worker_netns()), 0u);
+}
+
+TEST(SandboxTest, WhatARunLeavesDoesNotReachTheNextRun) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
+  // The first run leaves a daemon (its own session, out of the run's process group) listening
+  // on an abstract unix socket, a TCP port and a UDP port. It dies with the run's PID
+  // namespace; later runs, until one gets the same network namespace back (idle ones are handed
+  // out oldest first, so within the pool's size), must find nothing.
+  SandboxResult first = run_ok(python_spec(
+      "import os, socket, sys\n"
+      "me = os.readlink('/proc/self/ns/net')\n"
+      "r, w = os.pipe()\n"
+      "if os.fork() == 0:\n"
+      "    os.setsid()\n"
+      "    if os.fork() == 0:\n"
+      "        u = socket.socket(socket.AF_UNIX); u.bind('\\0dice-leftover'); u.listen()\n"
+      "        t = socket.socket(); t.bind(('0.0.0.0', 47001)); t.listen()\n"
+      "        d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); d.bind(('0.0.0.0', 47002))\n"
+      "        os.write(w, b'1')\n"
+      "        while True: u.accept()\n"
+      "    os._exit(0)\n"
+      "assert os.read(r, 1) == b'1'\n"
+      "print(me)\n"));
+  ASSERT_TRUE(first.succeeded()) << first.stderr_text;
+  ASSERT_TRUE(first.pooled_network);
+  const std::string probe =
+      "import os, socket\n"
+      "print(os.readlink('/proc/self/ns/net'))\n"
+      "u = socket.socket(socket.AF_UNIX)\n"
+      "try:\n"
+      "    u.connect('\\0dice-leftover'); print('reached the leftover')\n"
+      "except ConnectionRefusedError:\n"
+      "    pass\n"
+      "t = socket.socket(); t.bind(('0.0.0.0', 47001)); t.close()\n"
+      "d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); d.bind(('0.0.0.0', 47002))\n"
+      "d.close(); u.close()\n"
+      "for table in ('tcp', 'udp', 'unix'):\n"
+      "    rows = open('/proc/net/' + table).read().splitlines()[1:]\n"
+      "    print(table, len(rows))\n";
+  bool reused = false;
+  for (int i = 0; i < 64 && !reused; ++i) {
+    SandboxResult next = run_ok(python_spec(probe));
+    ASSERT_TRUE(next.succeeded()) << next.stderr_text;
+    reused = first_line(next.stdout_text) == first_line(first.stdout_text);
+    EXPECT_EQ(next.stdout_text.find("reached"), std::string::npos) << next.stdout_text;
+    EXPECT_NE(next.stdout_text.find("tcp 0\nudp 0\nunix 0\n"), std::string::npos)
+        << next.stdout_text;
+  }
+  EXPECT_TRUE(reused) << "the pool never handed the namespace out again";
+}
+
+// Runs `fn` in a thread that has joined the namespace of `fd` (a thread of its own, so this
+// test's thread keeps the worker's namespace).
+template <typename Fn>
+void in_netns(int fd, Fn fn) {
+  std::thread([&] {
+    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0) << strerror(errno);
+    fn();
+  }).join();
+}
+
+TEST(SandboxTest, ARunNeverGetsANamespaceThatIsNotClean) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
+  NetnsPool& pool = NetnsPool::shared();
+  // Dirt a candidate cannot make but the check must catch: lo brought up (what a root run could
+  // do), and a bound socket held past the run by someone outside it. The dirty namespace goes
+  // back to the pool; the run that draws it (idle ones go out oldest first, so within the
+  // pool's size) must run in a fresh one instead, and the pool must discard it.
+  for (const char* dirt : {"lo up", "socket"}) {
+    auto lease = pool.acquire();
+    ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+    const std::string dirty = netns_of_fd(lease->fd());
+    int held = -1;
+    in_netns(lease->fd(), [&] {
+      held = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      ASSERT_GE(held, 0);
+      if (std::string(dirt) == "lo up") {
+        ifreq request{};
+        std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+        ASSERT_EQ(ioctl(held, SIOCGIFFLAGS, &request), 0);
+        request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP);
+        ASSERT_EQ(ioctl(held, SIOCSIFFLAGS, &request), 0);
+        close(held);
+        held = -1;
+      } else {
+        // Bound: an unbound socket has no address or port another run could meet.
+        sockaddr_in any{};
+        any.sin_family = AF_INET;
+        ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+      }
+    });
+    const std::int64_t discarded = pool.stats().discarded;
+    { NetnsLease returned = std::move(lease).value(); }
+    bool replaced = false;
+    for (int i = 0; i < 64 && !replaced; ++i) {
+      SandboxResult r = run_ok(
+          python_spec("import os, socket\n"
+                      "print(os.readlink('/proc/self/ns/net'))\n"
+                      "try:\n"
+                      "    socket.create_connection(('127.0.0.1', 80), 3); print('connected')\n"
+                      "except OSError:\n"
+                      "    pass\n"));
+      ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+      EXPECT_NE(first_line(r.stdout_text), dirty) << dirt;
+      EXPECT_EQ(r.stdout_text.find("connected"), std::string::npos) << dirt;
+      replaced = pool.stats().discarded > discarded;
+      if (replaced) {
+        EXPECT_FALSE(r.pooled_network) << dirt;
+      }
+    }
+    EXPECT_TRUE(replaced) << dirt << ": no run drew the dirty namespace";
+    if (held >= 0) close(held);
+  }
+}
+
+TEST(SandboxTest, RootRunsNeverShareTheirNamespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root here";
+  SandboxSpec root = python_spec(kPrintNetns);
+  root.uid = root.gid = -1;
+  const std::int64_t discarded = NetnsPool::shared().stats().discarded;
+  SandboxResult r = run_ok(root);
+  ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_TRUE(r.pooled_network);
+  SandboxResult next = run_ok(python_spec(kPrintNetns));
+  ASSERT_TRUE(next.succeeded()) << next.stderr_text;
+  EXPECT_NE(first_line(next.stdout_text), first_line(r.stdout_text));
+  EXPECT_EQ(NetnsPool::shared().stats().discarded, discarded + 1);
+}
+
+TEST(SandboxTest, RunsUnderALeasedUid) {
+  if (geteuid() != 0) GTEST_SKIP() << "the uid switch needs root";
+  SandboxResult r =
+      run_ok(python_spec("import os; print(os.getuid(), os.getgid(), os.getgroups())"));
+  ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_TRUE(r.isolated);
+  const int uid = std::stoi(r.stdout_text);
+  EXPECT_GE(uid, kSandboxUidBase);
+  EXPECT_LT(uid, kSandboxUidBase + kSandboxUidCount);
+  EXPECT_NE(r.stdout_text.find(" []"), std::string::npos) << r.stdout_text;
+}
+
+TEST(SandboxTest, ConcurrentIsolatedRunsDoNotHangWhileTheWorkerAllocates) {
+  // The namespace's init used to call glibc's fork(), which takes the malloc arena locks: in a
+  // child of a raw clone those are copies, and one held by another worker thread at the clone
+  // stayed held, so the init hung until the run's timeout (most runs, with threads allocating).
+  constexpr int kRuns = 120, kRunners = 6;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> allocators;
+  for (int i = 0; i < 2; ++i) {
+    allocators.emplace_back([&] {
+      while (!stop) {
+        std::vector<std::string> garbage;
+        for (int j = 0; j < 100; ++j) garbage.emplace_back(200, 'x');
+      }
+    });
+  }
+  std::atomic<int> next{0}, hung{0}, failed{0};
+  std::vector<std::thread> runners;
+  for (int t = 0; t < kRunners; ++t) {
+    runners.emplace_back([&] {
+      for (int i = next++; i < kRuns; i = next++) {
+        SandboxSpec spec;
+        spec.argv = {"/bin/true"};
+        spec.timeout_seconds = 5;
+        auto r = run_sandboxed(spec);
+        if (!r.ok() || !r->succeeded()) ++failed;
+        if (r.ok() && r->timed_out) ++hung;
+      }
+    });
+  }
+  for (auto& t : runners) t.join();
+  stop = true;
+  for (auto& t : allocators) t.join();
+  EXPECT_EQ(hung.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
 }
 
 TEST(SandboxTest, HugeOutputIsTruncated) {

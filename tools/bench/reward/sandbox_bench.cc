@@ -3,10 +3,16 @@
 // start with).
 //
 //   sandbox_bench [--python python3] [--runs 48] [--concurrency 1,4,12] [--code CODE]
-//                 [--memory-mb 2048] [--data-limit] [--max-processes 64] [--root]
-//                 [--env KEY=VALUE]... [--show-failures]
+//                 [--modes pool,fresh,none] [--memory-mb 2048] [--data-limit]
+//                 [--max-processes 64] [--root] [--env KEY=VALUE]... [--show-failures]
 //
-// Prints, per (isolate, concurrency): runs/s, and wall seconds per run at p50 / p99 / max. The
+// Modes: pool = namespaces, the network one leased from NetnsPool (what evaluations use);
+// fresh = namespaces, the network one created and destroyed per run (SandboxSpec::
+// fresh_network_namespace, the cost the pool removes); none = no namespaces (parser_sandbox).
+// Prints, per (mode, concurrency): runs/s, wall seconds per run at p50 / p99 / max, failures
+// (a run that hangs shows as a 120 s max), and the namespaces the pool created during that row
+// (it grows to the concurrency plus two spares). `--python /bin/true` measures the sandbox's own
+// cost per run. The
 // limit flags make it a probe of what a candidate process may do, e.g. whether CUDA starts inside
 // the evaluator's limits:
 //   sandbox_bench --runs 1 --concurrency 1 --data-limit --memory-mb 65536 --show-failures
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "reward/sandbox.h"
+#include "reward/sandbox_netns.h"
 
 namespace {
 
@@ -29,6 +36,7 @@ struct Flags {
   std::string python = "python3";
   int runs = 48;
   std::vector<int> concurrency = {1, 4, 12};
+  std::vector<std::string> modes = {"pool", "fresh", "none"};
   std::string code = "import ast";
   std::int64_t memory_mb = 2048;  // 0 = no memory rlimit
   bool data_limit = false;        // RLIMIT_DATA instead of RLIMIT_AS (as GPU evaluations use)
@@ -61,6 +69,14 @@ bool parse(int argc, char** argv, Flags* flags) {
       flags->env.push_back(value);
     } else if (arg == "--runs") {
       flags->runs = std::atoi(value.c_str());
+    } else if (arg == "--modes") {
+      flags->modes.clear();
+      std::stringstream in(value);
+      std::string item;
+      while (std::getline(in, item, ',')) {
+        if (item != "pool" && item != "fresh" && item != "none") return false;
+        flags->modes.push_back(item);
+      }
     } else if (arg == "--concurrency") {
       flags->concurrency.clear();
       std::stringstream in(value);
@@ -70,7 +86,7 @@ bool parse(int argc, char** argv, Flags* flags) {
       return false;
     }
   }
-  return flags->runs > 0 && !flags->concurrency.empty();
+  return flags->runs > 0 && !flags->concurrency.empty() && !flags->modes.empty();
 }
 
 }  // namespace
@@ -80,15 +96,16 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &flags)) {
     std::fprintf(stderr,
                  "usage: sandbox_bench [--python P] [--runs N] [--concurrency 1,4,12] [--code C] "
-                 "[--memory-mb N] [--data-limit] [--max-processes N] [--root] [--env K=V]... "
-                 "[--show-failures]\n");
+                 "[--modes pool,fresh,none] [--memory-mb N] [--data-limit] [--max-processes N] "
+                 "[--root] [--env K=V]... [--show-failures]\n");
     return 2;
   }
   std::mutex print_mutex;
-  std::printf("%-8s %5s %8s %8s %8s %8s %s\n", "isolate", "conc", "runs/s", "p50_s", "p99_s",
-              "max_s", "failures");
-  for (bool isolate : {true, false}) {
+  std::printf("%-6s %5s %8s %8s %8s %8s %8s %s\n", "mode", "conc", "runs/s", "p50_s", "p99_s",
+              "max_s", "failures", "ns_created");
+  for (const std::string& mode : flags.modes) {
     for (int concurrency : flags.concurrency) {
+      const std::int64_t created_before = dice::NetnsPool::shared().stats().created;
       std::vector<double> walls(static_cast<size_t>(flags.runs));
       std::atomic<int> next{0}, failures{0};
       const auto start = std::chrono::steady_clock::now();
@@ -97,7 +114,8 @@ int main(int argc, char** argv) {
         threads.emplace_back([&] {
           for (int i = next++; i < flags.runs; i = next++) {
             dice::SandboxSpec spec;
-            spec.isolate = isolate;
+            spec.isolate = mode != "none";
+            spec.fresh_network_namespace = mode == "fresh";
             spec.timeout_seconds = 120;
             spec.memory_limit_mb = flags.memory_mb;
             spec.limit_data_not_address_space = flags.data_limit;
@@ -132,8 +150,10 @@ int main(int argc, char** argv) {
       auto at = [&](double q) {
         return walls[std::min(walls.size() - 1, static_cast<size_t>(q * walls.size()))];
       };
-      std::printf("%-8s %5d %8.1f %8.3f %8.3f %8.3f %d\n", isolate ? "yes" : "no", concurrency,
-                  flags.runs / total, at(0.5), at(0.99), walls.back(), failures.load());
+      std::printf(
+          "%-6s %5d %8.1f %8.3f %8.3f %8.3f %8d %lld\n", mode.c_str(), concurrency,
+          flags.runs / total, at(0.5), at(0.99), walls.back(), failures.load(),
+          static_cast<long long>(dice::NetnsPool::shared().stats().created - created_before));
       std::fflush(stdout);
     }
   }
