@@ -3,7 +3,7 @@
 //
 //   update_bench [--models 1.7b,4b] [--sequences 8] [--prompt 512] [--response 4096]
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
-//                [--device cuda|cpu] [--tiny]
+//                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
@@ -38,7 +38,7 @@ struct Flags {
   std::vector<std::string> checkpointing = {"on", "off"};
   int sequences = 8, forwards = 8, updates = 2;
   int64_t prompt = 512, response = 4096;
-  bool fp32 = false, cpu = false, tiny = false;
+  bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false;
 };
 
 bool parse(int argc, char** argv, Flags& f) {
