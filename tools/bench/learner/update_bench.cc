@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,36 +43,51 @@ struct Flags {
 };
 
 bool parse(int argc, char** argv, Flags& f) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--models")
-      f.models = dice::bench::split_list(value());
-    else if (a == "--checkpointing")
-      f.checkpointing = dice::bench::split_list(value());
-    else if (a == "--sequences")
-      f.sequences = std::stoi(value());
-    else if (a == "--forwards")
-      f.forwards = std::stoi(value());
-    else if (a == "--updates")
-      f.updates = std::stoi(value());
-    else if (a == "--prompt")
-      f.prompt = std::stoll(value());
-    else if (a == "--response")
-      f.response = std::stoll(value());
-    else if (a == "--dtype")
-      f.fp32 = value() == "fp32";
-    else if (a == "--device")
-      f.cpu = value() == "cpu";
-    else if (a == "--tiny")
-      f.tiny = true;
-    else {
-      std::fprintf(stderr, "update_bench: unknown flag %s (see the header of update_bench.cc)\n",
-                   a.c_str());
-      return false;
+  std::string flag;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      flag = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument("needs a value");
+        return argv[++i];
+      };
+      if (flag == "--models") {
+        f.models = dice::bench::split_list(value());
+      } else if (flag == "--checkpointing") {
+        f.checkpointing = dice::bench::split_list(value());
+      } else if (flag == "--sequences") {
+        f.sequences = std::stoi(value());
+      } else if (flag == "--forwards") {
+        f.forwards = std::stoi(value());
+      } else if (flag == "--updates") {
+        f.updates = std::stoi(value());
+      } else if (flag == "--prompt") {
+        f.prompt = std::stoll(value());
+      } else if (flag == "--response") {
+        f.response = std::stoll(value());
+      } else if (flag == "--dtype") {
+        f.fp32 = value() == "fp32";
+      } else if (flag == "--device") {
+        f.cpu = value() == "cpu";
+      } else if (flag == "--tiny") {
+        f.tiny = true;
+      } else if (flag == "--optimizer-on-cpu") {
+        f.optimizer_on_cpu = true;
+      } else {
+        throw std::invalid_argument("unknown flag (see the header of update_bench.cc)");
+      }
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "update_bench: %s: %s\n", flag.c_str(), e.what());
+    return false;
   }
-  return f.sequences > 0 && f.forwards > 0 && f.updates > 0 && f.prompt > 0 && f.response > 0;
+  if (f.sequences < 1 || f.forwards < 1 || f.updates < 1 || f.prompt < 1 || f.response < 1) {
+    std::fprintf(stderr,
+                 "update_bench: --sequences, --forwards, --updates, --prompt and "
+                 "--response must be positive\n");
+    return false;
+  }
+  return true;
 }
 
 std::vector<dice::TraceSample> synthetic_samples(const Flags& f, const dice::ModelConfig& c) {
@@ -127,9 +143,10 @@ int main(int argc, char** argv) {
   const c10::Device device = f.cpu ? c10::Device(at::kCPU) : c10::Device(at::kCUDA, 0);
   std::printf(
       "update_bench: %s, %d sequences of %lld prompt + %lld response tokens, %d forwards "
-      "per update, %s\n",
+      "per update, %s, optimizer on the %s\n",
       f.cpu ? "cpu" : "cuda:0", f.sequences, static_cast<long long>(f.prompt),
-      static_cast<long long>(f.response), f.forwards, f.fp32 ? "fp32" : "bf16");
+      static_cast<long long>(f.response), f.forwards, f.fp32 ? "fp32" : "bf16",
+      f.optimizer_on_cpu ? "CPU" : "model's device");
   std::printf("%-6s %-13s %12s %14s %14s\n", "model", "checkpointing", "s/update", "scored tok/s",
               "peak GiB");
   int status = 0;
@@ -142,6 +159,7 @@ int main(int argc, char** argv) {
       o.layout.mask_token_id = shape.config.mask_token_id;
       o.optimizer.grad_accumulation = f.forwards;
       o.activation_checkpointing = mode == "on";
+      o.optimizer_on_cpu = f.optimizer_on_cpu;
       std::string result;
       try {
         reset_peak();
