@@ -72,6 +72,40 @@ Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& confi
   return log.append_record(record.asReader());
 }
 
+// The run's reward log, opened for a new run with its RunRecord written; on failure the exit
+// code to use (bad input: the run id exists already) and the status.
+struct OpenedLog {
+  std::unique_ptr<rewardlog::RewardLogWriter> log;
+  int exit_code = 0;
+  Status status;
+};
+OpenedLog open_run_log(const DiceConfig& config) {
+  OpenedLog out;
+  Status fresh = check_run_is_new(config.run.reward_log_path, config.run.id);
+  if (!fresh.ok()) {
+    out.exit_code = fresh.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure;
+    out.status = fresh;
+    return out;
+  }
+  rewardlog::RewardLogOptions log_options;
+  log_options.path = config.run.reward_log_path;
+  auto log = rewardlog::RewardLogWriter::open(log_options);
+  if (!log.ok()) {
+    out.exit_code = kExitFailure;
+    out.status = log.status();
+    return out;
+  }
+  Status recorded = write_run_record(**log, config);
+  if (!recorded.ok()) {
+    out.exit_code = kExitFailure;
+    out.status = recorded;
+    return out;
+  }
+  out.log = std::move(log).value();
+  DICE_LOG(Info) << "reward log open" << kv("path", log_options.path) << kv("run", config.run.id);
+  return out;
+}
+
 // Tells every worker to finish and exit. The dispatcher sends from its own thread and drops what
 // is unsent at close(), so give that thread a few poll rounds first (see the report: a
 // close-after-flush in WorkDispatcher would make this wait unnecessary).
@@ -105,20 +139,12 @@ int run_sft_service(service::ServiceContext& context) {
       context.metrics_port.value_or(config.cluster.learner.metrics_port));
   auto server = service::MetricsServer::start(metrics_options, &registry);
   if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
-  Status fresh = check_run_is_new(config.run.reward_log_path, config.run.id);
-  if (!fresh.ok()) {
-    return fail(fresh.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure,
-                "reward log", fresh);
-  }
-  rewardlog::RewardLogOptions log_options;
-  log_options.path = config.run.reward_log_path;
-  auto log = rewardlog::RewardLogWriter::open(log_options);
-  if (!log.ok()) return fail(kExitFailure, "reward log", log.status());
-  Status recorded = write_run_record(**log, config);
-  if (!recorded.ok()) return fail(kExitFailure, "reward log", recorded);
+  OpenedLog opened = open_run_log(config);
+  if (!opened.log) return fail(opened.exit_code, "reward log", opened.status);
+  rewardlog::RewardLogWriter& log = *opened.log;
   service::ShutdownSignal& signal = **shutdown;
-  auto summary = run_sft(config, **log, registry, [&signal] { return signal.requested(); });
-  Status closed = (*log)->close();
+  auto summary = run_sft(config, log, registry, [&signal] { return signal.requested(); });
+  Status closed = log.close();
   (*server)->stop();
   if (!summary.ok()) {
     const StatusCode code = summary.status().code();
@@ -188,18 +214,9 @@ int run_learner_service(service::ServiceContext& context) {
   if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
   DICE_LOG(Info) << "serving /metrics" << kv("port", (*server)->port());
 
-  Status fresh = check_run_is_new(config.run.reward_log_path, config.run.id);
-  if (!fresh.ok()) {
-    return fail(fresh.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure,
-                "reward log", fresh);
-  }
-  rewardlog::RewardLogOptions log_options;
-  log_options.path = config.run.reward_log_path;
-  auto log = rewardlog::RewardLogWriter::open(log_options);
-  if (!log.ok()) return fail(kExitFailure, "reward log", log.status());
-  Status recorded = write_run_record(**log, config);
-  if (!recorded.ok()) return fail(kExitFailure, "reward log", recorded);
-  DICE_LOG(Info) << "reward log open" << kv("path", log_options.path) << kv("run", config.run.id);
+  OpenedLog opened = open_run_log(config);
+  if (!opened.log) return fail(opened.exit_code, "reward log", opened.status);
+  std::unique_ptr<rewardlog::RewardLogWriter>& log = opened.log;
 
   if (config.cluster.backend == ClusterBackend::kLocal &&
       config.learner.drain_timeout_seconds * 1000 > config.cluster.local.drain_timeout_ms) {
@@ -217,7 +234,7 @@ int run_learner_service(service::ServiceContext& context) {
   loop_options.update = std::move(update);
   loop_options.abort_in_flight = config.rollout.abort_on_weight_update;
   service::ShutdownSignal& signal = **shutdown;
-  auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, **log,
+  auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, *log,
                             metrics.value(), [&signal] { return signal.requested(); });
 
   const std::string reason = !summary.ok()      ? "learner failed"
@@ -225,7 +242,7 @@ int run_learner_service(service::ServiceContext& context) {
                                                 : "run finished";
   shut_down_workers(**dispatcher, config, reason);
   (*dispatcher)->close();
-  Status closed = (*log)->close();
+  Status closed = log->close();
   (*server)->stop();
   if (!summary.ok()) return fail(kExitFailure, "run loop", summary.status());
   if (!closed.ok()) return fail(kExitFailure, "reward log close", closed);

@@ -11,6 +11,7 @@
 
 #include <capnp/message.h>
 #include <capnp/schema.h>
+#include <boost/json.hpp>
 
 #include "reward/extract.h"
 #include "reward/judge_variants.h"
@@ -48,35 +49,7 @@ Status write_file(const std::filesystem::path& path, const std::string& text) {
 }  // namespace
 
 std::string json_quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  return boost::json::serialize(boost::json::string(text));
 }
 
 Result<std::string> judged_source(const JudgeItem& item) {

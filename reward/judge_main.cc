@@ -194,20 +194,12 @@ int judge(const Flags& flags) {
                  "(no verdict is better than a fake one)\n";
     return 3;
   }
-  std::vector<int> gpus = {0};
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    auto parsed = parse_visible_devices(visible);
-    if (!parsed.ok()) {
-      std::cerr << "dice-judge: CUDA_VISIBLE_DEVICES: " << parsed.status().to_string() << "\n";
-      return 2;
-    }
-    gpus = parsed.value();
+  auto gpus = visible_gpus();
+  if (!gpus.ok()) {
+    std::cerr << "dice-judge: " << gpus.status().to_string() << "\n";
+    return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 3;
   }
-  if (gpus.empty()) {
-    std::cerr << "dice-judge: CUDA_VISIBLE_DEVICES is empty: no GPU to evaluate on\n";
-    return 3;
-  }
-  const std::vector<std::string> slots = gpu_slot_names(gpus, flags.gpu_slots);
+  const std::vector<std::string> slots = gpu_slot_names(*gpus, flags.gpu_slots);
   std::ofstream out_file;
   if (!flags.out.empty()) {
     out_file.open(flags.out, std::ios::binary);

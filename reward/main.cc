@@ -31,20 +31,12 @@ int run(dice::service::ServiceContext& context) {
                  "not starting (no verdict is better than a fake one)\n";
     return 3;
   }
-  std::vector<int> gpus = {0};
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    auto parsed = parse_visible_devices(visible);
-    if (!parsed.ok()) {
-      std::cerr << "dice-reward: " << parsed.status().to_string() << "\n";
-      return 2;
-    }
-    gpus = parsed.value();
+  auto gpus = visible_gpus();
+  if (!gpus.ok()) {
+    std::cerr << "dice-reward: " << gpus.status().to_string() << "\n";
+    return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 3;
   }
-  if (gpus.empty()) {
-    std::cerr << "dice-reward: CUDA_VISIBLE_DEVICES is empty: no GPU to evaluate on\n";
-    return 3;
-  }
-  const std::vector<std::string> slots = gpu_slot_names(gpus, options.gpu_slots);
+  const std::vector<std::string> slots = gpu_slot_names(*gpus, options.gpu_slots);
   // Compiles overlap evaluations: hold enough candidates that the compile pool stays busy while
   // every slot runs one.
   const auto capacity = static_cast<std::uint32_t>(slots.size() + options.compile_jobs);

@@ -34,6 +34,16 @@ Result<std::vector<int>> parse_visible_devices(const std::string& value) {
   return gpus;
 }
 
+Result<std::vector<int>> visible_gpus() {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr) return std::vector<int>{0};
+  DICE_ASSIGN_OR_RETURN(std::vector<int> gpus, parse_visible_devices(visible));
+  if (gpus.empty()) {
+    return Status::unavailable("CUDA_VISIBLE_DEVICES is empty: no GPU to evaluate on");
+  }
+  return gpus;
+}
+
 RewardWorker::RewardWorker(const RewardOptions& options, Toolchain toolchain,
                            PipelineIdentity identity, service::MetricsRegistry& registry)
     : pipeline_(options, std::move(toolchain), std::move(identity)), registry_(registry) {

@@ -20,6 +20,10 @@ std::vector<std::string> gpu_slot_names(const std::vector<int>& gpus, int per_gp
 // bad entry for anything else (UUIDs are not supported: give ordinals).
 Result<std::vector<int>> parse_visible_devices(const std::string& value);
 
+// The GPUs this process evaluates on: CUDA_VISIBLE_DEVICES parsed, or {0} when it is unset.
+// InvalidArgument for a value that does not parse; Unavailable when it names no GPU.
+Result<std::vector<int>> visible_gpus();
+
 class RewardWorker {
  public:
   RewardWorker(const RewardOptions& options, Toolchain toolchain, PipelineIdentity identity,

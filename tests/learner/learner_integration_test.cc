@@ -152,6 +152,12 @@ class LearnerIntegrationTest : public ::testing::Test {
     return std::move(reader).value();
   }
   std::string learner_log() { return read_file(dir_ / "learner.log"); }
+  // The tests' tiny random policy in dir_/policy (written by a child process); "" on failure.
+  std::string write_tiny_policy() {
+    const std::string policy = (dir_ / "policy").string();
+    ChildProcess writer(DICE_TINY_POLICY_WRITER, {policy}, (dir_ / "writer.log").string());
+    return writer.wait_exit(kDeadline) == 0 ? policy : "";
+  }
   fs::path worker_log_path(std::string id) const {
     std::replace(id.begin(), id.end(), '/', '_');
     return dir_ / (id + ".log");
@@ -234,9 +240,8 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
 }
 
 TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
-  const std::string policy = (dir_ / "policy").string();
-  ChildProcess writer(DICE_TINY_POLICY_WRITER, {policy}, (dir_ / "writer.log").string());
-  ASSERT_EQ(writer.wait_exit(kDeadline), 0) << read_file(dir_ / "writer.log");
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
 
   auto learner = start_learner(write_config(3, "tasks.json", 20, policy));
   auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
@@ -287,9 +292,8 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
 }
 
 TEST_F(LearnerIntegrationTest, SftTrainsOnTheDataAndWritesCheckpoints) {
-  const std::string policy = (dir_ / "policy").string();
-  ChildProcess writer(DICE_TINY_POLICY_WRITER, {policy}, (dir_ / "writer.log").string());
-  ASSERT_EQ(writer.wait_exit(kDeadline), 0) << read_file(dir_ / "writer.log");
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
   std::ofstream(dir_ / "sft.json") << R"([
     {"id": "a", "prompt_ids": [1, 2, 3, 4, 5], "response_ids": [10, 11, 12, 13, 14, 15]},
     {"id": "b", "prompt_ids": [6, 7, 8], "response_ids": [20, 21, 22, 23, 24]},

@@ -23,14 +23,8 @@
 #include <vector>
 
 #include "learner/policy_trainer.h"
+#include "tools/bench/gpu_memory.h"
 #include "tools/bench/sdar_shapes.h"
-
-#ifndef DICE_HAVE_C10_CUDA
-#define DICE_HAVE_C10_CUDA 0
-#endif
-#if DICE_HAVE_C10_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 namespace {
 
@@ -107,20 +101,6 @@ std::vector<dice::TraceSample> synthetic_samples(const Flags& f, const dice::Mod
   return out;
 }
 
-void reset_peak() {
-#if DICE_HAVE_C10_CUDA
-  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
-#endif
-}
-double peak_gib() {
-#if DICE_HAVE_C10_CUDA
-  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-  return static_cast<double>(stats.allocated_bytes[0].peak) / (1024.0 * 1024.0 * 1024.0);
-#else
-  return -1;
-#endif
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,7 +142,7 @@ int main(int argc, char** argv) {
       o.optimizer_on_cpu = f.optimizer_on_cpu;
       std::string result;
       try {
-        reset_peak();
+        dice::bench::reset_peak_gpu_memory();
         dice::Qwen3LM model(
             shape.config,
             c10::TensorOptions().dtype(f.fp32 ? at::kFloat : at::kBFloat16).device(device));
@@ -181,7 +161,8 @@ int main(int argc, char** argv) {
           tokens += stats->scored_tokens;
         }
         char line[128], peak[32] = "-";
-        if (peak_gib() >= 0) std::snprintf(peak, sizeof peak, "%.1f", peak_gib());
+        const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
+        if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
         std::snprintf(line, sizeof line, "%12.2f %14.0f %14s", seconds / f.updates,
                       static_cast<double>(tokens) / seconds, peak);
         result = line;

@@ -30,14 +30,8 @@
 #include "common/model/qwen3.h"
 #include "common/torch_compat.h"
 #include "rollout/sampler.h"
+#include "tools/bench/gpu_memory.h"
 #include "tools/bench/sdar_shapes.h"
-
-#ifndef DICE_HAVE_C10_CUDA
-#define DICE_HAVE_C10_CUDA 0
-#endif
-#if DICE_HAVE_C10_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 namespace {
 
@@ -65,25 +59,6 @@ int usage(const std::string& message) {
   return 2;
 }
 
-// Peak and current bytes the caching allocator has handed out on device 0 (0 without CUDA).
-struct Memory {
-  double peak = 0, current = 0;
-};
-void reset_peak() {
-#if DICE_HAVE_C10_CUDA
-  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
-#endif
-}
-Memory memory() {
-  Memory m;
-#if DICE_HAVE_C10_CUDA
-  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-  m.peak = static_cast<double>(stats.allocated_bytes[0].peak);  // [0]: all pools together
-  m.current = static_cast<double>(stats.allocated_bytes[0].current);
-#endif
-  return m;
-}
-
 struct Run {
   double seconds = 0;
   dice::SamplerStats stats;
@@ -102,8 +77,8 @@ dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& option
     requests[static_cast<size_t>(i)].prompt.assign(ids.data_ptr<int64_t>(),
                                                    ids.data_ptr<int64_t>() + prompt_len);
   }
-  const Memory before = memory();
-  reset_peak();
+  const dice::bench::GpuMemory before = dice::bench::gpu_memory();
+  dice::bench::reset_peak_gpu_memory();
   auto start = std::chrono::steady_clock::now();
   DICE_ASSIGN_OR_RETURN(auto sampler, dice::BlockDiffusionSampler::create(lm, options));
   DICE_ASSIGN_OR_RETURN(auto results, sampler->generate(std::move(requests)));
@@ -111,7 +86,7 @@ dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& option
   // generate() returns after the last step's host copy, so the device work is done.
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.stats = sampler->stats();
-  run.peak_bytes = memory().peak - before.current;
+  run.peak_bytes = dice::bench::gpu_memory().peak - before.current;
   return run;
 }
 
