@@ -111,7 +111,7 @@ struct CheckpointOptions {
 };
 
 // Supervised fine-tuning on PyTorch->CUDA pairs before RL (DICE: full fine-tune, constant lr after
-// warm-up; DICE packs samples, which this build does not: each sample is its own sequence).
+// warm-up, packed sequences).
 struct SftOptions {
   std::string data_file;
   double lr = 1e-5;
@@ -119,7 +119,7 @@ struct SftOptions {
   int epochs = 3;
   int max_length = 6144;
   int batch_size = 64;
-  bool packed = false;
+  bool packed = true;
 
   template <class V>
   void visit_fields(V& v) {
@@ -138,8 +138,8 @@ struct SftOptions {
             "Samples per optimizer step (one forward each; gradients add up). Default: 64",
             config::at_least(1));
     v.field("packed", packed,
-            "Pack several samples into one sequence up to max_length: not implemented in this "
-            "build (true is refused). Default: false");
+            "Pack a step's samples side by side into rows of up to max_length tokens (each "
+            "sample still sees only itself): fewer, fuller forwards. Default: true");
   }
 };
 
@@ -222,11 +222,6 @@ struct LearnerOptions {
     }
     if (mode == TrainMode::kSft && sft.data_file.empty())
       c.error("sft.data_file", "required when mode is sft");
-    if (sft.packed) {
-      c.error("sft.packed",
-              "packing is not implemented in this build (samples would see each other across the "
-              "block-causal mask); set false");
-    }
   }
 };
 

@@ -73,6 +73,7 @@ Result<SftRunSummary> run_sft(const DiceConfig& config, rewardlog::RewardLogWrit
   options.activation_checkpointing = learner.activation_checkpointing;
   options.optimizer_on_cpu = learner.optimizer_on_cpu;
   options.seed = learner.seed != 0 ? learner.seed : std::random_device{}();
+  options.pack_length = sft.packed ? sft.max_length : 0;
   DICE_ASSIGN_OR_RETURN(auto trainer, SftTrainer::create(*model, options));
 
   const auto n = static_cast<std::int64_t>(data.samples.size());

@@ -53,25 +53,58 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   try {
     masters_->zero_grad();
+    // Noise every sample first (the same draws, in the same order, packed or not), then group
+    // them into rows: one sample per row, or as many as fit options_.pack_length.
+    std::vector<SftNoised> noised;
+    std::vector<double> weights;  // per sample: 1 / (p * response length * batch size)
     for (const SftSample* sample : batch) {
-      SftNoised noised =
-          sft_noise(*sample, uniform(rng_), config.block_size, config.mask_token_id, rng_);
+      noised.push_back(
+          sft_noise(*sample, uniform(rng_), config.block_size, config.mask_token_id, rng_));
+      weights.push_back(1.0 / (noised.back().p * static_cast<double>(sample->response.size()) *
+                               static_cast<double>(batch.size())));
       ++stats.sequences;
-      if (noised.masked.empty()) continue;  // nothing masked: no term (a short response, small p)
-      const auto length = static_cast<std::int64_t>(noised.x_0.size());
-      at::Tensor x_t = at::tensor(noised.x_t, long_cpu).view({1, length}).to(device);
-      at::Tensor x_0 = at::tensor(noised.x_0, long_cpu).view({1, length}).to(device);
-      at::Tensor masked = at::tensor(noised.masked, long_cpu).to(device);
-      at::Tensor hidden = model_->hidden_training(x_t, x_0).squeeze(0).index_select(0, masked);
-      at::Tensor log_probs = model_->logits(hidden).to(at::kFloat).log_softmax(-1);
-      at::Tensor targets = x_0.squeeze(0).index_select(0, masked).unsqueeze(1);
-      at::Tensor nll = -log_probs.gather(1, targets).sum();
-      const double scale = 1.0 / (noised.p * static_cast<double>(sample->response.size()) *
-                                  static_cast<double>(batch.size()));
-      at::Tensor loss = nll * scale;
+      stats.masked_tokens += static_cast<std::int64_t>(noised.back().masked.size());
+    }
+    std::vector<std::vector<std::size_t>> rows;
+    std::int64_t row_length = 0;
+    for (std::size_t i = 0; i < noised.size(); ++i) {
+      if (noised[i].masked.empty()) continue;  // nothing masked: no term (short response, small p)
+      const auto length = static_cast<std::int64_t>(noised[i].x_0.size());
+      if (rows.empty() || options_.pack_length <= 0 || row_length + length > options_.pack_length) {
+        rows.emplace_back();
+        row_length = 0;
+      }
+      rows.back().push_back(i);
+      row_length += length;
+    }
+    for (const std::vector<std::size_t>& row : rows) {
+      std::vector<std::int64_t> x_t, x_0, positions, lengths;
+      std::vector<float> token_weights;
+      for (std::size_t i : row) {
+        const auto offset = static_cast<std::int64_t>(x_0.size());
+        for (std::int64_t p : noised[i].masked) {
+          positions.push_back(offset + p);
+          token_weights.push_back(static_cast<float>(weights[i]));
+        }
+        x_t.insert(x_t.end(), noised[i].x_t.begin(), noised[i].x_t.end());
+        x_0.insert(x_0.end(), noised[i].x_0.begin(), noised[i].x_0.end());
+        lengths.push_back(static_cast<std::int64_t>(noised[i].x_0.size()));
+      }
+      const auto length = static_cast<std::int64_t>(x_0.size());
+      at::Tensor xt = at::tensor(x_t, long_cpu).view({1, length}).to(device);
+      at::Tensor x0 = at::tensor(x_0, long_cpu).view({1, length}).to(device);
+      at::Tensor hidden = row.size() == 1 ? model_->hidden_training(xt, x0)
+                                          : model_->hidden_training_packed(xt, x0, lengths);
+      at::Tensor at_masked = at::tensor(positions, long_cpu).to(device);
+      at::Tensor log_probs = model_->logits(hidden.squeeze(0).index_select(0, at_masked))
+                                 .to(at::kFloat)
+                                 .log_softmax(-1);
+      at::Tensor targets = x0.squeeze(0).index_select(0, at_masked).unsqueeze(1);
+      at::Tensor w = at::tensor(token_weights, at::TensorOptions().dtype(at::kFloat)).to(device);
+      at::Tensor loss = -(log_probs.gather(1, targets).squeeze(1) * w).sum();
       loss.backward();
       stats.loss += loss.item<double>();
-      stats.masked_tokens += static_cast<std::int64_t>(noised.masked.size());
+      ++stats.forwards;
     }
     stats.grad_norm = masters_->step(lr);
   } catch (const c10::Error& e) {

@@ -5,8 +5,9 @@
 //                x_t = x_0 with each response token masked with probability p (prompt never)
 //                loss = sum over masked response tokens of -log p_theta(x_0 | x_t, x_0 blocks
 //                       before) / p, divided by the response length
-//   per step:    the mean over the batch's samples (one training-layout forward each, so memory
-//                does not grow with the batch), then one AdamW step (master_weights.h)
+//   per step:    the mean over the batch's samples (one training-layout forward per sample, or
+//                per row of samples packed side by side that cannot see each other), then one
+//                AdamW step (master_weights.h)
 //
 // The noise comes from the trainer's own generator (seeded): the same seed, data order and
 // options give the same masks.
@@ -30,6 +31,10 @@ struct SftTrainerOptions {
   bool activation_checkpointing = true;
   bool optimizer_on_cpu = false;
   std::uint64_t seed = 1;
+  // Pack samples side by side into rows of at most this many tokens (each sample on its own in
+  // the attention mask: attention_masks.h, packed training layout); 0 = one sample per forward.
+  // Default: 0
+  std::int64_t pack_length = 0;
 };
 
 struct SftStepStats {
@@ -37,6 +42,7 @@ struct SftStepStats {
   double grad_norm = 0.0;
   std::int64_t masked_tokens = 0;
   std::int64_t sequences = 0;
+  std::int64_t forwards = 0;  // rows run (packed: fewer than sequences)
 };
 
 // One sample's noisy copy: x_t, x_0 (both padded to whole blocks), the masked positions and p.

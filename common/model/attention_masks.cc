@@ -48,6 +48,31 @@ at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device)
   return at::cat({top, bottom}, 0).view({1, 1, 2 * length, 2 * length});
 }
 
+at::Tensor packed_training_mask(const std::vector<int64_t>& lengths, int64_t block_size,
+                                c10::Device device) {
+  std::vector<int64_t> sequence;
+  for (std::size_t s = 0; s < lengths.size(); ++s) sequence.insert(sequence.end(), lengths[s], s);
+  const auto length = static_cast<int64_t>(sequence.size());
+  const auto long_options = at::TensorOptions(device).dtype(at::kLong);
+  at::Tensor block = block_of(at::arange(length, long_options), block_size);
+  at::Tensor seq = at::tensor(sequence, at::TensorOptions().dtype(at::kLong)).to(device);
+  at::Tensor same = seq.unsqueeze(1) == seq.unsqueeze(0);
+  at::Tensor q = block.unsqueeze(1), k = block.unsqueeze(0);
+  at::Tensor top = at::cat({same & (q == k), same & (k < q)}, 1);
+  at::Tensor bottom =
+      at::cat({at::zeros({length, length}, long_options.dtype(at::kBool)), same & (k <= q)}, 1);
+  return at::cat({top, bottom}, 0).view({1, 1, 2 * length, 2 * length});
+}
+
+at::Tensor packed_training_positions(const std::vector<int64_t>& lengths, c10::Device device) {
+  std::vector<int64_t> local;
+  for (int64_t n : lengths) {
+    for (int64_t i = 0; i < n; ++i) local.push_back(i);
+  }
+  at::Tensor p = at::tensor(local, at::TensorOptions().dtype(at::kLong)).to(device);
+  return at::cat({p, p});
+}
+
 at::Tensor training_positions(int64_t length, c10::Device device) {
   at::Tensor p = at::arange(length, at::TensorOptions(device).dtype(at::kLong));
   return at::cat({p, p});

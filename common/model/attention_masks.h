@@ -45,4 +45,12 @@ at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device)
 // (c) positions 0..L-1, 0..L-1: [2L] int64.
 at::Tensor training_positions(int64_t length, c10::Device device);
 
+// (c) packed: sequences of the given lengths (each a whole number of blocks) side by side in one
+// row of L = their sum, each on its own: the rules of (c) within a sequence, nothing across
+// (block boundaries then never straddle two sequences). [1, 1, 2L, 2L].
+at::Tensor packed_training_mask(const std::vector<int64_t>& lengths, int64_t block_size,
+                                c10::Device device);
+// (c) packed: positions restart at 0 in each sequence, in both copies: [2L] int64.
+at::Tensor packed_training_positions(const std::vector<int64_t>& lengths, c10::Device device);
+
 }  // namespace dice

@@ -140,6 +140,11 @@ class Qwen3LMImpl : public torch::nn::Module {
   // (c) up to the final hidden states of the x_t half [B, L, hidden]: a loss that reads a few
   // positions gathers them first and runs lm_head (the vocabulary-sized matmul) on those only.
   at::Tensor hidden_training(const at::Tensor& x_t, const at::Tensor& x_0);
+  // (c) packed: x_t and x_0 [1, L] hold several sequences of `lengths` (each a whole number of
+  // blocks, summing to L) that do not see each other (attention_masks.h). Hidden states of the
+  // x_t half [1, L, hidden], each sequence's exactly as hidden_training() gives it alone.
+  at::Tensor hidden_training_packed(const at::Tensor& x_t, const at::Tensor& x_0,
+                                    const std::vector<int64_t>& lengths);
 
   // Final hidden states -> logits.
   at::Tensor logits(const at::Tensor& hidden);

@@ -100,6 +100,27 @@ at::Tensor Qwen3LMImpl::forward_training(const at::Tensor& x_t, const at::Tensor
   return logits(hidden_training(x_t, x_0));
 }
 
+at::Tensor Qwen3LMImpl::hidden_training_packed(const at::Tensor& x_t, const at::Tensor& x_0,
+                                               const std::vector<int64_t>& lengths) {
+  TORCH_CHECK(x_t.dim() == 2 && x_t.size(0) == 1 && x_t.sizes() == x_0.sizes(),
+              "Qwen3LM: packed x_t and x_0 must both be [1, length], got ", x_t.sizes(), " and ",
+              x_0.sizes());
+  int64_t total = 0;
+  for (int64_t n : lengths) {
+    TORCH_CHECK(n > 0 && n % config_.block_size == 0, "Qwen3LM: packed sequence length ", n,
+                " is not a positive multiple of block_size ", config_.block_size);
+    total += n;
+  }
+  const int64_t len = x_t.size(1);
+  TORCH_CHECK(total == len, "Qwen3LM: packed lengths sum to ", total, ", the row has ", len);
+  const c10::Device device = x_t.device();
+  AttentionContext ctx;
+  ctx.mask = packed_training_mask(lengths, config_.block_size, device);
+  at::Tensor hidden =
+      model(at::cat({x_t, x_0}, 1), packed_training_positions(lengths, device).unsqueeze(0), ctx);
+  return hidden.narrow(1, 0, len);
+}
+
 at::Tensor Qwen3LMImpl::hidden_training(const at::Tensor& x_t, const at::Tensor& x_0) {
   TORCH_CHECK(x_t.dim() == 2 && x_t.sizes() == x_0.sizes(),
               "Qwen3LM: x_t and x_0 must both be [batch, length], got ", x_t.sizes(), " and ",

@@ -63,5 +63,31 @@ TEST(SftTrainerTest, TrainingLowersTheLossOfItsSamples) {
   EXPECT_LT(last, 0.5 * first) << "the loss of 10 steps: first " << first << ", last " << last;
 }
 
+TEST(SftTrainerTest, PackingChangesTheForwardsNotTheLoss) {
+  const SftSample a = sample(10), b = sample(30), c = sample(40);
+  std::vector<const SftSample*> batch = {&a, &b, &c};
+  std::vector<SftStepStats> stats;
+  std::vector<at::Tensor> weights;
+  for (std::int64_t pack : {0, 32}) {  // 32 tokens: two 16-token samples per row
+    Qwen3LM model = random_lm(tiny_config(), 9);
+    SftTrainerOptions o;
+    o.optimizer.lr = 1e-3;
+    o.seed = 5;
+    o.pack_length = pack;
+    auto trainer = SftTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    auto step = (*trainer)->step(batch, o.optimizer.lr);
+    ASSERT_TRUE(step.ok()) << step.status().to_string();
+    stats.push_back(*step);
+    weights.push_back(model->lm_head.detach().clone());
+  }
+  EXPECT_EQ(stats[0].forwards, 3);
+  EXPECT_EQ(stats[1].forwards, 2);
+  EXPECT_EQ(stats[0].masked_tokens, stats[1].masked_tokens);
+  EXPECT_NEAR(stats[0].loss, stats[1].loss, 1e-4 * std::abs(stats[0].loss));
+  EXPECT_NEAR(stats[0].grad_norm, stats[1].grad_norm, 1e-4 * stats[0].grad_norm);
+  EXPECT_TRUE(at::allclose(weights[0], weights[1], 1e-5, 1e-6));
+}
+
 }  // namespace
 }  // namespace dice
