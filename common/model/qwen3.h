@@ -155,6 +155,10 @@ class Qwen3LMImpl : public torch::nn::Module {
   at::Tensor lm_head;  // [vocab, hidden]; the same tensor as embed_tokens when tied
 
  private:
+  // The training layouts' common part: [x_t, x_0] through the model with `mask` and `positions`
+  // ([2L]); the hidden states of the x_t half.
+  at::Tensor hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0, const at::Tensor& mask,
+                        const at::Tensor& positions);
   // forward_cached() up to the final hidden states [B, T, hidden].
   at::Tensor hidden_cached(const at::Tensor& input_ids, const std::vector<int64_t>& valid,
                            KvCache& cache, bool store);

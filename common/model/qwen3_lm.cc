@@ -114,11 +114,8 @@ at::Tensor Qwen3LMImpl::hidden_training_packed(const at::Tensor& x_t, const at::
   const int64_t len = x_t.size(1);
   TORCH_CHECK(total == len, "Qwen3LM: packed lengths sum to ", total, ", the row has ", len);
   const c10::Device device = x_t.device();
-  AttentionContext ctx;
-  ctx.mask = packed_training_mask(lengths, config_.block_size, device);
-  at::Tensor hidden =
-      model(at::cat({x_t, x_0}, 1), packed_training_positions(lengths, device).unsqueeze(0), ctx);
-  return hidden.narrow(1, 0, len);
+  return hidden_x_t(x_t, x_0, packed_training_mask(lengths, config_.block_size, device),
+                    packed_training_positions(lengths, device));
 }
 
 at::Tensor Qwen3LMImpl::hidden_training(const at::Tensor& x_t, const at::Tensor& x_0) {
@@ -127,11 +124,16 @@ at::Tensor Qwen3LMImpl::hidden_training(const at::Tensor& x_t, const at::Tensor&
               x_0.sizes());
   const int64_t len = x_t.size(1);
   const c10::Device device = x_t.device();
+  return hidden_x_t(x_t, x_0, training_mask(len, config_.block_size, device),
+                    training_positions(len, device));
+}
+
+at::Tensor Qwen3LMImpl::hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0,
+                                   const at::Tensor& mask, const at::Tensor& positions) {
   AttentionContext ctx;
-  ctx.mask = training_mask(len, config_.block_size, device);
-  at::Tensor hidden =
-      model(at::cat({x_t, x_0}, 1), training_positions(len, device).unsqueeze(0), ctx);
-  return hidden.narrow(1, 0, len);
+  ctx.mask = mask;
+  at::Tensor hidden = model(at::cat({x_t, x_0}, 1), positions.unsqueeze(0), ctx);
+  return hidden.narrow(1, 0, x_t.size(1));
 }
 
 }  // namespace dice
