@@ -51,11 +51,17 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
 
 PolicyTrainer::~PolicyTrainer() = default;
 
-Result<PolicyUpdateStats> PolicyTrainer::update(const std::vector<TraceSample>& samples) {
+Result<PolicyUpdateStats> PolicyTrainer::update(
+    const std::vector<TraceSample>& samples,
+    std::vector<std::pair<std::size_t, Status>>* left_out) {
   std::vector<TraceLayout> layouts;
   std::vector<double> advantages;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     Result<TraceLayout> layout = trace_layout(samples[i], options_.layout);
+    if (!layout.ok() && left_out != nullptr) {
+      left_out->emplace_back(i, layout.status());
+      continue;
+    }
     if (!layout.ok()) return layout.status().with_context("sample " + std::to_string(i));
     if (layout->views.empty()) continue;  // an empty response scores nothing
     layouts.push_back(std::move(layout).value());

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/model/qwen3.h"
@@ -57,9 +58,11 @@ class PolicyTrainer {
   PolicyTrainer& operator=(const PolicyTrainer&) = delete;
 
   // One optimizer step on `samples`. InvalidArgument (naming the sample) for a sample whose trace
-  // does not fit the options; Internal for a LibTorch failure (the weights are then unchanged
+  // does not fit the options, unless `left_out` is given: such samples are then skipped and
+  // listed there (index, why). Internal for a LibTorch failure (the weights are then unchanged
   // unless the failure was in the optimizer step itself). No samples: no step, zero stats.
-  Result<PolicyUpdateStats> update(const std::vector<TraceSample>& samples);
+  Result<PolicyUpdateStats> update(const std::vector<TraceSample>& samples,
+                                   std::vector<std::pair<std::size_t, Status>>* left_out = nullptr);
 
   // The current policy's log-prob of every response token of `sample` given its trace (what the
   // update's ratio compares with the sampling log-prob), in response order; no gradient.

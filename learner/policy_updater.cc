@@ -24,7 +24,6 @@ struct Updater {
   std::string source_dir;  // the initial policy's folder (side files come from there)
   std::string base_dir;    // <checkpoint.dir>/<run id>
   CheckpointOptions checkpoint;
-  TraceLayoutOptions layout;
   std::deque<std::uint64_t> recent;     // newest last: pushed versions not kept for the interval
   std::deque<std::uint64_t> permanent;  // interval checkpoints, newest last
 
@@ -94,7 +93,6 @@ Result<PolicyUpdater> make_policy_updater(const DiceConfig& config) {
   updater->source_dir = source;
   updater->base_dir = learner.checkpoint.dir + "/" + config.run.id;
   updater->checkpoint = learner.checkpoint;
-  updater->layout = trainer_options.layout;
   std::error_code ec;
   std::filesystem::create_directories(updater->base_dir, ec);
   if (ec) {
@@ -112,20 +110,13 @@ Result<PolicyUpdater> make_policy_updater(const DiceConfig& config) {
     PolicyUpdate out;
     out.policy_version = version;
     // A candidate whose trace does not fit the model (a broken or foreign rollout worker) is
-    // dropped here, named in the log, rather than failing the whole step.
-    std::vector<TraceSample> usable;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      Result<TraceLayout> layout = trace_layout(samples[i], updater->layout);
-      if (layout.ok()) {
-        usable.push_back(std::move(samples[i]));
-      } else {
-        DICE_LOG(Warn) << "sample left out of the update: its trace does not fit"
-                       << kv("step", step) << kv("sample", i)
-                       << kv("error", layout.status().to_string());
-      }
+    // left out, named in the log, rather than failing the whole step.
+    std::vector<std::pair<std::size_t, Status>> left_out;
+    DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, updater->trainer->update(samples, &left_out));
+    for (const auto& [index, why] : left_out) {
+      DICE_LOG(Warn) << "sample left out of the update: its trace does not fit" << kv("step", step)
+                     << kv("sample", index) << kv("error", why.to_string());
     }
-    samples = std::move(usable);
-    DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, updater->trainer->update(samples));
     if (stats.sequences == 0) return out;  // nothing to learn from: no step, no push
     out.ran = true;
     out.policy_version = version + 1;

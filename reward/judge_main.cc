@@ -183,11 +183,7 @@ int judge(const Flags& flags) {
     if (flags.dump_only) return 0;
   }
   const RewardOptions& options = flags.reward;
-  ToolchainOptions toolchain_options;
-  toolchain_options.nvcc = options.nvcc_path;
-  toolchain_options.python = options.python_path;
-  toolchain_options.cuda_arch = options.cuda_arch;
-  auto toolchain = probe_toolchain(toolchain_options);
+  auto toolchain = probe_reward_toolchain(options);
   if (!toolchain.ok()) {
     std::cerr << "dice-judge: " << toolchain.status().to_string()
               << "\ndice-judge: judging needs nvcc, PyTorch with CUDA and a GPU; nothing judged "

@@ -18,11 +18,7 @@ namespace {
 int run(dice::service::ServiceContext& context) {
   using namespace dice;
   const RewardOptions& options = context.config.reward;
-  ToolchainOptions toolchain_options;
-  toolchain_options.nvcc = options.nvcc_path;
-  toolchain_options.python = options.python_path;
-  toolchain_options.cuda_arch = options.cuda_arch;
-  auto toolchain = probe_toolchain(toolchain_options);
+  auto toolchain = probe_reward_toolchain(options);
   if (!toolchain.ok()) {
     DICE_LOG(Error) << "cannot judge candidates on this machine"
                     << kv("error", toolchain.status().to_string());

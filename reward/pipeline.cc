@@ -63,6 +63,14 @@ void GpuSlotPool::release(const std::string& slot) {
   freed_.notify_one();
 }
 
+Result<Toolchain> probe_reward_toolchain(const RewardOptions& options) {
+  ToolchainOptions toolchain;
+  toolchain.nvcc = options.nvcc_path;
+  toolchain.python = options.python_path;
+  toolchain.cuda_arch = options.cuda_arch;
+  return probe_toolchain(toolchain);
+}
+
 RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain,
                                PipelineIdentity identity)
     : options_(options),

@@ -22,6 +22,9 @@
 
 namespace dice {
 
+// probe_toolchain() with the reward options' nvcc, python and cuda_arch.
+Result<Toolchain> probe_reward_toolchain(const RewardOptions& options);
+
 struct PipelineIdentity {
   std::string worker_id;               // Verdict.rewardWorker
   std::vector<std::string> gpu_slots;  // GPU slots ("0", or "0/2": half of GPU 0); empty: no GPU

@@ -61,33 +61,9 @@ inline CliResult run_cli(const std::string& exe, const std::vector<std::string>&
   return result;
 }
 
-// Pids of live processes whose environment holds DICE_CLUSTER_TEST_TOKEN=token.
-inline std::vector<pid_t> processes_with_token(const std::string& token) {
-  std::string wanted = "DICE_CLUSTER_TEST_TOKEN=" + token;
-  std::vector<pid_t> found;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return found;
-  while (dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    std::ifstream in(std::string("/proc/") + entry->d_name + "/environ");
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::stringstream vars(env);
-    std::string var;
-    while (std::getline(vars, var, '\0')) {
-      if (var == wanted && process_alive(static_cast<pid_t>(pid), 0)) {
-        found.push_back(static_cast<pid_t>(pid));
-      }
-    }
-  }
-  closedir(proc);
-  return found;
-}
-
-// Pids of live processes whose command line holds `text` (processes started over ssh do not
-// inherit the test's environment token, but carry the run id in their arguments).
-inline std::vector<pid_t> processes_with_argument(const std::string& text) {
+// Pids of live processes (not this one) whose /proc/<pid>/`file` contents satisfy `matches`.
+inline std::vector<pid_t> processes_where(const char* file,
+                                          const std::function<bool(const std::string&)>& matches) {
   std::vector<pid_t> found;
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return found;
@@ -95,9 +71,9 @@ inline std::vector<pid_t> processes_with_argument(const std::string& text) {
     char* end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0' || pid == getpid()) continue;
-    std::ifstream in(std::string("/proc/") + entry->d_name + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(text) != std::string::npos && process_alive(static_cast<pid_t>(pid), 0)) {
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/" + file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (matches(text) && process_alive(static_cast<pid_t>(pid), 0)) {
       found.push_back(static_cast<pid_t>(pid));
     }
   }
@@ -105,11 +81,50 @@ inline std::vector<pid_t> processes_with_argument(const std::string& text) {
   return found;
 }
 
+// Pids of live processes whose environment holds DICE_CLUSTER_TEST_TOKEN=token.
+inline std::vector<pid_t> processes_with_token(const std::string& token) {
+  const std::string wanted = "DICE_CLUSTER_TEST_TOKEN=" + token;
+  return processes_where("environ", [&](const std::string& env) {
+    std::stringstream vars(env);
+    std::string var;
+    while (std::getline(vars, var, '\0')) {
+      if (var == wanted) return true;
+    }
+    return false;
+  });
+}
+
+// Pids of live processes whose command line holds `text` (processes started over ssh do not
+// inherit the test's environment token, but carry the run id in their arguments).
+inline std::vector<pid_t> processes_with_argument(const std::string& text) {
+  return processes_where("cmdline", [&](const std::string& cmdline) {
+    return cmdline.find(text) != std::string::npos;
+  });
+}
+
 // The command line of `pid` with NULs as spaces; empty when it is gone.
 inline std::string process_command_line(pid_t pid) {
   std::string text = read_file("/proc/" + std::to_string(pid) + "/cmdline");
   for (char& c : text) c = c == '\0' ? ' ' : c;
   return text;
+}
+
+constexpr const char* kSleepy = "sleepy_service_test_double";
+
+// The overrides that make a run of test doubles: the state folder, the doubles as executables
+// (sleepy learner and rollout, `reward_exe` as the reward worker) from `bin_dir`, quick restarts
+// and a short drain.
+inline std::vector<std::string> test_double_overrides(const std::string& state_dir,
+                                                      const std::string& bin_dir,
+                                                      const std::string& reward_exe) {
+  return {
+      "cluster.local.state_dir=" + state_dir,
+      "cluster.local.bin_dir=" + bin_dir,
+      std::string("cluster.local.executables={learner: ") + kSleepy + ", rollout: " + kSleepy +
+          ", reward: " + reward_exe + "}",
+      "cluster.local.restart_backoff_ms=20",
+      "cluster.local.drain_timeout_ms=3000",
+  };
 }
 
 // Polls `done` until true or `seconds` pass.

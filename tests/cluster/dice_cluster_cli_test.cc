@@ -15,7 +15,8 @@
 namespace dice::cluster {
 namespace {
 
-constexpr const char* kSleepy = "sleepy_service_test_double";
+using cli_test::kSleepy;
+
 constexpr const char* kCrashing = "crashing_service_test_double";
 constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
 
@@ -44,13 +45,10 @@ class DiceClusterTest : public ::testing::Test {
         "up",
         std::string(DICE_SOURCE_DIR) + "/configs/local.yaml",
         "run.id=test-" + token_,
-        "cluster.local.state_dir=" + state_dir_,
-        "cluster.local.bin_dir=" DICE_TEST_DOUBLE_DIR,
-        std::string("cluster.local.executables={learner: ") + kSleepy + ", rollout: " + kSleepy +
-            ", reward: " + reward_exe + "}",
-        "cluster.local.restart_backoff_ms=20",
-        "cluster.local.drain_timeout_ms=3000",
     };
+    for (auto& a : cli_test::test_double_overrides(state_dir_, DICE_TEST_DOUBLE_DIR, reward_exe)) {
+      args.push_back(std::move(a));
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }

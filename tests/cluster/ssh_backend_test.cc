@@ -23,8 +23,9 @@
 namespace dice::cluster {
 namespace {
 
+using cli_test::kSleepy;
+
 constexpr const char* kSshd = "/usr/sbin/sshd";
-constexpr const char* kSleepy = "sleepy_service_test_double";
 constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
 
 using cli_test::CliResult;
@@ -149,13 +150,10 @@ class SshBackendTest : public ::testing::Test {
         "cluster.ssh.extra_args=[" + extra_args + "]",
         "cluster.nodes=[{host: 127.0.0.1, roles: [learner, reward], gpus: {learner: [0], "
         "reward: [0]}}, {host: localhost, roles: [rollout], gpus: {rollout: [0, 1]}}]",
-        "cluster.local.state_dir=" + state_dir_,
-        "cluster.local.bin_dir=" DICE_TEST_DOUBLE_DIR,
-        std::string("cluster.local.executables={learner: ") + kSleepy + ", rollout: " + kSleepy +
-            ", reward: " + reward_exe + "}",
-        "cluster.local.restart_backoff_ms=20",
-        "cluster.local.drain_timeout_ms=3000",
     };
+    for (auto& a : cli_test::test_double_overrides(state_dir_, DICE_TEST_DOUBLE_DIR, reward_exe)) {
+      args.push_back(std::move(a));
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }

@@ -151,6 +151,16 @@ class LearnerIntegrationTest : public ::testing::Test {
     if (!reader.ok()) return nullptr;
     return std::move(reader).value();
   }
+  // The learner with one rollout and one reward worker double, to the end of its run: it exits
+  // 0 and tells the workers to stop, which then exit 0 too.
+  void run_to_the_end(const std::string& config) {
+    auto learner = start_learner(config);
+    auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+    auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+    ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
+    EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+    EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+  }
   std::string learner_log() { return read_file(dir_ / "learner.log"); }
   // The tests' tiny random policy in dir_/policy (written by a child process); "" on failure.
   std::string write_tiny_policy() {
@@ -169,13 +179,7 @@ class LearnerIntegrationTest : public ::testing::Test {
 };
 
 TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
-  auto learner = start_learner(write_config(2));
-  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
-  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
-  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
-  // The learner told the workers to stop.
-  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
-  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(2)));
 
   const std::string log_text = learner_log();
   EXPECT_NE(log_text.find("policy update: off (learner.update_policy false)"), std::string::npos)
@@ -243,12 +247,7 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
   const std::string policy = write_tiny_policy();
   ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
 
-  auto learner = start_learner(write_config(3, "tasks.json", 20, policy));
-  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
-  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
-  ASSERT_EQ(learner->wait_exit(kDeadline), 0) << learner_log();
-  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
-  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(3, "tasks.json", 20, policy)));
   const std::string log_text = learner_log();
   EXPECT_NE(log_text.find("policy update: TraceRL"), std::string::npos) << log_text;
 

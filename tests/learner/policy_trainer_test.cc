@@ -218,6 +218,15 @@ TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
   EXPECT_NE(stats.status().to_string().find("sample 1"), std::string::npos)
       << stats.status().to_string();
   EXPECT_EQ((*trainer)->steps_taken(), 0);
+  // Asked to, it leaves the bad sample out and trains on the rest.
+  std::vector<std::pair<std::size_t, Status>> left_out;
+  auto partial = (*trainer)->update(samples, &left_out);
+  ASSERT_TRUE(partial.ok()) << partial.status().to_string();
+  ASSERT_EQ(left_out.size(), 1u);
+  EXPECT_EQ(left_out[0].first, 1u);
+  EXPECT_EQ(left_out[0].second.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(partial->sequences, 2);
+  EXPECT_EQ((*trainer)->steps_taken(), 1);
 
   PolicyTrainerOptions o = trainer_options();
   o.layout.block_size = 8;

@@ -49,10 +49,7 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   options.compile_jobs = std::stoi(env_or("DICE_DEV_PARALLEL", "16"));
   // DICE_DEV_MEMORY_MB: the candidates' memory rlimit in MiB (0 = none).
   options.sandbox.memory_limit_mb = std::stoll(env_or("DICE_DEV_MEMORY_MB", "65536"));
-  ToolchainOptions tco;
-  tco.nvcc = options.nvcc_path;
-  tco.python = options.python_path;
-  auto toolchain = probe_toolchain(tco);
+  auto toolchain = probe_reward_toolchain(options);
   if (!toolchain.ok()) GTEST_SKIP() << "no GPU toolchain: " << toolchain.status().to_string();
   const int slots = std::stoi(env_or("DICE_DEV_SLOTS", "4"));
   RewardPipeline pipeline(options, toolchain.value(),

@@ -87,10 +87,7 @@ class HacksGpuTest : public ::testing::Test {
     options_.sandbox.memory_limit_mb = 65536;
     slots_ = std::stoi(env_or("DICE_HACKS_SLOTS", "4"));
     ASSERT_GE(slots_, 2) << "DICE_HACKS_SLOTS: candidates must share the GPU for this test";
-    ToolchainOptions tco;
-    tco.nvcc = options_.nvcc_path;
-    tco.python = options_.python_path;
-    auto toolchain = probe_toolchain(tco);
+    auto toolchain = probe_reward_toolchain(options_);
     if (!toolchain.ok()) {
       GTEST_SKIP() << "no GPU toolchain (nvcc, torch with CUDA, a GPU): "
                    << toolchain.status().to_string();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,26 @@ inline std::vector<std::string> split_list(const std::string& text) {
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) out.push_back(item);
   return out;
+}
+
+// "1,16,64" -> {1, 16, 64}: the form of --batches. False, with the offending entry in *bad, for an
+// entry that is not a positive integer.
+inline bool parse_sizes(const std::string& text, std::vector<int64_t>* sizes, std::string* bad) {
+  for (const std::string& item : split_list(text)) {
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value < 1) {
+      *bad = item;
+      return false;
+    }
+    sizes->push_back(value);
+  }
+  return true;
 }
 
 }  // namespace dice::bench

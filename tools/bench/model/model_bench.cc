@@ -93,12 +93,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<int64_t> batch_sizes;
-  for (const std::string& b : split_list(batches)) {
-    try {
-      batch_sizes.push_back(std::stoll(b));
-    } catch (const std::exception&) {
-      return usage("--batches: not a number: " + b);
-    }
+  std::string bad;
+  if (!dice::bench::parse_sizes(batches, &batch_sizes, &bad)) {
+    return usage("--batches: not a positive integer: " + bad);
   }
 
   torch::NoGradGuard no_grad;

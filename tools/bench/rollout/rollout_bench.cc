@@ -138,13 +138,9 @@ int main(int argc, char** argv) {
   if (new_tokens < 1 || prompt_len < 1) return usage("--new-tokens and --prompt must be >= 1");
   if (device_name != "cuda" && device_name != "cpu") return usage("--device must be cuda or cpu");
   std::vector<int64_t> batch_sizes;
-  for (const std::string& b : split_list(batches)) {
-    try {
-      batch_sizes.push_back(std::stoll(b));
-    } catch (const std::exception&) {
-      return usage("--batches: not a number: " + b);
-    }
-    if (batch_sizes.back() < 1) return usage("--batches: sizes must be >= 1");
+  std::string bad;
+  if (!dice::bench::parse_sizes(batches, &batch_sizes, &bad)) {
+    return usage("--batches: not a positive integer: " + bad);
   }
   std::vector<dice::Remasking> remaskings;
   for (const std::string& s : split_list(strategies)) {
