@@ -30,11 +30,18 @@ std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders head
   return out;
 }
 
-std::string binding_translation_unit(const ExtensionSources& ext, TorchHeaders headers) {
+std::string binding_prelude(TorchHeaders headers) {
+  return headers == TorchHeaders::kSlim
+             ? "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
+               "#include <pybind11/stl.h>\n"
+             : "#include <torch/extension.h>\n";
+}
+
+std::string binding_translation_unit(const ExtensionSources& ext, TorchHeaders headers,
+                                     const std::string& prelude_header) {
   const bool slim = headers == TorchHeaders::kSlim;
-  std::string out = slim ? "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
-                           "#include <pybind11/stl.h>\n"
-                         : "#include <torch/extension.h>\n";
+  std::string out =
+      prelude_header.empty() ? binding_prelude(headers) : "#include \"" + prelude_header + "\"\n";
   out += "#line 1 \"cpp_sources\"\n";
   out += slim ? without_extension_include(ext.cpp_sources) : ext.cpp_sources;
   out += "\n";

@@ -32,8 +32,14 @@ enum class TorchHeaders { kSlim, kFull };
 std::string cuda_translation_unit(const ExtensionSources& ext,
                                   TorchHeaders headers = TorchHeaders::kFull);
 
-// The .cpp file with the Python bindings.
+// The headers in front of the binding file's cpp_sources (binding_pch.h precompiles them).
+std::string binding_prelude(TorchHeaders headers);
+
+// The .cpp file with the Python bindings. With `prelude_header` (an absolute path to a file
+// holding binding_prelude(headers), with a precompiled .gch beside it) the file includes that
+// instead of spelling the prelude out.
 std::string binding_translation_unit(const ExtensionSources& ext,
-                                     TorchHeaders headers = TorchHeaders::kFull);
+                                     TorchHeaders headers = TorchHeaders::kFull,
+                                     const std::string& prelude_header = "");
 
 }  // namespace dice

@@ -144,12 +144,24 @@ std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolcha
 Compiler::Compiler(Toolchain toolchain, CompileOptions options)
     : toolchain_(std::move(toolchain)), options_(std::move(options)) {
   std::error_code ec;
+  // Absolute: nvcc and the evaluator run in other working directories (a relative cache path
+  // made every compile fail with "Could not open output file").
+  const fs::path absolute = fs::absolute(options_.cache_dir, ec);
+  if (!ec) options_.cache_dir = absolute.lexically_normal().string();
   fs::create_directories(options_.cache_dir, ec);
   // The unprivileged compilers create their build folders here.
   fs::permissions(options_.cache_dir,
                   fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                       fs::perms::others_read | fs::perms::others_exec,
                   ec);
+  binding_flags_ = {"-fPIC", "-std=c++17", options_.optimization,
+                    "-DTORCH_API_INCLUDE_EXTENSION_H"};
+  binding_flags_.insert(binding_flags_.end(), toolchain_.defines.begin(), toolchain_.defines.end());
+  for (const auto& dir : toolchain_.include_paths) binding_flags_.push_back("-I" + dir);
+  if (options_.precompiled_binding_prelude) {
+    binding_pch_ = std::make_unique<BindingPch>(options_.cache_dir, toolchain_.cxx, binding_flags_,
+                                                toolchain_.identity());
+  }
   for (int i = 0; i < std::max(1, options_.jobs); ++i) {
     workers_.emplace_back([this] { worker_loop(); });
   }
@@ -289,13 +301,9 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   nvcc.insert(nvcc.end(), includes.begin(), includes.end());
   nvcc.insert(nvcc.end(), ext.extra_cuda_cflags.begin(), ext.extra_cuda_cflags.end());
 
-  std::vector<std::string> cxx = {toolchain_.cxx, "-c",
-                                  "binding.cpp",  "-o",
-                                  "binding.o",    "-fPIC",
-                                  "-std=c++17",   options_.optimization,
-                                  name_define,    "-DTORCH_API_INCLUDE_EXTENSION_H"};
-  cxx.insert(cxx.end(), toolchain_.defines.begin(), toolchain_.defines.end());
-  cxx.insert(cxx.end(), includes.begin(), includes.end());
+  std::vector<std::string> cxx = {toolchain_.cxx, "-c", "binding.cpp", "-o", "binding.o"};
+  cxx.insert(cxx.end(), binding_flags_.begin(), binding_flags_.end());
+  cxx.push_back(name_define);
   cxx.insert(cxx.end(), ext.extra_cflags.begin(), ext.extra_cflags.end());
 
   SandboxSpec base;
@@ -311,9 +319,16 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   // Both translation units with one header set; the binding file and the CUDA file compile at the
   // same time. An error result is the first failure, ready to return.
   auto compile_objects = [&](TorchHeaders headers) -> std::optional<CompileOutcome> {
+    // The precompiled prelude only where the flags are the shared ones (a candidate's own
+    // extra_cflags would make g++ ignore it anyway).
+    const std::string prelude =
+        binding_pch_ && headers == TorchHeaders::kSlim && ext.extra_cflags.empty()
+            ? binding_pch_->header_for(headers, base)
+            : "";
     Status written = write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext, headers));
     if (written.ok()) {
-      written = write_file(build_dir + "/binding.cpp", binding_translation_unit(ext, headers));
+      written =
+          write_file(build_dir + "/binding.cpp", binding_translation_unit(ext, headers, prelude));
     }
     if (!written.ok()) return fail(schema::FailureClass::INTERNAL_ERROR, written.message());
     if (geteuid() == 0 && build_uid >= 0) {

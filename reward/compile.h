@@ -24,6 +24,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@
 
 #include "common/status.h"
 #include "reward/binding.h"
+#include "reward/binding_pch.h"
 #include "reward/sandbox.h"
 #include "reward/toolchain.h"
 #include "schemas/verdict.capnp.h"
@@ -53,6 +55,8 @@ struct CompileOptions {
   // Run compilers as this uid when root (-1 = as root; kUniqueSandboxUid = a uid of its own per
   // build, so parallel builds do not share one RLIMIT_NPROC count). Default: kUniqueSandboxUid
   int uid = kUniqueSandboxUid;
+  // Precompile the binding file's headers once per toolchain (binding_pch.h). Default: true
+  bool precompiled_binding_prelude = true;
 };
 
 struct CompileOutcome {
@@ -118,6 +122,8 @@ class Compiler {
   std::vector<std::thread> workers_;
   std::uint64_t build_counter_ = 0;
   std::atomic<std::uint64_t> full_header_builds_{0};
+  std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
+  std::unique_ptr<BindingPch> binding_pch_;
 };
 
 }  // namespace dice

@@ -31,6 +31,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// The user name a sandboxed process sees in USER and LOGNAME.
+constexpr const char* kSandboxUserName = "dice-sandbox";
+
 // Variables a candidate may see from the worker's environment. Everything else (tokens, cloud
 // credentials, the worker's own config) stays out.
 constexpr const char* kEnvAllowList[] = {"PATH",
@@ -121,6 +124,10 @@ std::vector<std::string> child_environment(const SandboxSpec& spec, const std::s
   }
   env.push_back("HOME=" + scratch);
   env.push_back("TMPDIR=" + scratch);
+  // A run's uid has no passwd entry; getpass.getuser() (used by torch.profiler, among others)
+  // reads these first instead of failing with "getpwuid(): uid not found".
+  env.push_back(std::string("USER=") + kSandboxUserName);
+  env.push_back(std::string("LOGNAME=") + kSandboxUserName);
   env.push_back("PYTHONDONTWRITEBYTECODE=1");
   env.push_back("PYTHONNOUSERSITE=1");
   for (const auto& e : spec.env) env.push_back(e);

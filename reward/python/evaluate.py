@@ -36,8 +36,9 @@ inputs are checked unmodified after the candidate runs; the reference's GPU outp
 off the GPU and freed memory is overwritten with NaN before the candidate runs; kernel,
 reference, kernel again on fresh copies; the profiler must see one of the candidate's own
 kernels; timing synchronizes the whole device before the stop event, flushes L2 before each
-run and uses fresh inputs per timed call; the torch functions the harness needs are bound
-before the candidate is loaded.
+run and gives each timed call its own device copy of one of two input sets; the torch
+functions the harness needs are bound before the candidate is loaded. The candidate's outputs
+are compared on the device, in chunks, against the reference's outputs on the host.
 """
 
 import argparse
@@ -83,6 +84,47 @@ def flatten_outputs(out):
     return [out]
 
 
+# Elements compared per step: float64 copies of a chunk this size take 128 MiB per side, so an
+# output of any size is compared in bounded memory (whole-tensor float64 copies of a 4 GiB output
+# took 32 GiB of host memory and minutes of CPU).
+COMPARE_CHUNK = 16 << 20
+
+
+def compare_tensor(torch, g, w, tol, where):
+    """Compare two tensors of equal shape, chunk by chunk, on the device of `g` (the candidate's
+    output; the reference's may be on the host). Raises EvalFailure(incorrect); returns the
+    largest absolute difference (0 for exact types, NaN when every difference is NaN)."""
+    device = g.device if g.device.type != "cpu" else w.device
+    g_flat, w_flat = g.detach().reshape(-1), w.detach().reshape(-1)
+    exact = not w.is_floating_point() and not w.is_complex()
+    wide = torch.complex128 if (w.is_complex() or g.is_complex()) else torch.float64
+    max_err, any_finite, bad = 0.0, False, 0
+    for start in range(0, w_flat.numel(), COMPARE_CHUNK):
+        gc = g_flat[start:start + COMPARE_CHUNK].to(device)
+        wc = w_flat[start:start + COMPARE_CHUNK].to(device)
+        if exact:
+            bad += int((gc.to(wc.dtype) != wc).sum())
+            continue
+        g64, w64 = gc.to(wide), wc.to(wide)
+        diff = (g64 - w64).abs()
+        finite = diff[~torch.isnan(diff)]
+        if finite.numel():
+            any_finite = True
+            max_err = max(max_err, float(finite.max()))
+        bad += int((~torch.isclose(g64, w64, atol=tol, rtol=tol, equal_nan=True)).sum())
+    if exact:
+        if bad:
+            raise EvalFailure("incorrect", "%s: %d of %d values differ (exact type %s)" %
+                              (where, bad, w.numel(), w.dtype))
+        return 0.0
+    if w.numel() > 0 and not any_finite:
+        max_err = float("nan")
+    if bad:
+        raise EvalFailure("incorrect", "%s: %d of %d values outside tolerance %g (max abs "
+                          "error %g)" % (where, bad, w.numel(), tol, max_err))
+    return max_err
+
+
 def compare_outputs(torch, got, want, args):
     """Raise EvalFailure(shapeMismatch|incorrect) unless got matches want. Returns the largest
     absolute difference seen (0 for exact types)."""
@@ -109,25 +151,8 @@ def compare_outputs(torch, got, want, args):
         if tuple(g.shape) != tuple(w.shape):
             raise EvalFailure("shapeMismatch", "%s: shape %s, reference %s" %
                               (where, tuple(g.shape), tuple(w.shape)))
-        g = g.detach().cpu()
-        w = w.detach().cpu()
-        if not w.is_floating_point() and not w.is_complex():
-            if not torch.equal(g.to(w.dtype), w):
-                mismatches = int((g.to(w.dtype) != w).sum())
-                raise EvalFailure("incorrect", "%s: %d of %d values differ (exact type %s)" %
-                                  (where, mismatches, w.numel(), w.dtype))
-            continue
-        tol = tolerance_for(str(w.dtype), args)
-        g64, w64 = g.to(torch.float64), w.to(torch.float64)
-        if w.numel() > 0:
-            diff = (g64 - w64).abs()
-            finite = diff[~torch.isnan(diff)]
-            err = float(finite.max()) if finite.numel() else float("nan")
-            max_err = max(max_err, err) if not math.isnan(err) else float("nan")
-        if not torch.allclose(g64, w64, atol=tol, rtol=tol, equal_nan=True):
-            bad = int((~torch.isclose(g64, w64, atol=tol, rtol=tol, equal_nan=True)).sum())
-            raise EvalFailure("incorrect", "%s: %d of %d values outside tolerance %g (max abs "
-                              "error %g)" % (where, bad, w.numel(), tol, max_err))
+        err = compare_tensor(torch, g, w, tolerance_for(str(w.dtype), args), where)
+        max_err = max(max_err, err) if not math.isnan(err) else float("nan")
     return max_err
 
 
@@ -267,7 +292,8 @@ class Harness:
             self.poison_free_memory()
             inputs = self.cloned(pristine)
             try:
-                got = self.to_host(self.run(new_model, inputs))
+                # The candidate's outputs stay on the device: compared there, chunk by chunk.
+                got = self.run(new_model, inputs)
             except EvalFailure:
                 raise
             except Exception as e:  # noqa: BLE001 - any error in candidate code
@@ -282,7 +308,7 @@ class Harness:
             # Kernel, reference, kernel: a second run on fresh copies must agree with the first.
             self.run(ref_model, self.cloned(pristine))
             self.poison_free_memory()
-            again = self.to_host(self.run(new_model, self.cloned(pristine)))
+            again = self.run(new_model, self.cloned(pristine))
             try:
                 compare_outputs(torch, again, got, args)
             except EvalFailure as e:
@@ -292,13 +318,14 @@ class Harness:
                 if is_constant(torch, g) and not is_constant(torch, w):
                     self.finding("constant-output", "trial %d: the output is one constant value"
                                  % trial, False)
+            del got, again
         # One more call on inputs from an unused seed: with one trial, a candidate that caches its
         # first output (keyed by shape or pointer) and answers later calls from the cache would
         # otherwise pass, since every other run above reuses that trial's inputs.
         fresh = self.make_inputs(get_inputs, args.seed + 7919)
         want = self.to_host(self.run(ref_model, self.cloned(fresh)))
         self.poison_free_memory()
-        got = self.to_host(self.run(new_model, self.cloned(fresh)))
+        got = self.run(new_model, self.cloned(fresh))
         try:
             compare_outputs(torch, got, want, args)
         except EvalFailure as e:
@@ -334,11 +361,15 @@ class Harness:
     def time_model(self, model, get_inputs):
         torch, args = self.torch, self.args
         flush = torch.empty(256 << 20, dtype=torch.uint8, device=self.device)
+        # Two input sets, made once (get_inputs runs on the CPU and can take a second for large
+        # inputs: once per timed call it dominated the evaluation); every call gets its own
+        # device copy of one of them, alternating.
+        sets = [self.make_inputs(get_inputs, args.seed + 2000 + k) for k in range(2)]
         for w in range(args.warmups):
-            self.run(model, self.make_inputs(get_inputs, args.seed + 1000 + w))
+            self.run(model, self.cloned(sets[w % 2]))
         times = []
         for t in range(args.timing_trials + 1):
-            inputs = self.make_inputs(get_inputs, args.seed + 2000 + t)
+            inputs = self.cloned(sets[t % 2])
             flush.zero_()
             self.synchronize()
             start = torch.cuda.Event(enable_timing=True)

@@ -71,5 +71,21 @@ TEST(BindingTest, SlimUnitsDropTheExtensionIncludeAndKeepLineNumbers) {
             std::string::npos);
 }
 
+TEST(BindingTest, PrecompiledPreludeReplacesTheHeaderLines) {
+  ExtensionSources ext = two_functions();
+  const std::string binding =
+      binding_translation_unit(ext, TorchHeaders::kSlim, "/cache/pch-1/binding_prelude.h");
+  EXPECT_EQ(
+      binding.rfind("#include \"/cache/pch-1/binding_prelude.h\"\n#line 1 \"cpp_sources\"\n", 0),
+      0u)
+      << binding;
+  EXPECT_EQ(binding.find("pybind.h"), std::string::npos);
+  EXPECT_NE(binding.find("m.def(\"a_cuda\""), std::string::npos);
+  // Without one, the prelude is spelled out: the same text a precompiled header is built from.
+  EXPECT_EQ(binding_translation_unit(ext, TorchHeaders::kSlim)
+                .rfind(binding_prelude(TorchHeaders::kSlim) + "#line 1", 0),
+            0u);
+}
+
 }  // namespace
 }  // namespace dice

@@ -57,6 +57,8 @@ class CompileTest : public ::testing::Test {
     o.cache_dir = cache_dir_.string();
     o.jobs = 2;
     o.timeout_seconds = 900;  // a loaded 2-core CI machine; ~1 min of CPU per compile
+    // Its one-off build (~16 s here) only in the test of it.
+    o.precompiled_binding_prelude = false;
     return o;
   }
 
@@ -82,7 +84,12 @@ TEST_F(CompileTest, TinyKernelCompilesOnceThenHitsTheCache) {
   ASSERT_EQ(exts.size(), 1u);
   EXPECT_EQ(exts[0].name, "scale_ext");
   EXPECT_EQ(exts[0].functions, std::vector<std::string>{"scale_cuda"});
-  Compiler compiler(*toolchain_, options());
+  // The cache given relative to the working directory: nvcc runs elsewhere, so the compiler
+  // must resolve it first.
+  CompileOptions relative = options();
+  relative.cache_dir = fs::relative(cache_dir_).string();
+  ASSERT_FALSE(fs::path(relative.cache_dir).is_absolute());
+  Compiler compiler(*toolchain_, relative);
   // Two requests for the same source while the first builds: one build.
   auto first = compiler.submit(exts[0]);
   auto second = compiler.submit(exts[0]);
@@ -92,6 +99,7 @@ TEST_F(CompileTest, TinyKernelCompilesOnceThenHitsTheCache) {
   EXPECT_FALSE(a.cache_hit);
   EXPECT_EQ(a.module_path, b.module_path);
   EXPECT_TRUE(fs::exists(a.module_path));
+  EXPECT_TRUE(fs::path(a.module_path).is_absolute()) << a.module_path;
   EXPECT_NE(a.module_path.find("/" + a.source_hash + "/scale_ext"), std::string::npos);
   std::cout << "[ measure ] tiny kernel compile: " << a.seconds << " s\n";
   // The module is owned by the worker, not the sandbox uid, and nothing of the build remains.
@@ -104,6 +112,38 @@ TEST_F(CompileTest, TinyKernelCompilesOnceThenHitsTheCache) {
   CompileOutcome again = compiler.compile(exts[0]);
   EXPECT_TRUE(again.cache_hit);
   EXPECT_EQ(again.module_path, a.module_path);
+}
+
+// The binding's headers are precompiled once (binding_pch.h) and included by every binding; a
+// damaged .gch must cost only time: g++ then reads the plain header.
+TEST_F(CompileTest, BindingUsesThePrecompiledPreludeAndSurvivesADamagedOne) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  CompileOptions with_pch = options();
+  with_pch.precompiled_binding_prelude = true;
+  std::string gch;
+  {
+    Compiler compiler(*toolchain_, with_pch);
+    CompileOutcome a = compiler.compile(exts[0]);
+    ASSERT_EQ(a.failure, schema::FailureClass::NONE) << a.log_excerpt;
+    for (const auto& e : fs::directory_iterator(cache_dir_)) {
+      if (e.path().filename().string().rfind("pch-", 0) == 0)
+        gch = (e.path() / "binding_prelude.h.gch").string();
+    }
+    ASSERT_FALSE(gch.empty()) << "no pch-* folder in " << cache_dir_;
+    ASSERT_TRUE(fs::exists(gch));
+    const std::string binding = read_file(fs::path(a.module_path).parent_path() / "binding.cpp");
+    const std::string header = gch.substr(0, gch.size() - 4);
+    EXPECT_EQ(binding.rfind("#include \"" + header + "\"\n", 0), 0u) << binding.substr(0, 300);
+  }
+  { std::ofstream(gch, std::ios::binary | std::ios::trunc) << "not a precompiled header"; }
+  ExtensionSources changed = exts[0];
+  changed.cuda_sources.replace(changed.cuda_sources.find("y[i] = x[i] * s;"), 16,
+                               "y[i] = x[i] * s + 0;");
+  Compiler compiler(*toolchain_, with_pch);  // a new process would find the damaged file
+  CompileOutcome b = compiler.compile(changed);
+  EXPECT_EQ(b.failure, schema::FailureClass::NONE) << b.log_excerpt;
+  EXPECT_FALSE(b.cache_hit);
 }
 
 TEST_F(CompileTest, CompileErrorComesBackTrimmed) {

@@ -129,6 +129,31 @@ class CompareOutputsTest(unittest.TestCase):
         with self.assertRaises(evaluate.EvalFailure):
             evaluate.compare_outputs(torch, torch.tensor([0.0, 1.0]), nan, Options)
 
+    def test_chunks_cover_the_whole_tensor(self):
+        # Chunks of 3 over 10 values, non-contiguous: the one bad value sits in the last, short
+        # chunk; the largest difference is found whichever chunk holds it.
+        saved = evaluate.COMPARE_CHUNK
+        evaluate.COMPARE_CHUNK = 3
+        try:
+            want = torch.arange(20, dtype=torch.float32).reshape(10, 2).t()[0]
+            got = want.clone()
+            got[1] += 0.004
+            self.assertAlmostEqual(evaluate.compare_outputs(torch, got, want, Options), 0.004,
+                                   places=5)
+            got[9] += 5.0
+            with self.assertRaises(evaluate.EvalFailure) as e:
+                evaluate.compare_outputs(torch, got, want, Options)
+            self.assertIn("1 of 10 values outside tolerance", e.exception.detail)
+            self.assertIn("max abs error 5", e.exception.detail)
+            ints = torch.arange(10)
+            bad = ints.clone()
+            bad[7] = -1
+            with self.assertRaises(evaluate.EvalFailure) as e:
+                evaluate.compare_outputs(torch, bad, ints, Options)
+            self.assertIn("1 of 10 values differ", e.exception.detail)
+        finally:
+            evaluate.COMPARE_CHUNK = saved
+
     def test_same_values(self):
         a = torch.tensor([1.0, float("nan")])
         self.assertTrue(evaluate.same_values(torch, a, a.clone()))

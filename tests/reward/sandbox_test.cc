@@ -78,6 +78,14 @@ TEST(SandboxTest, EnvironmentIsScrubbed) {
   EXPECT_NE(r.stdout_text.find("'HOME'"), std::string::npos);
 }
 
+// Each run's uid has no passwd entry; Python code that asks for the user name (torch.profiler
+// does) must still get one.
+TEST(SandboxTest, UserNameResolvesWithoutAPasswdEntry) {
+  SandboxResult r = run_ok(python_spec("import getpass; print(getpass.getuser())"));
+  ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "dice-sandbox\n");
+}
+
 TEST(SandboxTest, NonZeroExitIsNotAFailureClass) {
   SandboxResult r = run_ok(python_spec("import sys; sys.exit(3)"));
   EXPECT_EQ(r.exit_code, 3);
