@@ -236,6 +236,7 @@ class Harness:
         # Bound before any candidate code runs.
         self.clone = torch.Tensor.clone
         self.manual_seed = torch.manual_seed
+        self.randint = torch.randint
         self.synchronize = torch.cuda.synchronize if self.cuda else (lambda *a: None)
 
     def finding(self, check, detail, fatal):
@@ -284,8 +285,7 @@ class Harness:
     def check_correctness(self, ref_model, new_model, get_inputs):
         torch, args = self.torch, self.args
         max_err = 0.0
-        for trial in range(args.trials):
-            seed = args.seed + trial
+        for trial, seed in enumerate(self.trial_seeds()):
             pristine = self.make_inputs(get_inputs, seed)
             # Reference first, on clones; its result leaves the GPU before the candidate runs.
             want = self.to_host(self.run(ref_model, self.cloned(pristine)))
@@ -333,6 +333,12 @@ class Harness:
             raise EvalFailure("antiCheat", "wrong on fresh inputs after passing the trials "
                               "(an output cached across calls?): " + e.detail)
         return max_err
+
+    def trial_seeds(self):
+        """The input seed of each correctness trial, drawn as KernelBench draws them (from the
+        CPU generator seeded with --seed), so both harnesses test the same inputs."""
+        self.manual_seed(self.args.seed)
+        return [int(self.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(self.args.trials)]
 
     def check_kernels_ran(self, new_model, get_inputs):
         if not self.cuda or not self.args.kernels:

@@ -161,6 +161,20 @@ class CompareOutputsTest(unittest.TestCase):
         self.assertFalse(evaluate.same_values(torch, a, a.double()))
 
 
+@unittest.skipIf(torch is None, "python3 has no torch")
+class TrialSeedsTest(unittest.TestCase):
+    def test_seeds_are_kernelbench_s(self):
+        # KernelBench (eval.py, run_and_check_correctness): torch.manual_seed(seed), then one
+        # torch.randint(0, 2**32 - 1, (1,)) per trial.
+        class Args:
+            seed, trials, device = 42, 5, "cpu"
+        torch.manual_seed(42)
+        want = [torch.randint(0, 2 ** 32 - 1, (1,)).item() for _ in range(5)]
+        torch.manual_seed(7)  # the harness seeds the generator itself
+        self.assertEqual(evaluate.Harness(torch, Args).trial_seeds(), want)
+        self.assertEqual(len(set(want)), 5)
+
+
 class PureHelpersTest(unittest.TestCase):
     def test_kernel_names_ran(self):
         names = ["void scale_kernel<float>(float const*, float*, int)",
