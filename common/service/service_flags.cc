@@ -7,6 +7,8 @@
 #include <ctime>
 #include <ostream>
 
+#include "common/transport/allocator_tuning.h"
+
 namespace dice::service {
 namespace {
 
@@ -174,6 +176,8 @@ int run_service_main(const std::string& component, int argc, const char* const* 
     out << print_dice_config(context->config);
     return 0;
   }
+  // Every service moves large messages; see allocator_tuning.h for why this pays.
+  transport::tune_allocator_for_messages();
   return body(*context);
 }
 

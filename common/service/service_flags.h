@@ -56,7 +56,8 @@ Result<ServiceContext> prepare_service(const std::string& component, const Servi
 // The whole start-up of a service main:
 //   bad flags -> message and usage on `err`, returns 2; --help -> usage on `out`, 0;
 //   bad config -> message on `err`, 2; --print-config -> resolved YAML on `out`, 0;
-//   else runs `body` and returns what it returns.
+//   else tunes malloc for large messages (transport/allocator_tuning.h), runs `body` and returns
+//   what it returns.
 int run_service_main(const std::string& component, int argc, const char* const* argv,
                      const std::function<int(ServiceContext&)>& body, std::ostream& out,
                      std::ostream& err);

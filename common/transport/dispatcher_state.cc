@@ -13,6 +13,9 @@ using Body = schema::Envelope::Body;
 // Results of one work item are told apart by this key: a rollout sends one Candidate per sample.
 constexpr std::uint32_t kVerdictPart = 0;
 constexpr std::uint32_t kErrorPart = 0xffffffffu;
+// First segment of a heartbeat: a few hundred bytes, where Cap'n Proto's default segment would
+// zero 8 KiB per message.
+constexpr unsigned kControlMessageWords = 128;
 
 }  // namespace
 
@@ -329,7 +332,7 @@ void DispatcherState::broadcast(const std::string& payload) {
 
 void DispatcherState::send_heartbeat(Worker& worker, const std::string& addressed_to,
                                      TimePoint now) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kControlMessageWords);
   auto envelope = wire::init_envelope(message, options_.learner_id, options_.run_id);
   auto heartbeat = envelope.getBody().initHeartbeat();
   heartbeat.setWorkerId(addressed_to);
@@ -344,7 +347,7 @@ void DispatcherState::send_heartbeat(Worker& worker, const std::string& addresse
 }
 
 void DispatcherState::reply_unknown_peer(const std::string& routing_id) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kControlMessageWords);
   auto envelope = wire::init_envelope(message, options_.learner_id, options_.run_id);
   auto heartbeat = envelope.getBody().initHeartbeat();
   heartbeat.setWorkerId("");  // "not registered here: send Hello"

@@ -1,6 +1,7 @@
-// The learner-side dispatch state machine, without sockets or threads: what WorkDispatcher's poll
-// loop feeds with received envelopes and clock ticks, and drains of frames to send. Time comes in
-// as an argument, so tests drive it with a fake clock.
+// The learner-side dispatch state machine, without sockets or threads: what WorkDispatcher's
+// threads (whichever reads the socket, and the timer thread) feed with received envelopes and
+// clock ticks, and drain of frames to send. Time comes in as an argument, so tests drive it with a
+// fake clock.
 //
 // Protocol (learner <-> worker; every message is one Envelope):
 //   worker: Hello, then Credit(n)      -> registered; n more work items may be sent to it
@@ -97,6 +98,7 @@ class DispatcherState {
   // queue is at capacity (WorkDispatcher waits on that).
   Status add_work(WorkItem item);
   bool queue_full() const { return pending_count_ >= options_.queue_capacity; }
+  bool has_pending() const { return pending_count_ > 0; }
 
   // A decoded envelope from the peer behind routing_id.
   void handle(const std::string& routing_id, wire::Decoded<schema::Envelope> envelope,

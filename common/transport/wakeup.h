@@ -1,5 +1,6 @@
-// A file descriptor that other threads poke to wake a poll loop (an eventfd), and the wait that
-// sleeps on it beside a socket's descriptor.
+// A file descriptor that other threads poke to wake the thread asleep on a socket (an eventfd),
+// and the wait that sleeps on it beside the socket's descriptor. One thread waits at a time (the
+// holder of the socket's PollerRole), though not always the same one.
 #pragma once
 
 #include <atomic>
@@ -14,10 +15,10 @@ class Wakeup {
   Wakeup& operator=(const Wakeup&) = delete;
 
   int fd() const { return fd_; }
-  // Any thread. A poke while one is already pending costs no system call: the loop has not yet
+  // Any thread. A poke while one is already pending costs no system call: the waiter has not yet
   // looked at the state the earlier poke was about, so it will see this one's too.
   void notify();
-  // The polling thread: sleeps until `other_fd` is readable, notify() was called, or `timeout_ms`
+  // The waiting thread: sleeps until `other_fd` is readable, notify() was called, or `timeout_ms`
   // passed; clears the pending poke before returning, so the caller must look at its state after.
   void wait(int other_fd, int timeout_ms);
 

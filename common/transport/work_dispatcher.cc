@@ -19,7 +19,8 @@ WorkDispatcher::WorkDispatcher(DispatcherOptions options)
     : options_(options),
       context_(1),
       router_(context_, zmq::socket_type::router),
-      state_(std::move(options)) {}
+      state_(std::move(options)),
+      role_(kPollerGrace) {}
 
 Result<std::unique_ptr<WorkDispatcher>> WorkDispatcher::start(DispatcherOptions options) {
   if (options.heartbeat_interval_ms <= 0 || options.misses_before_dead <= 0) {
@@ -34,6 +35,7 @@ Result<std::unique_ptr<WorkDispatcher>> WorkDispatcher::start(DispatcherOptions 
     dispatcher->router_.set(zmq::sockopt::router_mandatory, 1);
     dispatcher->router_.bind(options.bind_endpoint);
     dispatcher->endpoint_ = dispatcher->router_.get(zmq::sockopt::last_endpoint);
+    dispatcher->socket_fd_ = dispatcher->router_.get(zmq::sockopt::fd);
   } catch (const zmq::error_t& e) {
     return Status::io_error("transport: cannot bind learner socket to '" + options.bind_endpoint +
                             "': " + e.what());
@@ -52,9 +54,10 @@ void WorkDispatcher::close() {
     std::lock_guard<std::mutex> lock(mutex_);
     closing_ = true;
   }
-  wakeup_.notify();
+  wakeup_.notify();  // a consumer asleep on the socket
   queue_not_full_.notify_all();
   result_ready_.notify_all();
+  background_wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -71,27 +74,45 @@ Status WorkDispatcher::submit(WorkItem item, std::chrono::milliseconds timeout) 
   DICE_RETURN_IF_ERROR(state_.add_work(std::move(item)));
   // Dispatch now if a worker has a credit; the send happens on this thread.
   state_.tick(Clock::now());
+  // No credit yet: the ack that brings one has likely arrived while the consumer was handling
+  // results, unread. Read it now, or the work waits until next_result() finds nothing queued.
+  if (state_.has_pending() && role_.take_for_consumer()) {
+    consumer_round(lock, Clock::now(), /*sleep=*/false);
+  }
   lock.unlock();
   flush_and_wake();
   return Status::ok_status();
 }
 
 Result<WorkResult> WorkDispatcher::next_result(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
   std::unique_lock<std::mutex> lock(mutex_);
-  result_ready_.wait_for(lock, timeout, [&] { return closing_ || state_.has_result(); });
-  if (state_.has_result()) {
-    const bool dispatch_paused = state_.results_full();
-    WorkResult result = state_.pop_result();
-    if (dispatch_paused) {
-      state_.tick(Clock::now());  // the room just made lets work go out again
-      const bool queue_room = !state_.queue_full();
-      lock.unlock();
-      if (queue_room) queue_not_full_.notify_all();
-      flush_and_wake();
+  for (bool first = true;; first = false) {
+    if (state_.has_result()) {
+      const bool dispatch_paused = state_.results_full();
+      WorkResult result = state_.pop_result();
+      // Another consumer takes the next one (or the role, if it waits for the socket).
+      if (role_.consumers_waiting() > 0) result_ready_.notify_one();
+      if (dispatch_paused) {
+        state_.tick(Clock::now());  // the room just made lets work go out again
+        const bool queue_room = !state_.queue_full();
+        lock.unlock();
+        if (queue_room) queue_not_full_.notify_all();
+        flush_and_wake();
+      }
+      return result;
     }
-    return result;
+    if (closing_) return Status::aborted("transport: dispatcher closed");
+    // A zero timeout still reads what waits on the socket once.
+    if (!first && Clock::now() >= deadline) break;
+    if (role_.take_for_consumer()) {
+      consumer_round(lock, deadline, /*sleep=*/true);
+      continue;
+    }
+    role_.consumer_waits();
+    result_ready_.wait_until(lock, deadline);
+    role_.consumer_done_waiting();
   }
-  if (closing_) return Status::aborted("transport: dispatcher closed");
   return Status::timeout("transport: no result within " + std::to_string(timeout.count()) + " ms");
 }
 
@@ -110,16 +131,22 @@ DispatcherStats WorkDispatcher::stats() const {
   return state_.stats(Clock::now());
 }
 
-bool WorkDispatcher::flush() {
+void WorkDispatcher::wake_sleeper_if_input() {
+  // Only a thread asleep on the descriptor can miss the edge; a poller not yet asleep drains the
+  // socket (re-arming the edge) before it sleeps.
+  if (poller_asleep_ && has_input(router_)) wakeup_.notify();
+}
+
+void WorkDispatcher::flush_and_wake() {
   std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-  if (socket_closed_) return false;
+  if (socket_closed_) return;
   std::vector<Outbound> outbox;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     outbox = state_.take_outbox();
   }
   // No socket operation, no edge consumed: nothing to re-check (each check is a system call).
-  if (outbox.empty()) return false;
+  if (outbox.empty()) return;
   // In the order taken: whoever takes the outbox holds socket_mutex_ until it is sent.
   for (const Outbound& out : outbox) {
     const SendOutcome outcome = send_frames(router_, out.routing_id, out.payload);
@@ -127,28 +154,28 @@ bool WorkDispatcher::flush() {
     std::lock_guard<std::mutex> lock(mutex_);
     state_.send_failed(out, outcome == SendOutcome::kUnreachable);
   }
-  return has_input(router_);
+  wake_sleeper_if_input();
 }
 
-void WorkDispatcher::flush_and_wake() {
-  if (flush()) wakeup_.notify();
-}
-
-bool WorkDispatcher::receive_all() {
+WorkDispatcher::Received WorkDispatcher::receive_all(bool arm) {
   std::vector<std::vector<zmq::message_t>> messages;
+  Received got;
   {
     std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-    if (socket_closed_) return false;
+    if (socket_closed_) return got;
     std::vector<zmq::message_t> frames;
     while (receive_frames(router_, &frames)) {
       messages.push_back(std::move(frames));
       if (messages.size() == kMaxReceivesPerRound) break;
     }
+    // The last receive found the socket empty, which re-arms the descriptor's edge; a sender
+    // from here on checks for input on the sleeper's behalf.
+    if (messages.empty() && arm) poller_asleep_ = got.armed = true;
   }
-  // At the cap, more may wait behind an edge already consumed; below it the last receive found
-  // the socket empty, which re-arms the edge.
-  const bool more = messages.size() == kMaxReceivesPerRound;
-  if (messages.empty()) return more;
+  // At the cap, more may wait behind an edge already consumed.
+  got.more = messages.size() == kMaxReceivesPerRound;
+  got.messages = messages.size();
+  if (messages.empty()) return got;
   // Decoding (the expensive part) happens outside the lock, then the state takes the lot at once.
   struct Received {
     std::string routing_id;
@@ -176,36 +203,66 @@ bool WorkDispatcher::receive_all() {
       state_.handle(r.routing_id, std::move(r.envelope).value(), now);
     }
   }
-  return more;
+  // Credits and acks that came in let queued work go out (sent by the caller).
+  state_.tick(now);
+  return got;
 }
 
-void WorkDispatcher::run() {
-  const int poll_ms = std::clamp(options_.heartbeat_interval_ms / 4, 1, 250);
-  int socket_fd = -1;
-  {
-    std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-    socket_fd = router_.get(zmq::sockopt::fd);
-  }
-  while (true) {
-    const bool more = receive_all();
-    bool results = false;
+void WorkDispatcher::consumer_round(std::unique_lock<std::mutex>& lock, TimePoint until,
+                                    bool sleep) {
+  lock.unlock();
+  poll_once(until, sleep);
+  lock.lock();
+  const bool wake_background = role_.release_by_consumer(Clock::now());
+  if (wake_background || closing_) background_wake_.notify_one();
+  if (role_.consumers_waiting() > 0) result_ready_.notify_one();
+}
+
+WorkDispatcher::Received WorkDispatcher::poll_once(TimePoint until, bool sleep) {
+  const Received received = receive_all(/*arm=*/sleep);
+  if (received.messages > 0) {
     bool queue_room = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (closing_) break;
-      state_.tick(Clock::now());
-      results = state_.has_result();
       queue_room = !state_.queue_full();
     }
-    const bool input_waiting = flush() || more;
-    // Waiters are woken only now, after the locks are free: woken earlier, a consumer that goes
-    // straight on to submit() would only queue behind this loop for socket_mutex_.
-    if (results) result_ready_.notify_all();
+    flush_and_wake();
+    // Submitters are woken only now, after the locks are free: woken earlier, one would only
+    // queue behind this thread for socket_mutex_.
     if (queue_room) queue_not_full_.notify_all();
-    // The descriptor only signals new edges: sleep on it only when nothing is waiting now.
-    if (input_waiting) continue;
-    wakeup_.wait(socket_fd, poll_ms);
   }
+  if (!received.armed) return received;
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+  wakeup_.wait(socket_fd_, static_cast<int>(std::max<std::int64_t>(0, wait.count())));
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  poller_asleep_ = false;
+  return received;
+}
+
+bool WorkDispatcher::run_timers(TimePoint now) {
+  bool queue_room = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return false;
+    state_.tick(now);
+    queue_room = !state_.queue_full();
+  }
+  flush_and_wake();
+  if (queue_room) queue_not_full_.notify_all();
+  return true;
+}
+
+void WorkDispatcher::run() {
+  const auto tick =
+      std::chrono::milliseconds(std::clamp(options_.heartbeat_interval_ms / 4, 1, 250));
+  run_background_loop(
+      role_, mutex_, closing_, background_wake_, result_ready_, tick,
+      [this](TimePoint now) { return run_timers(now); },
+      [this](TimePoint until) {
+        poll_once(until, /*sleep=*/true);
+        std::lock_guard<std::mutex> lock(mutex_);
+        return state_.has_result();
+      });
   std::lock_guard<std::mutex> socket_lock(socket_mutex_);
   router_.close();
   socket_closed_ = true;

@@ -1,16 +1,18 @@
-// The learner's side of the transport: a ROUTER socket that workers connect to, and one poll-loop
-// thread that runs DispatcherState (see dispatcher_state.h for the protocol).
+// The learner's side of the transport: a ROUTER socket that workers connect to, and one background
+// thread that keeps DispatcherState's timers (see dispatcher_state.h for the protocol).
 //
 //   submitters --submit()--> [pending queue] --credits--> workers
 //   workers --results--> [result queue] --next_result()--> consumers
 //
 // Both queues are bounded: submit() waits while the pending queue is full, and no work is
-// dispatched while the result queue is full. close() stops the loop and wakes every waiter.
+// dispatched while the result queue is full. close() stops the thread and wakes every waiter.
 //
-// Threads: the loop receives, keeps time and sends; a submitter whose work can go out at once
-// (a worker has a credit) sends it itself, under socket_mutex_, instead of waking the loop to do
-// it: one thread hand-off fewer per item. ZeroMQ sockets may change threads between calls when a
-// mutex orders them; see has_input() for how the loop still wakes for every message.
+// Threads: a thread waiting in next_result() reads the socket itself (see poller_role.h); the
+// background thread heartbeats, declares silent workers dead, and reads the socket while no one
+// has waited in next_result() for a little while, so credits and acks are handled while the
+// consumer is busy. A submitter whose work can go out at once (a worker has a credit) sends it
+// itself, under socket_mutex_. ZeroMQ sockets may change threads between calls when a mutex
+// orders them; see has_input() for how a thread asleep on the socket still wakes for every message.
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,7 @@
 
 #include "common/status.h"
 #include "common/transport/dispatcher_state.h"
+#include "common/transport/poller_role.h"
 #include "common/transport/transport_options.h"
 #include "common/transport/wakeup.h"
 
@@ -57,30 +60,48 @@ class WorkDispatcher {
   void close();
 
  private:
+  struct Received {
+    std::size_t messages = 0;  // messages taken off the socket
+    bool more = false;         // stopped at the round's limit: more may be waiting
+    bool armed = false;        // found the socket empty and marked its poller as about to sleep
+  };
   explicit WorkDispatcher(DispatcherOptions options);
   void run();
-  // Receives what is waiting (up to a round's worth) and hands it to the state. Returns whether
-  // it stopped at the round's limit (more may be waiting).
-  bool receive_all();
-  // Sends the state's outbox, from any thread. Returns whether input waits on the socket (the
-  // sends may have consumed the descriptor's edge for it); false when there was nothing to send.
-  bool flush();
-  // flush() for a thread other than the loop: wakes the loop if input waits.
+  // The role's holder: receives what is waiting (up to a round's worth), hands it to the state,
+  // dispatches and sends; when nothing was waiting and `sleep`, sleeps on the socket until input,
+  // a poke or `until`.
+  Received poll_once(TimePoint until, bool sleep);
+  // poll_once() on a consumer's thread, which has taken the role; `lock` (on mutex_) is released
+  // meanwhile, and the role after.
+  void consumer_round(std::unique_lock<std::mutex>& lock, TimePoint until, bool sleep);
+  // Receives what is waiting and hands it to the state; with nothing waiting and `arm`, marks the
+  // caller as about to sleep on the socket (under socket_mutex_, so no sender slips in between).
+  Received receive_all(bool arm);
+  // Heartbeats, dead workers, dispatch, then sends; false once closing.
+  bool run_timers(TimePoint now);
+  // Sends the state's outbox, from any thread, and pokes the poller if its edge may be gone.
   void flush_and_wake();
+  // After a socket operation: pokes the thread asleep on the socket (if any) when input waits,
+  // since the operation may have consumed the descriptor's edge. Caller holds socket_mutex_.
+  void wake_sleeper_if_input();
 
   DispatcherOptions options_;
   zmq::context_t context_;
   std::string endpoint_;
-  Wakeup wakeup_;
+  Wakeup wakeup_;  // pokes whichever thread sleeps on the socket (the role's holder)
 
   std::mutex socket_mutex_;     // taken before mutex_ when both are held
   zmq::socket_t router_;        // guarded by socket_mutex_
+  int socket_fd_ = -1;          // ZeroMQ's descriptor for router_; set before any thread starts
   bool socket_closed_ = false;  // guarded by socket_mutex_
+  bool poller_asleep_ = false;  // guarded by socket_mutex_: the holder sleeps on socket_fd_
 
   mutable std::mutex mutex_;
   std::condition_variable queue_not_full_;
   std::condition_variable result_ready_;
+  std::condition_variable background_wake_;
   DispatcherState state_;  // guarded by mutex_
+  PollerRole role_;        // guarded by mutex_
   bool closing_ = false;   // guarded by mutex_
   std::thread thread_;
 };

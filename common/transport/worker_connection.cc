@@ -17,6 +17,9 @@ using Body = schema::Envelope::Body;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxReceivesPerRound = 256;
+// First segment of a control message (Hello, Credit, Ack, Heartbeat, Error): a few hundred bytes
+// each, where Cap'n Proto's default segment would zero 8 KiB per message.
+constexpr unsigned kControlMessageWords = 128;
 
 SharedPayload shared(std::string payload) {
   return std::make_shared<const std::string>(std::move(payload));
@@ -31,7 +34,10 @@ std::string host_name() {
 }  // namespace
 
 WorkerConnection::WorkerConnection(WorkerOptions options)
-    : options_(std::move(options)), context_(1), dealer_(context_, zmq::socket_type::dealer) {}
+    : options_(std::move(options)),
+      context_(1),
+      dealer_(context_, zmq::socket_type::dealer),
+      role_(kPollerGrace) {}
 
 Result<std::unique_ptr<WorkerConnection>> WorkerConnection::start(WorkerOptions options) {
   if (options.learner_endpoint.empty()) {
@@ -54,15 +60,16 @@ Result<std::unique_ptr<WorkerConnection>> WorkerConnection::start(WorkerOptions 
   try {
     connection->dealer_.set(zmq::sockopt::linger, 0);
     connection->dealer_.connect(o.learner_endpoint);
+    connection->socket_fd_ = connection->dealer_.get(zmq::sockopt::fd);
   } catch (const zmq::error_t& e) {
     return Status::invalid_argument("transport: worker '" + o.worker_id + "' cannot connect to '" +
                                     o.learner_endpoint + "': " + e.what());
   }
   const auto now = SteadyClock::now();
-  connection->last_from_learner_ = now;
   connection->last_heartbeat_ = now;
   {
     std::lock_guard<std::mutex> lock(connection->mutex_);
+    connection->last_from_learner_ = now;
     connection->queue_hello();
     connection->last_hello_ = now;
   }
@@ -79,9 +86,10 @@ void WorkerConnection::close() {
     std::lock_guard<std::mutex> lock(mutex_);
     closing_ = true;
   }
-  wakeup_.notify();
+  wakeup_.notify();  // a consumer asleep on the socket
   inbox_ready_.notify_all();
   outbox_not_full_.notify_all();
+  background_wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -91,7 +99,7 @@ schema::Envelope::Builder WorkerConnection::init_envelope(capnp::MessageBuilder&
 
 std::string WorkerConnection::encode_control(
     const std::function<void(schema::Envelope::Body::Builder)>& fill) const {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(kControlMessageWords);
   fill(init_envelope(message).getBody());
   return wire::encode(message);
 }
@@ -147,14 +155,32 @@ void WorkerConnection::queue_refusal(std::uint64_t work_id, const std::string& m
 
 Result<wire::Decoded<schema::Envelope>> WorkerConnection::receive(
     std::chrono::milliseconds timeout) {
+  const auto deadline = SteadyClock::now() + timeout;
   std::unique_lock<std::mutex> lock(mutex_);
-  inbox_ready_.wait_for(lock, timeout, [&] { return closing_ || !inbox_.empty(); });
-  if (!inbox_.empty()) {
-    auto envelope = std::move(inbox_.front());
-    inbox_.pop_front();
-    return envelope;
+  for (bool first = true;; first = false) {
+    if (!inbox_.empty()) {
+      auto envelope = std::move(inbox_.front());
+      inbox_.pop_front();
+      // Another receiver takes the next one (or the role, if it waits for the socket).
+      if (role_.consumers_waiting() > 0) inbox_ready_.notify_one();
+      return envelope;
+    }
+    if (closing_) return Status::aborted("transport: worker connection closed");
+    // A zero timeout still reads what waits on the socket once.
+    if (!first && SteadyClock::now() >= deadline) break;
+    if (role_.take_for_consumer()) {
+      lock.unlock();
+      poll_once(deadline);
+      lock.lock();
+      const bool wake_background = role_.release_by_consumer(SteadyClock::now());
+      if (wake_background || closing_) background_wake_.notify_one();
+      if (role_.consumers_waiting() > 0) inbox_ready_.notify_one();
+      continue;
+    }
+    role_.consumer_waits();
+    inbox_ready_.wait_until(lock, deadline);
+    role_.consumer_done_waiting();
   }
-  if (closing_) return Status::aborted("transport: worker connection closed");
   return Status::timeout("transport: nothing from the learner within " +
                          std::to_string(timeout.count()) + " ms");
 }
@@ -200,8 +226,7 @@ WorkerStats WorkerConnection::stats() const {
   return s;
 }
 
-void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope,
-                              SteadyClock::time_point now) {
+void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope, TimePoint now) {
   auto body = envelope.root().getBody();
   last_from_learner_ = now;
   std::uint64_t work_id = 0;
@@ -227,7 +252,7 @@ void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope,
       break;
     case Body::WEIGHTS_UPDATE:
     case Body::SHUTDOWN:
-      inbox_.push_back(std::move(envelope));  // receive_all() wakes the receivers
+      inbox_.push_back(std::move(envelope));  // the poller's caller wakes the receivers
       return;
     default:
       ++counters_.unexpected_messages;
@@ -253,24 +278,27 @@ void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope,
   }
   held_.insert(work_id);
   ++counters_.received_work;
-  inbox_.push_back(std::move(envelope));  // receive_all() wakes the receivers
+  inbox_.push_back(std::move(envelope));  // the poller's caller wakes the receivers
 }
 
-WorkerConnection::Received WorkerConnection::receive_all(SteadyClock::time_point now) {
+WorkerConnection::Received WorkerConnection::receive_all(TimePoint now, bool arm) {
   std::vector<std::vector<zmq::message_t>> messages;
+  Received received;
   {
     std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-    if (socket_closed_) return Received{};
+    if (socket_closed_) return received;
     std::vector<zmq::message_t> frames;
     while (receive_frames(dealer_, &frames)) {
       messages.push_back(std::move(frames));
       if (messages.size() == kMaxReceivesPerRound) break;
     }
+    // The last receive found the socket empty, which re-arms the descriptor's edge; a sender
+    // from here on checks for input on the sleeper's behalf.
+    if (messages.empty() && arm) poller_asleep_ = received.armed = true;
   }
-  // At the cap, more may wait behind an edge already consumed; below it the last receive found
-  // the socket empty, which re-arms the edge.
-  Received received;
+  // At the cap, more may wait behind an edge already consumed.
   received.more = messages.size() == kMaxReceivesPerRound;
+  received.messages = messages.size();
   if (messages.empty()) return received;
   // Decoding (the expensive part) happens outside the lock, then the lot is handled at once.
   std::vector<Result<wire::Decoded<schema::Envelope>>> decoded;
@@ -331,66 +359,74 @@ bool WorkerConnection::send_outbox() {
   return any;
 }
 
-bool WorkerConnection::flush() {
-  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-  if (socket_closed_) return false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // No socket operation, no edge consumed: nothing to re-check (each check is a system call).
-    if (!send_outbox()) return false;
-  }
-  return has_input(dealer_);
+void WorkerConnection::wake_sleeper_if_input() {
+  // Only a thread asleep on the descriptor can miss the edge; a poller not yet asleep drains the
+  // socket (re-arming the edge) before it sleeps.
+  if (poller_asleep_ && has_input(dealer_)) wakeup_.notify();
 }
 
 void WorkerConnection::flush_and_wake() {
-  if (flush()) wakeup_.notify();
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  if (socket_closed_) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // No socket operation, no edge consumed: nothing to re-check (each check is a system call).
+    if (!send_outbox()) return;
+  }
+  wake_sleeper_if_input();
+}
+
+WorkerConnection::Received WorkerConnection::poll_once(TimePoint until) {
+  const auto now = SteadyClock::now();
+  const Received received = receive_all(now, /*arm=*/true);
+  // What handling queued (credits, refusals, a Hello) goes out now.
+  if (received.messages > 0) flush_and_wake();
+  if (!received.armed) return received;
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - now);
+  wakeup_.wait(socket_fd_, static_cast<int>(std::max<std::int64_t>(0, wait.count())));
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  poller_asleep_ = false;
+  return received;
+}
+
+bool WorkerConnection::run_timers(TimePoint now) {
+  const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  const auto silent_after = interval * options_.misses_before_dead;
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return false;
+    // An unsent outbox means the last Hello has not left yet (learner down): no pile of Hellos.
+    if (now - last_from_learner_ > silent_after && now - last_hello_ > silent_after &&
+        outbox_.empty()) {
+      DICE_LOG(Warn) << "learner silent; saying hello again" << kv("worker", options_.worker_id);
+      queue_hello();
+      last_hello_ = now;
+    }
+    bool sent = false;
+    if (now - last_heartbeat_ >= interval) {
+      send_heartbeat();
+      last_heartbeat_ = now;
+      sent = true;
+    }
+    // Also retries what would have blocked before (learner away, pipe full).
+    sent = send_outbox() || sent;
+    if (!sent) return true;
+  }
+  wake_sleeper_if_input();
+  return true;
 }
 
 void WorkerConnection::run() {
-  const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
-  const auto silent_after = interval * options_.misses_before_dead;
-  const int poll_ms = std::clamp(options_.heartbeat_interval_ms / 4, 1, 250);
-  int socket_fd = -1;
-  {
-    std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-    socket_fd = dealer_.get(zmq::sockopt::fd);
-  }
-  while (true) {
-    const auto now = SteadyClock::now();
-    const Received received = receive_all(now);
-    bool input_waiting = false;
-    {
-      std::lock_guard<std::mutex> socket_lock(socket_mutex_);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (closing_) {
-        dealer_.close();
-        socket_closed_ = true;
-        return;
-      }
-      // An unsent outbox means the last Hello has not left yet (learner down): no pile of Hellos.
-      if (now - last_from_learner_ > silent_after && now - last_hello_ > silent_after &&
-          outbox_.empty()) {
-        DICE_LOG(Warn) << "learner silent; saying hello again" << kv("worker", options_.worker_id);
-        queue_hello();
-        last_hello_ = now;
-      }
-      bool sent = false;
-      if (now - last_heartbeat_ >= interval) {
-        send_heartbeat();
-        last_heartbeat_ = now;
-        sent = true;
-      }
-      sent = send_outbox() || sent;
-      // Only a socket operation since the last empty receive can have consumed an edge.
-      input_waiting = received.more || (sent && has_input(dealer_));
-    }
-    // Receivers are woken only now, after the locks are free: woken earlier, one that answers at
-    // once would only queue behind this loop for socket_mutex_.
-    if (received.work == 1) inbox_ready_.notify_one();
-    if (received.work > 1) inbox_ready_.notify_all();
-    // The descriptor only signals new edges: sleep on it only when nothing is waiting now.
-    if (!input_waiting) wakeup_.wait(socket_fd, poll_ms);
-  }
+  const auto tick =
+      std::chrono::milliseconds(std::clamp(options_.heartbeat_interval_ms / 4, 1, 250));
+  run_background_loop(
+      role_, mutex_, closing_, background_wake_, inbox_ready_, tick,
+      [this](SteadyClock::time_point now) { return run_timers(now); },
+      [this](SteadyClock::time_point until) { return poll_once(until).work > 0; });
+  std::lock_guard<std::mutex> socket_lock(socket_mutex_);
+  dealer_.close();
+  socket_closed_ = true;
 }
 
 }  // namespace dice::transport

@@ -1,16 +1,17 @@
-// A worker's side of the transport: a DEALER socket connected to the learner and one poll-loop
+// A worker's side of the transport: a DEALER socket connected to the learner and one background
 // thread. On start (and again whenever the learner seems to have forgotten it) it sends Hello and
 // a Credit for its free slots; it heartbeats every interval; work and control messages from the
-// learner queue up for receive(); results and acks queue up for the loop to send.
+// learner queue up for receive(); results and acks are sent by the thread that queues them.
 //
 // The learner may restart: ZeroMQ reconnects the socket by itself, and this worker says Hello
 // again when a learner heartbeat is not addressed to it (the new learner does not know it) or when
 // the learner has been silent for misses_before_dead intervals.
 //
-// Threads: the loop receives, keeps time and heartbeats; send_result() and finish() send the
-// outbox themselves, under socket_mutex_, instead of waking the loop to do it (one thread
-// hand-off fewer per message; see has_input() in zmq_frames.h for how the loop still wakes for
-// every message).
+// Threads: a thread waiting in receive() reads the socket itself (see poller_role.h); the
+// background thread keeps the timers, and reads the socket while no one has waited in receive()
+// for a little while. send_result() and finish() send under socket_mutex_ on the calling thread.
+// ZeroMQ sockets may change threads between calls when a mutex orders them; see has_input() for
+// how a thread asleep on the socket still wakes for every message.
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,7 @@
 #include <zmq.hpp>
 
 #include "common/status.h"
+#include "common/transport/poller_role.h"
 #include "common/transport/shared_payload.h"
 #include "common/transport/transport_options.h"
 #include "common/transport/wakeup.h"
@@ -80,20 +82,30 @@ class WorkerConnection {
   void close();
 
  private:
+  using TimePoint = std::chrono::steady_clock::time_point;
   explicit WorkerConnection(WorkerOptions options);
   void run();
   struct Received {
-    std::size_t work = 0;  // messages added to the inbox (the caller wakes receivers)
-    bool more = false;     // stopped at the round's limit: more may be waiting
+    std::size_t messages = 0;  // messages taken off the socket
+    std::size_t work = 0;      // of which added to the inbox
+    bool more = false;         // stopped at the round's limit: more may be waiting
+    bool armed = false;        // found the socket empty and marked its poller as about to sleep
   };
-  // Receives what is waiting (up to a round's worth) and handles it.
-  Received receive_all(std::chrono::steady_clock::time_point now);
-  void handle(wire::Decoded<schema::Envelope> envelope, std::chrono::steady_clock::time_point now);
-  // Sends the outbox, from any thread. Returns whether input waits on the socket (the sends may
-  // have consumed the descriptor's edge for it).
-  bool flush();
-  // flush() for a thread other than the loop: wakes the loop if input waits.
+  // The role's holder: receives what is waiting (up to a round's worth), handles it and sends
+  // what that queued; when nothing was waiting, sleeps on the socket until input, a poke or
+  // `until`.
+  Received poll_once(TimePoint until);
+  // Receives what is waiting and handles it; with nothing waiting and `arm`, marks the caller as
+  // about to sleep on the socket (under socket_mutex_, so no sender can slip in between).
+  Received receive_all(TimePoint now, bool arm);
+  void handle(wire::Decoded<schema::Envelope> envelope, TimePoint now);
+  // Heartbeat and re-Hello when due, then the outbox; false once closing.
+  bool run_timers(TimePoint now);
+  // Sends the outbox, from any thread, and pokes the poller if its socket edge may be gone.
   void flush_and_wake();
+  // After a socket operation: pokes the thread asleep on the socket (if any) when input waits,
+  // since the operation may have consumed the descriptor's edge. Caller holds socket_mutex_.
+  void wake_sleeper_if_input();
   // Sends what it can of the outbox; whether there was anything to send. Caller holds
   // socket_mutex_ and mutex_.
   bool send_outbox();
@@ -112,23 +124,27 @@ class WorkerConnection {
 
   WorkerOptions options_;
   zmq::context_t context_;
-  Wakeup wakeup_;
+  Wakeup wakeup_;  // pokes whichever thread sleeps on the socket (the role's holder)
 
   std::mutex socket_mutex_;     // taken before mutex_ when both are held
   zmq::socket_t dealer_;        // guarded by socket_mutex_
+  int socket_fd_ = -1;          // ZeroMQ's descriptor for dealer_; set before any thread starts
   bool socket_closed_ = false;  // guarded by socket_mutex_
+  bool poller_asleep_ = false;  // guarded by socket_mutex_: the holder sleeps on socket_fd_
 
   mutable std::mutex mutex_;
   std::condition_variable inbox_ready_;
   std::condition_variable outbox_not_full_;
-  std::deque<wire::Decoded<schema::Envelope>> inbox_;        // guarded by mutex_
-  std::deque<SharedPayload> outbox_;                         // guarded by mutex_
-  std::set<std::uint64_t> held_;                             // guarded by mutex_
-  WorkerStats counters_;                                     // guarded by mutex_
-  bool closing_ = false;                                     // guarded by mutex_
-  std::chrono::steady_clock::time_point last_from_learner_;  // loop thread only
-  std::chrono::steady_clock::time_point last_hello_;         // loop thread only
-  std::chrono::steady_clock::time_point last_heartbeat_;     // loop thread only
+  std::condition_variable background_wake_;
+  PollerRole role_;                                    // guarded by mutex_
+  std::deque<wire::Decoded<schema::Envelope>> inbox_;  // guarded by mutex_
+  std::deque<SharedPayload> outbox_;                   // guarded by mutex_
+  std::set<std::uint64_t> held_;                       // guarded by mutex_
+  WorkerStats counters_;                               // guarded by mutex_
+  bool closing_ = false;                               // guarded by mutex_
+  TimePoint last_from_learner_;                        // guarded by mutex_
+  TimePoint last_hello_;                               // guarded by mutex_
+  TimePoint last_heartbeat_;                           // background thread only
   std::thread thread_;
 };
 

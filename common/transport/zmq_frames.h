@@ -31,8 +31,9 @@ SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
 Result<wire::Decoded<schema::Envelope>> decode_frame(zmq::message_t frame);
 
 // Whether a message is waiting on `socket`. ZeroMQ's descriptor (zmq::sockopt::fd) only signals
-// edges, and any operation on the socket may consume one: a thread that used the socket must
-// check this before anyone sleeps on the descriptor. False on a closed socket.
+// edges, and any operation on the socket may consume one: a thread that used the socket while
+// another sleeps on the descriptor must check this (and wake the sleeper). False on a closed
+// socket.
 bool has_input(zmq::socket_t& socket);
 
 std::string frame_string(const zmq::message_t& frame);

@@ -5,7 +5,8 @@
 // have and two processes would (an I/O thread each).
 //
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
-//                   [--peers bare,dice]
+//                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]
+//                   [--malloc tuned|default]
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
 // in flight, round trips completed per second. The dice side pays for what a real run pays:
@@ -24,6 +25,7 @@
 #include <zmq.hpp>
 
 #include "common/log.h"
+#include "common/transport/allocator_tuning.h"
 #include "common/transport/work_dispatcher.h"
 #include "common/transport/worker_connection.h"
 
@@ -37,9 +39,13 @@ using namespace dice::transport;
 struct Flags {
   std::vector<std::size_t> sizes = {1024, 65536};
   int round_trips = 2000;
+  int latency_round_trips = -1;  // --latency-round-trips: -1 is round_trips; 0 skips (profiling)
   int window = 16;
   bool run_bare = true;  // --peers bare,dice: which sides to run (one alone is for profiling)
   bool run_dice = true;
+  // --malloc tuned|default: tuned applies what every service applies at start-up
+  // (tune_allocator_for_messages()); it applies to the bare peers too, which share the process.
+  bool tune_malloc = true;
 };
 
 struct Figures {
@@ -49,6 +55,7 @@ struct Figures {
 };
 
 double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   const std::size_t i = std::min(values.size() - 1, static_cast<std::size_t>(p * values.size()));
   return values[i];
@@ -94,7 +101,7 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   };
   Figures f;
   std::vector<double> rtt;
-  for (int i = 0; i < flags.round_trips; ++i) {
+  for (int i = 0; i < flags.latency_round_trips; ++i) {
     const auto start = Clock::now();
     send();
     receive();
@@ -171,7 +178,7 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   };
   Figures f;
   std::vector<double> rtt;
-  for (int i = 0; i < flags.round_trips; ++i) {
+  for (int i = 0; i < flags.latency_round_trips; ++i) {
     const auto start = Clock::now();
     if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok())
       std::exit(1);
@@ -212,15 +219,21 @@ bool parse(int argc, char** argv, Flags* flags) {
       while (std::getline(list, item, ',')) flags->sizes.push_back(std::stoul(item));
     } else if (key == "--round-trips") {
       flags->round_trips = std::stoi(value);
+    } else if (key == "--latency-round-trips") {
+      flags->latency_round_trips = std::stoi(value);
     } else if (key == "--peers") {
       flags->run_bare = value.find("bare") != std::string::npos;
       flags->run_dice = value.find("dice") != std::string::npos;
+    } else if (key == "--malloc") {
+      if (value != "tuned" && value != "default") return false;
+      flags->tune_malloc = value == "tuned";
     } else if (key == "--window") {
       flags->window = std::stoi(value);
     } else {
       return false;
     }
   }
+  if (flags->latency_round_trips < 0) flags->latency_round_trips = flags->round_trips;
   return argc % 2 == 1 && flags->round_trips > 0 && flags->window > 0 && !flags->sizes.empty();
 }
 
@@ -230,16 +243,20 @@ int main(int argc, char** argv) {
   Flags flags;
   if (!parse(argc, argv, &flags)) {
     std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
-                 "[--peers bare,dice]\n";
+                 "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default]\n";
     return 2;
   }
   dice::LogOptions log;
   log.level = dice::LogLevel::kWarn;
   log.component = "transport_bench";
   dice::log_configure(log);
-  std::printf("%-16s %10s %14s %10s %10s   (round trips: %d, window: %d, %u hw threads)\n",
-              "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", flags.round_trips,
-              flags.window, std::thread::hardware_concurrency());
+  if (flags.tune_malloc && !tune_allocator_for_messages()) {
+    std::cerr << "transport bench: could not tune malloc\n";
+  }
+  std::printf(
+      "%-16s %10s %14s %10s %10s   (round trips: %d, window: %d, malloc: %s, %u hw threads)\n",
+      "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", flags.round_trips,
+      flags.window, flags.tune_malloc ? "tuned" : "default", std::thread::hardware_concurrency());
   for (std::size_t size : flags.sizes) {
     if (flags.run_bare) {
       const Figures bare = bench_bare(size, flags, /*own_contexts=*/false);
