@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <random>
+#include <sstream>
 
 #include "reward/json_value.h"
 
@@ -80,6 +81,15 @@ EvaluationReport report_from_run(const SandboxResult& run, const std::string& no
   report.reference_ms_std = json_number(root, "reference_ms_std");
   report.timing_trials = static_cast<int>(json_number(root, "timing_trials"));
   report.speedup = json_number(root, "speedup");
+  capnp::json::Value::Reader phases;
+  if (json_member(root, "phases", &phases) && phases.isObject()) {
+    for (auto field : phases.getObject()) {
+      if (!field.getValue().isNumber()) continue;
+      std::ostringstream one;
+      one << field.getName().cStr() << "=" << field.getValue().getNumber();
+      report.phases += (report.phases.empty() ? "" : " ") + one.str();
+    }
+  }
   capnp::json::Value::Reader findings;
   if (json_member(root, "findings", &findings) && findings.isArray()) {
     for (auto f : findings.getArray()) {

@@ -50,6 +50,7 @@ struct EvaluationReport {
   int timing_trials = 0;
   double speedup = 0;
   double eval_seconds = 0;  // wall clock of the sandboxed process
+  std::string phases;       // evaluate.py's seconds per phase, "import=2.1 load=0.4 ...", for logs
   std::string log_tail;     // the end of the process's stderr, for failures
 };
 

@@ -162,6 +162,8 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
                                    checked->kernels, eval);
   slots_.release(slot);
   if (!report.ok()) return finish(FC::INTERNAL_ERROR, report.status().to_string());
+  DICE_LOG(Debug) << "evaluated" << kv("slot", slot) << kv("seconds", report->eval_seconds)
+                  << kv("phases", report->phases);
   findings.insert(findings.end(), report->findings.begin(), report->findings.end());
   set_findings(verdict, findings);
   auto timings = verdict.getTimings();

@@ -30,6 +30,9 @@ result line of its own that the worker would accept. JSON keys:
                    constant-output       (not fatal) constant output, varying reference
                    faster-than-memory    output bytes / peak bandwidth > measured time (fatal)
   kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup
+  phases         seconds spent in each phase reached: import (python and torch), load (reference,
+                 candidate, models on the device), correctness, kernel_check (the profiler pass),
+                 timing; where an evaluation's time goes
 
 Defences (REFERENCE.md section 5): the reference runs first, on clones of the inputs; the
 inputs are checked unmodified after the candidate runs; the reference's GPU outputs are moved
@@ -396,7 +399,19 @@ class Harness:
                    if isinstance(o, self.torch.Tensor))
 
 
-def evaluate(torch, cpp_extension, args, result):
+class PhaseClock:
+    """Seconds per phase into result["phases"], each phase ending where the next starts."""
+
+    def __init__(self, phases, start):
+        self.phases, self.last = phases, start
+
+    def lap(self, name):
+        now = time.monotonic()
+        self.phases[name] = round(now - self.last, 4)
+        self.last = now
+
+
+def evaluate(torch, cpp_extension, args, result, clock):
     harness = Harness(torch, args)
     result["findings"] = harness.findings
     with open(args.reference, encoding="utf-8") as f:
@@ -428,9 +443,12 @@ def evaluate(torch, cpp_extension, args, result):
         raise EvalFailure("importError", "constructing ModelNew: %s: %s" %
                           (type(e).__name__, str(e)[:1000]))
 
+    clock.lap("load")
     result["max_abs_error"] = harness.check_correctness(ref_model, new_model, ref.get_inputs)
     result["trials"] = args.trials
+    clock.lap("correctness")
     harness.check_kernels_ran(new_model, ref.get_inputs)
+    clock.lap("kernel_check")
     result["correct"] = True
     if args.timing and harness.cuda:
         kernel = harness.time_model(new_model, ref.get_inputs)
@@ -447,6 +465,7 @@ def evaluate(torch, cpp_extension, args, result):
                             "write at %g GB/s" % (result["kernel_ms_mean"], floor_ms,
                                                   args.peak_gbps), True)
             raise EvalFailure("antiCheat", "timed faster than writing its outputs allows")
+        clock.lap("timing")
 
 
 def parse_args(argv):
@@ -483,14 +502,16 @@ def main(argv):
     result = {"failure": "internalError", "detail": "", "correct": False, "trials": 0,
               "max_abs_error": 0.0, "findings": [], "kernel_ms_mean": 0.0, "kernel_ms_std": 0.0,
               "reference_ms_mean": 0.0, "reference_ms_std": 0.0, "timing_trials": 0,
-              "speedup": 0.0, "eval_seconds": 0.0}
+              "speedup": 0.0, "eval_seconds": 0.0, "phases": {}}
     start = time.monotonic()
+    clock = PhaseClock(result["phases"], start)
     try:
         import torch
         import torch.utils.cpp_extension as cpp_extension
         if args.device.startswith("cuda") and not torch.cuda.is_available():
             raise EvalFailure("internalError", "no CUDA device visible to the evaluator")
-        evaluate(torch, cpp_extension, args, result)
+        clock.lap("import")
+        evaluate(torch, cpp_extension, args, result, clock)
         result["failure"] = "none"
     except EvalFailure as e:
         result["failure"], result["detail"] = e.failure, e.detail

@@ -49,6 +49,11 @@ class EvaluateFlowTest(unittest.TestCase):
         self.assertTrue(r["correct"])
         self.assertEqual(r["trials"], 3)
         self.assertLess(r["max_abs_error"], 1e-5)
+        # Every phase reached is timed (no timing phase on the CPU), and they add up to at most
+        # the whole evaluation.
+        self.assertEqual(list(r["phases"]), ["import", "load", "correctness", "kernel_check"])
+        self.assertTrue(all(v >= 0 for v in r["phases"].values()), r["phases"])
+        self.assertLessEqual(sum(r["phases"].values()), r["eval_seconds"] + 1e-3)
 
     def test_wrong_values(self):
         r = run_eval("candidate_add.py", "fake_extension_wrong.py")

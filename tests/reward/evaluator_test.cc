@@ -32,7 +32,8 @@ TEST(ReportFromRunTest, ReadsTheResultLine) {
   EvaluationReport r = report_from_run(
       finished("noise\nDICE_EVAL_RESULT abc {\"failure\": \"none\", \"correct\": true, "
                "\"trials\": 5, \"max_abs_error\": 0.001, \"findings\": [{\"check\": "
-               "\"torch-kernels-ran\", \"detail\": \"d\", \"fatal\": false}], \"speedup\": 1.5}\n"),
+               "\"torch-kernels-ran\", \"detail\": \"d\", \"fatal\": false}], \"speedup\": 1.5, "
+               "\"phases\": {\"import\": 2.5, \"load\": 0.25, \"bogus\": \"x\"}}\n"),
       "abc");
   EXPECT_EQ(r.failure, FC::NONE);
   EXPECT_TRUE(r.correct);
@@ -43,6 +44,7 @@ TEST(ReportFromRunTest, ReadsTheResultLine) {
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].check, "torch-kernels-ran");
   EXPECT_FALSE(r.findings[0].fatal);
+  EXPECT_EQ(r.phases, "import=2.5 load=0.25");  // numbers only
 }
 
 TEST(ReportFromRunTest, IgnoresResultLinesWithTheWrongNonce) {
