@@ -15,6 +15,7 @@
 #include <map>
 #include <thread>
 
+#include "common/log.h"
 #include "reward/judge.h"
 #include "reward/reward_worker.h"
 
@@ -42,6 +43,8 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --timing-trials N       timed runs (default 100)
   --memory-limit-mb N     address-space limit of a candidate process, 0 = none (default 65536)
   --timeout-seconds N     per candidate (default 300)
+  --log-level LEVEL       debug|info|warn|error (default info; debug adds each evaluation's
+                          seconds per phase)
 GPUs: the ordinals in CUDA_VISIBLE_DEVICES, else GPU 0.
 )";
 
@@ -52,6 +55,7 @@ struct Flags {
   bool dump_only = false;
   int gpu_slots = 4;
   dice::RewardOptions reward;
+  dice::LogLevel log_level = dice::LogLevel::kInfo;
 };
 
 struct UsageError {
@@ -148,6 +152,10 @@ Flags parse_flags(int argc, char** argv) {
       r.sandbox.memory_limit_mb = parse_int(flag, value, 0);
     else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
+    } else if (flag == "--log-level") {
+      if (!dice::parse_log_level(value, &f.log_level)) {
+        throw UsageError{flag + " \"" + value + "\": expected debug, info, warn or error"};
+      }
     } else {
       throw UsageError{"unknown flag " + flag};
     }
@@ -247,5 +255,9 @@ int main(int argc, char** argv) {
     std::cerr << "dice-judge: " << e.message << "\n" << kUsage;
     return 2;
   }
+  dice::LogOptions log;
+  log.level = flags.log_level;
+  log.component = "judge";
+  dice::log_configure(log);
   return judge(flags);
 }

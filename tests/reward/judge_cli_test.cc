@@ -46,6 +46,11 @@ TEST(JudgeCliTest, BadFlagsAreNamed) {
   run = run_judge("--items x.json --tolerance -1");
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.output.find("--tolerance \"-1\": expected a positive number"), std::string::npos);
+  run = run_judge("--items x.json --log-level loud");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.output.find("--log-level \"loud\": expected debug, info, warn or error"),
+            std::string::npos)
+      << run.output;
   run = run_judge("--timing on");
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.output.find("--items is required"), std::string::npos);
