@@ -26,8 +26,10 @@ at::Tensor cached_chunk_mask(const std::vector<int64_t>& cache_lengths,
   const int64_t slots =
       (batch == 0 ? 0 : *std::max_element(cache_lengths.begin(), cache_lengths.end())) + chunk_len;
   const auto long_opts = at::TensorOptions(device).dtype(at::kLong);
-  at::Tensor len = at::tensor(cache_lengths, at::kLong).to(device).view({batch, 1, 1});
-  at::Tensor end = len + at::tensor(valid, at::kLong).to(device).view({batch, 1, 1});
+  // Non-blocking: a copy from pageable host memory is staged at once, and a blocking one would
+  // wait for every kernel queued before it (a stream sync per decode step).
+  at::Tensor len = at::tensor(cache_lengths, at::kLong).to(device, true).view({batch, 1, 1});
+  at::Tensor end = len + at::tensor(valid, at::kLong).to(device, true).view({batch, 1, 1});
   at::Tensor query_pos = len + at::arange(chunk_len, long_opts).view({1, chunk_len, 1});
   at::Tensor slot = at::arange(slots, long_opts).view({1, 1, slots});
   at::Tensor visible = (slot < end) | (slot == query_pos);

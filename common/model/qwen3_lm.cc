@@ -84,10 +84,11 @@ at::Tensor Qwen3LMImpl::hidden_cached(const at::Tensor& input_ids,
 
   AttentionContext ctx;
   ctx.cache = &cache;
-  ctx.write_rows = (row_base + positions).reshape({-1}).to(device);
+  // Non-blocking copies (see cached_chunk_mask): no stream sync before the forward.
+  ctx.write_rows = (row_base + positions).reshape({-1}).to(device, /*non_blocking=*/true);
   ctx.key_slots = *std::max_element(lengths.begin(), lengths.end()) + len;
   ctx.mask = cached_chunk_mask(lengths, valid, len, config_.block_size, device);
-  at::Tensor out = model(input_ids, positions.to(device), ctx);
+  at::Tensor out = model(input_ids, positions.to(device, /*non_blocking=*/true), ctx);
   if (store) {
     for (int64_t b = 0; b < batch; ++b) {
       cache.set_length(b, lengths[static_cast<size_t>(b)] + valid[static_cast<size_t>(b)]);
