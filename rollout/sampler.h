@@ -42,8 +42,9 @@
 // sampler's state is undefined: discard it.
 //
 // Not done yet (levers for speed): CUDA graphs for the step (forward_cached builds its positions
-// and mask on the host, and copies them with blocking copies, so it cannot be captured as is); a
-// packed (varlen) forward so that slots in different phases need no padding to 2B.
+// and mask inputs on the host each step and copies them over, without blocking since session 4,
+// so it cannot be captured as is: static device buffers updated on the device would be needed);
+// a packed (varlen) forward so that slots in different phases need no padding to 2B.
 #pragma once
 
 #include <ATen/core/Generator.h>
