@@ -262,6 +262,15 @@ class Harness:
             return out.detach().to("cpu", copy=True)
         return out
 
+    def snapshot(self, out):
+        """A copy on the same device: an output the candidate keeps and rewrites on its next call
+        (one buffer for every call) must not change under the comparison with that call."""
+        if isinstance(out, (tuple, list)):
+            return type(out)(self.snapshot(o) for o in out)
+        if isinstance(out, self.torch.Tensor):
+            return self.clone(out.detach())
+        return out
+
     def poison_free_memory(self):
         """Overwrite memory freed by earlier runs so that a candidate reading uninitialised
         memory finds NaN, not the reference's answer."""
@@ -308,6 +317,7 @@ class Harness:
                                  (trial, i), True)
                     raise EvalFailure("antiCheat", "the candidate modified input %d" % i)
             max_err = max(max_err, compare_outputs(torch, got, want, args))
+            got = self.snapshot(got)
             # Kernel, reference, kernel: a second run on fresh copies must agree with the first.
             self.run(ref_model, self.cloned(pristine))
             self.poison_free_memory()

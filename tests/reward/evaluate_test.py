@@ -75,6 +75,11 @@ class EvaluateFlowTest(unittest.TestCase):
         self.assertEqual(r["failure"], "antiCheat")
         self.assertEqual(r["findings"][0]["check"], "kernel-outputs-differ")
 
+    def test_one_output_buffer_rewritten_on_each_call(self):
+        r = run_eval("candidate_add.py", "fake_extension_one_buffer.py")
+        self.assertEqual(r["failure"], "antiCheat", r)
+        self.assertEqual(r["findings"][0]["check"], "kernel-outputs-differ")
+
     def test_output_cached_by_shape_is_stale_on_fresh_inputs(self):
         # One trial: the kernel-reference-kernel rerun uses the same inputs, so only the call on
         # inputs from an unused seed shows the cache.
