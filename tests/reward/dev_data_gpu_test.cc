@@ -121,6 +121,10 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {
     rewarded += reward > 0;
+    // 2616 is a wrong kernel whose error depends on thread timing (its reductions race on shared
+    // memory; docs/BENCHMARKS.md, "The 60 dev candidates on the H200"): at atol 1e-2 it passed
+    // both runs there and failed KernelBench's, so neither verdict is asserted. 6936 calls cuDNN
+    // and has no kernel of its own: the static check rejects it (below).
     if (id == "2616" || id == "6936") continue;
     EXPECT_EQ(reward, 1.0f) << lines[id];
   }
