@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/torch_compat.h"
 #include "learner/policy_trainer.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/sdar_shapes.h"
@@ -119,6 +120,11 @@ int main(int argc, char** argv) {
         if (s.name == m) shapes.push_back(s);
       }
     }
+  }
+  if (!f.cpu && !dice::compat::cuda_available()) {
+    std::printf("update_bench: skipped: needs a CUDA GPU (or --device cpu); this is %s\n",
+                dice::compat::describe_torch().c_str());
+    return 0;
   }
   const c10::Device device = f.cpu ? c10::Device(at::kCPU) : c10::Device(at::kCUDA, 0);
   std::printf(
