@@ -1,5 +1,6 @@
 #include "reward/judge.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <capnp/schema.h>
 #include <boost/json.hpp>
 
+#include "common/log.h"
 #include "reward/extract.h"
 #include "reward/judge_variants.h"
 
@@ -148,12 +150,25 @@ std::string summary_json(const JudgeSummary& s) {
   return out.str();
 }
 
+bool JudgeProgress::due(size_t done, size_t total, double seconds) {
+  if (done < total && seconds - last_report < interval_seconds) return false;
+  last_report = seconds;
+  return true;
+}
+
+double JudgeProgress::eta_seconds(size_t done, size_t total, double seconds) {
+  if (done >= total) return 0;
+  if (done == 0) return -1;
+  return seconds / static_cast<double>(done) * static_cast<double>(total - done);
+}
+
 JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& candidates,
                        int threads, const std::function<void(const std::string&)>& emit) {
   JudgeSummary summary;
   std::mutex mutex;
   std::atomic<size_t> next{0};
   const auto started = std::chrono::steady_clock::now();
+  JudgeProgress progress;
   auto worker = [&] {
     for (size_t i = next++; i < candidates.size(); i = next++) {
       const JudgeItem& item = candidates[i];
@@ -187,6 +202,15 @@ JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& c
         summary.variants_correct += reader.getCorrect();
       }
       emit(line);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (progress.due(summary.candidates, candidates.size(), seconds)) {
+        DICE_LOG(Info) << "judging" << kv("done", summary.candidates)
+                       << kv("total", candidates.size()) << kv("correct", summary.correct)
+                       << kv("per_minute", 60.0 * summary.candidates / std::max(seconds, 1e-3))
+                       << kv("eta_s", static_cast<std::int64_t>(JudgeProgress::eta_seconds(
+                                          summary.candidates, candidates.size(), seconds)));
+      }
     }
   };
   std::vector<std::thread> pool;

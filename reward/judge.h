@@ -49,6 +49,18 @@ struct JudgeSummary {
   double per_minute() const { return seconds > 0 ? 60.0 * candidates / seconds : 0; }
 };
 
+// When run_judge logs its progress ("judging" lines: done, rate, eta_s): every `interval_seconds`
+// and when the last candidate is in.
+struct JudgeProgress {
+  double interval_seconds = 10;
+  double last_report = 0;
+
+  // True when a line is due at `seconds` into the run with `done` of `total` judged.
+  bool due(size_t done, size_t total, double seconds);
+  // Seconds left at the rate so far: 0 when all are done, -1 before the first is.
+  static double eta_seconds(size_t done, size_t total, double seconds);
+};
+
 // Judges `candidates` with `threads` in flight (compiles overlap evaluations; the pipeline's own
 // pools bound each) and calls `emit` with each verdict line as it completes (never two at once).
 JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& candidates,

@@ -83,6 +83,19 @@ TEST(JudgeItemsTest, DumpSourcesWritesManifestAndFiles) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(JudgeProgressTest, EveryIntervalAndAtTheEnd) {
+  JudgeProgress progress;  // every 10 s
+  EXPECT_FALSE(progress.due(1, 60, 3.0));
+  EXPECT_TRUE(progress.due(5, 60, 10.0));
+  EXPECT_FALSE(progress.due(7, 60, 15.0));  // 5 s since the last line
+  EXPECT_TRUE(progress.due(9, 60, 20.5));
+  EXPECT_TRUE(progress.due(60, 60, 21.0));  // the last one is always reported
+  // The rate so far: 10 of 40 in 30 s leaves 30 at 3 s each.
+  EXPECT_DOUBLE_EQ(JudgeProgress::eta_seconds(10, 40, 30.0), 90.0);
+  EXPECT_DOUBLE_EQ(JudgeProgress::eta_seconds(0, 40, 30.0), -1.0);
+  EXPECT_DOUBLE_EQ(JudgeProgress::eta_seconds(40, 40, 30.0), 0.0);
+}
+
 TEST(JudgeItemsTest, VerdictLineIsJson) {
   JudgeItem item;
   item.id = "6995";
