@@ -8,12 +8,6 @@
 #include "common/transport/zmq_frames.h"
 
 namespace dice::transport {
-namespace {
-
-// Messages received per wake-up before the loop looks at timers and sends again.
-constexpr std::size_t kMaxReceivesPerRound = 256;
-
-}  // namespace
 
 WorkDispatcher::WorkDispatcher(DispatcherOptions options)
     : options_(options),
@@ -163,13 +157,9 @@ WorkDispatcher::Received WorkDispatcher::receive_all(bool arm) {
   {
     std::lock_guard<std::mutex> socket_lock(socket_mutex_);
     if (socket_closed_) return got;
-    std::vector<zmq::message_t> frames;
-    while (receive_frames(router_, &frames)) {
-      messages.push_back(std::move(frames));
-      if (messages.size() == kMaxReceivesPerRound) break;
-    }
-    // The last receive found the socket empty, which re-arms the descriptor's edge; a sender
-    // from here on checks for input on the sleeper's behalf.
+    messages = receive_round(router_);
+    // An empty round re-armed the descriptor's edge; a sender from here on checks for input on
+    // the sleeper's behalf.
     if (messages.empty() && arm) poller_asleep_ = got.armed = true;
   }
   // At the cap, more may wait behind an edge already consumed.

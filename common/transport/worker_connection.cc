@@ -16,7 +16,6 @@ namespace {
 using Body = schema::Envelope::Body;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr std::size_t kMaxReceivesPerRound = 256;
 // First segment of a control message (Hello, Credit, Ack, Heartbeat, Error): a few hundred bytes
 // each, where Cap'n Proto's default segment would zero 8 KiB per message.
 constexpr unsigned kControlMessageWords = 128;
@@ -287,13 +286,9 @@ WorkerConnection::Received WorkerConnection::receive_all(TimePoint now, bool arm
   {
     std::lock_guard<std::mutex> socket_lock(socket_mutex_);
     if (socket_closed_) return received;
-    std::vector<zmq::message_t> frames;
-    while (receive_frames(dealer_, &frames)) {
-      messages.push_back(std::move(frames));
-      if (messages.size() == kMaxReceivesPerRound) break;
-    }
-    // The last receive found the socket empty, which re-arms the descriptor's edge; a sender
-    // from here on checks for input on the sleeper's behalf.
+    messages = receive_round(dealer_);
+    // An empty round re-armed the descriptor's edge; a sender from here on checks for input on
+    // the sleeper's behalf.
     if (messages.empty() && arm) poller_asleep_ = received.armed = true;
   }
   // At the cap, more may wait behind an edge already consumed.

@@ -26,6 +26,15 @@ void release_payload(void* /*data*/, void* hint) {
 
 }  // namespace
 
+std::vector<std::vector<zmq::message_t>> receive_round(zmq::socket_t& socket) {
+  std::vector<std::vector<zmq::message_t>> messages;
+  std::vector<zmq::message_t> frames;
+  while (messages.size() < kMaxReceivesPerRound && receive_frames(socket, &frames)) {
+    messages.push_back(std::move(frames));
+  }
+  return messages;
+}
+
 bool receive_frames(zmq::socket_t& socket, std::vector<zmq::message_t>* frames) {
   frames->clear();
   while (true) {

@@ -3,6 +3,7 @@
 // edge-triggered readiness check that lets several threads share one socket under a mutex.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,13 @@ enum class SendOutcome { kSent, kWouldBlock, kUnreachable, kFailed };
 
 // Receives one whole multipart message without blocking; false when none is waiting.
 bool receive_frames(zmq::socket_t& socket, std::vector<zmq::message_t>* frames);
+
+// Messages one round takes off a socket before its caller looks at timers and sends again.
+inline constexpr std::size_t kMaxReceivesPerRound = 256;
+// Whole messages waiting on `socket`, up to kMaxReceivesPerRound, without blocking. An empty
+// result means the last receive found the socket empty (which re-arms its descriptor's edge);
+// a full one, that more may be waiting behind an edge already consumed.
+std::vector<std::vector<zmq::message_t>> receive_round(zmq::socket_t& socket);
 
 // Sends [routing_id, payload] on a ROUTER socket, or just [payload] when routing_id is empty.
 SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
