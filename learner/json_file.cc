@@ -3,24 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json/parse_text.h"
+
 namespace dice {
-namespace {
-
-// "line L, column C" of byte `offset` in `text`, for JSON syntax errors.
-std::string position_of(const std::string& text, std::size_t offset) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(column);
-}
-
-}  // namespace
 
 Result<json::value> parse_json_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
@@ -28,16 +13,14 @@ Result<json::value> parse_json_file(const std::string& path, const std::string& 
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) return Status::io_error(what + " " + path + ": read failed");
-  const std::string text = buffer.str();
-  json::stream_parser parser;
   json::error_code ec;
-  const std::size_t used = parser.write(text.data(), text.size(), ec);
-  if (!ec) parser.finish(ec);
+  std::string position;
+  json::value root = parse_json_text(buffer.str(), &ec, &position);
   if (ec) {
-    return Status::invalid_argument(what + " " + path + ":" + position_of(text, used) +
+    return Status::invalid_argument(what + " " + path + ":" + position +
                                     ": not valid JSON: " + ec.message());
   }
-  return parser.release();
+  return root;
 }
 
 // The string at `key`, or an error naming it; `required` false: "" when absent.

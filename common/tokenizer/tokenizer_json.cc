@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json/parse_text.h"
 #include "common/tokenizer/byte_level.h"
 #include "common/tokenizer/pre_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
@@ -261,27 +262,11 @@ Status merge_parts(const Reader& r, const json::value& v, std::size_t i, std::st
 }
 
 Result<json::value> parse_json(std::string_view text, const std::string& origin) {
-  json::stream_parser parser;
   boost::system::error_code ec;
-  std::size_t consumed = parser.write_some(text.data(), text.size(), ec);
-  if (!ec && consumed < text.size()) {
-    ec = json::make_error_code(json::error::extra_data);
-  }
-  if (!ec) parser.finish(ec);
-  if (ec) {
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i < consumed && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    return Status::corruption(origin + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                              ": invalid JSON: " + ec.message());
-  }
-  return parser.release();
+  std::string position;
+  json::value root = parse_json_text(text, &ec, &position);
+  if (ec) return Status::corruption(origin + ":" + position + ": invalid JSON: " + ec.message());
+  return root;
 }
 
 }  // namespace
