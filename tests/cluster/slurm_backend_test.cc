@@ -16,9 +16,12 @@
 #include "cluster/command.h"
 #include "cluster/slurm_query.h"
 #include "tests/cluster/cli_test_support.h"
+#include "tests/support/free_port.h"
 
 namespace dice::cluster {
 namespace {
+
+using testing_util::free_port;
 
 using cli_test::CliResult;
 using cli_test::poll_until;
@@ -26,22 +29,6 @@ using cli_test::processes_with_token;
 
 constexpr const char* kSleepy = "sleepy_service_test_double";
 constexpr const char* kSlurmScript = DICE_SOURCE_DIR "/tests/cluster/one_node_slurm.sh";
-
-// A port nothing listens on now (the kernel's pick for port 0), for a daemon about to bind it.
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::string short_hostname() {
   char name[256] = {};

@@ -19,9 +19,12 @@
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
 #include "tests/cluster/cli_test_support.h"
+#include "tests/support/free_port.h"
 
 namespace dice::cluster {
 namespace {
+
+using testing_util::free_port;
 
 using cli_test::kSleepy;
 
@@ -34,22 +37,6 @@ using cli_test::processes_with_argument;
 using cli_test::processes_with_token;
 using cli_test::quote;
 using cli_test::read_file;
-
-// A port the kernel just handed out on 127.0.0.1 (free, barring a race with another binder).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 // The parent pid of `pid` (field 4 of /proc/PID/stat, after the parenthesised command name).
 pid_t getppid_of(pid_t pid) {

@@ -24,9 +24,12 @@
 
 #include "common/rewardlog/reader.h"
 #include "tests/support/child_process.h"
+#include "tests/support/free_port.h"
 
 namespace dice {
 namespace {
+
+using testing_util::free_port;
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
@@ -34,21 +37,6 @@ using std::chrono::milliseconds;
 constexpr auto kDeadline = std::chrono::seconds(25);
 
 using testing_util::ChildProcess;
-
-// A TCP port that was free a moment ago (bound to 0, then released).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 // The body of GET /metrics from 127.0.0.1:port ("" when the request fails).
 std::string scrape_metrics(int port) {
