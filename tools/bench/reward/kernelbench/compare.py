@@ -63,17 +63,22 @@ def merge_dice(runs):
     return merged, sorted(set(unstable))
 
 
-def read_known(path):
-    """{(id, variant): entry} from a JSON list of {id, variant, dice, kernelbench, reason}."""
-    if not path:
-        return {}
+def read_json(path):
+    """The JSON document in `path`; InputError naming the file (and line) when it cannot be."""
     try:
         with open(path, encoding="utf-8") as f:
-            entries = json.load(f)
+            return json.load(f)
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror})")
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: not JSON ({e.msg})")
+
+
+def read_known(path):
+    """{(id, variant): entry} from a JSON list of {id, variant, dice, kernelbench, reason}."""
+    if not path:
+        return {}
+    entries = read_json(path)
     if not isinstance(entries, list):
         raise InputError(f"{path}: expected a JSON list")
     out = {}
@@ -114,13 +119,7 @@ def compare(dice, kernelbench, known):
 
 
 def read_summary(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            summary = json.load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})")
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not JSON ({e.msg})")
+    summary = read_json(path)
     for key in ("candidates", "seconds"):
         if not isinstance(summary.get(key), (int, float)):
             raise InputError(f"{path}: \"{key}\" is missing or not a number")
