@@ -17,6 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "cluster/cluster_state.h"
 #include "cluster/process.h"
 
 namespace dice::cluster::cli_test {
@@ -128,6 +131,21 @@ inline std::vector<std::string> test_double_overrides(const std::string& state_d
 }
 
 // Polls `done` until true or `seconds` pass.
+// The run's state file in `state_dir`; an empty state, and a test failure, when it cannot be read.
+inline ClusterState read_state(const std::string& state_dir) {
+  Result<ClusterState> read = read_state_file(state_dir);
+  EXPECT_TRUE(read.ok()) << read.status().to_string();
+  return read.ok() ? *read : ClusterState{};
+}
+
+// The entry of service `name` in `state`, or nullptr.
+inline const ServiceState* find_service(const ClusterState& state, const std::string& name) {
+  for (const auto& entry : state.services) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
 inline bool poll_until(const std::function<bool()>& done, double seconds = 15) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -56,16 +56,9 @@ class DiceClusterTest : public ::testing::Test {
     return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt");
   }
   CliResult down() { return cli({"down", "--state-dir", state_dir_}); }
-  ClusterState state() {
-    Result<ClusterState> read = read_state_file(state_dir_);
-    EXPECT_TRUE(read.ok()) << read.status().to_string();
-    return read.ok() ? *read : ClusterState{};
-  }
+  ClusterState state() { return cli_test::read_state(state_dir_); }
   const ServiceState* service(const ClusterState& s, const std::string& name) {
-    for (const auto& entry : s.services) {
-      if (entry.name == name) return &entry;
-    }
-    return nullptr;
+    return cli_test::find_service(s, name);
   }
 
   std::string dir_, state_dir_, token_;

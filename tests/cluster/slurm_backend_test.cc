@@ -127,11 +127,7 @@ class SlurmBackendTest : public ::testing::Test {
     return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt", full_env);
   }
   CliResult down() { return cli({"down", "--state-dir", state_dir_}); }
-  ClusterState state() {
-    Result<ClusterState> read = read_state_file(state_dir_);
-    EXPECT_TRUE(read.ok()) << read.status().to_string();
-    return read.ok() ? *read : ClusterState{};
-  }
+  ClusterState state() { return cli_test::read_state(state_dir_); }
   // The live service process whose command line holds `needle`; 0 if none.
   pid_t service_pid(const std::string& needle) {
     for (pid_t pid : processes_with_token(token_)) {

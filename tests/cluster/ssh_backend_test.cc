@@ -147,16 +147,9 @@ class SshBackendTest : public ::testing::Test {
   CliResult cli(const std::vector<std::string>& args) {
     return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt");
   }
-  ClusterState state() {
-    Result<ClusterState> read = read_state_file(state_dir_);
-    EXPECT_TRUE(read.ok()) << read.status().to_string();
-    return read.ok() ? *read : ClusterState{};
-  }
+  ClusterState state() { return cli_test::read_state(state_dir_); }
   const ServiceState* service(const ClusterState& s, const std::string& name) {
-    for (const auto& entry : s.services) {
-      if (entry.name == name) return &entry;
-    }
-    return nullptr;
+    return cli_test::find_service(s, name);
   }
   // The pid the remote start script recorded for `s`; 0 while there is none.
   static pid_t remote_pid(const ServiceState& s) {
