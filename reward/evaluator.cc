@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/log.h"
 #include "reward/json_value.h"
 
 namespace dice {
@@ -100,53 +101,152 @@ EvaluationReport report_from_run(const SandboxResult& run, const std::string& no
   return report;
 }
 
+namespace {
+
+constexpr const char* kReadyLine = "DICE_EVAL_READY";
+
+// What makes two evaluation processes interchangeable before their work arrives: everything of
+// the spec but the timeout, which applies from SandboxProcess::wait().
+std::string prestart_key(const SandboxSpec& spec) {
+  std::ostringstream key;
+  for (const auto& a : spec.argv) key << a << '\0';
+  key << '\1';
+  for (const auto& e : spec.env) key << e << '\0';
+  key << '\1';
+  for (const auto& [name, contents] : spec.files) key << name << '\0' << contents << '\0';
+  key << '\1' << spec.workdir << '\0' << spec.scratch_root << '\0' << spec.memory_limit_mb << ' '
+      << spec.limit_data_not_address_space << ' ' << spec.cpu_time_seconds << ' '
+      << spec.max_output_mb << ' ' << spec.max_processes << ' ' << spec.max_open_files << ' '
+      << spec.isolate << spec.allow_network << spec.fresh_network_namespace << ' ' << spec.uid
+      << ' ' << spec.gid << ' ' << spec.input_pipe;
+  return key.str();
+}
+
+}  // namespace
+
+EvaluatorPrestart::~EvaluatorPrestart() = default;
+
+Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpec& spec) {
+  const std::string key = prestart_key(spec);
+  std::unique_ptr<SandboxProcess> taken;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ready_ && ready_key_ == key) {
+      taken = std::move(ready_);
+      ++warm_takes_;
+    }
+    ready_.reset();  // a process for another spec is of no use: killed
+  }
+  if (!taken) {
+    DICE_ASSIGN_OR_RETURN(taken, SandboxProcess::start(spec));
+  }
+  // The successor starts now; a failure shows again (and is reported) at the next take.
+  auto next = SandboxProcess::start(spec);
+  if (next.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ready_) {
+      ready_ = std::move(next).value();
+      ready_key_ = key;
+    }
+  }
+  return taken;
+}
+
+int EvaluatorPrestart::warm_takes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return warm_takes_;
+}
+
 Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                             const std::string& candidate_source,
                                             const std::vector<CompileOutcome>& modules,
                                             const std::vector<std::string>& kernels,
-                                            const EvaluatorOptions& options) {
-  const std::string nonce = random_nonce();
+                                            const EvaluatorOptions& options,
+                                            EvaluatorPrestart* prestart) {
+  // The process: evaluate.py, copied into the scratch folder (the sandbox uid needs no access
+  // to the install folder), waiting for its arguments on stdin.
   SandboxSpec spec = options.sandbox;
-  // The script and the built modules are copied into the scratch folder: the sandbox uid needs
-  // no access to the install or cache folders, and cannot touch the cached originals.
   DICE_ASSIGN_OR_RETURN(spec.files, read_files_for_sandbox(options.script_dir, {"evaluate.py"}));
-  spec.files.emplace_back("reference.py", reference_source);
-  spec.files.emplace_back("candidate.py", candidate_source);
-  spec.files.emplace_back("nonce", nonce + "\n");
-  std::vector<std::string> module_args;
+  if (options.device != "cpu") spec.limit_data_not_address_space = true;
+  spec.input_pipe = true;
+  spec.argv = {options.python,     "-E",       "-s",          "evaluate.py",
+               "--job-from-stdin", "--device", options.device};
+  std::unique_ptr<SandboxProcess> process;
+  Status ready = Status::unavailable("not started");
+  if (prestart != nullptr) {
+    DICE_ASSIGN_OR_RETURN(process, prestart->take(spec));
+    // One started ahead may have died while it waited (a GPU reset, the OOM killer): that is no
+    // reason to fail this candidate, so it gets a process started now instead.
+    ready = process->wait_for_line(kReadyLine, options.sandbox.timeout_seconds);
+    if (!ready.ok()) {
+      DICE_LOG(Warn) << "evaluator: a process started ahead did not get ready; starting another"
+                     << kv("stderr", tail(process->wait(1).stderr_text, 300));
+      process.reset();
+    }
+  }
+  if (!process) {
+    DICE_ASSIGN_OR_RETURN(process, SandboxProcess::start(spec));
+  }
+
+  // The candidate's files. The built modules are copies: the sandbox uid cannot touch the
+  // cached originals.
+  const std::string nonce = random_nonce();
+  std::vector<std::pair<std::string, std::string>> files = {{"reference.py", reference_source},
+                                                            {"candidate.py", candidate_source},
+                                                            {"nonce", nonce + "\n"}};
+  std::vector<std::string> args = {"--reference",  "reference.py",
+                                   "--candidate",  "candidate.py",
+                                   "--nonce-file", "nonce",
+                                   "--device",     options.device,
+                                   "--trials",     std::to_string(options.trials),
+                                   "--seed",       std::to_string(options.seed),
+                                   "--tol-fp32",   format_double(options.tolerance.fp32),
+                                   "--tol-fp16",   format_double(options.tolerance.fp16),
+                                   "--tol-bf16",   format_double(options.tolerance.bf16),
+                                   "--peak-gbps",  format_double(options.peak_gbps)};
   for (const auto& m : modules) {
     DICE_ASSIGN_OR_RETURN(auto copied, read_files_for_sandbox("", {m.module_path}));
     const std::string local = "module_" + m.module_name + "_" + copied[0].first;
-    spec.files.emplace_back(local, std::move(copied[0].second));
-    module_args.push_back("--module");
-    module_args.push_back(m.module_name + "=./" + local);
+    files.emplace_back(local, std::move(copied[0].second));
+    args.push_back("--module");
+    args.push_back(m.module_name + "=./" + local);
   }
-  if (options.device != "cpu") spec.limit_data_not_address_space = true;
-  spec.argv = {options.python, "-E",
-               "-s",           "evaluate.py",
-               "--reference",  "reference.py",
-               "--candidate",  "candidate.py",
-               "--nonce-file", "nonce",
-               "--device",     options.device,
-               "--trials",     std::to_string(options.trials),
-               "--seed",       std::to_string(options.seed),
-               "--tol-fp32",   format_double(options.tolerance.fp32),
-               "--tol-fp16",   format_double(options.tolerance.fp16),
-               "--tol-bf16",   format_double(options.tolerance.bf16),
-               "--peak-gbps",  format_double(options.peak_gbps)};
-  spec.argv.insert(spec.argv.end(), module_args.begin(), module_args.end());
   if (!kernels.empty()) {
     std::string list;
     for (const auto& k : kernels) list += (list.empty() ? "" : ",") + k;
-    spec.argv.push_back("--kernels");
-    spec.argv.push_back(list);
+    args.push_back("--kernels");
+    args.push_back(list);
   }
   if (options.timing.enabled) {
-    spec.argv.insert(spec.argv.end(),
-                     {"--timing", "--timing-trials", std::to_string(options.timing.trials),
-                      "--warmups", std::to_string(options.timing.warmups)});
+    args.insert(args.end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
+                             "--warmups", std::to_string(options.timing.warmups)});
   }
-  DICE_ASSIGN_OR_RETURN(SandboxResult run, run_sandboxed(spec));
+  DICE_RETURN_IF_ERROR(process->add_files(files));
+
+  // A process that cannot get ready is the service's problem (python or torch broken, the GPU
+  // gone), not the candidate's.
+  if (!ready.ok()) ready = process->wait_for_line(kReadyLine, options.sandbox.timeout_seconds);
+  if (!ready.ok()) {
+    SandboxResult run = process->wait(1);
+    EvaluationReport report;
+    report.failure = schema::FailureClass::INTERNAL_ERROR;
+    report.detail = "the evaluator did not start: " + ready.message() + " (" +
+                    describe_sandbox_result(run) + ")";
+    report.log_tail = tail(run.stderr_text, 2000);
+    return report;
+  }
+  // Arguments NUL-separated (no escaping needed), then end of input.
+  std::string job;
+  for (const auto& a : args) job += a + '\0';
+  Status sent = process->send_input(job);
+  SandboxResult run = process->wait(options.sandbox.timeout_seconds);
+  if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
+    EvaluationReport report;
+    report.failure = schema::FailureClass::INTERNAL_ERROR;
+    report.detail = "the evaluator did not take its work: " + sent.message();
+    report.log_tail = tail(run.stderr_text, 2000);
+    return report;
+  }
   return report_from_run(run, nonce);
 }
 

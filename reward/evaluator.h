@@ -1,12 +1,19 @@
 // Evaluation of one compiled candidate: python/evaluate.py in a fresh sandboxed process (one per
 // candidate: a CUDA error poisons a process's context), its result line parsed back.
 //
+// evaluate.py starts with --job-from-stdin: it imports torch, creates the CUDA context, prints
+// "DICE_EVAL_READY" and then reads its arguments from stdin. With an EvaluatorPrestart per GPU
+// slot, the process for a slot's next candidate does all that while the current one runs, so a
+// candidate's evaluation starts from a warm interpreter; it is still a fresh process of its own.
+//
 // The result line is "DICE_EVAL_RESULT <nonce> <json>": the nonce is a random token written to a
 // file that evaluate.py deletes before it loads candidate code, so output the candidate prints
 // cannot pass for a result. No result line: the process died (crashed, timed out, hit a
 // limit), classified from how it ended.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,17 +61,39 @@ struct EvaluationReport {
   std::string log_tail;     // the end of the process's stderr, for failures
 };
 
+// One evaluation process kept started ahead, for one GPU slot (or shared by the threads of a
+// worker without slots). Thread-safe.
+class EvaluatorPrestart {
+ public:
+  EvaluatorPrestart() = default;
+  ~EvaluatorPrestart();
+  // A started process for `spec`: the one started ahead when it has the same command,
+  // environment and limits (the timeout aside, which applies at SandboxProcess::wait), else a
+  // new one. Then starts the next one with `spec`.
+  Result<std::unique_ptr<SandboxProcess>> take(const SandboxSpec& spec);
+  // Taken processes that had been started ahead (for logs and tests).
+  int warm_takes() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::string ready_key_;
+  std::unique_ptr<SandboxProcess> ready_;
+  int warm_takes_ = 0;
+};
+
 // FailureClass from its schema name ("runtimeError" -> RUNTIME_ERROR); INTERNAL_ERROR for
 // names that are not in the schema.
 schema::FailureClass failure_class_from_name(const std::string& name);
 
 // Runs evaluate.py on one candidate. `modules` are the successful builds of its extensions;
-// `kernels` the __global__ names the profiler must see (from the static check).
+// `kernels` the __global__ names the profiler must see (from the static check). With
+// `prestart`, the process comes from it (and its successor starts); else one starts now.
 Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                             const std::string& candidate_source,
                                             const std::vector<CompileOutcome>& modules,
                                             const std::vector<std::string>& kernels,
-                                            const EvaluatorOptions& options);
+                                            const EvaluatorOptions& options,
+                                            EvaluatorPrestart* prestart = nullptr);
 
 // The report from a finished evaluate.py process (exposed for tests).
 EvaluationReport report_from_run(const SandboxResult& run, const std::string& nonce);

@@ -43,6 +43,8 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --timing-trials N       timed runs (default 100)
   --memory-limit-mb N     address-space limit of a candidate process, 0 = none (default 65536)
   --timeout-seconds N     per candidate (default 300)
+  --prestart on|off       start each slot's next evaluation process while the current one
+                          runs (default on)
   --log-level LEVEL       debug|info|warn|error (default info; debug adds each evaluation's
                           seconds per phase)
 GPUs: the ordinals in CUDA_VISIBLE_DEVICES, else GPU 0.
@@ -150,6 +152,8 @@ Flags parse_flags(int argc, char** argv) {
       r.timing.trials = static_cast<int>(parse_int(flag, value, 1));
     else if (flag == "--memory-limit-mb")
       r.sandbox.memory_limit_mb = parse_int(flag, value, 0);
+    else if (flag == "--prestart")
+      r.prestart_evaluators = parse_on_off(flag, value);
     else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
     } else if (flag == "--log-level") {

@@ -79,7 +79,15 @@ RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain
       compiler_(std::move(toolchain), compile_options(options)) {
   // One network namespace ready per slot (evaluations run one per slot at a time), so the first
   // evaluations do not wait for the pool to grow.
-  NetnsPool::shared().prewarm(static_cast<int>(identity_.gpu_slots.size()));
+  // Two per slot with prestarted evaluators: the running one and the next.
+  const int per_slot = options.prestart_evaluators ? 2 : 1;
+  NetnsPool::shared().prewarm(per_slot * static_cast<int>(identity_.gpu_slots.size()));
+  if (options.prestart_evaluators) {
+    prestarts_[""] = std::make_unique<EvaluatorPrestart>();
+    for (const auto& slot : identity_.gpu_slots) {
+      prestarts_[slot] = std::make_unique<EvaluatorPrestart>();
+    }
+  }
 }
 
 void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
@@ -158,8 +166,10 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
     eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + slot.substr(0, slot.find('/')));
   }
   verdict.setGpuSlot(slot);
+  auto prestart = prestarts_.find(slot);
   auto report = evaluate_candidate(task.getReferenceSource().cStr(), extracted.source, modules,
-                                   checked->kernels, eval);
+                                   checked->kernels, eval,
+                                   prestart == prestarts_.end() ? nullptr : prestart->second.get());
   slots_.release(slot);
   if (!report.ok()) return finish(FC::INTERNAL_ERROR, report.status().to_string());
   DICE_LOG(Debug) << "evaluated" << kv("slot", slot) << kv("seconds", report->eval_seconds)

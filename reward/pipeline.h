@@ -9,6 +9,8 @@
 #pragma once
 
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -65,6 +67,8 @@ class RewardPipeline {
   RewardOptions options_;
   PipelineIdentity identity_;
   GpuSlotPool slots_;
+  // Per slot ("" without slots), when options.prestart_evaluators.
+  std::map<std::string, std::unique_ptr<EvaluatorPrestart>> prestarts_;
   Compiler compiler_;
 };
 

@@ -101,6 +101,7 @@ struct RewardOptions {
   ToleranceOptions tolerance;
   TimingOptions timing;
   int timeout_seconds = 300;
+  bool prestart_evaluators = true;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
 
@@ -132,6 +133,9 @@ struct RewardOptions {
     v.field("timeout_seconds", timeout_seconds,
             "Wall-clock limit for compiling and checking one candidate. Default: 300",
             config::at_least(1));
+    v.field("prestart_evaluators", prestart_evaluators,
+            "Start each GPU slot's next evaluation process (python, torch, CUDA context) while "
+            "the current one runs; each candidate still gets a fresh process. Default: true");
     v.field("policy", policy, "How a verdict becomes a reward.");
     v.field("sandbox", sandbox, "Limits on candidate processes.");
   }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -168,11 +169,11 @@ struct RunIdentity {
 // glibc's fork() would take every malloc arena lock and setuid() would signal those threads, so
 // both go through raw syscalls here (see raw_fork).
 [[noreturn]] void child_main(const SandboxSpec& spec, RunIdentity who, const char* scratch,
-                             const char* exe, char* const* argv, char* const* envp, int null_fd,
+                             const char* exe, char* const* argv, char* const* envp, int in_fd,
                              int out_fd, int err_fd, int status_fd, int netns_fd, bool isolated,
                              bool drop) {
   setpgid(0, 0);
-  dup2(null_fd, 0);
+  dup2(in_fd, 0);
   dup2(out_fd, 1);
   dup2(err_fd, 2);
   if (isolated) {
@@ -285,8 +286,6 @@ std::condition_variable uid_freed;
 std::vector<bool> uid_in_use(kSandboxUidCount, false);
 int uid_next = 0;
 
-Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who);
-
 }  // namespace
 
 SandboxUid::SandboxUid() {
@@ -313,23 +312,30 @@ SandboxSpec parser_sandbox(SandboxSpec spec) {
 }
 
 Result<SandboxResult> run_sandboxed(const SandboxSpec& spec) {
-  if (spec.uid != kUniqueSandboxUid) return run_sandboxed_as(spec, {spec.uid, spec.gid});
-  if (geteuid() != 0) return run_sandboxed_as(spec, {});  // no switch: the worker's own uid
-  SandboxUid lease;
-  return run_sandboxed_as(spec, {lease.uid(), lease.uid()});
+  DICE_ASSIGN_OR_RETURN(auto process, SandboxProcess::start(spec));
+  return process->wait(spec.timeout_seconds);
 }
 
-namespace {
-
-Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who) {
+Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec& spec) {
   if (spec.argv.empty()) return Status::invalid_argument("sandbox: empty command");
+  std::unique_ptr<SandboxProcess> p(new SandboxProcess());
+  p->spec_ = spec;
+  p->netns_ = std::make_unique<NetnsLease>();
   const bool root = geteuid() == 0;
+  RunIdentity who;
+  if (spec.uid != kUniqueSandboxUid) {
+    who = {spec.uid, spec.gid};
+  } else if (root) {
+    p->uid_lease_ = std::make_unique<SandboxUid>();
+    who = {p->uid_lease_->uid(), p->uid_lease_->uid()};
+  }  // else no switch: the worker's own uid
   const bool drop = root && who.uid >= 0;
+  p->uid_ = who.uid;
+  p->gid_ = who.gid;
 
-  // Scratch directory.
-  std::string scratch = spec.workdir;
-  const bool own_scratch = scratch.empty();
-  if (own_scratch) {
+  // Scratch directory; the destructor removes the one made here, even when start fails.
+  p->scratch_ = spec.workdir;
+  if (p->scratch_.empty()) {
     std::string templ = spec.scratch_root + "/dice-sandbox-XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
@@ -337,34 +343,17 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
       return Status::io_error("sandbox: cannot create a scratch directory under " +
                               spec.scratch_root + ": " + strerror(errno));
     }
-    scratch = buf.data();
+    p->scratch_ = buf.data();
+    p->own_scratch_ = true;
   }
-  struct ScratchGuard {
-    std::string path;
-    bool remove;
-    ~ScratchGuard() {
-      std::error_code ec;
-      if (remove) fs::remove_all(path, ec);
-    }
-  } guard{scratch, own_scratch};
-  for (const auto& [name, contents] : spec.files) {
-    std::ofstream out(scratch + "/" + name, std::ios::binary);
-    out << contents;
-    if (!out) return Status::io_error("sandbox: cannot write " + scratch + "/" + name);
-  }
-  if (drop && own_scratch) {
-    std::error_code ec;
-    for (auto& entry : fs::recursive_directory_iterator(scratch, ec)) {
-      if (lchown(entry.path().c_str(), who.uid, who.gid) != 0) break;
-    }
-    if (chown(scratch.c_str(), who.uid, who.gid) != 0) {
-      return Status::io_error("sandbox: cannot hand " + scratch + " to uid " +
-                              std::to_string(who.uid) + ": " + strerror(errno));
-    }
+  DICE_RETURN_IF_ERROR(p->add_files(spec.files));
+  if (drop && p->own_scratch_ && chown(p->scratch_.c_str(), who.uid, who.gid) != 0) {
+    return Status::io_error("sandbox: cannot hand " + p->scratch_ + " to uid " +
+                            std::to_string(who.uid) + ": " + strerror(errno));
   }
 
   // Everything the child needs, allocated before clone.
-  std::vector<std::string> env = child_environment(spec, scratch);
+  std::vector<std::string> env = child_environment(spec, p->scratch_);
   std::string path_var = "/usr/local/bin:/usr/bin:/bin";
   for (const auto& e : env) {
     if (e.rfind("PATH=", 0) == 0) path_var = e.substr(5);
@@ -377,28 +366,45 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  int out_pipe[2], err_pipe[2];
+  // The parent's ends go into members at once, so the destructor closes them on every path.
+  int out_pipe[2], err_pipe[2], status_pipe[2], input[2] = {-1, -1};
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::io_error("sandbox: pipe failed");
+  p->out_fd_ = out_pipe[0];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    close(out_pipe[0]);
     close(out_pipe[1]);
     return Status::io_error("sandbox: pipe failed");
   }
+  p->err_fd_ = err_pipe[0];
   // Non-blocking: an init killed on timeout writes nothing, and the read after reaping it must
   // not wait for anything else that might hold the write end.
-  int status_pipe[2];
   if (pipe2(status_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
     return Status::io_error("sandbox: pipe failed");
   }
-  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  p->status_fd_ = status_pipe[0];
+  // A socket, not a pipe, so that writing to a child that is gone fails with EPIPE instead of
+  // raising SIGPIPE in the worker (send(MSG_NOSIGNAL)).
+  if (spec.input_pipe) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, input) != 0) {
+      for (int fd : {out_pipe[1], err_pipe[1], status_pipe[1]}) close(fd);
+      return Status::io_error("sandbox: socketpair failed");
+    }
+    p->input_fd_ = input[0];
+  } else {
+    input[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  auto close_child_ends = [&] {
+    for (int fd : {out_pipe[1], err_pipe[1], status_pipe[1], input[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
 
-  SandboxResult result;
-  const Clock::time_point start = Clock::now();
+  SandboxResult& result = p->result_;
   pid_t pid = -1;
-  // Returned to the pool when this function returns: after the run's init was reaped, so
+  // Returned to the pool when the process is destroyed: after the run's init was reaped, so
   // nothing of the run is left in the namespace.
-  NetnsLease netns;
+  NetnsLease& netns = *p->netns_;
   if (spec.isolate) {
     bool own_netns = !spec.allow_network;
     if (own_netns && root && !spec.fresh_network_namespace) {
@@ -433,46 +439,164 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
   if (pid < 0 && !result.isolated) pid = fork();
   if (pid < 0) {
     int err = errno;
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], status_pipe[0],
-                   status_pipe[1], null_fd}) {
-      close(fd);
-    }
+    close_child_ends();
     return Status::io_error(std::string("sandbox: cannot start a child: ") + strerror(err));
   }
   if (pid == 0) {
-    child_main(spec, who, scratch.c_str(), exe.c_str(), argv.data(), envp.data(), null_fd,
+    child_main(spec, who, p->scratch_.c_str(), exe.c_str(), argv.data(), envp.data(), input[1],
                out_pipe[1], err_pipe[1], status_pipe[1], netns.fd(), result.isolated, drop);
   }
+  p->pid_ = pid;
   result.unprivileged = drop || !root;
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  close(null_fd);
-  close(status_pipe[1]);
+  close_child_ends();
+  // Readable when the child exits, so loops wake then instead of polling for it; -1 before
+  // Linux 5.3, where they look every 5 ms.
+  p->pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  return p;
+}
 
-  const size_t cap = static_cast<size_t>(spec.max_output_mb) << 20;
-  CappedCapture out(cap), err(cap);
+SandboxProcess::~SandboxProcess() {
+  if (pid_ > 0 && !reaped_) kill_and_reap();
+  for (int fd : {pidfd_, out_fd_, err_fd_, status_fd_, input_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+  if (own_scratch_) {
+    std::error_code ec;
+    fs::remove_all(scratch_, ec);
+  }
+}
+
+void SandboxProcess::kill_and_reap() {
+  kill(pid_, SIGKILL);  // PID 1 of its namespace: the kernel kills the rest
+  kill(-pid_, SIGKILL);
+  waitpid(pid_, &wait_status_, 0);
+  reaped_ = true;
+}
+
+Status SandboxProcess::add_files(const std::vector<std::pair<std::string, std::string>>& files) {
+  const bool chown_to_run = geteuid() == 0 && uid_ >= 0 && own_scratch_;
+  for (const auto& [name, contents] : files) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+      return Status::invalid_argument("sandbox: a scratch file needs a plain name, not \"" + name +
+                                      "\"");
+    }
+    const std::string path = scratch_ + "/" + name;
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << contents;
+      if (!out) return Status::io_error("sandbox: cannot write " + path);
+    }
+    if (chown_to_run && lchown(path.c_str(), uid_, gid_) != 0) {
+      return Status::io_error("sandbox: cannot hand " + path + " to uid " + std::to_string(uid_) +
+                              ": " + strerror(errno));
+    }
+  }
+  return Status::ok_status();
+}
+
+Status SandboxProcess::wait_for_line(const std::string& line, double timeout_seconds) {
+  // More than this before the line: not the process we expect; stop reading.
+  constexpr size_t kMaxEarlyOutput = 1 << 20;
+  const std::string marker = line + "\n";
   const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(spec.timeout_seconds));
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  char buf[4096];
+  for (;;) {
+    for (size_t at = early_stdout_.find(marker); at != std::string::npos;
+         at = early_stdout_.find(marker, at + 1)) {
+      if (at == 0 || early_stdout_[at - 1] == '\n') {
+        early_stdout_.erase(at, marker.size());
+        return Status::ok_status();
+      }
+    }
+    if (reaped_ || out_fd_ < 0) {
+      return Status::aborted("sandbox: the process ended before printing \"" + line + "\"");
+    }
+    if (early_stdout_.size() > kMaxEarlyOutput) {
+      return Status::aborted("sandbox: over 1 MiB of output before \"" + line + "\"");
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      return Status::timeout("sandbox: no \"" + line + "\" within " +
+                             std::to_string(timeout_seconds) + " s");
+    }
+    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
+    const int ms = static_cast<int>(std::min<long long>(left.count(), pidfd_ >= 0 ? 1000 : 5));
+    if (poll(fds, 2, ms) < 0 && errno != EINTR) {
+      return Status::io_error(std::string("sandbox: poll failed: ") + strerror(errno));
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = read(out_fd_, buf, sizeof(buf));
+      if (n > 0) {
+        early_stdout_.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (n == 0) {
+        return Status::aborted("sandbox: the process closed its output before printing \"" + line +
+                               "\"");
+      }
+    }
+    // Exited (pidfd readable, or looked up without one) with nothing more to read.
+    siginfo_t info{};
+    if ((fds[1].revents & POLLIN) ||
+        (pidfd_ < 0 &&
+         waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid_)) {
+      if (!(fds[0].revents & POLLIN)) {
+        return Status::aborted("sandbox: the process ended before printing \"" + line + "\"");
+      }
+    }
+  }
+}
+
+Status SandboxProcess::send_input(const std::string& text) {
+  if (input_fd_ < 0) return Status::invalid_argument("sandbox: the process has no input pipe");
+  size_t sent = 0;
+  while (sent < text.size()) {
+    ssize_t n = send(input_fd_, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return Status::aborted(std::string("sandbox: cannot write to the process: ") +
+                             strerror(errno));
+    }
+    sent += static_cast<size_t>(n);
+  }
+  close(input_fd_);
+  input_fd_ = -1;
+  return Status::ok_status();
+}
+
+SandboxResult SandboxProcess::wait(double timeout_seconds) {
+  SandboxResult result = result_;
+  if (input_fd_ >= 0) {  // nothing more to send: the child reads end of input
+    close(input_fd_);
+    input_fd_ = -1;
+  }
+  const Clock::time_point start = Clock::now();
+  const size_t cap = static_cast<size_t>(spec_.max_output_mb) << 20;
+  CappedCapture out(cap), err(cap);
+  out.append(early_stdout_.data(), early_stdout_.size());
+  early_stdout_.clear();
+  const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                                 std::chrono::duration<double>(timeout_seconds));
   Clock::time_point drain_deadline = Clock::time_point::max();
-  bool reaped = false;
-  int status = 0;
-  // Readable when the child exits, so the loop wakes then instead of polling for it; -1 before
-  // Linux 5.3, where the loop looks every 5 ms.
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {pidfd, POLLIN, 0}};
+  int& status = wait_status_;
+  const pid_t pid = pid_;
+  pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {reaped_ ? -1 : pidfd_, POLLIN, 0}};
   CappedCapture* sinks[2] = {&out, &err};
   int open_fds = 2;
   char buf[65536];
-  while (open_fds > 0 || !reaped) {
+  while (open_fds > 0 || !reaped_) {
     const Clock::time_point now = Clock::now();
-    if (!result.timed_out && now >= deadline) {
+    if (!result.timed_out && !reaped_ && now >= deadline) {
       result.timed_out = true;
       kill(pid, SIGKILL);  // PID 1 of its namespace: the kernel kills the rest
       kill(-pid, SIGKILL);
     }
-    if (reaped && now >= drain_deadline) break;  // leftovers hold the pipes: stop reading
-    if (!reaped) {
+    if (reaped_ && now >= drain_deadline) break;  // leftovers hold the pipes: stop reading
+    if (!reaped_) {
       // Peek first (WNOWAIT): while the child is a zombie its pid, hence its process group's
       // id, cannot be handed to another process, so the group kill cannot hit a stranger.
       siginfo_t info{};
@@ -480,13 +604,13 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
           info.si_pid == pid) {
         kill(-pid, SIGKILL);  // without a PID namespace, descendants may remain in the group
         waitpid(pid, &status, 0);
-        reaped = true;
+        reaped_ = true;
         fds[2].fd = -1;
         drain_deadline = Clock::now() + std::chrono::seconds(1);
       }
     }
     if (open_fds == 0) {
-      if (!reaped) poll(&fds[2], 1, pidfd >= 0 ? 20 : 5);
+      if (!reaped_) poll(&fds[2], 1, pidfd_ >= 0 ? 20 : 5);
       continue;
     }
     int ready = poll(fds, 3, 20);
@@ -503,18 +627,16 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
       }
     }
   }
-  for (int i = 0; i < 2; ++i) {
-    if (fds[i].fd >= 0) close(fds[i].fd);
-  }
-  if (pidfd >= 0) close(pidfd);
+  out_fd_ = fds[0].fd;  // still open when the drain deadline passed: the destructor closes it
+  err_fd_ = fds[1].fd;
   result.wall_seconds = seconds_since(start);
   if (result.isolated) {
     // The init relays the command's status; without it (killed on timeout) keep init's own.
     int messages[2] = {0, 0};
-    const ssize_t got = read(status_pipe[0], messages, sizeof(messages));
+    const ssize_t got = read(status_fd_, messages, sizeof(messages));
     for (ssize_t i = 0; i < got / static_cast<ssize_t>(sizeof(int)); ++i) {
       if (messages[i] == kNetnsNotCleanMessage) {
-        netns.discard_after_use();
+        netns_->discard_after_use();
         result.pooled_network = false;
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true)) {
@@ -526,7 +648,6 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
       }
     }
   }
-  close(status_pipe[0]);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   result.stdout_text = out.text();
@@ -534,6 +655,8 @@ Result<SandboxResult> run_sandboxed_as(const SandboxSpec& spec, RunIdentity who)
   result.output_truncated = out.truncated() || err.truncated();
   return result;
 }
+
+namespace {
 
 bool contains(const std::string& text, const char* needle) {
   return text.find(needle) != std::string::npos;

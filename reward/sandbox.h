@@ -19,12 +19,17 @@
 //   - a private scratch directory (created per run, owned by the child's uid, removed after) as
 //     cwd, HOME and TMPDIR.
 //   - an environment reduced to an allow-list (kEnvAllowList in sandbox.cc) plus spec.env.
-//   - stdin from /dev/null; stdout and stderr captured, each capped (the head is kept, then the
-//     last kTailBytes; the bytes dropped in between are counted), so a flood cannot exhaust memory.
+//   - stdin from /dev/null (or, with SandboxSpec::input_pipe, a socket the worker writes a job
+//     into later: see SandboxProcess); stdout and stderr captured, each capped (the head is kept,
+//     then the last kTailBytes; the bytes dropped in between are counted), so a flood cannot
+//     exhaust memory.
 // The parent enforces the wall-clock timeout by SIGKILL.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -96,6 +101,9 @@ struct SandboxSpec {
   // of its own for this run (SandboxUid). Default: kUniqueSandboxUid
   int uid = kUniqueSandboxUid;
   int gid = kUniqueSandboxUid;
+  // stdin is a socket the worker writes to (SandboxProcess::send_input) instead of /dev/null.
+  // Default: false
+  bool input_pipe = false;
 };
 
 // `spec` for a trusted script that only parses candidate text with Python's ast (static checks,
@@ -119,6 +127,54 @@ struct SandboxResult {
   bool pooled_network = false;    // the child joined a network namespace from NetnsPool
 
   bool succeeded() const { return !timed_out && signal == 0 && exit_code == 0; }
+};
+
+class NetnsLease;
+
+// One sandboxed process, started now and finished later. Its scratch directory, uid and network
+// namespace stay leased to it until it is destroyed. With SandboxSpec::input_pipe the worker can
+// start a process before it has the work for it, and hand the work over once the process says it
+// is ready: the reward service starts evaluate.py (python, torch and the CUDA context, seconds
+// of start-up) while the previous candidate of the slot still runs. spec.timeout_seconds does not
+// apply while the process waits for its work; wait() takes the limit.
+class SandboxProcess {
+ public:
+  // Everything up to the child's exec: scratch directory with spec.files, uid, namespaces,
+  // rlimits. Errors only for the worker's own problems, as run_sandboxed().
+  static Result<std::unique_ptr<SandboxProcess>> start(const SandboxSpec& spec);
+  ~SandboxProcess();  // kills the process if it still runs; removes its scratch directory
+  SandboxProcess(const SandboxProcess&) = delete;
+  SandboxProcess& operator=(const SandboxProcess&) = delete;
+
+  const std::string& scratch() const { return scratch_; }
+  // More files in the scratch directory, owned by the run's uid.
+  Status add_files(const std::vector<std::pair<std::string, std::string>>& files);
+  // Reads stdout until the child prints `line` on a line of its own. An error when the child
+  // ends or `timeout_seconds` pass first (the process is left as it is; destroy or wait() it).
+  Status wait_for_line(const std::string& line, double timeout_seconds);
+  // Writes `text` to the child's stdin (input_pipe) and closes it.
+  Status send_input(const std::string& text);
+  // Blocks until the child ends, or kills it `timeout_seconds` from now. Output read before
+  // (wait_for_line) is part of the result, without the awaited line; wall_seconds counts from
+  // this call. Once per process.
+  SandboxResult wait(double timeout_seconds);
+
+ private:
+  SandboxProcess() = default;
+  void kill_and_reap();
+
+  SandboxSpec spec_;
+  std::unique_ptr<SandboxUid> uid_lease_;
+  int uid_ = -1, gid_ = -1;
+  std::string scratch_;
+  bool own_scratch_ = false;
+  std::unique_ptr<NetnsLease> netns_;
+  pid_t pid_ = -1;
+  int pidfd_ = -1, out_fd_ = -1, err_fd_ = -1, status_fd_ = -1, input_fd_ = -1;
+  bool reaped_ = false;
+  int wait_status_ = 0;
+  std::string early_stdout_;  // read by wait_for_line
+  SandboxResult result_;      // isolated, unprivileged, pooled_network set at start
 };
 
 // Runs spec.argv; blocks until it ends or times out. Errors only for the worker's own

@@ -7,6 +7,10 @@ Usage:
                       [--kernels k1,k2] [--trials 1] [--tol-fp32 1e-2 --tol-fp16 1e-2
                       --tol-bf16 1e-2] [--seed 42] [--timing --timing-trials 100 --warmups 3]
                       [--device cuda] [--nonce-file nonce]
+  python3 evaluate.py --job-from-stdin [--device cuda]
+      imports torch and creates the CUDA context first, prints "DICE_EVAL_READY", then reads the
+      arguments above from stdin, NUL-separated, up to end of input. The reward service starts
+      a slot's next evaluation this way while the current one runs.
 
 The candidate file is executed with torch.utils.cpp_extension.load_inline replaced by a shim
 that returns the prebuilt module NAME (imported from PATH): nothing is compiled here.
@@ -30,7 +34,8 @@ result line of its own that the worker would accept. JSON keys:
                    constant-output       (not fatal) constant output, varying reference
                    faster-than-memory    output bytes / peak bandwidth > measured time (fatal)
   kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup
-  phases         seconds spent in each phase reached: import (python and torch), load (reference,
+  phases         seconds spent in each phase reached: import (torch and, started ahead, the CUDA
+                 context; not in eval_seconds when started ahead), load (reference,
                  candidate, models on the device), correctness, kernel_check (the profiler pass),
                  timing; where an evaluation's time goes
 
@@ -56,6 +61,7 @@ import traceback
 import types
 
 RESULT_PREFIX = "DICE_EVAL_RESULT"
+READY_LINE = "DICE_EVAL_READY"  # printed by --job-from-stdin once torch is imported
 
 
 class EvalFailure(Exception):
@@ -501,7 +507,37 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def import_torch(device):
+    """torch and its extension loader; with a CUDA device, also the context (the costly part of
+    a process's first CUDA call), so a process started ahead has it before its work arrives."""
+    import torch
+    import torch.utils.cpp_extension as cpp_extension
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise EvalFailure("internalError", "no CUDA device visible to the evaluator")
+        torch.empty(1, device=device)
+    return torch, cpp_extension
+
+
+def wait_for_job(argv):
+    """--job-from-stdin [--device D]: imports first, then returns the arguments from stdin."""
+    device = argv[2] if argv[1:2] == ["--device"] and len(argv) > 2 else "cuda"
+    start = time.monotonic()
+    try:
+        warm = import_torch(device)
+    except Exception as e:  # noqa: BLE001 - reported with the job's nonce, below
+        warm = e
+    import_seconds = round(time.monotonic() - start, 4)
+    sys.stdout.write(READY_LINE + "\n")
+    sys.stdout.flush()
+    job = sys.stdin.buffer.read().decode("utf-8", "replace")
+    return [a for a in job.split("\0") if a], warm, import_seconds
+
+
 def main(argv):
+    warm, import_seconds = None, 0.0
+    if argv[:1] == ["--job-from-stdin"]:
+        argv, warm, import_seconds = wait_for_job(argv)
     args = parse_args(argv)
     nonce = ""
     if args.nonce_file:
@@ -516,11 +552,14 @@ def main(argv):
     start = time.monotonic()
     clock = PhaseClock(result["phases"], start)
     try:
-        import torch
-        import torch.utils.cpp_extension as cpp_extension
-        if args.device.startswith("cuda") and not torch.cuda.is_available():
-            raise EvalFailure("internalError", "no CUDA device visible to the evaluator")
-        clock.lap("import")
+        if warm is None:
+            torch, cpp_extension = import_torch(args.device)
+            clock.lap("import")
+        elif isinstance(warm, Exception):
+            raise warm
+        else:
+            torch, cpp_extension = warm
+            result["phases"]["import"] = import_seconds
         evaluate(torch, cpp_extension, args, result, clock)
         result["failure"] = "none"
     except EvalFailure as e:

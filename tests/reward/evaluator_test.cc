@@ -97,19 +97,24 @@ class EvaluateOnCpuTest : public ::testing::Test {
       GTEST_SKIP() << "/usr/bin/python3 has no torch (apt-get install python3-torch)";
     }
   }
-  EvaluationReport run(const std::string& candidate, const std::string& extension) {
-    fs::path dir = fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures";
-    CompileOutcome module;
-    module.module_name = "fused_ext";
-    module.module_path = (dir / extension).string();
+  static EvaluatorOptions options() {
     EvaluatorOptions o;
     o.python = "/usr/bin/python3";
     o.device = "cpu";
     o.trials = 2;
     o.sandbox.timeout_seconds = 120;
     o.sandbox.memory_limit_mb = 8192;
+    return o;
+  }
+  EvaluationReport run(const std::string& candidate, const std::string& extension,
+                       const EvaluatorOptions& o = options(),
+                       EvaluatorPrestart* prestart = nullptr) {
+    fs::path dir = fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures";
+    CompileOutcome module;
+    module.module_name = "fused_ext";
+    module.module_path = (dir / extension).string();
     auto r = evaluate_candidate(read_file(dir / "reference_add.py"), read_file(dir / candidate),
-                                {module}, {}, o);
+                                {module}, {}, o, prestart);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return r.ok() ? r.value() : EvaluationReport{};
   }
@@ -133,6 +138,45 @@ TEST_F(EvaluateOnCpuTest, InputMutationIsAntiCheat) {
   EXPECT_EQ(r.failure, FC::ANTI_CHEAT) << r.detail << r.log_tail;
   ASSERT_FALSE(r.findings.empty());
   EXPECT_EQ(r.findings[0].check, "inputs-modified");
+}
+
+TEST_F(EvaluateOnCpuTest, ProcessesStartedAheadJudgeLikeFreshOnes) {
+  EvaluatorPrestart prestart;
+  EvaluationReport first = run("candidate_add.py", "fake_extension_ok.py", options(), &prestart);
+  EvaluationReport second =
+      run("candidate_add.py", "fake_extension_wrong.py", options(), &prestart);
+  EvaluationReport third =
+      run("candidate_add.py", "fake_extension_mutates.py", options(), &prestart);
+  // The first had to start; the others found one started ahead.
+  EXPECT_EQ(prestart.warm_takes(), 2);
+  EXPECT_EQ(first.failure, FC::NONE) << first.detail << first.log_tail;
+  EXPECT_TRUE(first.correct);
+  EXPECT_EQ(second.failure, FC::INCORRECT) << second.detail << second.log_tail;
+  EXPECT_EQ(third.failure, FC::ANTI_CHEAT) << third.detail << third.log_tail;
+  // Torch was imported before the work came: reported, but not part of the evaluation's time.
+  EXPECT_NE(second.phases.find("import="), std::string::npos) << second.phases;
+  EXPECT_NE(second.phases.find("load="), std::string::npos) << second.phases;
+}
+
+TEST_F(EvaluateOnCpuTest, AProcessStartedForOtherLimitsIsNotUsed) {
+  EvaluatorPrestart prestart;
+  EvaluatorOptions o = options();
+  run("candidate_add.py", "fake_extension_ok.py", o, &prestart);
+  o.sandbox.memory_limit_mb = 4096;
+  EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o, &prestart);
+  EXPECT_EQ(prestart.warm_takes(), 0);
+  EXPECT_TRUE(r.correct) << r.detail << r.log_tail;
+}
+
+TEST_F(EvaluateOnCpuTest, AnEvaluatorThatCannotStartIsAnInternalError) {
+  EvaluatorPrestart prestart;
+  EvaluatorOptions o = options();
+  o.python = "/bin/false";  // exits at once, never ready
+  for (int i = 0; i < 2; ++i) {
+    EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o, &prestart);
+    EXPECT_EQ(r.failure, FC::INTERNAL_ERROR);
+    EXPECT_NE(r.detail.find("the evaluator did not start"), std::string::npos) << r.detail;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+// Integration tests of SandboxProcess, the start-now, work-later form of the sandbox the reward
+// service uses to have evaluate.py ready before a candidate arrives: real child processes, the
+// same isolation as run_sandboxed().
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "reward/sandbox.h"
+
+#include <gtest/gtest.h>
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Python that the sandbox uid can execute (the pyenv shim under /root is not reachable).
+constexpr char kPython[] = "/usr/bin/python3";
+
+// Prints READY once started, then reads one line of work and a file the worker added later.
+constexpr char kServeOne[] =
+    "import sys\n"
+    "print('starting', flush=True)\n"
+    "print('READY', flush=True)\n"
+    "job = sys.stdin.readline().strip()\n"
+    "print('job=' + job + ' file=' + open('late.txt').read(), flush=True)\n";
+
+SandboxSpec serve_spec(const std::string& code) {
+  SandboxSpec spec;
+  spec.argv = {kPython, "-c", code};
+  spec.memory_limit_mb = 1024;
+  spec.max_output_mb = 1;
+  spec.input_pipe = true;
+  return spec;
+}
+
+std::unique_ptr<SandboxProcess> start_ok(const SandboxSpec& spec) {
+  auto p = SandboxProcess::start(spec);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return p.ok() ? std::move(p).value() : nullptr;
+}
+
+TEST(SandboxProcessTest, WorkHandedOverAfterReadyRuns) {
+  auto p = start_ok(serve_spec(kServeOne));
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->wait_for_line("READY", 10).ok());
+  ASSERT_TRUE(p->add_files({{"late.txt", "written-after-start"}}).ok());
+  ASSERT_TRUE(p->send_input("job-7\n").ok());
+  SandboxResult r = p->wait(10);
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+  // Output before the awaited line is kept; the line itself is not.
+  EXPECT_EQ(r.stdout_text, "starting\njob=job-7 file=written-after-start\n");
+  EXPECT_EQ(r.isolated, geteuid() == 0);
+}
+
+TEST(SandboxProcessTest, TheTimeoutCountsFromWaitNotFromStart) {
+  // Idle for longer than the run's own limit before the work comes: not a timeout.
+  SandboxSpec spec = serve_spec(kServeOne);
+  spec.timeout_seconds = 0.5;
+  auto p = start_ok(spec);
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->wait_for_line("READY", 10).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_TRUE(p->add_files({{"late.txt", "x"}}).ok());
+  ASSERT_TRUE(p->send_input("go\n").ok());
+  SandboxResult r = p->wait(5);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_LT(r.wall_seconds, 5);
+}
+
+TEST(SandboxProcessTest, WaitStillEnforcesItsLimit) {
+  auto p =
+      start_ok(serve_spec("import sys, time\nprint('READY', flush=True)\n"
+                          "sys.stdin.readline()\ntime.sleep(60)\n"));
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->wait_for_line("READY", 10).ok());
+  ASSERT_TRUE(p->send_input("go\n").ok());
+  SandboxResult r = p->wait(0.5);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.wall_seconds, 5);
+}
+
+TEST(SandboxProcessTest, AProcessThatDiesBeforeReadyIsAnErrorNotAHang) {
+  auto p = start_ok(serve_spec("import sys; print('broken start', file=sys.stderr); sys.exit(3)"));
+  ASSERT_NE(p, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status ready = p->wait_for_line("READY", 30);
+  EXPECT_FALSE(ready.ok());
+  EXPECT_EQ(ready.code(), StatusCode::kAborted) << ready.to_string();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
+  // Its exit and stderr are still there for the log.
+  SandboxResult r = p->wait(5);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.stderr_text.find("broken start"), std::string::npos);
+}
+
+TEST(SandboxProcessTest, SendingToAGoneProcessFailsWithoutSigpipe) {
+  auto p = start_ok(serve_spec("import os; os.close(0); print('READY', flush=True)"));
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->wait_for_line("READY", 10).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it exits meanwhile
+  std::string big(1 << 20, 'x');                                // more than a socket buffer holds
+  Status sent = p->send_input(big);
+  EXPECT_FALSE(sent.ok());  // the test process is still alive: no SIGPIPE
+  SandboxResult r = p->wait(5);
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+TEST(SandboxProcessTest, ReadinessTimesOutAndDestroyingKillsAndCleansUp) {
+  std::string scratch;
+  {
+    auto p = start_ok(serve_spec("import time; time.sleep(60)"));
+    ASSERT_NE(p, nullptr);
+    scratch = p->scratch();
+    const auto t0 = std::chrono::steady_clock::now();
+    Status ready = p->wait_for_line("READY", 0.5);
+    EXPECT_EQ(ready.code(), StatusCode::kTimeout) << ready.to_string();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
+    EXPECT_TRUE(fs::exists(scratch));
+  }
+  EXPECT_FALSE(fs::exists(scratch));
+}
+
+TEST(SandboxProcessTest, LateFilesBelongToTheRunAndNeedPlainNames) {
+  auto p = start_ok(
+      serve_spec("import os, sys\nprint('READY', flush=True)\nsys.stdin.readline()\n"
+                 "open('late.txt', 'a').write('appended')\nprint(open('late.txt').read())\n"));
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(p->add_files({{"../escape.txt", "x"}}).ok());
+  EXPECT_FALSE(p->add_files({{"", "x"}}).ok());
+  ASSERT_TRUE(p->wait_for_line("READY", 10).ok());
+  ASSERT_TRUE(p->add_files({{"late.txt", "mine:"}}).ok());
+  ASSERT_TRUE(p->send_input("\n").ok());
+  SandboxResult r = p->wait(10);
+  // Under a leased uid the child can write the file the worker (root) added.
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "mine:appended\n");
+}
+
+}  // namespace
+}  // namespace dice
