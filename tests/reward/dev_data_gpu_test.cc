@@ -1,7 +1,7 @@
 // The whole reward pipeline on the 60 published infilling tasks (REFERENCE.md section 7) on a
 // real GPU: extract -> static checks -> nvcc -> evaluate.py in the sandbox. Expected: every task
-// correct at DICE's 1e-2 except 2616 (most likely a wrong kernel) and 6936 (cuDNN, no kernel of
-// its own: staticCheck). Prints one line per task and the totals.
+// correct at DICE's 1e-2 except 2616 (a wrong kernel: it writes only the first row) and 6936
+// (cuDNN, no kernel of its own: staticCheck). Prints one line per task and the totals.
 //
 // Knobs (environment): DICE_DEV_DATA (the JSON), DICE_PYTHON (python with torch; default
 // python3), DICE_COMPILE_CACHE (default /tmp/dice-dev-compile-cache: reused across runs),
@@ -121,13 +121,15 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {
     rewarded += reward > 0;
-    // 2616 is a wrong kernel whose error depends on thread timing (its reductions race on shared
-    // memory; docs/BENCHMARKS.md, "The 60 dev candidates on the H200"): at atol 1e-2 it passed
-    // both runs there and failed KernelBench's, so neither verdict is asserted. 6936 calls cuDNN
-    // and has no kernel of its own: the static check rejects it (below).
+    // 2616 never offsets by blockIdx: every block computes and writes the first row, and the
+    // rest of its torch::empty_like output is never written. Its expected values are ~1e-3, so
+    // memory that reads as zero passes at atol 1e-2; evaluate.py's NaN-filled allocator cache
+    // is what fails it. 6936 calls cuDNN and has no kernel of its own: the static check rejects
+    // it. Both are asserted below.
     if (id == "2616" || id == "6936") continue;
     EXPECT_EQ(reward, 1.0f) << lines[id];
   }
+  EXPECT_EQ(rewards.count("2616") ? rewards["2616"] : 0.0f, 0.0f) << lines["2616"];
   EXPECT_EQ(rewards.count("6936") ? rewards["6936"] : 0.0f, 0.0f);
   std::cout << "[ summary ] " << rewarded << " of " << rewards.size() << " rewarded" << std::endl;
 }
