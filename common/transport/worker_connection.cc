@@ -16,9 +16,10 @@ namespace {
 using Body = schema::Envelope::Body;
 using SteadyClock = std::chrono::steady_clock;
 
-// First segment of a control message (Hello, Credit, Ack, Heartbeat, Error): a few hundred bytes
-// each, where Cap'n Proto's default segment would zero 8 KiB per message.
-constexpr unsigned kControlMessageWords = 128;
+// First segment of a control message (Hello, Credit, Ack, Heartbeat, Error), on the stack: an Ack
+// is about 20 words, where Cap'n Proto's default segment would allocate and zero 8 KiB per
+// message. A larger message (a Hello with many GPU slots) spills into allocated segments.
+constexpr unsigned kControlMessageWords = 64;
 
 SharedPayload shared(std::string payload) {
   return std::make_shared<const std::string>(std::move(payload));
@@ -98,7 +99,8 @@ schema::Envelope::Builder WorkerConnection::init_envelope(capnp::MessageBuilder&
 
 std::string WorkerConnection::encode_control(
     const std::function<void(schema::Envelope::Body::Builder)>& fill) const {
-  capnp::MallocMessageBuilder message(kControlMessageWords);
+  capnp::word first_segment[kControlMessageWords] = {};  // the builder needs it zeroed
+  capnp::MallocMessageBuilder message(kj::arrayPtr(first_segment, kControlMessageWords));
   fill(init_envelope(message).getBody());
   return wire::encode(message);
 }

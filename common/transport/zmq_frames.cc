@@ -30,6 +30,7 @@ std::vector<std::vector<zmq::message_t>> receive_round(zmq::socket_t& socket) {
   std::vector<std::vector<zmq::message_t>> messages;
   std::vector<zmq::message_t> frames;
   while (messages.size() < kMaxReceivesPerRound && receive_frames(socket, &frames)) {
+    if (messages.empty()) messages.reserve(16);  // a typical round's worth without regrowing
     messages.push_back(std::move(frames));
   }
   return messages;
@@ -47,6 +48,8 @@ bool receive_frames(zmq::socket_t& socket, std::vector<zmq::message_t>* frames) 
     }
     if (!got) return !frames->empty();
     const bool more = frame.more();
+    // Room for a ROUTER's [routing id, envelope] at once: one allocation per message, not two.
+    if (frames->empty()) frames->reserve(2);
     frames->push_back(std::move(frame));
     if (!more) return true;
   }

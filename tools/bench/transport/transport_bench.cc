@@ -8,6 +8,8 @@
 //                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]
 //                   [--malloc tuned|default]
 //
+// --peers: "bare" runs both ping-pongs, "shared" or "apart" one of them, "dice" the transport.
+//
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
 // in flight, round trips completed per second. The dice side pays for what a real run pays:
 // building and encoding an EvalRequest envelope, decoding and validating it on the worker, a
@@ -23,6 +25,8 @@
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
+
+#include <sys/resource.h>
 
 #include "common/log.h"
 #include "common/transport/allocator_tuning.h"
@@ -41,7 +45,10 @@ struct Flags {
   int round_trips = 2000;
   int latency_round_trips = -1;  // --latency-round-trips: -1 is round_trips; 0 skips (profiling)
   int window = 16;
-  bool run_bare = true;  // --peers bare,dice: which sides to run (one alone is for profiling)
+  // --peers bare,dice: which sides to run (one alone is for profiling). "bare" is both bare
+  // ping-pongs; "shared" or "apart" names one of them.
+  bool run_bare_shared = true;
+  bool run_bare_apart = true;
   bool run_dice = true;
   // --malloc tuned|default: tuned applies what every service applies at start-up
   // (tune_allocator_for_messages()); it applies to the bare peers too, which share the process.
@@ -52,6 +59,27 @@ struct Figures {
   double messages_per_s = 0;
   double p50_us = 0;
   double p99_us = 0;
+  // Of the throughput phase, per round trip, all threads of the process (both ends and their
+  // ZeroMQ I/O threads): CPU time, and context switches (each a thread that slept and was woken).
+  // Steadier than round trips/s on a shared VM, whose wake-up latency drifts between runs.
+  double cpu_us_per_round_trip = 0;
+  double switches_per_round_trip = 0;
+};
+
+// Process-wide CPU time and context switches, for the per-round-trip figures.
+struct Usage {
+  double cpu_us = 0;
+  double switches = 0;
+  static Usage now() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
+    return Usage{us(u.ru_utime) + us(u.ru_stime), static_cast<double>(u.ru_nvcsw + u.ru_nivcsw)};
+  }
+  void set_per_round_trip(const Usage& before, int round_trips, Figures* f) const {
+    f->cpu_us_per_round_trip = (cpu_us - before.cpu_us) / round_trips;
+    f->switches_per_round_trip = (switches - before.switches) / round_trips;
+  }
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -109,6 +137,7 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   }
   f.p50_us = percentile(rtt, 0.50);
   f.p99_us = percentile(rtt, 0.99);
+  const Usage usage = Usage::now();
   const auto start = Clock::now();
   for (int i = 0; i < flags.window; ++i) send();
   for (int i = 0; i < flags.round_trips; ++i) {
@@ -116,14 +145,21 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
     if (i + flags.window < flags.round_trips) send();
   }
   f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
+  Usage::now().set_per_round_trip(usage, flags.round_trips, &f);
   stop = true;
   echo.join();
   return f;
 }
 
 // ---- dice transport: EvalRequest out, Verdict back.
+// Room for the text and the envelope around it in the first segment, as a caller that knows its
+// message sizes would ask for (Cap'n Proto's default is a zeroed 8 KiB, then a second segment).
+unsigned first_segment_words(std::size_t text_bytes) {
+  return static_cast<unsigned>(text_bytes / sizeof(capnp::word) + 64);
+}
+
 WorkItem make_item(std::uint64_t work_id, const std::string& prompt) {
-  capnp::MallocMessageBuilder message;
+  capnp::MallocMessageBuilder message(first_segment_words(prompt.size()));
   auto request = wire::init_envelope(message, "learner", "bench").getBody().initEvalRequest();
   request.setWorkId(work_id);
   request.getTask().setPrompt(prompt);
@@ -138,7 +174,7 @@ void echo_worker(WorkerConnection& connection, std::size_t size, std::atomic<boo
     auto body = received->root().getBody();
     if (body.which() != schema::Envelope::Body::EVAL_REQUEST) continue;
     const std::uint64_t work_id = body.getEvalRequest().getWorkId();
-    capnp::MallocMessageBuilder message;
+    capnp::MallocMessageBuilder message(first_segment_words(excerpt.size()));
     auto verdict = connection.init_envelope(message).getBody().initVerdict();
     verdict.setWorkId(work_id);
     verdict.setLogExcerpt(excerpt);
@@ -159,6 +195,10 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   worker_options.learner_endpoint = (*dispatcher)->endpoint();
   worker_options.worker_id = "bench/worker/0";
   worker_options.capacity = static_cast<std::uint32_t>(flags.window);
+  // The whole window may arrive before the echo thread takes any of it: an inbox smaller than the
+  // window would refuse work (an Error back) instead of measuring round trips.
+  worker_options.inbox_capacity =
+      std::max(worker_options.inbox_capacity, static_cast<std::size_t>(flags.window));
   auto worker = WorkerConnection::start(worker_options);
   if (!worker.ok()) {
     std::cerr << worker.status().to_string() << "\n";
@@ -187,6 +227,7 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   }
   f.p50_us = percentile(rtt, 0.50);
   f.p99_us = percentile(rtt, 0.99);
+  const Usage usage = Usage::now();
   const auto start = Clock::now();
   for (int i = 0; i < flags.window; ++i) {
     if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok())
@@ -201,6 +242,7 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
     }
   }
   f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
+  Usage::now().set_per_round_trip(usage, flags.round_trips, &f);
   stop = true;
   worker_thread.join();
   (*worker)->close();
@@ -222,7 +264,9 @@ bool parse(int argc, char** argv, Flags* flags) {
     } else if (key == "--latency-round-trips") {
       flags->latency_round_trips = std::stoi(value);
     } else if (key == "--peers") {
-      flags->run_bare = value.find("bare") != std::string::npos;
+      const bool bare = value.find("bare") != std::string::npos;
+      flags->run_bare_shared = bare || value.find("shared") != std::string::npos;
+      flags->run_bare_apart = bare || value.find("apart") != std::string::npos;
       flags->run_dice = value.find("dice") != std::string::npos;
     } else if (key == "--malloc") {
       if (value != "tuned" && value != "default") return false;
@@ -254,22 +298,24 @@ int main(int argc, char** argv) {
     std::cerr << "transport bench: could not tune malloc\n";
   }
   std::printf(
-      "%-16s %10s %14s %10s %10s   (round trips: %d, window: %d, malloc: %s, %u hw threads)\n",
-      "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", flags.round_trips,
-      flags.window, flags.tune_malloc ? "tuned" : "default", std::thread::hardware_concurrency());
+      "%-17s %9s %14s %9s %9s %10s %9s   (round trips: %d, window: %d, malloc: %s, %u hw "
+      "threads)\n",
+      "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", "cpu_us/rt", "cs/rt",
+      flags.round_trips, flags.window, flags.tune_malloc ? "tuned" : "default",
+      std::thread::hardware_concurrency());
+  auto print = [](const char* name, std::size_t size, const Figures& f) {
+    std::printf("%-17s %9zu %14.0f %9.1f %9.1f %10.2f %9.2f\n", name, size, f.messages_per_s,
+                f.p50_us, f.p99_us, f.cpu_us_per_round_trip, f.switches_per_round_trip);
+  };
   for (std::size_t size : flags.sizes) {
-    if (flags.run_bare) {
-      const Figures bare = bench_bare(size, flags, /*own_contexts=*/false);
-      std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "zmq_router_dealer", size,
-                  bare.messages_per_s, bare.p50_us, bare.p99_us);
-      const Figures apart = bench_bare(size, flags, /*own_contexts=*/true);
-      std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "zmq_two_contexts", size,
-                  apart.messages_per_s, apart.p50_us, apart.p99_us);
+    if (flags.run_bare_shared) {
+      print("zmq_router_dealer", size, bench_bare(size, flags, /*own_contexts=*/false));
+    }
+    if (flags.run_bare_apart) {
+      print("zmq_two_contexts", size, bench_bare(size, flags, /*own_contexts=*/true));
     }
     if (flags.run_dice) {
-      const Figures dice = bench_dice(size, flags);
-      std::printf("%-16s %10zu %14.0f %10.1f %10.1f\n", "dice_transport", size, dice.messages_per_s,
-                  dice.p50_us, dice.p99_us);
+      print("dice_transport", size, bench_dice(size, flags));
     }
   }
   return 0;
