@@ -25,6 +25,11 @@ struct SamplerOptions {
   // Most prompt tokens (padded) prefilled in one forward when several requests join at once;
   // larger groups are split. Default: 16384
   int64_t max_prefill_tokens = 16384;
+  // When some slots are idle, or only some commit a finished block (2 blocks of tokens where the
+  // others have 1), run the forward's dense layers on the real tokens only (a packed chunk,
+  // Qwen3LM::chunk_layout) instead of padding every slot to the longest. Same tokens either way
+  // (up to float rounding). Default: true
+  bool pack_chunks = true;
   // Seed of the sampler's random generator: the same seed, requests, order and options give the
   // same samples. Default: 0
   uint64_t seed = 0;

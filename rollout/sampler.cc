@@ -67,6 +67,7 @@ BlockDiffusionSampler::BlockDiffusionSampler(Qwen3LM model, const SamplerOptions
   unmask_step_ = at::full({slots, block_}, -1, long_options_);
   log_probs_ = at::zeros({slots, block_}, long_options_.dtype(at::kFloat));
   running_ = at::zeros({slots}, long_options_.dtype(at::kBool));
+  padding_ = at::full({slots, block_}, options.mask_token_id, long_options_);
 }
 
 Status BlockDiffusionSampler::add_request(GenerationRequest request) {
@@ -158,6 +159,7 @@ void BlockDiffusionSampler::admit() {
     ++running_count_;
   }
   if (rows.empty()) return;
+  layout_valid_ = false;
   prefill(rows, prompts);
 
   // First decode blocks: the prompt's tail (P mod B tokens), then masks.
@@ -226,60 +228,112 @@ void BlockDiffusionSampler::prefill(const std::vector<int64_t>& rows,
   }
 }
 
-at::Tensor BlockDiffusionSampler::forward_blocks() {
+void BlockDiffusionSampler::build_layout() {
+  // A slot whose block finished last step brings [finished block, next block] (2B tokens, the
+  // first B stored), a slot in mid-block its block (B), an idle slot nothing.
   const int64_t slots = static_cast<int64_t>(slots_.size());
   std::vector<int64_t> valid(slots_.size(), 0);
-  std::vector<bool> commit_rows(slots_.size(), false);
   bool any_commit = false;
+  int64_t tokens = 0;
   for (size_t b = 0; b < slots_.size(); ++b) {
     if (!slots_[b].running) continue;
-    commit_rows[b] = slots_[b].commit_pending;
-    valid[b] = commit_rows[b] ? 2 * block_ : block_;
-    any_commit = any_commit || commit_rows[b];
+    valid[b] = slots_[b].commit_pending ? 2 * block_ : block_;
+    any_commit = any_commit || slots_[b].commit_pending;
+    tokens += valid[b];
   }
+  const int64_t chunk = any_commit ? 2 * block_ : block_;
+  // Packed when padding is left (idle slots, or slots that do not commit in a commit step): the
+  // dense layers then run on the real tokens only.
+  const bool packed = options_.pack_chunks && tokens < slots * chunk;
+  layout_ = model_->chunk_layout(cache_, valid, chunk, packed, long_options_.device());
+  layout_commit_ = any_commit;
+
+  // Per slot, the places of its current block's B tokens among the forward's tokens: the logits
+  // drawn from. Idle slots read token 0 (their draws are never committed). Then the commit flags.
+  std::vector<int64_t> host(static_cast<size_t>(slots * block_ + slots), 0);
+  int64_t start = 0;  // the slot's first token among the forward's
+  const bool identity = !any_commit && !packed;
+  for (int64_t b = 0; b < slots; ++b) {
+    const Slot& slot = slots_[static_cast<size_t>(b)];
+    const int64_t first = packed ? start : b * chunk;
+    const int64_t offset = slot.commit_pending ? block_ : 0;
+    for (int64_t i = 0; i < block_; ++i) {
+      host[static_cast<size_t>(b * block_ + i)] = slot.running ? first + offset + i : 0;
+    }
+    host[static_cast<size_t>(slots * block_ + b)] = slot.running && slot.commit_pending;
+    start += valid[static_cast<size_t>(b)];
+  }
+  if (identity) {
+    logit_index_ = at::Tensor();
+    commit_rows_ = at::Tensor();
+  } else {
+    at::Tensor dev = at::tensor(host, at::TensorOptions().dtype(at::kLong))
+                         .to(long_options_.device(), /*non_blocking=*/true);
+    logit_index_ = dev.narrow(0, 0, slots * block_);
+    commit_rows_ = dev.narrow(0, slots * block_, slots).to(at::kBool).unsqueeze(1);  // [S, 1]
+  }
+  layout_valid_ = true;
+}
+
+at::Tensor BlockDiffusionSampler::forward_blocks() {
+  if (!layout_valid_) build_layout();
   ++stats_.steps;
   stats_.row_forwards += running_count_;
-  if (!any_commit) {
-    stats_.processed_tokens += slots * block_;
-    return model_->forward_cached(blocks_, valid, cache_, /*store=*/false);
+  stats_.processed_tokens += layout_.tokens;
+  // The chunk grid [S, T]: [finished block, next block] for committing slots, [current block,
+  // padding] for the others in a commit step; the current blocks otherwise.
+  at::Tensor chunk = blocks_;
+  if (layout_commit_) {
+    chunk = at::cat({at::where(commit_rows_, prev_blocks_, blocks_),
+                     at::where(commit_rows_, blocks_, padding_)},
+                    1);
   }
-  // [finished block, next block] for committing rows, [current block, padding] for the others.
-  const std::vector<int64_t> before = cache_.lengths();
-  at::Tensor commit = row_mask(commit_rows).unsqueeze(1);  // [S, 1]
-  at::Tensor padding = at::full_like(blocks_, options_.mask_token_id);
-  at::Tensor chunk =
-      at::cat({at::where(commit, prev_blocks_, blocks_), at::where(commit, blocks_, padding)}, 1);
-  at::Tensor logits = model_->forward_cached(chunk, valid, cache_, /*store=*/true);
-  // The forward stored every row's valid tokens; keep the finished blocks only (the slots past a
-  // length are free, so shrinking the length drops the rest).
-  for (int64_t b = 0; b < slots; ++b) {
-    cache_.set_length(b, before[static_cast<size_t>(b)] + (commit_rows[b] ? block_ : 0));
+  if (layout_.grid_index.defined()) chunk = chunk.reshape({-1}).index_select(0, layout_.grid_index);
+  at::Tensor hidden = model_->hidden_chunk(chunk, layout_, cache_);
+  hidden = hidden.reshape({-1, hidden.size(-1)});
+  // lm_head on the current blocks' tokens only (not on the finished blocks or padding).
+  if (logit_index_.defined()) hidden = hidden.index_select(0, logit_index_);
+  at::Tensor logits =
+      model_->logits(hidden).view({static_cast<int64_t>(slots_.size()), block_, -1});
+  if (layout_commit_) {
+    // The forward wrote every token's keys/values past the lengths; keep the finished blocks.
+    for (size_t b = 0; b < slots_.size(); ++b) {
+      if (slots_[b].running && slots_[b].commit_pending) {
+        const int64_t row = static_cast<int64_t>(b);
+        cache_.set_length(row, cache_.lengths()[b] + block_);
+      }
+    }
+    layout_valid_ = false;  // new lengths, and no commit next step unless a block finishes
   }
-  stats_.processed_tokens += slots * 2 * block_;
-  return at::where(commit.unsqueeze(2), logits.narrow(1, block_, block_),
-                   logits.narrow(1, 0, block_));
+  return logits;
 }
 
 void BlockDiffusionSampler::harvest(const at::Tensor& done) {
-  // The step's one host sync: which blocks finished, their tokens and trace steps, log-probs.
-  at::Tensor state =
-      at::cat({done.to(at::kLong).unsqueeze(1), blocks_, unmask_step_}, 1).to(at::kCPU);
-  at::Tensor log_probs = log_probs_.to(at::kCPU);  // the stream is idle by now
-  state = state.contiguous();
-  log_probs = log_probs.contiguous();
-  const int64_t width = 1 + 2 * block_;
-  const int64_t* s = state.data_ptr<int64_t>();
-  const float* lp = log_probs.data_ptr<float>();
+  // The step's one host sync, one copy: which blocks finished, their tokens, trace steps and
+  // log-probs (in double, exact for all four).
+  at::Tensor state = at::cat({done.to(at::kDouble).unsqueeze(1), blocks_.to(at::kDouble),
+                              unmask_step_.to(at::kDouble), log_probs_.to(at::kDouble)},
+                             1)
+                         .to(at::kCPU)
+                         .contiguous();
+  const int64_t width = 1 + 3 * block_;
+  const double* s = state.data_ptr<double>();
+  std::vector<int64_t> tokens(static_cast<size_t>(block_)), steps(static_cast<size_t>(block_));
+  std::vector<float> log_probs(static_cast<size_t>(block_));
 
-  std::vector<bool> next_block(slots_.size(), false), freed(slots_.size(), false);
+  std::vector<bool> freed(slots_.size(), false);
   bool any_next = false, any_freed = false;
   for (size_t b = 0; b < slots_.size(); ++b) {
     Slot& slot = slots_[b];
     slot.commit_pending = false;
-    const int64_t* row = s + static_cast<int64_t>(b) * width;
+    const double* row = s + static_cast<int64_t>(b) * width;
     if (!slot.running || row[0] == 0) continue;
-    if (append_block(static_cast<int64_t>(b), row + 1, row + 1 + block_,
-                     lp + static_cast<int64_t>(b) * block_)) {
+    for (int64_t i = 0; i < block_; ++i) {
+      tokens[static_cast<size_t>(i)] = static_cast<int64_t>(row[1 + i]);
+      steps[static_cast<size_t>(i)] = static_cast<int64_t>(row[1 + block_ + i]);
+      log_probs[static_cast<size_t>(i)] = static_cast<float>(row[1 + 2 * block_ + i]);
+    }
+    if (append_block(static_cast<int64_t>(b), tokens.data(), steps.data(), log_probs.data())) {
       stats_.generated_tokens += static_cast<int64_t>(slot.result.tokens.size());
       ++stats_.finished;
       finished_.push_back(std::move(slot.result));
@@ -289,18 +343,21 @@ void BlockDiffusionSampler::harvest(const at::Tensor& done) {
       freed[b] = any_freed = true;
     } else {
       slot.commit_pending = true;
-      next_block[b] = any_next = true;
+      any_next = true;
     }
   }
   if (any_next) {
-    at::Tensor next = row_mask(next_block);
-    prev_blocks_ = at::where(next.unsqueeze(1), blocks_, prev_blocks_);
-    blocks_ = blocks_.masked_fill(next.unsqueeze(1), options_.mask_token_id);
-    start_masks_ = start_masks_.masked_fill(next, block_);
-    block_step_ = block_step_.masked_fill(next, 0);
-    unmask_step_ = unmask_step_.masked_fill(next.unsqueeze(1), -1);
+    // Every slot whose block finished starts the next one; `done` is on the device already (for
+    // the freed slots this is harmless: admit() resets a slot before it runs again).
+    at::Tensor next = done.unsqueeze(1);
+    prev_blocks_ = at::where(next, blocks_, prev_blocks_);
+    blocks_ = blocks_.masked_fill(next, options_.mask_token_id);
+    start_masks_ = start_masks_.masked_fill(done, block_);
+    block_step_ = block_step_.masked_fill(done, 0);
+    unmask_step_ = unmask_step_.masked_fill(next, -1);
   }
   if (any_freed) running_ = running_ & row_mask(freed).logical_not();
+  if (any_next || any_freed) layout_valid_ = false;
 }
 
 std::vector<uint64_t> BlockDiffusionSampler::cancel_all() {
@@ -316,6 +373,7 @@ std::vector<uint64_t> BlockDiffusionSampler::cancel_all() {
   }
   running_count_ = 0;
   running_.fill_(false);
+  layout_valid_ = false;
   return ids;
 }
 

@@ -20,20 +20,27 @@
 // running slot:
 //   - a slot in the middle of a block contributes its block (B tokens);
 //   - a slot whose block finished in the previous step contributes [finished block, next block
-//     all masked] (2B tokens) and the forward stores only the finished block: its commit forward
-//     and the first denoising step of the next block are one forward (the block-causal mask lets
-//     the new block see the finished one, and not the other way round). When any slot does this,
-//     the others are padded to 2B.
-//   So a block costs `steps` forwards, not steps + 1.
+//     all masked] (2B tokens) and only the finished block's keys/values are kept: its commit
+//     forward and the first denoising step of the next block are one forward (the block-causal
+//     mask lets the new block see the finished one, and not the other way round);
+//   - an idle slot contributes nothing.
+//   So a block costs `steps` forwards, not steps + 1, and 5B tokens for B = steps = 4.
+// With SamplerOptions::pack_chunks (the default) the forward's dense layers run on those tokens
+// only (a packed chunk, Qwen3LM::chunk_layout); without, or when nothing would be saved, every
+// slot is padded to the longest chunk (2B in a step where any slot commits). lm_head runs on
+// each slot's current block only. The layout (positions, cache slots, mask) is built on the host
+// and copied over in one non-blocking copy, and only when it changes: when a slot joins, ends,
+// finishes a block or has committed one, not in the steps in between.
 // Slots decode at their own pace (prompt tails and the dynamic strategies make blocks take
 // different numbers of steps); a slot whose sequence ends frees its cache row and the next
 // waiting request joins at the start of the next step (its whole prompt blocks prefilled in a
 // separate forward over the joining requests only).
 //
 // Everything per token stays on the model's device as tensors over all slots: drawing, confidence,
-// remasking, trace bookkeeping. The host synchronises once per step, in step(), copying back the
-// [max_batch, 2B+1] state of the blocks (which finished, their tokens and trace steps) and their
-// log-probs, because it decides which sequences end and what the next forward looks like.
+// remasking, trace bookkeeping, starting the next blocks. The host synchronises once per step, in
+// step(), with one copy of the [max_batch, 3B+1] state of the blocks (which finished, their tokens,
+// trace steps and log-probs), because it decides which sequences end and what the next forward
+// looks like.
 //
 // Randomness comes from one generator seeded by SamplerOptions.seed: a run is reproducible for the
 // same seed, options and request order (the batch layout is part of the draw order).
@@ -41,10 +48,10 @@
 // One thread drives a sampler (not thread-safe). After step() returns an Internal error the
 // sampler's state is undefined: discard it.
 //
-// Not done yet (levers for speed): CUDA graphs for the step (forward_cached builds its positions
-// and mask inputs on the host each step and copies them over, without blocking since session 4,
-// so it cannot be captured as is: static device buffers updated on the device would be needed);
-// a packed (varlen) forward so that slots in different phases need no padding to 2B.
+// Not done yet (levers for speed): CUDA graphs for the step, which need fixed shapes and no host
+// sync inside the captured part: the padded layout with the cache lengths, the commit flags and
+// the mask updated on the device, and the host reading the finished blocks back every few steps
+// (the end-of-sequence checks on the device too).
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -106,6 +113,9 @@ class BlockDiffusionSampler {
 
   void admit();
   void prefill(const std::vector<int64_t>& rows, const std::vector<std::vector<int64_t>>& prompts);
+  // The next forward's layout (layout_, logit_index_, commit_rows_) from the slots' phases and
+  // the cache lengths; kept until one of them changes.
+  void build_layout();
   // One forward; returns the logits [max_batch, B, vocab] of every slot's current block.
   at::Tensor forward_blocks();
   // Copies the step's results to the host, ends sequences, starts next blocks.
@@ -136,6 +146,14 @@ class BlockDiffusionSampler {
   at::Tensor unmask_step_;  // [S, B] int64: step that unmasked each position; -1 = prompt/masked
   at::Tensor log_probs_;    // [S, B] float32: sampling log-prob of each committed position
   at::Tensor running_;      // [S] bool
+  at::Tensor padding_;      // [S, B] int64: all mask ids (the pad half of a commit chunk)
+
+  // The forward's layout, valid while no slot joins, ends, finishes a block or commits one.
+  bool layout_valid_ = false;
+  bool layout_commit_ = false;  // some slot commits its finished block in this forward
+  CachedChunkLayout layout_;
+  at::Tensor logit_index_;  // [S * B] int64: forward tokens lm_head reads; undefined = all
+  at::Tensor commit_rows_;  // [S, 1] bool: slots committing (commit forwards only)
 };
 
 }  // namespace dice

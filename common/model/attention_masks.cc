@@ -25,13 +25,23 @@ at::Tensor cached_chunk_mask(const std::vector<int64_t>& cache_lengths,
   const int64_t batch = static_cast<int64_t>(cache_lengths.size());
   const int64_t slots =
       (batch == 0 ? 0 : *std::max_element(cache_lengths.begin(), cache_lengths.end())) + chunk_len;
-  const auto long_opts = at::TensorOptions(device).dtype(at::kLong);
-  // Non-blocking: a copy from pageable host memory is staged at once, and a blocking one would
-  // wait for every kernel queued before it (a stream sync per decode step).
-  at::Tensor len = at::tensor(cache_lengths, at::kLong).to(device, true).view({batch, 1, 1});
-  at::Tensor end = len + at::tensor(valid, at::kLong).to(device, true).view({batch, 1, 1});
+  // One non-blocking copy: from pageable host memory it is staged at once, and a blocking one
+  // would wait for every kernel queued before it (a stream sync per decode step).
+  std::vector<int64_t> both(cache_lengths);
+  both.insert(both.end(), valid.begin(), valid.end());
+  at::Tensor host = at::tensor(both, at::kLong).to(device, /*non_blocking=*/true);
+  return cached_chunk_mask(host.narrow(0, 0, batch), host.narrow(0, batch, batch), chunk_len, slots,
+                           block_size);
+}
+
+at::Tensor cached_chunk_mask(const at::Tensor& cache_lengths, const at::Tensor& valid,
+                             int64_t chunk_len, int64_t key_slots, int64_t block_size) {
+  const int64_t batch = cache_lengths.size(0);
+  const auto long_opts = cache_lengths.options().dtype(at::kLong);
+  at::Tensor len = cache_lengths.view({batch, 1, 1});
+  at::Tensor end = len + valid.view({batch, 1, 1});
   at::Tensor query_pos = len + at::arange(chunk_len, long_opts).view({1, chunk_len, 1});
-  at::Tensor slot = at::arange(slots, long_opts).view({1, 1, slots});
+  at::Tensor slot = at::arange(key_slots, long_opts).view({1, 1, key_slots});
   at::Tensor visible = (slot < end) | (slot == query_pos);
   at::Tensor causal = block_of(slot, block_size) <= block_of(query_pos, block_size);
   return (visible & causal).unsqueeze(1);  // [B, 1, T, S]

@@ -39,6 +39,10 @@ at::Tensor block_causal_mask(int64_t length, int64_t block_size, c10::Device dev
 at::Tensor cached_chunk_mask(const std::vector<int64_t>& cache_lengths,
                              const std::vector<int64_t>& valid, int64_t chunk_len,
                              int64_t block_size, c10::Device device);
+// (b) from device tensors, without a host copy: cache_lengths and valid [B] int64, on the device
+// the mask is built on; key_slots = S >= max(cache_lengths) + T. [B, 1, T, S].
+at::Tensor cached_chunk_mask(const at::Tensor& cache_lengths, const at::Tensor& valid,
+                             int64_t chunk_len, int64_t key_slots, int64_t block_size);
 
 // (c) [1, 1, 2L, 2L].
 at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device);

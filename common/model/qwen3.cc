@@ -57,32 +57,52 @@ at::Tensor Qwen3AttentionImpl::forward(const at::Tensor& x, const AttentionConte
   at::Tensor k = k_norm(at::linear(x, k_proj).view({batch, len, kv_heads_, head_dim_}));
   at::Tensor v = at::linear(x, v_proj).view({batch, len, kv_heads_, head_dim_});
 
+  // Already in x's dtype (Qwen3ModelImpl::forward): .to() is then free.
   at::Tensor cos = ctx.cos.to(x.scalar_type()).unsqueeze(2);  // [B|1, T, 1, head_dim]
   at::Tensor sin = ctx.sin.to(x.scalar_type()).unsqueeze(2);
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
 
-  at::Tensor keys, values;  // [B, S, kv_heads, head_dim]
-  if (ctx.cache != nullptr) {
-    // Write the chunk into its slots first, then attend over the cache's first S slots; the mask
-    // hides every slot that is neither committed nor part of this chunk.
-    at::Tensor& k_cache = ctx.cache->keys(layer_index_);
-    at::Tensor& v_cache = ctx.cache->values(layer_index_);
-    const int64_t rows = k_cache.size(0) * k_cache.size(1);
-    k_cache.view({rows, kv_heads_, head_dim_})
-        .index_copy_(0, ctx.write_rows, k.reshape({batch * len, kv_heads_, head_dim_}));
-    v_cache.view({rows, kv_heads_, head_dim_})
-        .index_copy_(0, ctx.write_rows, v.reshape({batch * len, kv_heads_, head_dim_}));
-    keys = k_cache.narrow(1, 0, ctx.key_slots);
-    values = v_cache.narrow(1, 0, ctx.key_slots);
-  } else {
-    keys = k;
-    values = v;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (ctx.cache == nullptr) {
+    at::Tensor out = compat::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                          v.transpose(1, 2), ctx.mask,
+                                                          scale);  // [B, heads, T, head_dim]
+    return at::linear(out.transpose(1, 2).reshape({batch, len, heads_ * head_dim_}), o_proj);
   }
-  at::Tensor out = compat::scaled_dot_product_attention(
-      q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), ctx.mask,
-      1.0 / std::sqrt(static_cast<double>(head_dim_)));  // [B, heads, T, head_dim]
-  return at::linear(out.transpose(1, 2).reshape({batch, len, heads_ * head_dim_}), o_proj);
+
+  // Write the chunk into its slots first, then attend over the cache's first S slots; the mask
+  // hides every slot that is neither committed nor part of this chunk.
+  const int64_t tokens = batch * len;
+  at::Tensor& k_cache = ctx.cache->keys(layer_index_);
+  at::Tensor& v_cache = ctx.cache->values(layer_index_);
+  const int64_t cache_rows = k_cache.size(0) * k_cache.size(1);
+  k_cache.view({cache_rows, kv_heads_, head_dim_})
+      .index_copy_(0, ctx.write_rows, k.reshape({tokens, kv_heads_, head_dim_}));
+  v_cache.view({cache_rows, kv_heads_, head_dim_})
+      .index_copy_(0, ctx.write_rows, v.reshape({tokens, kv_heads_, head_dim_}));
+  at::Tensor keys = k_cache.narrow(1, 0, ctx.key_slots).transpose(1, 2);  // [R, kv, S, hd]
+  at::Tensor values = v_cache.narrow(1, 0, ctx.key_slots).transpose(1, 2);
+
+  // The query grid [R, T'] (packed tokens scattered into it; the gaps are zero queries whose
+  // output nobody reads), with the `groups` query heads of each key/value head side by side:
+  // [R, T', kv, groups, hd] -> [R, kv, groups * T', hd]. Attention then reads each key/value head
+  // as it is in the cache, with no copy per query head (GQA without expanding the cache).
+  const int64_t rows = ctx.grid_rows, grid_len = ctx.grid_len, groups = heads_ / kv_heads_;
+  at::Tensor grid = q.reshape({tokens, heads_, head_dim_});
+  if (ctx.grid_index.defined()) {
+    grid = at::zeros({rows * grid_len, heads_, head_dim_}, q.options())
+               .index_copy_(0, ctx.grid_index, grid);
+  }
+  grid = grid.view({rows, grid_len, kv_heads_, groups, head_dim_})
+             .permute({0, 2, 3, 1, 4})
+             .reshape({rows, kv_heads_, groups * grid_len, head_dim_});
+  at::Tensor out = compat::scaled_dot_product_attention(grid, keys, values, ctx.mask, scale);
+  out = out.reshape({rows, kv_heads_, groups, grid_len, head_dim_})
+            .permute({0, 3, 1, 2, 4})
+            .reshape({rows * grid_len, heads_ * head_dim_});
+  if (ctx.grid_index.defined()) out = out.index_select(0, ctx.grid_index);
+  return at::linear(out.view({batch, len, heads_ * head_dim_}), o_proj);
 }
 
 Qwen3MlpImpl::Qwen3MlpImpl(const ModelConfig& c, const c10::TensorOptions& options) {
@@ -132,8 +152,9 @@ at::Tensor Qwen3ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
   at::Tensor inv_freq = at::pow(config_.rope_theta, exponents).reciprocal();
   at::Tensor angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B|1, T, d/2]
   at::Tensor emb = at::cat({angles, angles}, -1);
-  ctx.cos = emb.cos();
-  ctx.sin = emb.sin();
+  // Cast once here rather than in every layer (the same values: one float32 -> dtype cast).
+  ctx.cos = emb.cos().to(embed_tokens.scalar_type());
+  ctx.sin = emb.sin().to(embed_tokens.scalar_type());
 
   at::Tensor h = at::embedding(embed_tokens, input_ids);
   const bool recompute = activation_checkpointing && at::GradMode::is_enabled() && !ctx.cache;

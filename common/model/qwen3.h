@@ -30,14 +30,36 @@ namespace dice {
 
 // What every layer of one forward shares; built once per forward by Qwen3ModelImpl.
 struct AttentionContext {
-  at::Tensor cos;   // [B|1, T, head_dim] RoPE tables at the query positions (float32)
+  at::Tensor cos;   // [B|1, T, head_dim] RoPE tables at the query positions, in the model's dtype
   at::Tensor sin;   // same shape
-  at::Tensor mask;  // [B|1, 1, T, S] bool, true = may attend
-  // Cached mode only (cache != nullptr): rows of the flattened [B * capacity] cache where the
-  // chunk's keys/values are written, and the number S of slots attended over.
+  at::Tensor mask;  // [B|1, 1, T, S] bool, true = may attend; cached mode: see below
+  // Cached mode only (cache != nullptr): the N = B * T tokens of x are written into the cache at
+  // `write_rows` (of the flattened [rows * capacity] cache) and attend over its first `key_slots`
+  // slots as a query grid of [grid_rows = cache rows, grid_len] (CachedChunkLayout). The query
+  // heads that share a key/value head go side by side, so `mask` is
+  // [grid_rows, 1, groups * grid_len, key_slots] with groups = heads / kv_heads.
   KvCache* cache = nullptr;
-  at::Tensor write_rows;  // [B * T] int64
+  at::Tensor write_rows;  // [N] int64
   int64_t key_slots = 0;
+  int64_t grid_rows = 0, grid_len = 0;
+  at::Tensor grid_index;  // [N] int64: token i's place in the grid; undefined: x is the grid
+};
+
+// Where the tokens of one cached-chunk forward go (attention_masks.h (b)), on the model's device.
+// Row b of the cache takes a chunk of T tokens at positions length_b .. length_b + T - 1 of which
+// the first valid_b are real. Padded, the forward runs on all rows x T tokens; packed, only on the
+// real ones (the dense layers skip the padding; attention still runs on the [rows, T] grid).
+// Built by Qwen3LM::chunk_layout(); a caller whose cache lengths stay the same over several
+// forwards (the sampler's denoising steps) builds it once.
+struct CachedChunkLayout {
+  int64_t rows = 0;       // cache rows
+  int64_t chunk_len = 0;  // T
+  int64_t key_slots = 0;  // S = max(cache lengths) + T
+  int64_t tokens = 0;     // N: tokens the forward runs on (rows * T unless packed)
+  at::Tensor positions;   // [rows, T] padded, [1, N] packed; int64
+  at::Tensor write_rows;  // [N] int64: row * capacity + position
+  at::Tensor mask;        // [rows, 1, groups * T, S] bool (AttentionContext)
+  at::Tensor grid_index;  // packed: [N] int64, b * T + t of each token; undefined when padded
 };
 
 // y = w * x / sqrt(mean(x^2) + eps), computed in float32 and cast back to the input dtype.
@@ -133,6 +155,18 @@ class Qwen3LMImpl : public torch::nn::Module {
   // (b) without logits: stores a chunk's keys/values (prompt prefill, whose logits nobody reads)
   // and skips lm_head, the largest matmul for long chunks. Same rules as forward_cached.
   void prefill(const at::Tensor& input_ids, const std::vector<int64_t>& valid, KvCache& cache);
+
+  // (b) in two parts, for a caller that reuses the layout or reads a few logits only.
+  // chunk_layout(): the layout of chunks of `chunk_len` tokens, `valid` real, against `cache`'s
+  // current lengths (the rules of forward_cached), on `device`; packed: see CachedChunkLayout.
+  CachedChunkLayout chunk_layout(const KvCache& cache, const std::vector<int64_t>& valid,
+                                 int64_t chunk_len, bool packed, c10::Device device) const;
+  // Final hidden states of the chunk: input_ids [rows, T] (padded) or [N] (packed, the real
+  // tokens row after row); [rows, T, hidden] or [N, hidden]. The chunk's keys/values are written
+  // past the cache lengths, which are left as they were: a caller that keeps some of them sets
+  // the lengths (KvCache::set_length). The cache lengths must be those the layout was built for.
+  at::Tensor hidden_chunk(const at::Tensor& input_ids, const CachedChunkLayout& layout,
+                          KvCache& cache);
 
   // (c) training: x_t and x_0 [B, L]. Returns the logits of the x_t half [B, L, vocab], the only
   // ones the diffusion loss reads (x_0 is context).

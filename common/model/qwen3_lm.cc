@@ -53,19 +53,16 @@ void Qwen3LMImpl::prefill(const at::Tensor& input_ids, const std::vector<int64_t
   (void)hidden_cached(input_ids, valid, cache, /*store=*/true);
 }
 
-at::Tensor Qwen3LMImpl::hidden_cached(const at::Tensor& input_ids,
-                                      const std::vector<int64_t>& valid, KvCache& cache,
-                                      bool store) {
-  TORCH_CHECK(input_ids.dim() == 2, "Qwen3LM: input_ids must be [batch, length], got ",
-              input_ids.sizes());
-  const int64_t batch = input_ids.size(0), len = input_ids.size(1);
-  TORCH_CHECK(batch == cache.batch(), "Qwen3LM: batch ", batch, " but the cache has ",
-              cache.batch(), " rows");
+CachedChunkLayout Qwen3LMImpl::chunk_layout(const KvCache& cache, const std::vector<int64_t>& valid,
+                                            int64_t chunk_len, bool packed,
+                                            c10::Device device) const {
+  const int64_t batch = cache.batch(), len = chunk_len;
   TORCH_CHECK(static_cast<int64_t>(valid.size()) == batch, "Qwen3LM: ", valid.size(),
               " valid counts for a batch of ", batch);
   TORCH_CHECK(cache.num_layers() == config_.num_hidden_layers, "Qwen3LM: cache has ",
               cache.num_layers(), " layers, model ", config_.num_hidden_layers);
   const std::vector<int64_t>& lengths = cache.lengths();
+  int64_t tokens = 0;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t n = lengths[static_cast<size_t>(b)];
     const int64_t v = valid[static_cast<size_t>(b)];
@@ -75,21 +72,86 @@ at::Tensor Qwen3LMImpl::hidden_cached(const at::Tensor& input_ids,
                 " is not a multiple of block_size ", config_.block_size);
     TORCH_CHECK(n + len <= cache.capacity(), "Qwen3LM: row ", b, ": cache length ", n, " + chunk ",
                 len, " exceeds capacity ", cache.capacity());
+    tokens += packed ? v : len;
   }
-  const c10::Device device = input_ids.device();
-  const auto long_cpu = at::TensorOptions().dtype(at::kLong);
-  at::Tensor starts = at::tensor(lengths, long_cpu).unsqueeze(1);          // [B, 1]
-  at::Tensor positions = starts + at::arange(len, long_cpu).unsqueeze(0);  // [B, T]
-  at::Tensor row_base = at::arange(batch, long_cpu).unsqueeze(1) * cache.capacity();
+  TORCH_CHECK(tokens > 0, "Qwen3LM: a packed chunk with no valid token");
+  // Everything the device needs in one host buffer and one non-blocking copy (pageable memory is
+  // staged at once; no stream sync): lengths, valid, then per token its position, cache slot and
+  // (packed) grid place.
+  std::vector<int64_t> host(lengths);
+  host.insert(host.end(), valid.begin(), valid.end());
+  host.resize(static_cast<size_t>(2 * batch + (packed ? 3 : 2) * tokens));
+  int64_t* position = host.data() + 2 * batch;
+  int64_t* write_row = position + tokens;
+  int64_t* grid = write_row + tokens;
+  int64_t i = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n = lengths[static_cast<size_t>(b)];
+    const int64_t end = packed ? valid[static_cast<size_t>(b)] : len;
+    for (int64_t t = 0; t < end; ++t, ++i) {
+      position[i] = n + t;
+      write_row[i] = b * cache.capacity() + n + t;
+      if (packed) grid[i] = b * len + t;
+    }
+  }
+  at::Tensor dev =
+      at::tensor(host, at::TensorOptions().dtype(at::kLong)).to(device, /*non_blocking=*/true);
+  CachedChunkLayout layout;
+  layout.rows = batch;
+  layout.chunk_len = len;
+  layout.key_slots = *std::max_element(lengths.begin(), lengths.end()) + len;
+  layout.tokens = tokens;
+  layout.positions = dev.narrow(0, 2 * batch, tokens).view({packed ? 1 : batch, packed ? -1 : len});
+  layout.write_rows = dev.narrow(0, 2 * batch + tokens, tokens);
+  if (packed) layout.grid_index = dev.narrow(0, 2 * batch + 2 * tokens, tokens);
+  // [B, 1, T, S] -> [B, 1, groups * T, S]: one copy of the mask per query head sharing a key/value
+  // head (AttentionContext), query (g, t) at g * T + t.
+  const int64_t groups = config_.num_attention_heads / config_.num_key_value_heads;
+  at::Tensor mask = cached_chunk_mask(dev.narrow(0, 0, batch), dev.narrow(0, batch, batch), len,
+                                      layout.key_slots, config_.block_size);
+  layout.mask = groups == 1 ? mask
+                            : mask.unsqueeze(2)
+                                  .expand({batch, 1, groups, len, layout.key_slots})
+                                  .reshape({batch, 1, groups * len, layout.key_slots});
+  return layout;
+}
 
+at::Tensor Qwen3LMImpl::hidden_chunk(const at::Tensor& input_ids, const CachedChunkLayout& layout,
+                                     KvCache& cache) {
+  const bool packed = layout.grid_index.defined();
+  TORCH_CHECK(packed ? input_ids.dim() == 1 && input_ids.size(0) == layout.tokens
+                     : input_ids.dim() == 2 && input_ids.size(0) == layout.rows &&
+                           input_ids.size(1) == layout.chunk_len,
+              "Qwen3LM: input_ids ", input_ids.sizes(), " do not fit the chunk layout (",
+              layout.rows, " rows x ", layout.chunk_len, ", ", layout.tokens, " tokens",
+              packed ? ", packed)" : ")");
+  TORCH_CHECK(cache.batch() == layout.rows, "Qwen3LM: the layout has ", layout.rows,
+              " rows but the cache ", cache.batch());
   AttentionContext ctx;
   ctx.cache = &cache;
-  // Non-blocking copies (see cached_chunk_mask): no stream sync before the forward.
-  ctx.write_rows = (row_base + positions).reshape({-1}).to(device, /*non_blocking=*/true);
-  ctx.key_slots = *std::max_element(lengths.begin(), lengths.end()) + len;
-  ctx.mask = cached_chunk_mask(lengths, valid, len, config_.block_size, device);
-  at::Tensor out = model(input_ids, positions.to(device, /*non_blocking=*/true), ctx);
+  ctx.write_rows = layout.write_rows;
+  ctx.key_slots = layout.key_slots;
+  ctx.mask = layout.mask;
+  ctx.grid_rows = layout.rows;
+  ctx.grid_len = layout.chunk_len;
+  ctx.grid_index = layout.grid_index;
+  at::Tensor out = model(packed ? input_ids.unsqueeze(0) : input_ids, layout.positions, ctx);
+  return packed ? out.squeeze(0) : out;
+}
+
+at::Tensor Qwen3LMImpl::hidden_cached(const at::Tensor& input_ids,
+                                      const std::vector<int64_t>& valid, KvCache& cache,
+                                      bool store) {
+  TORCH_CHECK(input_ids.dim() == 2, "Qwen3LM: input_ids must be [batch, length], got ",
+              input_ids.sizes());
+  const int64_t batch = input_ids.size(0);
+  TORCH_CHECK(batch == cache.batch(), "Qwen3LM: batch ", batch, " but the cache has ",
+              cache.batch(), " rows");
+  CachedChunkLayout layout =
+      chunk_layout(cache, valid, input_ids.size(1), /*packed=*/false, input_ids.device());
+  at::Tensor out = hidden_chunk(input_ids, layout, cache);
   if (store) {
+    const std::vector<int64_t> lengths = cache.lengths();
     for (int64_t b = 0; b < batch; ++b) {
       cache.set_length(b, lengths[static_cast<size_t>(b)] + valid[static_cast<size_t>(b)]);
     }

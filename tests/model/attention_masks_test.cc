@@ -65,6 +65,12 @@ TEST(AttentionMasksTest, CachedChunkFollowsDefinition) {
       EXPECT_TRUE(any) << "empty softmax row " << b << "," << t;
     }
   }
+  // The device-tensor form with more key slots than needed: the same mask, then nothing visible.
+  at::Tensor wide = cached_chunk_mask(at::tensor(lengths, at::kLong), at::tensor(valid, at::kLong),
+                                      chunk, slots + 4, bs);
+  ASSERT_EQ(wide.sizes(), (at::IntArrayRef{3, 1, chunk, slots + 4}));
+  EXPECT_TRUE(wide.narrow(3, 0, slots).equal(mask));
+  EXPECT_FALSE(wide.narrow(3, slots, 4).any().item<bool>());
 }
 
 }  // namespace

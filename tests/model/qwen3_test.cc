@@ -195,6 +195,86 @@ TEST_F(Qwen3Test, CachedDecodeMatchesBlockCausal) {
   }
 }
 
+// The sampler's forward: rows in different phases (a 2-block chunk, a 1-block chunk, an idle row,
+// a row whose chunk starts a new sequence) through one layout, padded and packed. Both match
+// forward_cached row by row, and only the stored part stays once the caller sets the lengths.
+TEST_F(Qwen3Test, PackedChunkMatchesPaddedChunk) {
+  const int64_t bs = config_.block_size, chunk = 2 * bs;
+  at::Tensor tokens = random_tokens(4, 24, config_);
+  at::Tensor full = lm_->forward_block_causal(tokens);
+  const std::vector<int64_t> prompt = {8, 4, 12, 0};
+  const std::vector<int64_t> valid = {chunk, bs, 0, chunk};
+  auto prefilled = [&] {
+    KvCache cache(config_, 4, 32, at::kFloat);
+    lm_->prefill(tokens.narrow(1, 0, 12), prompt, cache);
+    return cache;
+  };
+  // Row b's chunk: its tokens from position prompt[b] on (padding beyond valid[b]: the mask id).
+  at::Tensor grid = at::full({4, chunk}, config_.mask_token_id, at::kLong);
+  std::vector<at::Tensor> real;
+  for (int64_t b = 0; b < 4; ++b) {
+    if (valid[b] == 0) continue;
+    at::Tensor row = tokens[b].narrow(0, prompt[b], valid[b]);
+    grid[b].narrow(0, 0, valid[b]).copy_(row);
+    real.push_back(row);
+  }
+  KvCache padded_cache = prefilled();
+  CachedChunkLayout padded = lm_->chunk_layout(padded_cache, valid, chunk, false, at::kCPU);
+  EXPECT_EQ(padded.tokens, 4 * chunk);
+  EXPECT_FALSE(padded.grid_index.defined());
+  at::Tensor padded_hidden = lm_->hidden_chunk(grid, padded, padded_cache);
+  ASSERT_EQ(padded_hidden.sizes(), (at::IntArrayRef{4, chunk, config_.hidden_size}));
+  EXPECT_EQ(padded_cache.lengths(), prompt);  // hidden_chunk leaves the lengths alone
+
+  KvCache packed_cache = prefilled();
+  CachedChunkLayout packed = lm_->chunk_layout(packed_cache, valid, chunk, true, at::kCPU);
+  EXPECT_EQ(packed.tokens, chunk + bs + 0 + chunk);
+  at::Tensor packed_hidden = lm_->hidden_chunk(at::cat(real), packed, packed_cache);
+  ASSERT_EQ(packed_hidden.sizes(), (at::IntArrayRef{packed.tokens, config_.hidden_size}));
+
+  at::Tensor padded_logits = lm_->logits(padded_hidden);
+  at::Tensor packed_logits = lm_->logits(packed_hidden);
+  int64_t at_token = 0;
+  for (int64_t b = 0; b < 4; ++b) {
+    if (valid[b] == 0) continue;
+    at::Tensor want = full[b].narrow(0, prompt[b], valid[b]);
+    EXPECT_LT(max_diff(padded_logits[b].narrow(0, 0, valid[b]), want), kTol) << "padded row " << b;
+    EXPECT_LT(max_diff(packed_logits.narrow(0, at_token, valid[b]), want), kTol)
+        << "packed row " << b;
+    at_token += valid[b];
+  }
+
+  // Keep the first block of rows 0 and 3 (a commit), then decode the next block of each against
+  // both caches: the same logits, and those of the full sequence.
+  for (KvCache* cache : {&padded_cache, &packed_cache}) {
+    cache->set_length(0, prompt[0] + bs);
+    cache->set_length(3, prompt[3] + bs);
+  }
+  const std::vector<int64_t> next_valid = {bs, bs, 0, bs};
+  std::vector<at::Tensor> next_rows;
+  for (int64_t b = 0; b < 4; ++b) {
+    next_rows.push_back(tokens[b].narrow(0, padded_cache.lengths()[b], bs));
+  }
+  at::Tensor next_grid = at::stack(next_rows);
+  at::Tensor a = lm_->logits(lm_->hidden_chunk(
+      next_grid, lm_->chunk_layout(padded_cache, next_valid, bs, false, at::kCPU), padded_cache));
+  at::Tensor next_real = at::cat({next_rows[0], next_rows[1], next_rows[3]});
+  at::Tensor p = lm_->logits(lm_->hidden_chunk(
+      next_real, lm_->chunk_layout(packed_cache, next_valid, bs, true, at::kCPU), packed_cache));
+  const int64_t place[] = {0, 1, -1, 2};
+  for (int64_t b : {0, 1, 3}) {
+    at::Tensor want = full[b].narrow(0, padded_cache.lengths()[b], bs);
+    EXPECT_LT(max_diff(a[b], want), kTol) << "next block, padded row " << b;
+    EXPECT_LT(max_diff(p.narrow(0, place[b] * bs, bs), want), kTol) << "next block, packed " << b;
+  }
+
+  // A layout that does not fit the tokens is refused.
+  EXPECT_THROW(
+      lm_->hidden_chunk(next_grid, lm_->chunk_layout(packed_cache, next_valid, bs, true, at::kCPU),
+                        packed_cache),
+      c10::Error);
+}
+
 TEST_F(Qwen3Test, TrainingLayoutMatchesBlockCausalViews) {
   const int64_t len = 12, bs = config_.block_size;
   at::Tensor x0 = random_tokens(1, len, config_);

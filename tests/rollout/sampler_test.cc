@@ -270,12 +270,16 @@ TEST_F(SamplerTest, GreedyMatchesUncachedReferenceForEveryStrategy) {
   std::map<Remasking, std::vector<std::vector<int32_t>>> traces;
   for (Remasking r : kAllStrategies) {
     for (int steps : {4, 2}) {
-      SamplerOptions o = options(r, steps);
-      auto t =
-          expect_matches_reference(o, std::string(name_of(r)) + " steps " + std::to_string(steps));
-      if (steps == 4) traces[r] = t;
-      o.sampling.top_k = 1;  // one-hot policy: confidence 1, entropy 0 everywhere
-      (void)expect_matches_reference(o, std::string(name_of(r)) + " top_k 1");
+      for (bool pack : {true, false}) {
+        SamplerOptions o = options(r, steps);
+        o.pack_chunks = pack;
+        const std::string label = std::string(name_of(r)) + " steps " + std::to_string(steps) +
+                                  (pack ? " packed" : " padded");
+        auto t = expect_matches_reference(o, label);
+        if (steps == 4 && pack) traces[r] = t;
+        o.sampling.top_k = 1;  // one-hot policy: confidence 1, entropy 0 everywhere
+        (void)expect_matches_reference(o, label + " top_k 1");
+      }
     }
   }
   // The threshold rules did act: some step committed several tokens (all-step-0 traces would
@@ -431,6 +435,48 @@ TEST_F(SamplerTest, ContinuousBatchingMatchesRunningAlone) {
     }
     // Requests finished out of order: the short ones first.
     EXPECT_NE(got.front().id, rs[1].id);
+  }
+}
+
+// The prompts' tails (1, 4, 6, 9, 11 tokens: 3, 4, 2, 3, 1 masks in the first block) put the
+// slots in different phases: in most commit forwards only some slots commit, and slots go idle
+// as the short requests end. Packed forwards skip that padding and give the same samples.
+TEST_F(SamplerTest, PackedForwardsSkipPaddingOfMixedPhases) {
+  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+    SamplerStats stats[2];
+    std::vector<GenerationResult> out[2];
+    for (int pack = 0; pack < 2; ++pack) {
+      SamplerOptions o = options(r);
+      o.sampling.temperature = 1.0;
+      o.sampling.max_new_tokens = 24;
+      o.seed = 77;
+      o.pack_chunks = pack == 1;
+      std::vector<GenerationRequest> rs = requests();
+      for (size_t i = 0; i < rs.size(); ++i) rs[i].max_new_tokens = static_cast<int>(8 + 4 * i);
+      auto sampler = BlockDiffusionSampler::create(lm_, o);
+      ASSERT_TRUE(sampler.ok()) << sampler.status().to_string();
+      auto got = (*sampler)->generate(rs);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      out[pack] = *got;
+      stats[pack] = (*sampler)->stats();
+    }
+    ASSERT_EQ(out[0].size(), out[1].size());
+    for (size_t i = 0; i < out[0].size(); ++i) {
+      EXPECT_EQ(out[1][i].tokens, out[0][i].tokens) << name_of(r) << " request " << i;
+      EXPECT_EQ(out[1][i].unmask_steps, out[0][i].unmask_steps) << name_of(r);
+      ASSERT_EQ(out[1][i].log_probs.size(), out[0][i].log_probs.size());
+      for (size_t t = 0; t < out[0][i].log_probs.size(); ++t) {
+        EXPECT_NEAR(out[1][i].log_probs[t], out[0][i].log_probs[t], 1e-5);
+      }
+    }
+    EXPECT_EQ(stats[1].steps, stats[0].steps);
+    EXPECT_EQ(stats[1].committed_tokens, stats[0].committed_tokens);
+    // Padded: every forward is max_batch x (1 or 2 blocks). Packed: 1 block per running slot plus
+    // 1 per commit, far fewer.
+    EXPECT_EQ(stats[0].processed_tokens % 4, 0);
+    EXPECT_LT(stats[1].processed_tokens, stats[0].processed_tokens * 3 / 4) << name_of(r);
+    EXPECT_GE(stats[1].processed_tokens, 4 * stats[1].row_forwards);
+    EXPECT_LE(stats[1].processed_tokens, 8 * stats[1].row_forwards);
   }
 }
 

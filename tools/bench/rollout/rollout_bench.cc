@@ -4,10 +4,15 @@
 //   rollout_bench [--models 1.7b,4b] [--batches 1,16,64,128] [--strategies static,dynamic]
 //                 [--new-tokens 1024] [--prompt 64] [--block 4] [--steps 4]
 //                 [--temperature 1] [--threshold 0.9] [--device cuda|cpu] [--tiny]
+//                 [--prompt-jitter 0] [--min-new-tokens N] [--no-pack]
 //
 // For each model, batch B and strategy: B requests with random prompts of --prompt tokens, no
 // stop tokens (every sequence generates exactly --new-tokens), max_batch = B, after a short
-// warm-up run. Prints:
+// warm-up run. --prompt-jitter J gives request i a prompt of --prompt + i mod (J + 1) tokens
+// (different tails put the slots in different phases: only some commit a block in a forward);
+// --min-new-tokens M spreads the requests' lengths evenly over M .. --new-tokens (slots go idle
+// as the short ones end); --no-pack pads every slot to the longest chunk (SamplerOptions::
+// pack_chunks off), for an A/B of the packed forward. Prints:
 //   tok/s         generated tokens / wall seconds of the whole run (prefill included)
 //   ms/fwd        wall time per denoising forward (step), prefill included
 //   fwd/tok       denoising forwards a sequence takes part in, per committed token
@@ -54,7 +59,8 @@ int usage(const std::string& message) {
                "rollout_bench: %s\nusage: rollout_bench [--models 1.7b,4b] "
                "[--batches 1,16,64,128] [--strategies static,dynamic] [--new-tokens 1024] "
                "[--prompt 64] [--block 4] [--steps 4] [--temperature 1] [--threshold 0.9] "
-               "[--device cuda|cpu] [--tiny]\n",
+               "[--device cuda|cpu] [--tiny] [--prompt-jitter 0] [--min-new-tokens N] "
+               "[--no-pack]\n",
                message.c_str());
   return 2;
 }
@@ -65,17 +71,28 @@ struct Run {
   double peak_bytes = 0;
 };
 
-dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& options, int64_t batch,
-                           int64_t prompt_len, uint64_t seed) {
+struct Workload {
+  int64_t batch = 1, prompt_len = 64, prompt_jitter = 0, min_new_tokens = 0;
+};
+
+dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& options,
+                           const Workload& w, uint64_t seed) {
+  const int64_t batch = w.batch;
   at::manual_seed(seed);
   std::vector<dice::GenerationRequest> requests(static_cast<size_t>(batch));
   const int64_t vocab = lm->config().vocab_size;
   const int64_t top = std::min<int64_t>(vocab, lm->config().mask_token_id);  // below the specials
   for (int64_t i = 0; i < batch; ++i) {
+    const int64_t prompt_len = w.prompt_len + i % (w.prompt_jitter + 1);
     at::Tensor ids = at::randint(0, top, {prompt_len}, at::kLong);
-    requests[static_cast<size_t>(i)].id = static_cast<uint64_t>(i);
-    requests[static_cast<size_t>(i)].prompt.assign(ids.data_ptr<int64_t>(),
-                                                   ids.data_ptr<int64_t>() + prompt_len);
+    dice::GenerationRequest& r = requests[static_cast<size_t>(i)];
+    r.id = static_cast<uint64_t>(i);
+    r.prompt.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + prompt_len);
+    const int64_t most = options.sampling.max_new_tokens;
+    if (w.min_new_tokens > 0 && w.min_new_tokens < most) {
+      r.max_new_tokens = static_cast<int>(w.min_new_tokens + (most - w.min_new_tokens) * i /
+                                                                 std::max<int64_t>(batch - 1, 1));
+    }
   }
   const dice::bench::GpuMemory before = dice::bench::gpu_memory();
   dice::bench::reset_peak_gpu_memory();
@@ -95,14 +112,18 @@ dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& option
 int main(int argc, char** argv) {
   std::string models = "1.7b,4b", batches = "1,16,64,128", strategies = "static,dynamic";
   std::string device_name = "cuda";
-  int64_t new_tokens = 1024, prompt_len = 64;
+  int64_t new_tokens = 1024, prompt_len = 64, prompt_jitter = 0, min_new_tokens = 0;
   int block = 4, steps = 4;
   double temperature = 1.0, threshold = 0.9;
-  bool tiny = false;
+  bool tiny = false, pack = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tiny") {
       tiny = true;
+      continue;
+    }
+    if (arg == "--no-pack") {
+      pack = false;
       continue;
     }
     if (i + 1 >= argc) return usage("missing value for " + arg);
@@ -118,6 +139,10 @@ int main(int argc, char** argv) {
         new_tokens = std::stoll(value);
       } else if (arg == "--prompt") {
         prompt_len = std::stoll(value);
+      } else if (arg == "--prompt-jitter") {
+        prompt_jitter = std::stoll(value);
+      } else if (arg == "--min-new-tokens") {
+        min_new_tokens = std::stoll(value);
       } else if (arg == "--block") {
         block = std::stoi(value);
       } else if (arg == "--steps") {
@@ -136,6 +161,9 @@ int main(int argc, char** argv) {
     }
   }
   if (new_tokens < 1 || prompt_len < 1) return usage("--new-tokens and --prompt must be >= 1");
+  if (prompt_jitter < 0 || min_new_tokens < 0) {
+    return usage("--prompt-jitter and --min-new-tokens must be >= 0");
+  }
   if (device_name != "cuda" && device_name != "cpu") return usage("--device must be cuda or cpu");
   std::vector<int64_t> batch_sizes;
   std::string bad;
@@ -182,10 +210,12 @@ int main(int argc, char** argv) {
                            .device(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
   std::printf(
       "rollout_bench: %s; %s random weights, prompt %lld, %lld new tokens, block %d, %d steps, "
-      "temperature %g, threshold %g, no stop tokens\n",
+      "temperature %g, threshold %g, no stop tokens, prompt jitter %lld, min new tokens %lld, "
+      "%s forwards\n",
       dice::compat::describe_torch().c_str(), cuda ? "bf16" : "fp32",
       static_cast<long long>(prompt_len), static_cast<long long>(new_tokens), block, steps,
-      temperature, threshold);
+      temperature, threshold, static_cast<long long>(prompt_jitter),
+      static_cast<long long>(min_new_tokens), pack ? "packed" : "padded");
   std::printf("%-6s %6s %-8s %12s %9s %8s %8s %9s %10s %11s\n", "model", "batch", "strategy",
               "tok/s", "seconds", "ms/fwd", "fwd/tok", "proc/tok", "MiB/seq", "KV MiB/seq");
   for (Shape& shape : shapes) {
@@ -206,15 +236,21 @@ int main(int argc, char** argv) {
         o.sampling.max_new_tokens = static_cast<int>(std::min<int64_t>(new_tokens, 8));
         o.mask_token_id = c.mask_token_id;
         o.max_batch = static_cast<int>(batch);
-        o.max_sequence_length = prompt_len + new_tokens + 2 * block;
+        o.max_sequence_length = prompt_len + prompt_jitter + new_tokens + 2 * block;
+        o.pack_chunks = pack;
+        Workload w;
+        w.batch = batch;
+        w.prompt_len = prompt_len;
+        w.prompt_jitter = prompt_jitter;
+        w.min_new_tokens = min_new_tokens;
         // Warm-up: kernels, cuBLAS handles, allocator pools.
-        auto warm = run_once(lm, o, batch, prompt_len, 1);
+        auto warm = run_once(lm, o, w, 1);
         if (!warm.ok()) {
           std::fprintf(stderr, "rollout_bench: %s\n", warm.status().to_string().c_str());
           return 1;
         }
         o.sampling.max_new_tokens = static_cast<int>(new_tokens);
-        auto run = run_once(lm, o, batch, prompt_len, 2);
+        auto run = run_once(lm, o, w, 2);
         if (!run.ok()) {
           std::fprintf(stderr, "rollout_bench: %s\n", run.status().to_string().c_str());
           return 1;
