@@ -1,5 +1,6 @@
 #include "reward/binding.h"
 
+#include <filesystem>
 #include <regex>
 
 namespace dice {
@@ -13,14 +14,69 @@ std::string without_extension_include(const std::string& source) {
   return std::regex_replace(source, kExtensionInclude, "$1");
 }
 
+// What kernels use of the torch:: namespace without <torch/types.h> (which pulls in all of
+// ATen): at:: under its torch:: name, and torch/types.h's dtype names (torch::kInt32, ...) when
+// the source uses them and does not include a torch/ header that defines them itself.
+std::string torch_namespace(const std::string& source_without_extension_include) {
+  const std::string& src = source_without_extension_include;
+  std::string out = "namespace torch {\nusing namespace at;\n";
+  if (src.find("torch::k") != std::string::npos && src.find("<torch/") == std::string::npos &&
+      src.find("\"torch/") == std::string::npos) {
+    out +=
+        "constexpr auto kUInt8 = at::kByte;\nconstexpr auto kInt8 = at::kChar;\n"
+        "constexpr auto kInt16 = at::kShort;\nconstexpr auto kInt32 = at::kInt;\n"
+        "constexpr auto kInt64 = at::kLong;\nconstexpr auto kFloat16 = at::kHalf;\n"
+        "constexpr auto kFloat32 = at::kFloat;\nconstexpr auto kFloat64 = at::kDouble;\n";
+  }
+  return out + "}\n";
+}
+
+// kLean's includes for `source`: what a kernel file uses of torch, picked by name.
+std::string lean_prelude(const std::string& source, const std::set<std::string>& operators) {
+  std::string out = "#include <ATen/core/Tensor.h>\n#include <ATen/Dispatch.h>\n";
+  // Function calls spelled at::name( or torch::name( (also at::cuda:: and similar, skipped when
+  // no per-operator header has the name).
+  static const std::regex kCall(R"(\b(?:at|torch)\s*::\s*([A-Za-z_][A-Za-z0-9_]*)\s*\()");
+  std::set<std::string> used;
+  for (std::sregex_iterator it(source.begin(), source.end(), kCall), end; it != end; ++it) {
+    const std::string name = (*it)[1].str();
+    if (operators.count(name) != 0) used.insert(name);
+  }
+  for (const auto& name : used) out += "#include <ATen/ops/" + name + ".h>\n";
+  if (source.find("at::cuda") != std::string::npos ||
+      source.find("getCurrentCUDAStream") != std::string::npos) {
+    out += "#include <ATen/cuda/CUDAContext.h>\n";
+  }
+  if (source.find("CUDAGuard") != std::string::npos) out += "#include <c10/cuda/CUDAGuard.h>\n";
+  return out + torch_namespace(without_extension_include(source));
+}
+
 }  // namespace
 
-std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders headers) {
+std::set<std::string> per_operator_headers(const std::vector<std::string>& include_dirs) {
+  namespace fs = std::filesystem;
+  std::set<std::string> names;
+  for (const auto& dir : include_dirs) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::path(dir) / "ATen" / "ops", ec)) {
+      const std::string file = entry.path().filename().string();
+      if (file.size() > 2 && file.compare(file.size() - 2, 2, ".h") == 0) {
+        names.insert(file.substr(0, file.size() - 2));
+      }
+    }
+  }
+  return names;
+}
+
+std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders headers,
+                                  const std::set<std::string>& operators) {
   // Candidates are written against load_inline, which makes these headers available without an
   // #include of their own.
-  const bool slim = headers == TorchHeaders::kSlim;
-  std::string out = slim ? "#include <ATen/ATen.h>\nnamespace torch {\nusing namespace at;\n}\n"
-                         : "#include <torch/types.h>\n";
+  const bool slim = headers != TorchHeaders::kFull;
+  std::string out = headers == TorchHeaders::kLean ? lean_prelude(ext.cuda_sources, operators)
+                    : slim                         ? "#include <ATen/ATen.h>\n" +
+                                 torch_namespace(without_extension_include(ext.cuda_sources))
+                           : "#include <torch/types.h>\n";
   out +=
       "#include <cuda.h>\n"
       "#include <cuda_runtime.h>\n"
@@ -31,7 +87,8 @@ std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders head
 }
 
 std::string binding_prelude(TorchHeaders headers) {
-  return headers == TorchHeaders::kSlim
+  // kLean is for the .cu only: its binding file is kSlim's.
+  return headers != TorchHeaders::kFull
              ? "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
                "#include <pybind11/stl.h>\n"
              : "#include <torch/extension.h>\n";
@@ -39,7 +96,7 @@ std::string binding_prelude(TorchHeaders headers) {
 
 std::string binding_translation_unit(const ExtensionSources& ext, TorchHeaders headers,
                                      const std::string& prelude_header) {
-  const bool slim = headers == TorchHeaders::kSlim;
+  const bool slim = headers != TorchHeaders::kFull;
   std::string out =
       prelude_header.empty() ? binding_prelude(headers) : "#include \"" + prelude_header + "\"\n";
   out += "#line 1 \"cpp_sources\"\n";

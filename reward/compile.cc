@@ -154,6 +154,8 @@ Compiler::Compiler(Toolchain toolchain, CompileOptions options)
                   fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                       fs::perms::others_read | fs::perms::others_exec,
                   ec);
+  if (options_.lean_kernel_headers)
+    aten_operators_ = per_operator_headers(toolchain_.include_paths);
   binding_flags_ = {"-fPIC", "-std=c++17", options_.optimization,
                     "-DTORCH_API_INCLUDE_EXTENSION_H"};
   binding_flags_.insert(binding_flags_.end(), toolchain_.defines.begin(), toolchain_.defines.end());
@@ -319,16 +321,20 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   // Both translation units with one header set; the binding file and the CUDA file compile at the
   // same time. An error result is the first failure, ready to return.
   auto compile_objects = [&](TorchHeaders headers) -> std::optional<CompileOutcome> {
+    // The binding file has no lean form (binding.h): kLean's is kSlim's.
+    const TorchHeaders binding_headers =
+        headers == TorchHeaders::kLean ? TorchHeaders::kSlim : headers;
     // The precompiled prelude only where the flags are the shared ones (a candidate's own
     // extra_cflags would make g++ ignore it anyway).
     const std::string prelude =
-        binding_pch_ && headers == TorchHeaders::kSlim && ext.extra_cflags.empty()
-            ? binding_pch_->header_for(headers, base)
+        binding_pch_ && binding_headers == TorchHeaders::kSlim && ext.extra_cflags.empty()
+            ? binding_pch_->header_for(binding_headers, base)
             : "";
-    Status written = write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext, headers));
+    Status written =
+        write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext, headers, aten_operators_));
     if (written.ok()) {
-      written =
-          write_file(build_dir + "/binding.cpp", binding_translation_unit(ext, headers, prelude));
+      written = write_file(build_dir + "/binding.cpp",
+                           binding_translation_unit(ext, binding_headers, prelude));
     }
     if (!written.ok()) return fail(schema::FailureClass::INTERNAL_ERROR, written.message());
     if (geteuid() == 0 && build_uid >= 0) {
@@ -359,19 +365,28 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     }
     return std::nullopt;
   };
-  // Slim headers first (most kernels need nothing else); a compile error there may only mean the
-  // source uses more of torch, so it gets the full headers before it counts as the candidate's.
-  std::optional<CompileOutcome> failed = compile_objects(TorchHeaders::kSlim);
+  // The leanest headers first (most kernels need nothing else); a compile error there may only
+  // mean the source uses more of torch, so it gets the slim and then the full headers before it
+  // counts as the candidate's.
+  std::optional<CompileOutcome> failed;
+  if (options_.lean_kernel_headers && !aten_operators_.empty()) {
+    failed = compile_objects(TorchHeaders::kLean);
+    if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
+      DICE_LOG(Debug) << "lean headers failed; retrying with the slim ones" << kv("hash", hash);
+      ++lean_header_fallbacks_;
+      failed = compile_objects(TorchHeaders::kSlim);
+    }
+  } else {
+    failed = compile_objects(TorchHeaders::kSlim);
+  }
   if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
     DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h" << kv("hash", hash);
     failed = compile_objects(TorchHeaders::kFull);
-    if (!failed) {
-      ++full_header_builds_;
-      out.failure = schema::FailureClass::NONE;  // fail() recorded the slim attempt's error
-      out.log_excerpt.clear();
-    }
+    if (!failed) ++full_header_builds_;
   }
   if (failed) return *failed;
+  out.failure = schema::FailureClass::NONE;  // fail() recorded the failed attempts' errors
+  out.log_excerpt.clear();
 
   const std::string module_name = ext.name + toolchain_.ext_suffix;
   std::vector<std::string> link = {toolchain_.cxx, "-shared", "kernels.o",

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,8 @@ struct CompileOptions {
   int uid = kUniqueSandboxUid;
   // Precompile the binding file's headers once per toolchain (binding_pch.h). Default: true
   bool precompiled_binding_prelude = true;
+  // Try the .cu with TorchHeaders::kLean first (binding.h), then kSlim, then kFull. Default: true
+  bool lean_kernel_headers = true;
 };
 
 struct CompileOutcome {
@@ -101,6 +104,8 @@ class Compiler {
   const Toolchain& toolchain() const { return toolchain_; }
   // Builds that compiled only with the full <torch/extension.h> (binding.h: TorchHeaders).
   std::uint64_t full_header_builds() const { return full_header_builds_.load(); }
+  // Builds whose .cu did not compile with the lean headers (and was retried with the slim ones).
+  std::uint64_t lean_header_fallbacks() const { return lean_header_fallbacks_.load(); }
 
  private:
   struct Job {
@@ -122,6 +127,8 @@ class Compiler {
   std::vector<std::thread> workers_;
   std::uint64_t build_counter_ = 0;
   std::atomic<std::uint64_t> full_header_builds_{0};
+  std::atomic<std::uint64_t> lean_header_fallbacks_{0};
+  std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain
   std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
   std::unique_ptr<BindingPch> binding_pch_;
 };

@@ -1,5 +1,10 @@
 #include "reward/binding.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 namespace dice {
@@ -69,6 +74,53 @@ TEST(BindingTest, SlimUnitsDropTheExtensionIncludeAndKeepLineNumbers) {
   // The full variant is what load_inline compiles.
   EXPECT_NE(cuda_translation_unit(ext, TorchHeaders::kFull).find("torch/extension.h"),
             std::string::npos);
+}
+
+TEST(BindingTest, LeanUnitIncludesTheOperatorsTheSourceCalls) {
+  ExtensionSources ext = two_functions();
+  ext.cuda_sources =
+      "#include <torch/extension.h>\n__global__ void k(float* y) {}\n"
+      "torch::Tensor f(torch::Tensor x) {\n"
+      "  auto y = torch::empty_like(x);\n"
+      "  auto z = at::zeros ({4}, x.options());\n"
+      "  auto s = at::cuda::getCurrentCUDAStream();\n"
+      "  return torch::not_an_operator(y);\n}\n";
+  const std::set<std::string> operators = {"empty_like", "zeros", "ones"};
+  const std::string cu = cuda_translation_unit(ext, TorchHeaders::kLean, operators);
+  EXPECT_EQ(cu.rfind("#include <ATen/core/Tensor.h>\n", 0), 0u) << cu;
+  EXPECT_NE(cu.find("#include <ATen/Dispatch.h>"), std::string::npos);
+  EXPECT_NE(cu.find("#include <ATen/ops/empty_like.h>"), std::string::npos);
+  EXPECT_NE(cu.find("#include <ATen/ops/zeros.h>"), std::string::npos);
+  // Only what the source calls, and only names that have a header.
+  EXPECT_EQ(cu.find("ops/ones.h"), std::string::npos);
+  EXPECT_EQ(cu.find("not_an_operator.h"), std::string::npos);
+  EXPECT_NE(cu.find("#include <ATen/cuda/CUDAContext.h>"), std::string::npos);
+  EXPECT_EQ(cu.find("<ATen/ATen.h>"), std::string::npos);
+  EXPECT_EQ(cu.find("torch/extension.h"), std::string::npos);
+  EXPECT_NE(cu.find("using namespace at;"), std::string::npos);
+  // torch/types.h's dtype names, unless the source includes a torch/ header of its own.
+  ext.cuda_sources += "auto t = torch::kFloat32;\n";
+  EXPECT_NE(cuda_translation_unit(ext, TorchHeaders::kLean, operators)
+                .find("constexpr auto kFloat32 = at::kFloat;"),
+            std::string::npos);
+  ext.cuda_sources = "#include <torch/types.h>\n" + ext.cuda_sources;
+  EXPECT_EQ(cuda_translation_unit(ext, TorchHeaders::kLean, operators).find("constexpr auto k"),
+            std::string::npos);
+  // The binding file has no lean form: it is the slim one.
+  EXPECT_EQ(binding_translation_unit(ext, TorchHeaders::kLean),
+            binding_translation_unit(ext, TorchHeaders::kSlim));
+}
+
+TEST(BindingTest, PerOperatorHeadersAreReadFromTheIncludeDirs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dice-ops-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "ATen" / "ops");
+  for (const char* f : {"empty.h", "zeros_like.h", "README.txt"}) {
+    std::ofstream(dir / "ATen" / "ops" / f) << "\n";
+  }
+  EXPECT_EQ(per_operator_headers({dir.string(), "/nonexistent"}),
+            (std::set<std::string>{"empty", "zeros_like"}));
+  fs::remove_all(dir);
 }
 
 TEST(BindingTest, PrecompiledPreludeReplacesTheHeaderLines) {

@@ -146,6 +146,46 @@ TEST_F(CompileTest, BindingUsesThePrecompiledPreludeAndSurvivesADamagedOne) {
   EXPECT_FALSE(b.cache_hit);
 }
 
+// What kernel files commonly use of torch builds with the lean headers alone: operators named
+// torch::, dtype names from torch/types.h, TORCH_CHECK, AT_DISPATCH_*.
+TEST_F(CompileTest, TypicalKernelBuildsWithTheLeanHeaders) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources typical = exts[0];
+  typical.cuda_sources +=
+      "\ntemplate <typename T> __global__ void twice(const T* x, T* y, long n) {\n"
+      "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;\n"
+      "  if (i < n) y[i] = x[i] + x[i];\n}\n"
+      "torch::Tensor twice_cuda(torch::Tensor x) {\n"
+      "  TORCH_CHECK(x.dtype() == torch::kFloat32 || x.dtype() == torch::kFloat64, \"dtype\");\n"
+      "  auto y = torch::empty_like(x);\n"
+      "  auto z = torch::zeros({1}, x.options().dtype(torch::kInt32));\n"
+      "  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), \"twice\", [&] {\n"
+      "    twice<scalar_t><<<1, 1>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), x.numel());\n"
+      "  });\n"
+      "  return y;\n}\n";
+  Compiler compiler(*toolchain_, options());
+  CompileOutcome built = compiler.compile(typical);
+  EXPECT_EQ(built.failure, schema::FailureClass::NONE) << built.log_excerpt;
+  EXPECT_EQ(compiler.lean_header_fallbacks(), 0u);
+}
+
+// A kernel file that uses more of torch than the lean headers give (tensor indexing) still
+// builds: the lean attempt fails and the slim headers follow.
+TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheSlimOnes) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources indexed = exts[0];
+  indexed.cuda_sources +=
+      "\ntorch::Tensor first_two(torch::Tensor x) {\n"
+      "  return x.index({torch::indexing::Slice(0, 2)});\n}\n";
+  Compiler compiler(*toolchain_, options());
+  CompileOutcome built = compiler.compile(indexed);
+  EXPECT_EQ(built.failure, schema::FailureClass::NONE) << built.log_excerpt;
+  EXPECT_EQ(compiler.lean_header_fallbacks(), 1u);
+  EXPECT_EQ(compiler.full_header_builds(), 0u);
+}
+
 TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
   auto exts = sources_of("honest/template_scale.py");
   ASSERT_EQ(exts.size(), 1u);

@@ -116,7 +116,8 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   std::cout << "[ timing ] " << items.size() << " candidates in " << seconds << " s ("
             << 60.0 * items.size() / seconds << " per minute; compile jobs " << options.compile_jobs
             << ", GPU slots " << slots << ", full-header rebuilds "
-            << pipeline.compiler().full_header_builds() << ")" << std::endl;
+            << pipeline.compiler().full_header_builds() << ", lean-header fallbacks "
+            << pipeline.compiler().lean_header_fallbacks() << ")" << std::endl;
 
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {
