@@ -11,6 +11,7 @@
 // the two can be compared line by line (keyed by id and variant).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ struct JudgeSummary {
   size_t variants = 0;
   size_t variants_correct = 0;  // broken variants judged correct: the judge (or the edit) missed
   double seconds = 0;           // wall clock of judging, all candidates
+  // Builds whose kernel file needed more than the lean torch headers, and more than the slim ones
+  // (Compiler::lean_header_fallbacks, full_header_builds): what compile time is lost to retries.
+  std::uint64_t lean_header_fallbacks = 0;
+  std::uint64_t full_header_builds = 0;
 
   double per_minute() const { return seconds > 0 ? 60.0 * candidates / seconds : 0; }
 };

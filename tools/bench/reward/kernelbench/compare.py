@@ -131,8 +131,11 @@ def throughput_rows(dice_summaries, kb_summary):
     rows = []
     for name, s in dice_summaries:
         per_minute = 60.0 * s["candidates"] / s["seconds"] if s["seconds"] > 0 else 0.0
-        rows.append((f"dice-judge {name}", s["candidates"], s["seconds"], per_minute,
-                     f"{s.get('cache_hits', 0)} compile-cache hits"))
+        note = f"{s.get('cache_hits', 0)} compile-cache hits"
+        if s.get("lean_header_fallbacks") or s.get("full_header_builds"):
+            note += (f"; header retries: {s.get('lean_header_fallbacks', 0)} lean -> slim, "
+                     f"{s.get('full_header_builds', 0)} slim -> full")
+        rows.append((f"dice-judge {name}", s["candidates"], s["seconds"], per_minute, note))
     if kb_summary:
         judged = kb_summary.get("judged", kb_summary["candidates"])
         per_minute = 60.0 * judged / kb_summary["seconds"] if kb_summary["seconds"] > 0 else 0.0
