@@ -174,8 +174,9 @@ int run_learner_service(service::ServiceContext& context) {
 
   // The policy before the socket: a model that does not load is bad input, found at once.
   PolicyUpdater update;
+  WeightsPusher push_weights;  // stays empty for rollout.weight_sync checkpoint
   if (config.learner.update_policy) {
-    auto made = make_policy_updater(config);
+    auto made = make_policy_updater(config, &push_weights);
     if (!made.ok()) {
       const StatusCode code = made.status().code();
       return fail(code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound
@@ -233,6 +234,7 @@ int run_learner_service(service::ServiceContext& context) {
       static_cast<std::int64_t>(config.learner.drain_timeout_seconds * 1000));
   loop_options.update = std::move(update);
   loop_options.abort_in_flight = config.rollout.abort_on_weight_update;
+  loop_options.push_weights = std::move(push_weights);
   service::ShutdownSignal& signal = **shutdown;
   auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, *log,
                             metrics.value(), [&signal] { return signal.requested(); });

@@ -11,6 +11,9 @@
 #include "learner/trace_layout.h"
 
 namespace dice {
+namespace transport {
+class WorkDispatcher;
+}
 
 // What one policy update did.
 struct PolicyUpdate {
@@ -31,5 +34,10 @@ struct PolicyUpdate {
 // before it. An error ends the run (a learner that silently stops learning is worse).
 using PolicyUpdater = std::function<Result<PolicyUpdate>(
     std::vector<TraceSample> samples, std::uint64_t step, std::uint64_t version)>;
+
+// Tells the workers about a new version (learner/nccl_weight_pusher.h, or a checkpoint folder
+// push when empty). An error ends the run.
+using WeightsPusher =
+    std::function<Status(const PolicyUpdate& update, transport::WorkDispatcher& dispatcher)>;
 
 }  // namespace dice

@@ -12,8 +12,10 @@
 #include "common/model/weights.h"
 #include "common/remove_tree.h"
 #include "common/torch_compat.h"
+#include "learner/nccl_weight_pusher.h"
 #include "learner/policy_checkpoint.h"
 #include "learner/policy_trainer.h"
+#include "learner/weight_sync_plan.h"
 
 namespace dice {
 namespace {
@@ -61,7 +63,7 @@ struct Updater {
 
 }  // namespace
 
-Result<PolicyUpdater> make_policy_updater(const DiceConfig& config) {
+Result<PolicyUpdater> make_policy_updater(const DiceConfig& config, WeightsPusher* push) {
   const LearnerOptions& learner = config.learner;
   const std::string source =
       learner.init_checkpoint.empty() ? config.rollout.model_path : learner.init_checkpoint;
@@ -76,6 +78,20 @@ Result<PolicyUpdater> make_policy_updater(const DiceConfig& config) {
     DICE_LOG(Warn) << "no CUDA device visible: the policy update runs on the CPU (only tiny "
                       "models finish a step there)"
                    << kv("model", source);
+  }
+
+  DICE_RETURN_IF_ERROR(
+      check_weight_sync_setting(config.rollout.weight_sync, gpu, nccl::built_with_nccl()));
+  if (push != nullptr && config.rollout.weight_sync != WeightSync::kCheckpoint) {
+    NcclPushOptions push_options;
+    push_options.mode = config.rollout.weight_sync;
+    push_options.timeout = std::chrono::milliseconds(config.rollout.weight_sync_timeout_ms);
+    push_options.abort_in_flight = config.rollout.abort_on_weight_update;
+    push_options.run_id = config.run.id;
+    auto pusher = std::make_shared<NcclWeightPusher>(*model, push_options);
+    *push = [pusher](const PolicyUpdate& update, transport::WorkDispatcher& dispatcher) {
+      return pusher->push(update, dispatcher);
+    };
   }
 
   PolicyTrainerOptions trainer_options;

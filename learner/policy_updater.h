@@ -17,7 +17,9 @@
 
 namespace dice {
 
-// InvalidArgument / NotFound naming the model folder when it cannot be loaded.
-Result<PolicyUpdater> make_policy_updater(const DiceConfig& config);
+// InvalidArgument / NotFound naming the model folder when it cannot be loaded; InvalidArgument
+// for rollout.weight_sync nccl without a GPU or NCCL. With `push`, and rollout.weight_sync nccl or
+// auto, *push becomes the NCCL pusher of this policy (nccl_weight_pusher.h); else it stays empty.
+Result<PolicyUpdater> make_policy_updater(const DiceConfig& config, WeightsPusher* push = nullptr);
 
 }  // namespace dice

@@ -136,24 +136,21 @@ Result<bool> drive_step(StepTracker& tracker, StepRun& run) {
   return interrupted;
 }
 
-// Tells every worker (rollout workers act on it, reward workers ignore it) where the new weights
-// are.
-Status push_weights(transport::WorkDispatcher& dispatcher, const RunLoopOptions& options,
-                    const PolicyUpdate& update) {
+}  // namespace
+
+Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std::string& learner_id,
+                               const std::string& run_id, const PolicyUpdate& update,
+                               bool abort_in_flight) {
   capnp::MallocMessageBuilder message;
-  auto weights = wire::init_envelope(message, options.learner_id, options.run_id)
-                     .getBody()
-                     .initWeightsUpdate();
+  auto weights = wire::init_envelope(message, learner_id, run_id).getBody().initWeightsUpdate();
   weights.setPolicyVersion(update.policy_version);
   weights.setCheckpointDir(update.checkpoint_dir);
-  weights.setAbortInFlight(options.abort_in_flight);
+  weights.setAbortInFlight(abort_in_flight);
   DICE_RETURN_IF_ERROR(dispatcher.broadcast(wire::encode(message)));
   DICE_LOG(Info) << "weights pushed" << kv("policy_version", update.policy_version)
                  << kv("dir", update.checkpoint_dir) << kv("workers", dispatcher.stats().workers);
   return Status::ok_status();
 }
-
-}  // namespace
 
 Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
                                            const std::map<TaskKind, PromptTemplate>& prompts) {
@@ -262,7 +259,11 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
           weights_dir = update.checkpoint_dir;
           metrics.policy_version->set(static_cast<double>(policy_version));
           if (!update.checkpoint_dir.empty()) {
-            DICE_RETURN_IF_ERROR(push_weights(dispatcher, options, update));
+            DICE_RETURN_IF_ERROR(options.push_weights
+                                     ? options.push_weights(update, dispatcher)
+                                     : push_checkpoint_weights(dispatcher, options.learner_id,
+                                                               options.run_id, update,
+                                                               options.abort_in_flight));
           }
         }
       }

@@ -11,7 +11,8 @@
 //
 // After each finished step the samples of its used groups (complete, not constant) go to the
 // policy updater (policy_updater.h: TraceRL step, checkpoint); new weights are announced to every
-// worker with a WeightsUpdate naming the checkpoint folder, and the next step asks for them
+// worker with a WeightsUpdate naming the checkpoint folder (or broadcast by NCCL, with that
+// folder as the fallback: RunLoopOptions::push_weights), and the next step asks for them
 // (RolloutRequest.minPolicyVersion). Without an updater (learner.update_policy false) the run
 // evaluates only: weights stay at policy version 0, and the loop says so.
 #pragma once
@@ -62,7 +63,17 @@ struct RunLoopOptions {
   PolicyUpdater update;
   // WeightsUpdate.abortInFlight of the pushes. Default: false
   bool abort_in_flight = false;
+  // Pushes each new version to the workers (nccl_weight_pusher.h: NCCL broadcast with the
+  // checkpoint folder as fallback); an error ends the run. Empty: push_checkpoint_weights().
+  // Default: empty
+  WeightsPusher push_weights;
 };
+
+// Tells every worker (rollout workers act on it, reward workers ignore it) that
+// update.checkpoint_dir holds policy update.policy_version: one WeightsUpdate{checkpointDir}.
+Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std::string& learner_id,
+                               const std::string& run_id, const PolicyUpdate& update,
+                               bool abort_in_flight);
 
 struct RunSummary {
   int steps_completed = 0;

@@ -1,6 +1,7 @@
 // dice-rollout: a rollout worker. Loads the policy (rollout.model_path, Hugging Face layout) onto
 // its GPU in bf16, connects to the learner, and answers RolloutRequests with sampled Candidates
-// (block diffusion with traces, rollout/sampler.h); WeightsUpdate messages swap the weights.
+// (block diffusion with traces, rollout/sampler.h); WeightsUpdate messages swap the weights
+// (a checkpoint folder, or an NCCL broadcast from the learner: rollout/nccl_weight_receiver.h).
 //
 //   dice-rollout --config configs/local.yaml --worker-index 0 [--metrics-port 9200] [overrides]
 //
@@ -63,12 +64,19 @@ int run(dice::service::ServiceContext& context) {
                        options.abort_on_weight_update);
   DICE_LOG(Info) << "rollout worker ready" << kv("model", options.model_path)
                  << kv("max_batch", options.max_batch) << kv("capacity", capacity);
-  return service::run_worker_loop(
+  if (options.weight_sync != WeightSync::kCheckpoint) {
+    worker.enable_nccl(
+        std::make_unique<NcclWeightReceiver>(model.value(), loop_options->transport.worker_id));
+    DICE_LOG(Info) << "NCCL weight broadcasts accepted" << kv("nccl", nccl::describe_nccl());
+  }
+  return service::run_worker_loop_with_replies(
       *loop_options, registry, **shutdown,
       [&](const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink) {
         return worker.handle(work, sink);
       },
-      [&](const wire::Decoded<schema::Envelope>& message) { worker.handle_control(message); });
+      [&](const wire::Decoded<schema::Envelope>& message, service::ResultSink& sink) {
+        worker.handle_control(message, sink);
+      });
 }
 
 }  // namespace

@@ -56,9 +56,18 @@ Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> reque
 
 void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version,
                                    bool abort_in_flight) {
+  WeightsLoader load = [dir = checkpoint_dir](Qwen3LMImpl& model) -> Status {
+    DICE_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(dir));
+    return load_weights(checkpoint, model);
+  };
+  update_weights_with(std::move(load), std::move(checkpoint_dir), version, abort_in_flight);
+}
+
+void RolloutEngine::update_weights_with(WeightsLoader load, std::string source,
+                                        std::uint64_t version, bool abort_in_flight) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (version <= version_ || (update_ && version <= update_->version)) return;
-  update_ = PendingUpdate{std::move(checkpoint_dir), version, abort_in_flight};
+  update_ = PendingUpdate{std::move(load), std::move(source), version, abort_in_flight};
   work_ready_.notify_all();
 }
 
@@ -118,15 +127,12 @@ void RolloutEngine::run() {
       PendingUpdate update = std::move(*update_);
       update_.reset();
       lock.unlock();
-      Status loaded = [&]() -> Status {
-        DICE_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(update.dir));
-        return load_weights(checkpoint, *model_);
-      }();
+      Status loaded = update.load(*model_);
       lock.lock();
       if (loaded.ok()) {
         version_ = update.version;
         DICE_LOG(Info) << "weights updated" << kv("policy_version", version_)
-                       << kv("dir", update.dir);
+                       << kv("from", update.source);
       } else {
         DICE_LOG(Error) << "weights update failed; keeping the old weights"
                         << kv("policy_version", version_) << kv("error", loaded.to_string());

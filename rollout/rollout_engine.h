@@ -3,16 +3,18 @@
 // the group's results; the engine thread keeps the sampler stepping while anything runs, so the
 // groups of several work items share one continuous batch.
 //
-// Weights: update_weights() names a checkpoint folder and its policy version. The engine stops
-// admitting new requests, lets the running ones finish on the old weights (or, when the update
-// says abort, drops them and queues their groups again, whole, to run on the new weights), loads
-// the new ones in place, then admits again; so every group is produced by exactly one policy
-// version, which generate() reports.
+// Weights: update_weights() names a checkpoint folder and its policy version (update_weights_with()
+// instead hands over a loader, e.g. weights already received by NCCL into staging tensors). The
+// engine stops admitting new requests, lets the running ones finish on the old weights (or, when
+// the update says abort, drops them and queues their groups again, whole, to run on the new
+// weights), loads the new ones in place, then admits again; so every group is produced by exactly
+// one policy version, which generate() reports.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,6 +56,12 @@ class RolloutEngine {
   // pending is ignored (the same push can come by broadcast and with a request).
   void update_weights(std::string checkpoint_dir, std::uint64_t version,
                       bool abort_in_flight = false);
+  // The same with any loader, run on the engine thread between sampler steps; `source` names it
+  // in the log. A loader error keeps the old version (the model may be partly overwritten then,
+  // as with a failed checkpoint load).
+  using WeightsLoader = std::function<Status(Qwen3LMImpl& model)>;
+  void update_weights_with(WeightsLoader load, std::string source, std::uint64_t version,
+                           bool abort_in_flight = false);
 
   std::uint64_t policy_version() const;
   SamplerStats stats() const;
@@ -69,7 +77,8 @@ class RolloutEngine {
     bool done = false;
   };
   struct PendingUpdate {
-    std::string dir;
+    WeightsLoader load;
+    std::string source;
     std::uint64_t version;
     bool abort_in_flight;
   };

@@ -24,6 +24,16 @@ constexpr const auto& enum_names(Remasking) {
   return kRemaskingNames;
 }
 
+// How new weights reach rollout workers (learner_service.cc, rollout/nccl_weight_receiver.h).
+enum class WeightSync { kCheckpoint, kNccl, kAuto };
+inline constexpr config::EnumName<WeightSync> kWeightSyncNames[] = {
+    {WeightSync::kCheckpoint, "checkpoint"},
+    {WeightSync::kNccl, "nccl"},
+    {WeightSync::kAuto, "auto"}};
+constexpr const auto& enum_names(WeightSync) {
+  return kWeightSyncNames;
+}
+
 struct SamplingOptions {
   double temperature = 1.0;
   double top_p = 1.0;
@@ -78,6 +88,8 @@ struct RolloutOptions {
   std::int64_t max_sequence_length = 6144;
   std::map<std::string, std::string> prompt_templates;
   bool abort_on_weight_update = false;
+  WeightSync weight_sync = WeightSync::kCheckpoint;
+  int weight_sync_timeout_ms = 60000;
 
   template <class V>
   void visit_fields(V& v) {
@@ -100,6 +112,18 @@ struct RolloutOptions {
     v.field("abort_on_weight_update", abort_on_weight_update,
             "On new weights, drop sequences begun on older ones (true) or finish them (false). "
             "Default: false");
+    v.field("weight_sync", weight_sync,
+            "How the learner pushes new weights: checkpoint (a checkpoint folder every worker "
+            "reads), nccl (NCCL broadcast from the learner's GPU; the learner refuses to start "
+            "without a GPU and NCCL), auto (nccl when the learner has both, else checkpoint). "
+            "Workers that cannot join a broadcast, and any broadcast that fails or times out, "
+            "fall back to the checkpoint folder. checkpoint until nccl is verified on GPUs. "
+            "Default: checkpoint");
+    v.field("weight_sync_timeout_ms", weight_sync_timeout_ms,
+            "Longest wait, on the learner and on each worker, for all ranks to join the NCCL "
+            "communicator and for one broadcast to finish; past it the broadcast is aborted and "
+            "the checkpoint folder used. Default: 60000",
+            config::at_least(1000));
   }
 
   void validate(config::Checker& c) const {

@@ -114,17 +114,67 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
   return Status::ok_status();
 }
 
-void RolloutWorker::handle_control(const wire::Decoded<schema::Envelope>& message) {
+namespace {
+
+// An Error envelope with work id 0 (about no work item) to the learner; best effort.
+void report_error(service::ResultSink& sink, const std::string& text) {
+  capnp::MallocMessageBuilder message;
+  auto error = sink.init_envelope(message).getBody().initError();
+  error.setWorkId(0);
+  error.setMessage(text);
+  Status sent = sink.send(message);
+  if (!sent.ok()) {
+    DICE_LOG(Warn) << "cannot report an error" << kv("error", sent.to_string());
+  }
+}
+
+}  // namespace
+
+Status apply_weights_update(schema::WeightsUpdate::Reader update, RolloutEngine& engine,
+                            NcclWeightReceiver* receiver, bool abort_on_weight_update,
+                            service::ResultSink& sink) {
+  const bool abort = update.getAbortInFlight() || abort_on_weight_update;
+  const std::uint64_t version = update.getPolicyVersion();
+  if (update.which() == schema::WeightsUpdate::CHECKPOINT_DIR) {
+    engine.update_weights(update.getCheckpointDir().cStr(), version, abort);
+    return Status::ok_status();
+  }
+  if (version <= engine.policy_version()) return Status::ok_status();  // already held
+  const std::string fallback = update.getNccl().getFallbackDir().cStr();
+  Status failed = Status::unavailable("NCCL weights v" + std::to_string(version) +
+                                      ": this worker does not take NCCL broadcasts "
+                                      "(rollout.weight_sync checkpoint)");
+  if (receiver != nullptr) {
+    Result<NcclWeightReceiver::Outcome> got = receiver->receive(update, engine, abort);
+    if (got.ok() && *got == NcclWeightReceiver::Outcome::kReceived) return Status::ok_status();
+    failed = got.ok() ? Status::ok_status() : got.status();  // kNotListed: no error, fallback
+  }
+  if (!failed.ok()) {
+    const bool mismatch = failed.code() == StatusCode::kInvalidArgument;
+    DICE_LOG(Error) << (mismatch ? "NCCL weights do not fit this model; keeping the old weights"
+                                 : "NCCL weights not received; loading the checkpoint folder")
+                    << kv("policy_version", engine.policy_version())
+                    << kv("error", failed.to_string());
+    report_error(sink, failed.to_string() + (mismatch ? "; staying on policy version " +
+                                                            std::to_string(engine.policy_version())
+                                                      : "; using " + fallback));
+    if (mismatch) return failed;
+  }
+  if (fallback.empty()) {
+    return Status::invalid_argument("NCCL weights v" + std::to_string(version) +
+                                    " without a fallbackDir; keeping the old weights");
+  }
+  engine.update_weights(fallback, version, abort);
+  return failed;
+}
+
+void RolloutWorker::handle_control(const wire::Decoded<schema::Envelope>& message,
+                                   service::ResultSink& sink) {
   auto body = message.root().getBody();
   if (body.which() != schema::Envelope::Body::WEIGHTS_UPDATE) return;
-  auto update = body.getWeightsUpdate();
-  if (update.which() != schema::WeightsUpdate::CHECKPOINT_DIR) {
-    DICE_LOG(Error) << "NCCL weight broadcast is not implemented in this build; update ignored"
-                    << kv("policy_version", update.getPolicyVersion());
-    return;
-  }
-  engine_.update_weights(update.getCheckpointDir().cStr(), update.getPolicyVersion(),
-                         update.getAbortInFlight() || abort_on_weight_update_);
+  apply_weights_update(body.getWeightsUpdate(), engine_, receiver_.get(), abort_on_weight_update_,
+                       sink)
+      .ignore();  // logged and reported inside
 }
 
 }  // namespace dice

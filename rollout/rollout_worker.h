@@ -5,11 +5,13 @@
 // that produced it.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "common/service/metrics_registry.h"
 #include "common/service/worker_loop.h"
 #include "common/tokenizer/tokenizer.h"
+#include "rollout/nccl_weight_receiver.h"
 #include "rollout/rollout_engine.h"
 
 namespace dice {
@@ -23,20 +25,39 @@ class RolloutWorker {
 
   // The WorkHandler: InvalidArgument for a message that is not a RolloutRequest.
   Status handle(const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink);
-  // The ControlHandler: WeightsUpdate with a checkpoint folder -> engine.update_weights (aborting
-  // the sequences in flight when the update or the config says so). NCCL broadcasts are not
-  // implemented yet (logged and ignored).
-  void handle_control(const wire::Decoded<schema::Envelope>& message);
+  // The ControlHandler: a WeightsUpdate goes to apply_weights_update() (below); errors go back to
+  // the learner through `sink`.
+  void handle_control(const wire::Decoded<schema::Envelope>& message, service::ResultSink& sink);
+
+  // Takes NCCL broadcasts (rollout.weight_sync nccl/auto); without one they use fallbackDir.
+  void enable_nccl(std::unique_ptr<NcclWeightReceiver> receiver) {
+    receiver_ = std::move(receiver);
+  }
 
  private:
   RolloutEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
   std::string worker_id_;
   bool abort_on_weight_update_;
+  std::unique_ptr<NcclWeightReceiver> receiver_;  // null: NCCL updates use their fallbackDir
   service::Counter* samples_ = nullptr;
   service::Counter* tokens_ = nullptr;
   service::Counter* seconds_ = nullptr;
 };
+
+// Applies one WeightsUpdate to `engine` (aborting in-flight sequences when the update or
+// `abort_on_weight_update` says so):
+//   checkpointDir -> engine.update_weights(dir)
+//   nccl          -> receiver->receive(); this worker not in the broadcast, or no receiver ->
+//                    the update's fallbackDir; a tensor list that does not fit the model -> an
+//                    Error to the learner and the old weights stay (a checkpoint of the same
+//                    model would not load either); any other NCCL failure -> an Error, then
+//                    fallbackDir.
+// Errors go to `sink` as Error envelopes with work id 0 (the learner logs them, naming this
+// worker). Returns what it did, for logs and tests.
+Status apply_weights_update(schema::WeightsUpdate::Reader update, RolloutEngine& engine,
+                            NcclWeightReceiver* receiver, bool abort_on_weight_update,
+                            service::ResultSink& sink);
 
 // The token ids of `prompt` as the model sees it: one user turn in Qwen3's chat template with the
 // generation prompt. InvalidArgument for an empty prompt.

@@ -78,6 +78,12 @@ struct WeightsUpdate {
     worldSize @1 :UInt32;
     rank @2 :UInt32;         # this worker's rank
     tensors @3 :List(TensorSpec);  # broadcast order
+    # Added for broadcasts to every worker at once (the learner's socket cannot address one):
+    workerIds @4 :List(Text);  # rank r's worker id is workerIds[r - 1] (rank 0 is the learner);
+                               # empty: the message is for one worker, whose rank is `rank`
+    fallbackDir @5 :Text;      # the same weights as a checkpoint folder, for a worker that is not
+                               # in workerIds or cannot join the broadcast
+    timeoutMs @6 :UInt32;      # longest wait for the communicator and for the broadcast; 0: 60000
   }
   struct TensorSpec {
     name @0 :Text;           # Hugging Face parameter name

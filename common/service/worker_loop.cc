@@ -127,6 +127,18 @@ Result<WorkerLoopOptions> worker_loop_options(const ServiceContext& context, sch
 int run_worker_loop(const WorkerLoopOptions& options, MetricsRegistry& registry,
                     ShutdownSignal& shutdown, const WorkHandler& handle_work,
                     const ControlHandler& handle_control) {
+  ControlReplyHandler with_sink;
+  if (handle_control) {
+    with_sink = [&](const wire::Decoded<schema::Envelope>& message, ResultSink&) {
+      handle_control(message);
+    };
+  }
+  return run_worker_loop_with_replies(options, registry, shutdown, handle_work, with_sink);
+}
+
+int run_worker_loop_with_replies(const WorkerLoopOptions& options, MetricsRegistry& registry,
+                                 ShutdownSignal& shutdown, const WorkHandler& handle_work,
+                                 const ControlReplyHandler& handle_control) {
   const std::string& worker_id = options.transport.worker_id;
   auto counter = [&](const char* name, const char* help) {
     auto c = registry.counter(name, help, {{"worker", worker_id}});
@@ -238,7 +250,7 @@ int run_worker_loop(const WorkerLoopOptions& options, MetricsRegistry& registry,
                          body.getShutdown().getReason().cStr());
         break;
       default:
-        if (handle_control) handle_control(*message);
+        if (handle_control) handle_control(*message, sink);
         break;
     }
   }

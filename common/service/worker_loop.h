@@ -40,6 +40,9 @@ using WorkHandler =
     std::function<Status(const wire::Decoded<schema::Envelope>& work, ResultSink& sink)>;
 // A WeightsUpdate (the only other message a worker acts on); called on the loop's thread.
 using ControlHandler = std::function<void(const wire::Decoded<schema::Envelope>& message)>;
+// The same, able to answer the learner (an Error about no work item, work id 0) through `sink`.
+using ControlReplyHandler =
+    std::function<void(const wire::Decoded<schema::Envelope>& message, ResultSink& sink)>;
 
 struct WorkerLoopOptions {
   // The learner endpoint, worker id, role, capacity (= handler threads) and heartbeats.
@@ -66,5 +69,10 @@ Result<WorkerLoopOptions> worker_loop_options(const ServiceContext& context, sch
 int run_worker_loop(const WorkerLoopOptions& options, MetricsRegistry& registry,
                     ShutdownSignal& shutdown, const WorkHandler& handle_work,
                     const ControlHandler& handle_control);
+// The same with a control handler that may answer the learner (a separate name: nullptr would
+// make an overload ambiguous).
+int run_worker_loop_with_replies(const WorkerLoopOptions& options, MetricsRegistry& registry,
+                                 ShutdownSignal& shutdown, const WorkHandler& handle_work,
+                                 const ControlReplyHandler& handle_control);
 
 }  // namespace dice::service

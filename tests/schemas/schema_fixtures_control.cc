@@ -82,6 +82,10 @@ void fill_weights_update(schema::WeightsUpdate::Builder b, std::uint32_t salt, b
       tensors[i].setDtype(txt("tensor.dtype", salt + i));
       set_list(tensors[i].initShape(3), std::vector<std::uint64_t>{u64(salt, i), 4096, 1ull << 40});
     }
+    auto ids = n.initWorkerIds(2);
+    for (unsigned i = 0; i < 2; ++i) ids.set(i, txt("wu.workerId", salt + i));
+    n.setFallbackDir(txt("wu.fallbackDir", salt));
+    n.setTimeoutMs(u32(salt, 3));
   } else {
     b.setCheckpointDir(txt("wu.checkpointDir", salt));
   }
@@ -108,6 +112,12 @@ void expect_weights_update(schema::WeightsUpdate::Reader r, std::uint32_t salt, 
     EXPECT_EQ(t.getDtype().cStr(), txt("tensor.dtype", salt + i));
     expect_list(t.getShape(), std::vector<std::uint64_t>{u64(salt, i), 4096, 1ull << 40}, "shape");
   }
+  ASSERT_EQ(n.getWorkerIds().size(), 2u);
+  for (unsigned i = 0; i < 2; ++i) {
+    EXPECT_EQ(n.getWorkerIds()[i].cStr(), txt("wu.workerId", salt + i));
+  }
+  EXPECT_EQ(n.getFallbackDir().cStr(), txt("wu.fallbackDir", salt));
+  EXPECT_EQ(n.getTimeoutMs(), u32(salt, 3));
 }
 
 void fill_shutdown(schema::Shutdown::Builder b, std::uint32_t salt) {

@@ -1,0 +1,89 @@
+// A thin NCCL layer for the learner -> rollout weight broadcast: one RAII communicator and a
+// broadcast of device buffers, with Status returns and deadlines everywhere, so that a peer that
+// dies or never shows up costs a Timeout, never a hang.
+//
+//   rank 0:  id = new_unique_id()  --(sent to the others over ZeroMQ)-->  ranks 1..n-1
+//   all:     Communicator::create(id, n, rank, device, timeout)   // waits for every rank
+//   all:     comm->broadcast(buffers, /*root=*/0, timeout)        // same order on every rank
+//
+// The communicator is created non-blocking (ncclConfig_t.blocking = 0): init and every
+// collective return at once and are polled (ncclCommGetAsyncError, cudaStreamQuery) until done
+// or the deadline, when the communicator is aborted (ncclCommAbort) and is unusable after.
+// Built without NCCL (cmake/DiceNccl.cmake found none), everything answers Unavailable("built
+// without NCCL").
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dice::nccl {
+
+// Element types the weight broadcast carries.
+enum class DataType { kBf16, kF16, kF32 };
+
+// A contiguous buffer in the memory of the communicator's CUDA device.
+struct DeviceBuffer {
+  void* data = nullptr;
+  std::size_t count = 0;  // elements, not bytes
+  DataType dtype = DataType::kBf16;
+};
+
+// Size of ncclUniqueId, the rendezvous token rank 0 makes and every rank needs.
+inline constexpr std::size_t kUniqueIdBytes = 128;
+
+// Whether this build links NCCL (DICE_HAVE_NCCL).
+bool built_with_nccl();
+
+// "NCCL 2.28.9" / "built without NCCL": for start-up log lines.
+std::string describe_nccl();
+
+// A fresh ncclUniqueId as kUniqueIdBytes bytes (rank 0 only). Unavailable without NCCL; Internal
+// when NCCL cannot make one (no network interface, etc.).
+Result<std::string> new_unique_id();
+
+// Short printable digest of a unique id, for logs (the id itself is binary).
+std::string unique_id_digest(const std::string& unique_id);
+
+class Communicator {
+ public:
+  // Joins the communicator `unique_id` as `rank` of `world_size` on CUDA device `device`, waiting
+  // up to `timeout` for every other rank to join. Errors: InvalidArgument (bad rank, world size
+  // or id length), Unavailable (no NCCL in this build, no CUDA device), Timeout (a peer did not
+  // join; the half-made communicator is aborted), Internal (NCCL or CUDA failed: its message).
+  static Result<std::unique_ptr<Communicator>> create(const std::string& unique_id, int world_size,
+                                                      int rank, int device,
+                                                      std::chrono::milliseconds timeout);
+  ~Communicator();  // ncclCommAbort: never waits for a peer that may be gone
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // Broadcasts `buffers` from `root` into the same buffers on every other rank, as one NCCL
+  // group on the communicator's own stream, after the device has finished earlier work (so the
+  // caller's streams need no coordination). Returns once every byte has arrived, or Timeout after
+  // `timeout` (the communicator is then aborted). Every rank must pass buffers of the same counts
+  // and types in the same order. Aborted when an earlier failure aborted the communicator.
+  Status broadcast(const std::vector<DeviceBuffer>& buffers, int root,
+                   std::chrono::milliseconds timeout);
+
+  const std::string& unique_id() const { return unique_id_; }
+  int world_size() const { return world_size_; }
+  int rank() const { return rank_; }
+  // False once a failure aborted it; a new unique id and communicator are needed then.
+  bool usable() const;
+
+ private:
+  struct Impl;  // the NCCL and CUDA handles; defined only where NCCL is built in
+  Communicator(std::string unique_id, int world_size, int rank, std::unique_ptr<Impl> impl);
+
+  std::string unique_id_;
+  int world_size_ = 0;
+  int rank_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dice::nccl
