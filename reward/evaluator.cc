@@ -2,6 +2,7 @@
 
 #include <capnp/schema.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -124,30 +125,36 @@ std::string prestart_key(const SandboxSpec& spec) {
 
 }  // namespace
 
+EvaluatorPrestart::EvaluatorPrestart(int ahead) : ahead_(std::max(1, ahead)) {}
+
 EvaluatorPrestart::~EvaluatorPrestart() = default;
 
 Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpec& spec) {
   const std::string key = prestart_key(spec);
   std::unique_ptr<SandboxProcess> taken;
+  int missing = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (ready_ && ready_key_ == key) {
-      taken = std::move(ready_);
+    if (ready_key_ != key) ready_.clear();  // processes for another spec are of no use: killed
+    ready_key_ = key;
+    if (!ready_.empty()) {
+      taken = std::move(ready_.front());
+      ready_.pop_front();
       ++warm_takes_;
     }
-    ready_.reset();  // a process for another spec is of no use: killed
+    missing = ahead_ - static_cast<int>(ready_.size());
   }
   if (!taken) {
     DICE_ASSIGN_OR_RETURN(taken, SandboxProcess::start(spec));
   }
-  // The successor starts now; a failure shows again (and is reported) at the next take.
-  auto next = SandboxProcess::start(spec);
-  if (next.ok()) {
+  // The successors start now (a start returns once the child is forked); a failure shows again,
+  // and is reported, at a later take.
+  for (int i = 0; i < missing; ++i) {
+    auto next = SandboxProcess::start(spec);
+    if (!next.ok()) break;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!ready_) {
-      ready_ = std::move(next).value();
-      ready_key_ = key;
-    }
+    if (ready_key_ != key || static_cast<int>(ready_.size()) >= ahead_) break;
+    ready_.push_back(std::move(next).value());
   }
   return taken;
 }
@@ -155,6 +162,11 @@ Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpe
 int EvaluatorPrestart::warm_takes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return warm_takes_;
+}
+
+int EvaluatorPrestart::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(ready_.size());
 }
 
 Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,

@@ -12,6 +12,7 @@
 // limit), classified from how it ended.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,23 +62,28 @@ struct EvaluationReport {
   std::string log_tail;     // the end of the process's stderr, for failures
 };
 
-// One evaluation process kept started ahead, for one GPU slot (or shared by the threads of a
-// worker without slots). Thread-safe.
+// Evaluation processes kept started ahead (`ahead` of them), for one GPU slot (or shared by the
+// threads of a worker without slots). Thread-safe. With one ahead, a slot whose evaluations are
+// shorter than a process's start (torch, CUDA context, the profiler's first session: 13 s median
+// with 16 starting at once on the H200) waits for the start; more ahead hide it.
 class EvaluatorPrestart {
  public:
-  EvaluatorPrestart() = default;
+  explicit EvaluatorPrestart(int ahead = 1);
   ~EvaluatorPrestart();
-  // A started process for `spec`: the one started ahead when it has the same command,
+  // A started process for `spec`: the oldest started ahead when they have the same command,
   // environment and limits (the timeout aside, which applies at SandboxProcess::wait), else a
-  // new one. Then starts the next one with `spec`.
+  // new one. Then starts new ones until `ahead` are ready again.
   Result<std::unique_ptr<SandboxProcess>> take(const SandboxSpec& spec);
   // Taken processes that had been started ahead (for logs and tests).
   int warm_takes() const;
+  // Processes started ahead and not yet taken.
+  int ready() const;
 
  private:
+  const int ahead_;
   mutable std::mutex mutex_;
   std::string ready_key_;
-  std::unique_ptr<SandboxProcess> ready_;
+  std::deque<std::unique_ptr<SandboxProcess>> ready_;
   int warm_takes_ = 0;
 };
 

@@ -45,6 +45,7 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --timeout-seconds N     per candidate (default 300)
   --prestart on|off       start each slot's next evaluation process while the current one
                           runs (default on)
+  --evaluators-ahead N    with --prestart on: processes kept started ahead per slot (default 1)
   --log-level LEVEL       debug|info|warn|error (default info; debug adds each evaluation's
                           seconds per phase)
 GPUs: the ordinals in CUDA_VISIBLE_DEVICES, else GPU 0.
@@ -154,6 +155,8 @@ Flags parse_flags(int argc, char** argv) {
       r.sandbox.memory_limit_mb = parse_int(flag, value, 0);
     else if (flag == "--prestart")
       r.prestart_evaluators = parse_on_off(flag, value);
+    else if (flag == "--evaluators-ahead")
+      r.evaluators_ahead = static_cast<int>(parse_int(flag, value, 1));
     else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
     } else if (flag == "--log-level") {

@@ -79,13 +79,13 @@ RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain
       compiler_(std::move(toolchain), compile_options(options)) {
   // One network namespace ready per slot (evaluations run one per slot at a time), so the first
   // evaluations do not wait for the pool to grow.
-  // Two per slot with prestarted evaluators: the running one and the next.
-  const int per_slot = options.prestart_evaluators ? 2 : 1;
+  // Per slot: the running evaluation and, with prestarted evaluators, those started ahead.
+  const int per_slot = 1 + (options.prestart_evaluators ? options.evaluators_ahead : 0);
   NetnsPool::shared().prewarm(per_slot * static_cast<int>(identity_.gpu_slots.size()));
   if (options.prestart_evaluators) {
-    prestarts_[""] = std::make_unique<EvaluatorPrestart>();
+    prestarts_[""] = std::make_unique<EvaluatorPrestart>(options.evaluators_ahead);
     for (const auto& slot : identity_.gpu_slots) {
-      prestarts_[slot] = std::make_unique<EvaluatorPrestart>();
+      prestarts_[slot] = std::make_unique<EvaluatorPrestart>(options.evaluators_ahead);
     }
   }
 }

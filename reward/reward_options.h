@@ -102,6 +102,7 @@ struct RewardOptions {
   TimingOptions timing;
   int timeout_seconds = 300;
   bool prestart_evaluators = true;
+  int evaluators_ahead = 1;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
 
@@ -136,6 +137,10 @@ struct RewardOptions {
     v.field("prestart_evaluators", prestart_evaluators,
             "Start each GPU slot's next evaluation process (python, torch, CUDA context) while "
             "the current one runs; each candidate still gets a fresh process. Default: true");
+    v.field("evaluators_ahead", evaluators_ahead,
+            "With prestart_evaluators: processes kept started ahead per slot (more hide a start "
+            "that takes longer than an evaluation). Default: 1",
+            config::at_least(1));
     v.field("policy", policy, "How a verdict becomes a reward.");
     v.field("sandbox", sandbox, "Limits on candidate processes.");
   }

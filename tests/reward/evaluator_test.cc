@@ -140,6 +140,41 @@ TEST_F(EvaluateOnCpuTest, InputMutationIsAntiCheat) {
   EXPECT_EQ(r.findings[0].check, "inputs-modified");
 }
 
+TEST(EvaluatorPrestartTest, KeepsTheGivenNumberStartedAhead) {
+  EvaluatorPrestart prestart(2);
+  SandboxSpec spec;
+  spec.argv = {"/usr/bin/python3", "-c",
+               "import sys; print('READY', flush=True); print(sys.stdin.read())"};
+  spec.input_pipe = true;
+  spec.memory_limit_mb = 1024;
+  std::vector<std::unique_ptr<SandboxProcess>> taken;
+  auto take = [&] {
+    auto p = prestart.take(spec);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    if (p.ok()) taken.push_back(std::move(p).value());
+  };
+  take();  // nothing was ready: started now, and two more behind it
+  EXPECT_EQ(prestart.warm_takes(), 0);
+  EXPECT_EQ(prestart.ready(), 2);
+  take();
+  take();
+  EXPECT_EQ(prestart.warm_takes(), 2);
+  EXPECT_EQ(prestart.ready(), 2);
+  // Other limits: the ready ones are of no use and are replaced.
+  spec.memory_limit_mb = 2048;
+  take();
+  EXPECT_EQ(prestart.warm_takes(), 2);
+  EXPECT_EQ(prestart.ready(), 2);
+  ASSERT_EQ(taken.size(), 4u);
+  for (size_t i = 0; i < taken.size(); ++i) {
+    ASSERT_TRUE(taken[i]->wait_for_line("READY", 30).ok());
+    ASSERT_TRUE(taken[i]->send_input("job " + std::to_string(i)).ok());
+    SandboxResult r = taken[i]->wait(30);
+    EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+    EXPECT_EQ(r.stdout_text, "job " + std::to_string(i) + "\n");
+  }
+}
+
 TEST_F(EvaluateOnCpuTest, ProcessesStartedAheadJudgeLikeFreshOnes) {
   EvaluatorPrestart prestart;
   EvaluationReport first = run("candidate_add.py", "fake_extension_ok.py", options(), &prestart);
