@@ -31,7 +31,8 @@ std::string torch_namespace(const std::string& source_without_extension_include)
   return out + "}\n";
 }
 
-// kLean's includes for `source`: what a kernel file uses of torch, picked by name.
+// kLean's includes for `source` (without its torch/extension.h includes): what a kernel file uses
+// of torch, picked by name.
 std::string lean_prelude(const std::string& source, const std::set<std::string>& operators) {
   std::string out = "#include <ATen/core/Tensor.h>\n#include <ATen/Dispatch.h>\n";
   // Function calls spelled at::name( or torch::name( (also at::cuda:: and similar, skipped when
@@ -48,7 +49,7 @@ std::string lean_prelude(const std::string& source, const std::set<std::string>&
     out += "#include <ATen/cuda/CUDAContext.h>\n";
   }
   if (source.find("CUDAGuard") != std::string::npos) out += "#include <c10/cuda/CUDAGuard.h>\n";
-  return out + torch_namespace(without_extension_include(source));
+  return out + torch_namespace(source);
 }
 
 }  // namespace
@@ -73,15 +74,15 @@ std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders head
   // Candidates are written against load_inline, which makes these headers available without an
   // #include of their own.
   const bool slim = headers != TorchHeaders::kFull;
-  std::string out = headers == TorchHeaders::kLean ? lean_prelude(ext.cuda_sources, operators)
-                    : slim                         ? "#include <ATen/ATen.h>\n" +
-                                 torch_namespace(without_extension_include(ext.cuda_sources))
+  const std::string body = slim ? without_extension_include(ext.cuda_sources) : ext.cuda_sources;
+  std::string out = headers == TorchHeaders::kLean ? lean_prelude(body, operators)
+                    : slim ? "#include <ATen/ATen.h>\n" + torch_namespace(body)
                            : "#include <torch/types.h>\n";
   out +=
       "#include <cuda.h>\n"
       "#include <cuda_runtime.h>\n"
       "#line 1 \"cuda_sources\"\n";
-  out += slim ? without_extension_include(ext.cuda_sources) : ext.cuda_sources;
+  out += body;
   out += "\n";
   return out;
 }

@@ -27,17 +27,11 @@ Result<std::string> new_unique_id() {
   return without_nccl("new NCCL unique id");
 }
 
+// create() never makes one here, so the constructor is not defined in this build.
 Result<std::unique_ptr<Communicator>> Communicator::create(const std::string&, int, int rank, int,
                                                            std::chrono::milliseconds) {
   return without_nccl("NCCL communicator for rank " + std::to_string(rank));
 }
-
-Communicator::Communicator(std::string unique_id, int world_size, int rank,
-                           std::unique_ptr<Impl> impl)
-    : unique_id_(std::move(unique_id)),
-      world_size_(world_size),
-      rank_(rank),
-      impl_(std::move(impl)) {}
 
 Communicator::~Communicator() = default;
 
