@@ -123,6 +123,15 @@ std::string prestart_key(const SandboxSpec& spec) {
   return key.str();
 }
 
+// The service's own failure (not the candidate's): internalError with the process's stderr.
+EvaluationReport service_failure(std::string detail, const SandboxResult& run) {
+  EvaluationReport report;
+  report.failure = schema::FailureClass::INTERNAL_ERROR;
+  report.detail = std::move(detail);
+  report.log_tail = tail(run.stderr_text, 2000);
+  return report;
+}
+
 }  // namespace
 
 EvaluatorPrestart::EvaluatorPrestart(int ahead) : ahead_(std::max(1, ahead)) {}
@@ -240,12 +249,9 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
   if (!ready.ok()) ready = process->wait_for_line(kReadyLine, options.sandbox.timeout_seconds);
   if (!ready.ok()) {
     SandboxResult run = process->wait(1);
-    EvaluationReport report;
-    report.failure = schema::FailureClass::INTERNAL_ERROR;
-    report.detail = "the evaluator did not start: " + ready.message() + " (" +
-                    describe_sandbox_result(run) + ")";
-    report.log_tail = tail(run.stderr_text, 2000);
-    return report;
+    return service_failure("the evaluator did not start: " + ready.message() + " (" +
+                               describe_sandbox_result(run) + ")",
+                           run);
   }
   // Arguments NUL-separated (no escaping needed), then end of input.
   std::string job;
@@ -253,11 +259,7 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
   Status sent = process->send_input(job);
   SandboxResult run = process->wait(options.sandbox.timeout_seconds);
   if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
-    EvaluationReport report;
-    report.failure = schema::FailureClass::INTERNAL_ERROR;
-    report.detail = "the evaluator did not take its work: " + sent.message();
-    report.log_tail = tail(run.stderr_text, 2000);
-    return report;
+    return service_failure("the evaluator did not take its work: " + sent.message(), run);
   }
   return report_from_run(run, nonce);
 }
