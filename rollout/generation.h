@@ -30,6 +30,13 @@ struct SamplerOptions {
   // Qwen3LM::chunk_layout) instead of padding every slot to the longest. Same tokens either way
   // (up to float rounding). Default: true
   bool pack_chunks = true;
+  // On a CUDA device (and a LibTorch with CUDA), replay the denoising forwards from CUDA graphs
+  // (chunk_forward_graphs.h): the layout is then always padded and its key slots rounded up to
+  // graph_key_slots, one graph per (chunk length, key slots). Default: true
+  bool cuda_graphs = true;
+  // Key-slot rounding of graphed forwards: more graphs (capture time, memory) when smaller, more
+  // attention work when larger. Default: 128
+  int64_t graph_key_slots = 128;
   // Seed of the sampler's random generator: the same seed, requests, order and options give the
   // same samples. Default: 0
   uint64_t seed = 0;
@@ -42,6 +49,7 @@ inline SamplerOptions sampler_options_from(const RolloutOptions& rollout) {
   o.mask_token_id = static_cast<int64_t>(rollout.mask_token_id);
   o.max_batch = rollout.max_batch;
   o.max_sequence_length = rollout.max_sequence_length;
+  o.cuda_graphs = rollout.cuda_graphs;
   return o;
 }
 
@@ -76,13 +84,16 @@ struct GenerationResult {
 
 // Counters since the sampler was created (for benchmarks and metrics).
 struct SamplerStats {
-  int64_t steps = 0;             // step() calls that ran a denoising forward
-  int64_t row_forwards = 0;      // sum over denoising forwards of the sequences in them
-  int64_t committed_tokens = 0;  // positions unmasked (before stop/max truncation)
-  int64_t generated_tokens = 0;  // tokens returned in results
-  int64_t processed_tokens = 0;  // chunk tokens of denoising forwards, padding included
-  int64_t prefill_tokens = 0;    // prompt tokens prefilled (padding included)
-  int64_t finished = 0;          // sequences finished
+  int64_t steps = 0;                 // step() calls that ran a denoising forward
+  int64_t row_forwards = 0;          // sum over denoising forwards of the sequences in them
+  int64_t committed_tokens = 0;      // positions unmasked (before stop/max truncation)
+  int64_t generated_tokens = 0;      // tokens returned in results
+  int64_t processed_tokens = 0;      // chunk tokens of denoising forwards, padding included
+  int64_t prefill_tokens = 0;        // prompt tokens prefilled (padding included)
+  int64_t finished = 0;              // sequences finished
+  int64_t graphed_steps = 0;         // denoising forwards replayed from a CUDA graph
+  int64_t graphs = 0;                // CUDA graphs captured (one per forward shape)
+  double graph_capture_seconds = 0;  // host time spent capturing them (warm-up forward included)
 };
 
 }  // namespace dice

@@ -90,6 +90,7 @@ struct RolloutOptions {
   bool abort_on_weight_update = false;
   WeightSync weight_sync = WeightSync::kCheckpoint;
   int weight_sync_timeout_ms = 60000;
+  bool cuda_graphs = true;
 
   template <class V>
   void visit_fields(V& v) {
@@ -124,6 +125,10 @@ struct RolloutOptions {
             "communicator and for one broadcast to finish; past it the broadcast is aborted and "
             "the checkpoint folder used. Default: 60000",
             config::at_least(1000));
+    v.field("cuda_graphs", cuda_graphs,
+            "Replay the denoising forwards from CUDA graphs on a GPU (one launch per forward "
+            "instead of thousands; the forward then pads every sequence to the longest chunk). "
+            "Default: true");
   }
 
   void validate(config::Checker& c) const {

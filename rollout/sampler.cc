@@ -68,6 +68,9 @@ BlockDiffusionSampler::BlockDiffusionSampler(Qwen3LM model, const SamplerOptions
   log_probs_ = at::zeros({slots, block_}, long_options_.dtype(at::kFloat));
   running_ = at::zeros({slots}, long_options_.dtype(at::kBool));
   padding_ = at::full({slots, block_}, options.mask_token_id, long_options_);
+  if (options.cuda_graphs && ChunkForwardGraphs::supported(long_options_.device())) {
+    graphs_ = std::make_unique<ChunkForwardGraphs>(model_, cache_);
+  }
 }
 
 Status BlockDiffusionSampler::add_request(GenerationRequest request) {
@@ -244,8 +247,11 @@ void BlockDiffusionSampler::build_layout() {
   const int64_t chunk = any_commit ? 2 * block_ : block_;
   // Packed when padding is left (idle slots, or slots that do not commit in a commit step): the
   // dense layers then run on the real tokens only.
-  const bool packed = options_.pack_chunks && tokens < slots * chunk;
-  layout_ = model_->chunk_layout(cache_, valid, chunk, packed, long_options_.device());
+  // Graphs replay padded shapes only: one launch for every slot's chunk costs less than the
+  // padding on a GPU where launches, not arithmetic, bound the step.
+  const bool packed = !graphs_ && options_.pack_chunks && tokens < slots * chunk;
+  layout_ = model_->chunk_layout(cache_, valid, chunk, packed, long_options_.device(),
+                                 graphs_ ? options_.graph_key_slots : 1);
   layout_commit_ = any_commit;
 
   // Per slot, the places of its current block's B tokens among the forward's tokens: the logits
@@ -289,7 +295,15 @@ at::Tensor BlockDiffusionSampler::forward_blocks() {
                     1);
   }
   if (layout_.grid_index.defined()) chunk = chunk.reshape({-1}).index_select(0, layout_.grid_index);
-  at::Tensor hidden = model_->hidden_chunk(chunk, layout_, cache_);
+  at::Tensor hidden;
+  if (graphs_) {
+    hidden = graphs_->run(chunk, layout_);
+    stats_.graphed_steps = graphs_->replays();
+    stats_.graphs = graphs_->graphs();
+    stats_.graph_capture_seconds = graphs_->capture_seconds();
+  } else {
+    hidden = model_->hidden_chunk(chunk, layout_, cache_);
+  }
   hidden = hidden.reshape({-1, hidden.size(-1)});
   // lm_head on the current blocks' tokens only (not on the finished blocks or padding).
   if (logit_index_.defined()) hidden = hidden.index_select(0, logit_index_);

@@ -48,10 +48,12 @@
 // One thread drives a sampler (not thread-safe). After step() returns an Internal error the
 // sampler's state is undefined: discard it.
 //
-// Not done yet (levers for speed): CUDA graphs for the step, which need fixed shapes and no host
-// sync inside the captured part: the padded layout with the cache lengths, the commit flags and
-// the mask updated on the device, and the host reading the finished blocks back every few steps
-// (the end-of-sequence checks on the device too).
+// On a GPU (SamplerOptions::cuda_graphs) the forward is replayed from CUDA graphs
+// (chunk_forward_graphs.h): the layout is then padded, with its key slots rounded up so that the
+// cache's growth maps onto a few graph shapes. Drawing, remasking and the host readback stay
+// eager: a few dozen kernels a step against the forward's thousands. Not done yet: capturing
+// those too, which needs the graph-safe generator state and the end-of-sequence checks on the
+// device so that the host reads the finished blocks back every few steps only.
 #pragma once
 
 #include <ATen/core/Generator.h>
@@ -65,6 +67,7 @@
 #include "common/model/kv_cache.h"
 #include "common/model/qwen3.h"
 #include "common/status.h"
+#include "rollout/chunk_forward_graphs.h"
 #include "rollout/generation.h"
 
 namespace dice {
@@ -154,6 +157,8 @@ class BlockDiffusionSampler {
   CachedChunkLayout layout_;
   at::Tensor logit_index_;  // [S * B] int64: forward tokens lm_head reads; undefined = all
   at::Tensor commit_rows_;  // [S, 1] bool: slots committing (commit forwards only)
+
+  std::unique_ptr<ChunkForwardGraphs> graphs_;  // set when the forwards run from CUDA graphs
 };
 
 }  // namespace dice

@@ -55,6 +55,9 @@ Status check_sampler_options(const SamplerOptions& o, const ModelConfig& model) 
                    model.vocab_size, " tokens)");
   }
   if (o.max_batch < 1) return invalid(where, "max_batch must be >= 1, got ", o.max_batch);
+  if (o.graph_key_slots < 1) {
+    return invalid(where, "graph_key_slots must be >= 1, got ", o.graph_key_slots);
+  }
   if (o.max_sequence_length < 3 * s.block_size) {
     return invalid(where, "max_sequence_length must be >= 3 x block_size = ", 3 * s.block_size,
                    ", got ", o.max_sequence_length);

@@ -159,8 +159,12 @@ class Qwen3LMImpl : public torch::nn::Module {
   // (b) in two parts, for a caller that reuses the layout or reads a few logits only.
   // chunk_layout(): the layout of chunks of `chunk_len` tokens, `valid` real, against `cache`'s
   // current lengths (the rules of forward_cached), on `device`; packed: see CachedChunkLayout.
+  // key_slots_multiple > 1 rounds the key slots attention reads up to a multiple of it (at most
+  // the cache's capacity; the mask hides the extra slots): fewer distinct shapes for a caller
+  // that captures a CUDA graph per shape, for a little more attention work.
   CachedChunkLayout chunk_layout(const KvCache& cache, const std::vector<int64_t>& valid,
-                                 int64_t chunk_len, bool packed, c10::Device device) const;
+                                 int64_t chunk_len, bool packed, c10::Device device,
+                                 int64_t key_slots_multiple = 1) const;
   // Final hidden states of the chunk: input_ids [rows, T] (padded) or [N] (packed, the real
   // tokens row after row); [rows, T, hidden] or [N, hidden]. The chunk's keys/values are written
   // past the cache lengths, which are left as they were: a caller that keeps some of them sets

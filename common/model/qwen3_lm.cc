@@ -54,8 +54,8 @@ void Qwen3LMImpl::prefill(const at::Tensor& input_ids, const std::vector<int64_t
 }
 
 CachedChunkLayout Qwen3LMImpl::chunk_layout(const KvCache& cache, const std::vector<int64_t>& valid,
-                                            int64_t chunk_len, bool packed,
-                                            c10::Device device) const {
+                                            int64_t chunk_len, bool packed, c10::Device device,
+                                            int64_t key_slots_multiple) const {
   const int64_t batch = cache.batch(), len = chunk_len;
   TORCH_CHECK(static_cast<int64_t>(valid.size()) == batch, "Qwen3LM: ", valid.size(),
               " valid counts for a batch of ", batch);
@@ -99,7 +99,9 @@ CachedChunkLayout Qwen3LMImpl::chunk_layout(const KvCache& cache, const std::vec
   CachedChunkLayout layout;
   layout.rows = batch;
   layout.chunk_len = len;
-  layout.key_slots = *std::max_element(lengths.begin(), lengths.end()) + len;
+  const int64_t needed = *std::max_element(lengths.begin(), lengths.end()) + len;
+  const int64_t multiple = std::max<int64_t>(key_slots_multiple, 1);
+  layout.key_slots = std::min(cache.capacity(), (needed + multiple - 1) / multiple * multiple);
   layout.tokens = tokens;
   layout.positions = dev.narrow(0, 2 * batch, tokens).view({packed ? 1 : batch, packed ? -1 : len});
   layout.write_rows = dev.narrow(0, 2 * batch + tokens, tokens);

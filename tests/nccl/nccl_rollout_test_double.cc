@@ -77,6 +77,7 @@ int run(const std::string& endpoint, const std::string& out, const std::string& 
     SamplerOptions sampling;
     sampling.mask_token_id = testing_util::tiny_config().mask_token_id;
     sampling.sampling.max_new_tokens = 8;
+    sampling.sampling.stop_token_ids = {};  // the defaults are Qwen3's ids, outside tiny's vocab
     sampling.max_batch = 2;
     sampling.max_sequence_length = 64;
     auto engine = RolloutEngine::start(model, sampling, 1);

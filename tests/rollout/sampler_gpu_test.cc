@@ -1,11 +1,13 @@
 // BlockDiffusionSampler on CUDA: the same greedy tokens as on the CPU, a seeded CUDA generator
-// that reproduces its draws, and bf16 runs with continuous batching. Skips without a GPU.
+// that reproduces its draws, bf16 runs with continuous batching, and forwards replayed from CUDA
+// graphs that give the eager forwards' results. Skips without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "common/torch_compat.h"
+#include "rollout/chunk_forward_graphs.h"
 #include "rollout/sampler.h"
 #include "tests/model/model_test_util.h"
 
@@ -118,6 +120,69 @@ TEST_F(SamplerGpuTest, Bf16WithContinuousBatching) {
       EXPECT_LT(k, o.sampling.denoising_steps);
     }
     for (float lp : got[i].log_probs) EXPECT_LE(lp, 0.0f);
+  }
+}
+
+// The graphed forward gives the eager forward's hidden states on the same layout, for a new shape
+// (a capture) and for new inputs in a shape already captured (a replay).
+TEST_F(SamplerGpuTest, GraphedChunkForwardMatchesEager) {
+  if (!ChunkForwardGraphs::supported(c10::Device(at::kCUDA, 0))) {
+    GTEST_SKIP() << "this build's LibTorch cannot capture CUDA graphs";
+  }
+  Qwen3LM gpu = random_lm(config_, 11);
+  gpu->to(at::kCUDA);
+  const int64_t rows = 3, block = config_.block_size;
+  KvCache cache(config_, rows, 64, at::TensorOptions().device(at::kCUDA));
+  // Committed keys/values to attend to: a prefill of different lengths per row.
+  at::manual_seed(5);
+  at::Tensor prompt = at::randint(0, config_.vocab_size - 1, {rows, 4 * block}, at::kLong);
+  gpu->prefill(prompt.to(at::kCUDA), {4 * block, 2 * block, 0}, cache);
+
+  ChunkForwardGraphs graphs(gpu, cache);
+  auto check = [&](int64_t chunk_len, int64_t seed) {
+    at::manual_seed(seed);
+    at::Tensor ids =
+        at::randint(0, config_.vocab_size - 1, {rows, chunk_len}, at::kLong).to(at::kCUDA);
+    CachedChunkLayout layout = gpu->chunk_layout(cache, {chunk_len, block, 0}, chunk_len,
+                                                 /*packed=*/false, at::kCUDA, 16);
+    EXPECT_EQ(layout.key_slots % 16, 0);
+    at::Tensor want = gpu->hidden_chunk(ids, layout, cache).clone();
+    at::Tensor got = graphs.run(ids, layout).clone();
+    EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5))
+        << "chunk " << chunk_len << ": max difference " << (got - want).abs().max().item<double>();
+  };
+  check(block, 1);
+  check(block, 2);  // replay with new tokens
+  check(2 * block, 3);
+  EXPECT_EQ(graphs.graphs(), 2);
+  EXPECT_EQ(graphs.replays(), 3);
+}
+
+// A run from CUDA graphs commits the tokens an eager run commits, with continuous batching (slots
+// that go idle and join again, so the padded graphed layout holds idle rows).
+TEST_F(SamplerGpuTest, GreedyFromGraphsMatchesEager) {
+  Qwen3LM gpu = random_lm(config_, 11);
+  gpu->to(at::kCUDA);
+  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+    SamplerOptions eager = options(r);
+    eager.cuda_graphs = false;
+    SamplerOptions graphed = options(r);
+    graphed.graph_key_slots = 8;
+    auto sampler = BlockDiffusionSampler::create(gpu, graphed);
+    ASSERT_TRUE(sampler.ok()) << sampler.status().to_string();
+    auto got = (*sampler)->generate(requests());
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    std::vector<GenerationResult> want = run(gpu, eager);
+    ASSERT_EQ(got->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ((*got)[i].tokens, want[i].tokens) << "request " << i;
+      EXPECT_EQ((*got)[i].unmask_steps, want[i].unmask_steps) << "request " << i;
+    }
+    const SamplerStats& stats = (*sampler)->stats();
+    if (ChunkForwardGraphs::supported(c10::Device(at::kCUDA, 0))) {
+      EXPECT_EQ(stats.graphed_steps, stats.steps);
+      EXPECT_GE(stats.graphs, 2);  // block and commit chunks at least
+    }
   }
 }
 

@@ -4,7 +4,7 @@
 //   rollout_bench [--models 1.7b,4b] [--batches 1,16,64,128] [--strategies static,dynamic]
 //                 [--new-tokens 1024] [--prompt 64] [--block 4] [--steps 4]
 //                 [--temperature 1] [--threshold 0.9] [--device cuda|cpu] [--tiny]
-//                 [--prompt-jitter 0] [--min-new-tokens N] [--no-pack]
+//                 [--prompt-jitter 0] [--min-new-tokens N] [--no-pack] [--no-graphs]
 //
 // For each model, batch B and strategy: B requests with random prompts of --prompt tokens, no
 // stop tokens (every sequence generates exactly --new-tokens), max_batch = B, after a short
@@ -12,13 +12,16 @@
 // (different tails put the slots in different phases: only some commit a block in a forward);
 // --min-new-tokens M spreads the requests' lengths evenly over M .. --new-tokens (slots go idle
 // as the short ones end); --no-pack pads every slot to the longest chunk (SamplerOptions::
-// pack_chunks off), for an A/B of the packed forward. Prints:
+// pack_chunks off), for an A/B of the packed forward; --no-graphs runs the forwards eagerly
+// instead of from CUDA graphs (SamplerOptions::cuda_graphs off). Prints:
 //   tok/s         generated tokens / wall seconds of the whole run (prefill included)
 //   ms/fwd        wall time per denoising forward (step), prefill included
 //   fwd/tok       denoising forwards a sequence takes part in, per committed token
 //   proc/tok      chunk tokens the forwards process (padding included), per committed token
 //   MiB/seq       (CUDA) peak GPU memory above the model's weights during the run, per sequence
 //   KV MiB/seq    the KV cache part of it (prompt + new tokens + 2 blocks per slot)
+//   graphs        CUDA graphs captured during the run (one per forward shape), and
+//   capture s     the seconds their capture took (inside `seconds`: a fresh sampler per run)
 // --tiny swaps the shapes for a 2-layer toy model (a smoke test of the code path, e.g. on CPU).
 // sdar_generate_reference.py runs SDAR's published generate loop on the same workload.
 // Without a CUDA device (and without --device cpu) it prints why and exits 0.
@@ -60,7 +63,7 @@ int usage(const std::string& message) {
                "[--batches 1,16,64,128] [--strategies static,dynamic] [--new-tokens 1024] "
                "[--prompt 64] [--block 4] [--steps 4] [--temperature 1] [--threshold 0.9] "
                "[--device cuda|cpu] [--tiny] [--prompt-jitter 0] [--min-new-tokens N] "
-               "[--no-pack]\n",
+               "[--no-pack] [--no-graphs]\n",
                message.c_str());
   return 2;
 }
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
   int64_t new_tokens = 1024, prompt_len = 64, prompt_jitter = 0, min_new_tokens = 0;
   int block = 4, steps = 4;
   double temperature = 1.0, threshold = 0.9;
-  bool tiny = false, pack = true;
+  bool tiny = false, pack = true, graphs = true;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tiny") {
@@ -124,6 +127,10 @@ int main(int argc, char** argv) {
     }
     if (arg == "--no-pack") {
       pack = false;
+      continue;
+    }
+    if (arg == "--no-graphs") {
+      graphs = false;
       continue;
     }
     if (i + 1 >= argc) return usage("missing value for " + arg);
@@ -211,13 +218,14 @@ int main(int argc, char** argv) {
   std::printf(
       "rollout_bench: %s; %s random weights, prompt %lld, %lld new tokens, block %d, %d steps, "
       "temperature %g, threshold %g, no stop tokens, prompt jitter %lld, min new tokens %lld, "
-      "%s forwards\n",
+      "%s forwards, CUDA graphs %s\n",
       dice::compat::describe_torch().c_str(), cuda ? "bf16" : "fp32",
       static_cast<long long>(prompt_len), static_cast<long long>(new_tokens), block, steps,
       temperature, threshold, static_cast<long long>(prompt_jitter),
-      static_cast<long long>(min_new_tokens), pack ? "packed" : "padded");
-  std::printf("%-6s %6s %-8s %12s %9s %8s %8s %9s %10s %11s\n", "model", "batch", "strategy",
-              "tok/s", "seconds", "ms/fwd", "fwd/tok", "proc/tok", "MiB/seq", "KV MiB/seq");
+      static_cast<long long>(min_new_tokens), pack ? "packed" : "padded", graphs ? "on" : "off");
+  std::printf("%-6s %6s %-8s %12s %9s %8s %8s %9s %10s %11s %7s %10s\n", "model", "batch",
+              "strategy", "tok/s", "seconds", "ms/fwd", "fwd/tok", "proc/tok", "MiB/seq",
+              "KV MiB/seq", "graphs", "capture s");
   for (Shape& shape : shapes) {
     shape.config.block_size = block;
     dice::Qwen3LM lm(shape.config, options);
@@ -238,6 +246,7 @@ int main(int argc, char** argv) {
         o.max_batch = static_cast<int>(batch);
         o.max_sequence_length = prompt_len + prompt_jitter + new_tokens + 2 * block;
         o.pack_chunks = pack;
+        o.cuda_graphs = graphs;
         Workload w;
         w.batch = batch;
         w.prompt_len = prompt_len;
@@ -267,7 +276,7 @@ int main(int argc, char** argv) {
           std::snprintf(peak, sizeof peak, "%.1f",
                         run->peak_bytes / mib / static_cast<double>(batch));
         }
-        std::printf("%-6s %6lld %-8s %12.1f %9.2f %8.2f %8.3f %9.3f %10s %11.1f\n",
+        std::printf("%-6s %6lld %-8s %12.1f %9.2f %8.2f %8.3f %9.3f %10s %11.1f %7lld %10.2f\n",
                     shape.name.c_str(), static_cast<long long>(batch),
                     dice::Remasking::kLowConfidenceStatic == remasking    ? "static"
                     : dice::Remasking::kLowConfidenceDynamic == remasking ? "dynamic"
@@ -276,7 +285,8 @@ int main(int argc, char** argv) {
                     static_cast<double>(s.generated_tokens) / run->seconds, run->seconds,
                     run->seconds * 1e3 / static_cast<double>(std::max<int64_t>(s.steps, 1)),
                     static_cast<double>(s.row_forwards) / committed,
-                    static_cast<double>(s.processed_tokens) / committed, peak, kv_bytes / mib);
+                    static_cast<double>(s.processed_tokens) / committed, peak, kv_bytes / mib,
+                    static_cast<long long>(s.graphs), s.graph_capture_seconds);
         std::fflush(stdout);
       }
     }
