@@ -13,7 +13,9 @@ using import "verdict.capnp".Verdict;
 
 # 2: a worker's Ack carries the credit its finish frees (Ack.credits) instead of a separate
 #    Credit; a version-1 learner would never get those credits back.
-const protocolVersion :UInt16 = 2;
+# 3: a work item's last result may carry its Ack (Envelope.ack) instead of a separate Ack message;
+#    a version-2 learner would ignore it and never complete the item.
+const protocolVersion :UInt16 = 3;
 
 enum Role {
   learner @0;
@@ -122,4 +124,7 @@ struct Envelope {
     shutdown @13 :Shutdown;
     error @14 :Error;
   }
+  # Set on a work item's last result (Candidate, Verdict, Error): the sender is done with the item,
+  # exactly as if an Ack body followed this message. Handled after the body. Unset: no ack.
+  ack @15 :Ack;
 }

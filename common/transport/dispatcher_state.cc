@@ -53,14 +53,20 @@ void DispatcherState::handle(const std::string& routing_id,
     handle_hello(routing_id, body.getHello(), now);
     return;
   }
+  // A last result may carry its item's ack (protocol 3); read it before the body's handling
+  // moves the envelope into the result queue.
+  const bool fused_ack = root.hasAck();
+  const std::uint64_t ack_work = fused_ack ? root.getAck().getWorkId() : 0;
+  const std::uint32_t ack_credits = fused_ack ? root.getAck().getCredits() : 0;
   auto id = routing_to_id_.find(routing_id);
   if (id == routing_to_id_.end()) {
     // A peer that never said Hello to this learner: it outlived a learner restart or was declared
     // dead. Its results belong to work this learner does not track; tell it to introduce itself.
+    bool credits_offered = ack_credits > 0;
     switch (body.which()) {
       case Body::HEARTBEAT:
       case Body::CREDIT:
-        reply_unknown_peer(routing_id);
+        credits_offered = true;
         break;
       case Body::CANDIDATE:
         count_stray(body.getCandidate().getWorkId(), "");
@@ -71,12 +77,14 @@ void DispatcherState::handle(const std::string& routing_id,
       case Body::ACK:
         count_stray(body.getAck().getWorkId(), "");
         // Its folded-in credit is a Credit from a stranger: answered the same way.
-        if (body.getAck().getCredits() > 0) reply_unknown_peer(routing_id);
+        credits_offered = credits_offered || body.getAck().getCredits() > 0;
         break;
       default:
-        count_unexpected(routing_id, "message from a peer that did not say hello");
+        if (!fused_ack) count_unexpected(routing_id, "message from a peer that did not say hello");
         break;
     }
+    if (fused_ack) count_stray(ack_work, "");
+    if (credits_offered) reply_unknown_peer(routing_id);
     return;
   }
   Worker& worker = workers_.at(id->second);
@@ -114,6 +122,11 @@ void DispatcherState::handle(const std::string& routing_id,
     default:
       count_unexpected(routing_id, wire::body_name(body.which()));
       break;
+  }
+  // After the result it rides on, as a separate Ack would arrive after it.
+  if (fused_ack) {
+    handle_ack(worker, ack_work);
+    add_credits(worker, ack_credits);
   }
 }
 
@@ -370,6 +383,11 @@ void DispatcherState::count_unexpected(const std::string& routing_id, const char
     DICE_LOG(Warn) << "unexpected message dropped" << kv("worker", worker_for_routing(routing_id))
                    << kv("what", what) << kv("count", counters_.unexpected_messages);
   }
+}
+
+void DispatcherState::take_outbox(std::vector<Outbound>* into) {
+  into->clear();
+  into->swap(outbox_);
 }
 
 std::vector<Outbound> DispatcherState::take_outbox() {

@@ -8,7 +8,9 @@
 //   learner: work envelope             -> only to a worker with a credit (one credit spent)
 //   worker: Candidate/Verdict/Error... -> results, each delivered once per (work id, part)
 //   worker: Ack(work id, credits 1)    -> item complete, its slot free again; later copies of
-//                                         the ack are counted and dropped (their credit counts)
+//                                         the ack are counted and dropped (their credit counts).
+//                                         Usually not a message of its own: the item's last result
+//                                         carries it (Envelope.ack), handled after that result
 //   both: Heartbeat every interval; a worker silent for misses x interval is dead: its items go
 //   back to the front of the queue. A learner heartbeat names the worker it is addressed to; an
 //   empty name means "I do not know you: send Hello" (after a learner restart or a dead verdict).
@@ -113,6 +115,8 @@ class DispatcherState {
   void broadcast(const std::string& payload);
 
   std::vector<Outbound> take_outbox();
+  // The same into `into` (emptied first), which keeps both buffers' capacity for the next flush.
+  void take_outbox(std::vector<Outbound>* into);
   bool has_result() const { return !results_.empty(); }
   // No work is dispatched while this holds (see DispatcherOptions::result_capacity).
   bool results_full() const { return results_.size() >= options_.result_capacity; }

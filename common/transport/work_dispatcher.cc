@@ -71,7 +71,7 @@ Status WorkDispatcher::submit(WorkItem item, std::chrono::milliseconds timeout) 
   // No credit yet: the ack that brings one has likely arrived while the consumer was handling
   // results, unread. Read it now, or the work waits until next_result() finds nothing queued.
   if (state_.has_pending() && role_.take_for_consumer()) {
-    consumer_round(lock, Clock::now(), /*sleep=*/false);
+    consumer_round(lock, Clock::now(), /*sleep=*/false, kMaxReceivesPerRound);
   }
   lock.unlock();
   flush_and_wake();
@@ -81,6 +81,8 @@ Status WorkDispatcher::submit(WorkItem item, std::chrono::milliseconds timeout) 
 Result<WorkResult> WorkDispatcher::next_result(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::unique_lock<std::mutex> lock(mutex_);
+  bool socket_had_more = false;  // the last round took a message off the socket
+  std::size_t rounds_past_deadline = 0;
   for (bool first = true;; first = false) {
     if (state_.has_result()) {
       const bool dispatch_paused = state_.results_full();
@@ -97,12 +99,18 @@ Result<WorkResult> WorkDispatcher::next_result(std::chrono::milliseconds timeout
       return result;
     }
     if (closing_) return Status::aborted("transport: dispatcher closed");
-    // A zero timeout still reads what waits on the socket once.
-    if (!first && Clock::now() >= deadline) break;
+    // A zero timeout still reads what waits on the socket (a message a round, up to a round's
+    // worth of the background thread).
+    if (!first && Clock::now() >= deadline &&
+        (!socket_had_more || ++rounds_past_deadline > kMaxReceivesPerRound)) {
+      break;
+    }
     if (role_.take_for_consumer()) {
-      consumer_round(lock, deadline, /*sleep=*/true);
+      socket_had_more =
+          consumer_round(lock, deadline, /*sleep=*/true, kConsumerRoundMessages).messages > 0;
       continue;
     }
+    socket_had_more = false;
     role_.consumer_waits();
     result_ready_.wait_until(lock, deadline);
     role_.consumer_done_waiting();
@@ -134,36 +142,36 @@ void WorkDispatcher::wake_sleeper_if_input() {
 void WorkDispatcher::flush_and_wake() {
   std::lock_guard<std::mutex> socket_lock(socket_mutex_);
   if (socket_closed_) return;
-  std::vector<Outbound> outbox;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    outbox = state_.take_outbox();
+    state_.take_outbox(&sending_);
   }
   // No socket operation, no edge consumed: nothing to re-check (each check is a system call).
-  if (outbox.empty()) return;
+  if (sending_.empty()) return;
   // In the order taken: whoever takes the outbox holds socket_mutex_ until it is sent.
-  for (const Outbound& out : outbox) {
+  for (const Outbound& out : sending_) {
     const SendOutcome outcome = send_frames(router_, out.routing_id, out.payload);
     if (outcome == SendOutcome::kSent) continue;
     std::lock_guard<std::mutex> lock(mutex_);
     state_.send_failed(out, outcome == SendOutcome::kUnreachable);
   }
+  sending_.clear();  // drops the payload references now, keeps the capacity
   wake_sleeper_if_input();
 }
 
-WorkDispatcher::Received WorkDispatcher::receive_all(bool arm) {
+WorkDispatcher::Received WorkDispatcher::receive_all(bool arm, std::size_t max_messages) {
   std::vector<std::vector<zmq::message_t>> messages;
   Received got;
   {
     std::lock_guard<std::mutex> socket_lock(socket_mutex_);
     if (socket_closed_) return got;
-    messages = receive_round(router_);
+    messages = receive_round(router_, max_messages);
     // An empty round re-armed the descriptor's edge; a sender from here on checks for input on
     // the sleeper's behalf.
     if (messages.empty() && arm) poller_asleep_ = got.armed = true;
   }
   // At the cap, more may wait behind an edge already consumed.
-  got.more = messages.size() == kMaxReceivesPerRound;
+  got.more = messages.size() == max_messages;
   got.messages = messages.size();
   if (messages.empty()) return got;
   // Decoding (the expensive part) happens outside the lock, then the state takes the lot at once.
@@ -198,18 +206,21 @@ WorkDispatcher::Received WorkDispatcher::receive_all(bool arm) {
   return got;
 }
 
-void WorkDispatcher::consumer_round(std::unique_lock<std::mutex>& lock, TimePoint until,
-                                    bool sleep) {
+WorkDispatcher::Received WorkDispatcher::consumer_round(std::unique_lock<std::mutex>& lock,
+                                                        TimePoint until, bool sleep,
+                                                        std::size_t max_messages) {
   lock.unlock();
-  poll_once(until, sleep);
+  const Received received = poll_once(until, sleep, max_messages);
   lock.lock();
   const bool wake_background = role_.release_by_consumer(Clock::now());
   if (wake_background || closing_) background_wake_.notify_one();
   if (role_.consumers_waiting() > 0) result_ready_.notify_one();
+  return received;
 }
 
-WorkDispatcher::Received WorkDispatcher::poll_once(TimePoint until, bool sleep) {
-  const Received received = receive_all(/*arm=*/sleep);
+WorkDispatcher::Received WorkDispatcher::poll_once(TimePoint until, bool sleep,
+                                                   std::size_t max_messages) {
+  const Received received = receive_all(/*arm=*/sleep, max_messages);
   if (received.messages > 0) {
     bool queue_room = false;
     {
@@ -249,7 +260,7 @@ void WorkDispatcher::run() {
       role_, mutex_, closing_, background_wake_, result_ready_, tick,
       [this](TimePoint now) { return run_timers(now); },
       [this](TimePoint until) {
-        poll_once(until, /*sleep=*/true);
+        poll_once(until, /*sleep=*/true, kMaxReceivesPerRound);
         std::lock_guard<std::mutex> lock(mutex_);
         return state_.has_result();
       });

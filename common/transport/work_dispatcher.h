@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/status.h"
@@ -67,16 +68,17 @@ class WorkDispatcher {
   };
   explicit WorkDispatcher(DispatcherOptions options);
   void run();
-  // The role's holder: receives what is waiting (up to a round's worth), hands it to the state,
+  // The role's holder: receives what is waiting (up to `max_messages`), hands it to the state,
   // dispatches and sends; when nothing was waiting and `sleep`, sleeps on the socket until input,
   // a poke or `until`.
-  Received poll_once(TimePoint until, bool sleep);
+  Received poll_once(TimePoint until, bool sleep, std::size_t max_messages);
   // poll_once() on a consumer's thread, which has taken the role; `lock` (on mutex_) is released
   // meanwhile, and the role after.
-  void consumer_round(std::unique_lock<std::mutex>& lock, TimePoint until, bool sleep);
+  Received consumer_round(std::unique_lock<std::mutex>& lock, TimePoint until, bool sleep,
+                          std::size_t max_messages);
   // Receives what is waiting and hands it to the state; with nothing waiting and `arm`, marks the
   // caller as about to sleep on the socket (under socket_mutex_, so no sender slips in between).
-  Received receive_all(bool arm);
+  Received receive_all(bool arm, std::size_t max_messages);
   // Heartbeats, dead workers, dispatch, then sends; false once closing.
   bool run_timers(TimePoint now);
   // Sends the state's outbox, from any thread, and pokes the poller if its edge may be gone.
@@ -90,11 +92,12 @@ class WorkDispatcher {
   std::string endpoint_;
   Wakeup wakeup_;  // pokes whichever thread sleeps on the socket (the role's holder)
 
-  std::mutex socket_mutex_;     // taken before mutex_ when both are held
-  zmq::socket_t router_;        // guarded by socket_mutex_
-  int socket_fd_ = -1;          // ZeroMQ's descriptor for router_; set before any thread starts
-  bool socket_closed_ = false;  // guarded by socket_mutex_
-  bool poller_asleep_ = false;  // guarded by socket_mutex_: the holder sleeps on socket_fd_
+  std::mutex socket_mutex_;        // taken before mutex_ when both are held
+  zmq::socket_t router_;           // guarded by socket_mutex_
+  int socket_fd_ = -1;             // ZeroMQ's descriptor for router_; set before any thread starts
+  bool socket_closed_ = false;     // guarded by socket_mutex_
+  bool poller_asleep_ = false;     // guarded by socket_mutex_: the holder sleeps on socket_fd_
+  std::vector<Outbound> sending_;  // guarded by socket_mutex_: the outbox being sent
 
   mutable std::mutex mutex_;
   std::condition_variable queue_not_full_;

@@ -21,10 +21,6 @@ using SteadyClock = std::chrono::steady_clock;
 // message. A larger message (a Hello with many GPU slots) spills into allocated segments.
 constexpr unsigned kControlMessageWords = 64;
 
-SharedPayload shared(std::string payload) {
-  return std::make_shared<const std::string>(std::move(payload));
-}
-
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
@@ -97,17 +93,22 @@ schema::Envelope::Builder WorkerConnection::init_envelope(capnp::MessageBuilder&
   return wire::init_envelope(message, options_.worker_id, options_.run_id);
 }
 
-std::string WorkerConnection::encode_control(
-    const std::function<void(schema::Envelope::Body::Builder)>& fill) const {
+zmq::message_t WorkerConnection::encode_control(
+    const std::function<void(schema::Envelope::Body::Builder)>& fill, std::uint64_t ack) const {
   capnp::word first_segment[kControlMessageWords] = {};  // the builder needs it zeroed
   capnp::MallocMessageBuilder message(kj::arrayPtr(first_segment, kControlMessageWords));
-  fill(init_envelope(message).getBody());
-  return wire::encode(message);
+  auto envelope = init_envelope(message);
+  fill(envelope.getBody());
+  if (ack != 0) {
+    envelope.initAck().setWorkId(ack);
+    envelope.getAck().setCredits(1);
+  }
+  return encode_frame(message);
 }
 
 void WorkerConnection::queue_control(
-    const std::function<void(schema::Envelope::Body::Builder)>& fill) {
-  outbox_.push_back(shared(encode_control(fill)));
+    const std::function<void(schema::Envelope::Body::Builder)>& fill, std::uint64_t ack) {
+  outbox_.push_back(encode_control(fill, ack));
 }
 
 void WorkerConnection::queue_hello() {
@@ -145,19 +146,23 @@ void WorkerConnection::queue_ack(std::uint64_t work_id) {
 }
 
 void WorkerConnection::queue_refusal(std::uint64_t work_id, const std::string& message) {
-  queue_control([&](Body::Builder body) {
-    auto error = body.initError();
-    error.setWorkId(work_id);
-    error.setMessage(message);
-  });
-  // The refused item never took a slot: its ack gives the learner the credit back.
-  queue_ack(work_id);
+  // The refused item never took a slot: the ack the Error carries gives the learner the credit
+  // back.
+  queue_control(
+      [&](Body::Builder body) {
+        auto error = body.initError();
+        error.setWorkId(work_id);
+        error.setMessage(message);
+      },
+      work_id);
 }
 
 Result<wire::Decoded<schema::Envelope>> WorkerConnection::receive(
     std::chrono::milliseconds timeout) {
   const auto deadline = SteadyClock::now() + timeout;
   std::unique_lock<std::mutex> lock(mutex_);
+  bool socket_had_more = false;  // the last round took a message off the socket
+  std::size_t rounds_past_deadline = 0;
   for (bool first = true;; first = false) {
     if (!inbox_.empty()) {
       auto envelope = std::move(inbox_.front());
@@ -167,17 +172,22 @@ Result<wire::Decoded<schema::Envelope>> WorkerConnection::receive(
       return envelope;
     }
     if (closing_) return Status::aborted("transport: worker connection closed");
-    // A zero timeout still reads what waits on the socket once.
-    if (!first && SteadyClock::now() >= deadline) break;
+    // A zero timeout still reads what waits on the socket (a message a round, up to a round's
+    // worth of the background thread).
+    if (!first && SteadyClock::now() >= deadline &&
+        (!socket_had_more || ++rounds_past_deadline > kMaxReceivesPerRound)) {
+      break;
+    }
     if (role_.take_for_consumer()) {
       lock.unlock();
-      poll_once(deadline);
+      socket_had_more = poll_once(deadline, kConsumerRoundMessages).messages > 0;
       lock.lock();
       const bool wake_background = role_.release_by_consumer(SteadyClock::now());
       if (wake_background || closing_) background_wake_.notify_one();
       if (role_.consumers_waiting() > 0) inbox_ready_.notify_one();
       continue;
     }
+    socket_had_more = false;
     role_.consumer_waits();
     inbox_ready_.wait_until(lock, deadline);
     role_.consumer_done_waiting();
@@ -186,8 +196,8 @@ Result<wire::Decoded<schema::Envelope>> WorkerConnection::receive(
                          std::to_string(timeout.count()) + " ms");
 }
 
-Status WorkerConnection::send_result(std::string payload, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
+Status WorkerConnection::wait_for_outbox_room(std::unique_lock<std::mutex>& lock,
+                                              std::chrono::milliseconds timeout) {
   const bool room = outbox_not_full_.wait_for(
       lock, timeout, [&] { return closing_ || outbox_.size() < options_.outbox_capacity; });
   if (closing_) return Status::aborted("transport: worker connection closed");
@@ -196,7 +206,33 @@ Status WorkerConnection::send_result(std::string payload, std::chrono::milliseco
                                std::to_string(options_.outbox_capacity) + " frames) for " +
                                std::to_string(timeout.count()) + " ms");
   }
-  outbox_.push_back(shared(std::move(payload)));
+  return Status::ok_status();
+}
+
+Status WorkerConnection::send_result(std::string payload, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  DICE_RETURN_IF_ERROR(wait_for_outbox_room(lock, timeout));
+  outbox_.push_back(payload_frame(std::move(payload)));
+  lock.unlock();
+  flush_and_wake();
+  return Status::ok_status();
+}
+
+Status WorkerConnection::finish(std::uint64_t work_id, capnp::MessageBuilder& last_result,
+                                std::chrono::milliseconds timeout) {
+  // Stamped and encoded outside the locks; a retry after an error stamps the same ack again.
+  auto ack = last_result.getRoot<schema::Envelope>().initAck();
+  ack.setWorkId(work_id);
+  ack.setCredits(1);  // the slot this finish frees
+  zmq::message_t frame = encode_frame(last_result);
+  std::unique_lock<std::mutex> lock(mutex_);
+  DICE_RETURN_IF_ERROR(wait_for_outbox_room(lock, timeout));
+  if (held_.erase(work_id) == 0) {
+    return Status::invalid_argument("transport: worker '" + options_.worker_id +
+                                    "' does not hold work id " + std::to_string(work_id));
+  }
+  ++counters_.finished;
+  outbox_.push_back(std::move(frame));
   lock.unlock();
   flush_and_wake();
   return Status::ok_status();
@@ -282,19 +318,20 @@ void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope, TimePoin
   inbox_.push_back(std::move(envelope));  // the poller's caller wakes the receivers
 }
 
-WorkerConnection::Received WorkerConnection::receive_all(TimePoint now, bool arm) {
+WorkerConnection::Received WorkerConnection::receive_all(TimePoint now, bool arm,
+                                                         std::size_t max_messages) {
   std::vector<std::vector<zmq::message_t>> messages;
   Received received;
   {
     std::lock_guard<std::mutex> socket_lock(socket_mutex_);
     if (socket_closed_) return received;
-    messages = receive_round(dealer_);
+    messages = receive_round(dealer_, max_messages);
     // An empty round re-armed the descriptor's edge; a sender from here on checks for input on
     // the sleeper's behalf.
     if (messages.empty() && arm) poller_asleep_ = received.armed = true;
   }
   // At the cap, more may wait behind an edge already consumed.
-  received.more = messages.size() == kMaxReceivesPerRound;
+  received.more = messages.size() == max_messages;
   received.messages = messages.size();
   if (messages.empty()) return received;
   // Decoding (the expensive part) happens outside the lock, then the lot is handled at once.
@@ -332,7 +369,7 @@ WorkerConnection::Received WorkerConnection::receive_all(TimePoint now, bool arm
 }
 
 void WorkerConnection::send_heartbeat() {
-  std::string payload = encode_control([&](Body::Builder body) {
+  zmq::message_t frame = encode_control([&](Body::Builder body) {
     auto heartbeat = body.initHeartbeat();
     heartbeat.setWorkerId(options_.worker_id);
     heartbeat.setState(held_.empty() ? schema::WorkerState::IDLE : schema::WorkerState::BUSY);
@@ -341,14 +378,14 @@ void WorkerConnection::send_heartbeat() {
     heartbeat.setUnixMillis(wire::unix_millis_now());
   });
   // Heartbeats skip the outbox: a stale one is worth nothing, and a full pipe should not grow.
-  if (send_frames(dealer_, "", payload) != SendOutcome::kSent) ++counters_.heartbeats_dropped;
+  if (send_frame(dealer_, frame) != SendOutcome::kSent) ++counters_.heartbeats_dropped;
 }
 
 bool WorkerConnection::send_outbox() {
   const bool any = !outbox_.empty();
   // Send in order; what would block stays queued for the next round.
   while (!outbox_.empty()) {
-    const SendOutcome outcome = send_frames(dealer_, "", outbox_.front());
+    const SendOutcome outcome = send_frame(dealer_, outbox_.front());
     if (outcome == SendOutcome::kWouldBlock) break;
     outbox_.pop_front();
   }
@@ -373,9 +410,9 @@ void WorkerConnection::flush_and_wake() {
   wake_sleeper_if_input();
 }
 
-WorkerConnection::Received WorkerConnection::poll_once(TimePoint until) {
+WorkerConnection::Received WorkerConnection::poll_once(TimePoint until, std::size_t max_messages) {
   const auto now = SteadyClock::now();
-  const Received received = receive_all(now, /*arm=*/true);
+  const Received received = receive_all(now, /*arm=*/true, max_messages);
   // What handling queued (credits, refusals, a Hello) goes out now.
   if (received.messages > 0) flush_and_wake();
   if (!received.armed) return received;
@@ -420,7 +457,9 @@ void WorkerConnection::run() {
   run_background_loop(
       role_, mutex_, closing_, background_wake_, inbox_ready_, tick,
       [this](SteadyClock::time_point now) { return run_timers(now); },
-      [this](SteadyClock::time_point until) { return poll_once(until).work > 0; });
+      [this](SteadyClock::time_point until) {
+        return poll_once(until, kMaxReceivesPerRound).work > 0;
+      });
   std::lock_guard<std::mutex> socket_lock(socket_mutex_);
   dealer_.close();
   socket_closed_ = true;

@@ -28,7 +28,6 @@
 
 #include "common/status.h"
 #include "common/transport/poller_role.h"
-#include "common/transport/shared_payload.h"
 #include "common/transport/transport_options.h"
 #include "common/transport/wakeup.h"
 #include "common/wire/envelope.h"
@@ -73,6 +72,13 @@ class WorkerConnection {
   // credits the freed slot. InvalidArgument for a work id this worker does not hold.
   Status finish(std::uint64_t work_id);
 
+  // send_result() of `last_result` (an envelope from init_envelope(): the item's last Candidate,
+  // Verdict or Error) and finish() in one message: the envelope carries the Ack (Envelope.ack), so
+  // the learner gets one message where the two calls send two. Errors: as send_result(), then as
+  // finish(); on any error nothing was sent and the item is still held.
+  Status finish(std::uint64_t work_id, capnp::MessageBuilder& last_result,
+                std::chrono::milliseconds timeout);
+
   // Builds an envelope stamped with this worker's id and run id, for send_result().
   schema::Envelope::Builder init_envelope(capnp::MessageBuilder& message) const;
 
@@ -91,13 +97,12 @@ class WorkerConnection {
     bool more = false;         // stopped at the round's limit: more may be waiting
     bool armed = false;        // found the socket empty and marked its poller as about to sleep
   };
-  // The role's holder: receives what is waiting (up to a round's worth), handles it and sends
-  // what that queued; when nothing was waiting, sleeps on the socket until input, a poke or
-  // `until`.
-  Received poll_once(TimePoint until);
+  // The role's holder: receives what is waiting (up to `max_messages`), handles it and sends what
+  // that queued; when nothing was waiting, sleeps on the socket until input, a poke or `until`.
+  Received poll_once(TimePoint until, std::size_t max_messages);
   // Receives what is waiting and handles it; with nothing waiting and `arm`, marks the caller as
   // about to sleep on the socket (under socket_mutex_, so no sender can slip in between).
-  Received receive_all(TimePoint now, bool arm);
+  Received receive_all(TimePoint now, bool arm, std::size_t max_messages);
   void handle(wire::Decoded<schema::Envelope> envelope, TimePoint now);
   // Heartbeat and re-Hello when due, then the outbox; false once closing.
   bool run_timers(TimePoint now);
@@ -115,12 +120,18 @@ class WorkerConnection {
   void queue_credit(std::uint32_t credits);  // caller holds mutex_
   // Ack(work_id) with the credit of the slot it frees; caller holds mutex_.
   void queue_ack(std::uint64_t work_id);
-  // Error + Ack (credit 1) for work refused unopened; caller holds mutex_.
+  // Error carrying the Ack (credit 1) for work refused unopened; caller holds mutex_.
   void queue_refusal(std::uint64_t work_id, const std::string& message);
-  std::string encode_control(
-      const std::function<void(schema::Envelope::Body::Builder)>& fill) const;
+  // `fill` gets the envelope's body; `ack`, when non-zero, is the work id the envelope also acks.
+  zmq::message_t encode_control(const std::function<void(schema::Envelope::Body::Builder)>& fill,
+                                std::uint64_t ack = 0) const;
   // encode_control() onto the end of the outbox; caller holds mutex_.
-  void queue_control(const std::function<void(schema::Envelope::Body::Builder)>& fill);
+  void queue_control(const std::function<void(schema::Envelope::Body::Builder)>& fill,
+                     std::uint64_t ack = 0);
+  // Waits up to `timeout` for room in the outbox: Unavailable when none came, Aborted once
+  // closing. `lock` holds mutex_.
+  Status wait_for_outbox_room(std::unique_lock<std::mutex>& lock,
+                              std::chrono::milliseconds timeout);
 
   WorkerOptions options_;
   zmq::context_t context_;
@@ -138,7 +149,7 @@ class WorkerConnection {
   std::condition_variable background_wake_;
   PollerRole role_;                                    // guarded by mutex_
   std::deque<wire::Decoded<schema::Envelope>> inbox_;  // guarded by mutex_
-  std::deque<SharedPayload> outbox_;                   // guarded by mutex_
+  std::deque<zmq::message_t> outbox_;                  // guarded by mutex_: frames to send
   std::set<std::uint64_t> held_;                       // guarded by mutex_
   WorkerStats counters_;                               // guarded by mutex_
   bool closing_ = false;                               // guarded by mutex_

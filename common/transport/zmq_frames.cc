@@ -1,5 +1,6 @@
 #include "common/transport/zmq_frames.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <utility>
@@ -26,11 +27,13 @@ void release_payload(void* /*data*/, void* hint) {
 
 }  // namespace
 
-std::vector<std::vector<zmq::message_t>> receive_round(zmq::socket_t& socket) {
+std::vector<std::vector<zmq::message_t>> receive_round(zmq::socket_t& socket,
+                                                       std::size_t max_messages) {
   std::vector<std::vector<zmq::message_t>> messages;
   std::vector<zmq::message_t> frames;
-  while (messages.size() < kMaxReceivesPerRound && receive_frames(socket, &frames)) {
-    if (messages.empty()) messages.reserve(16);  // a typical round's worth without regrowing
+  while (messages.size() < max_messages && receive_frames(socket, &frames)) {
+    // A typical round's worth without regrowing.
+    if (messages.empty()) messages.reserve(std::min<std::size_t>(16, max_messages));
     messages.push_back(std::move(frames));
   }
   return messages;
@@ -73,6 +76,14 @@ SendOutcome send_message(zmq::socket_t& socket, const std::string& routing_id,
   }
 }
 
+// A frame that refers to `payload` (kZeroCopyBytes or more) instead of copying it.
+zmq::message_t referring_frame(const SharedPayload& payload) {
+  // ZeroMQ calls release_payload (on its I/O thread) once the bytes are written or dropped.
+  auto* reference = new PayloadReference(payload);
+  return zmq::message_t(const_cast<char*>(payload->data()), payload->size(), release_payload,
+                        reference);
+}
+
 }  // namespace
 
 SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
@@ -84,11 +95,23 @@ SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
 SendOutcome send_frames(zmq::socket_t& socket, const std::string& routing_id,
                         const SharedPayload& payload) {
   if (payload->size() < kZeroCopyBytes) return send_frames(socket, routing_id, *payload);
-  // ZeroMQ calls release_payload (on its I/O thread) once the bytes are written or dropped.
-  auto* reference = new PayloadReference(payload);
-  zmq::message_t message(const_cast<char*>(payload->data()), payload->size(), release_payload,
-                         reference);
+  zmq::message_t message = referring_frame(payload);
   return send_message(socket, routing_id, message);
+}
+
+zmq::message_t encode_frame(capnp::MessageBuilder& message) {
+  zmq::message_t frame(wire::encoded_size(message));
+  wire::encode_to(message, static_cast<char*>(frame.data()));
+  return frame;
+}
+
+zmq::message_t payload_frame(std::string payload) {
+  if (payload.size() < kZeroCopyBytes) return zmq::message_t(payload.data(), payload.size());
+  return referring_frame(std::make_shared<const std::string>(std::move(payload)));
+}
+
+SendOutcome send_frame(zmq::socket_t& socket, zmq::message_t& frame) {
+  return send_message(socket, "", frame);
 }
 
 Result<wire::Decoded<schema::Envelope>> decode_frame(zmq::message_t frame) {

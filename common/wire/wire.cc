@@ -2,11 +2,11 @@
 
 #include <capnp/serialize.h>
 #include <kj/exception.h>
-#include <kj/io.h>
 
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <new>
 
 #include "common/wire/schema_walk.h"
 
@@ -86,31 +86,69 @@ std::string printable(kj::StringPtr text) {
   return out;
 }
 
+// Hands encode()'s bytes, in order, to `write(const char* bytes, std::size_t size)`.
+template <typename Write>
+void write_message(kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments, Write&& write) {
+  auto write_u32_le = [&](std::uint32_t value) {
+    const char bytes[4] = {static_cast<char>(value), static_cast<char>(value >> 8),
+                           static_cast<char>(value >> 16), static_cast<char>(value >> 24)};
+    write(bytes, sizeof(bytes));
+  };
+  write_u32_le(static_cast<std::uint32_t>(segments.size() - 1));
+  for (auto segment : segments) write_u32_le(static_cast<std::uint32_t>(segment.size()));
+  if (segments.size() % 2 == 0) write_u32_le(0);  // pad the table to a whole word
+  for (auto segment : segments) {
+    write(reinterpret_cast<const char*>(segment.begin()), segment.size() * kWordBytes);
+  }
+}
+
+std::size_t encoded_words(kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments) {
+  std::size_t words = (segments.size() + 2) / 2;  // the table: a u32 per segment and the count
+  for (auto segment : segments) words += segment.size();
+  return words;
+}
+
 }  // namespace
 
 std::string encode(capnp::MessageBuilder& message) {
-  const std::size_t words = capnp::computeSerializedSizeInWords(message);
-  std::string out(words * kWordBytes, '\0');
-  kj::ArrayOutputStream stream(kj::arrayPtr(reinterpret_cast<kj::byte*>(out.data()), out.size()));
-  capnp::writeMessage(stream, message);
+  const auto segments = message.getSegmentsForOutput();
+  // Appended, not written into a zero-filled string: a large message is not touched twice.
+  std::string out;
+  out.reserve(encoded_words(segments) * kWordBytes);
+  write_message(segments, [&](const char* bytes, std::size_t size) { out.append(bytes, size); });
   return out;
 }
 
-// The message's words (an aligned copy, or the owner of words read in place) and the reader over
-// them, kept together at a stable address.
+std::size_t encoded_size(capnp::MessageBuilder& message) {
+  return encoded_words(message.getSegmentsForOutput()) * kWordBytes;
+}
+
+void encode_to(capnp::MessageBuilder& message, char* out) {
+  write_message(message.getSegmentsForOutput(), [&](const char* bytes, std::size_t size) {
+    std::memcpy(out, bytes, size);
+    out += size;
+  });
+}
+
+// The reader over the message's words, and what keeps those words alive: the owner of bytes read
+// in place, or (when the bytes were copied) the aligned copy placed right behind this struct in
+// the same allocation. One allocation per decoded message.
 struct DecodedMessage::Storage {
-  Storage(kj::Array<capnp::word> copy, std::shared_ptr<const void> owner,
-          kj::ArrayPtr<const capnp::word> words, const capnp::ReaderOptions& options)
-      : copy(std::move(copy)), owner(std::move(owner)), reader(words, options) {}
-  kj::Array<capnp::word> copy;
+  Storage(std::shared_ptr<const void> owner, kj::ArrayPtr<const capnp::word> words,
+          const capnp::ReaderOptions& options)
+      : owner(std::move(owner)), reader(words, options) {}
   std::shared_ptr<const void> owner;
   capnp::FlatArrayMessageReader reader;
 };
+void DecodedMessage::StorageDeleter::operator()(Storage* storage) const noexcept {
+  storage->~Storage();
+  ::operator delete(static_cast<void*>(storage));
+}
 
-DecodedMessage::DecodedMessage(std::unique_ptr<Storage> storage, capnp::MessageReader* reader,
-                               capnp::StructSchema schema, std::size_t encoded_bytes)
+DecodedMessage::DecodedMessage(StoragePtr storage, capnp::StructSchema schema,
+                               std::size_t encoded_bytes)
     : storage_(std::move(storage)),
-      reader_(reader),
+      reader_(&storage_->reader),
       schema_(schema),
       encoded_bytes_(encoded_bytes) {}
 
@@ -128,37 +166,54 @@ Result<DecodedMessage> decode_message(std::string_view bytes, std::shared_ptr<co
   DICE_RETURN_IF_ERROR(check_segment_table(bytes, options));
 
   // Input from a socket or a database has no alignment guarantee; Cap'n Proto needs 8 bytes.
-  kj::Array<capnp::word> copy;
+  // Unaligned bytes are copied behind the reader, in the one allocation the result needs anyway.
+  const bool in_place = owner != nullptr &&
+                        reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(capnp::word) == 0;
+  if (!in_place) owner = nullptr;
+  static_assert(sizeof(DecodedMessage::Storage) % sizeof(capnp::word) == 0,
+                "the aligned copy behind Storage must start on a word boundary");
+  struct Block {  // raw memory until the Storage in it is constructed
+    void* memory;
+    ~Block() { ::operator delete(memory); }
+  } block{::operator new(sizeof(DecodedMessage::Storage) + (in_place ? 0 : bytes.size()))};
   kj::ArrayPtr<const capnp::word> words;
-  if (owner != nullptr &&
-      reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(capnp::word) == 0) {
+  if (in_place) {
     words =
         kj::arrayPtr(reinterpret_cast<const capnp::word*>(bytes.data()), bytes.size() / kWordBytes);
   } else {
-    owner = nullptr;
-    copy = kj::heapArray<capnp::word>(bytes.size() / kWordBytes);
-    std::memcpy(copy.begin(), bytes.data(), bytes.size());
-    words = copy.asPtr();
+    auto* copy = reinterpret_cast<capnp::word*>(static_cast<char*>(block.memory) +
+                                                sizeof(DecodedMessage::Storage));
+    std::memcpy(copy, bytes.data(), bytes.size());
+    words = kj::arrayPtr(copy, bytes.size() / kWordBytes);
   }
 
   try {
-    // Walk with the caller's limits: this is where every bound, type and limit check happens.
-    capnp::ReaderOptions walk_options;
-    walk_options.traversalLimitInWords = options.traversal_limit_words;
-    walk_options.nestingLimit = options.nesting_limit;
-    capnp::FlatArrayMessageReader walk_reader(words, walk_options);
-    walk_validate(walk_reader.getRoot<capnp::AnyStruct>(), schema);
-
-    // The kept reader has no traversal budget to run out of: the walk above already proved that
-    // one full read fits the limit, and a budget spent by the walk must not make later reads throw.
-    // The nesting limit is structural, so the same value passes the same message.
+    const StructPlan* plan = plan_for(schema);
+    // The kept reader has no traversal limit of its own: the walk below charges the caller's
+    // budget itself, so the budget it spends cannot make later reads throw. The nesting limit is
+    // structural, so the same value passes the same message every time.
     capnp::ReaderOptions keep_options;
     keep_options.traversalLimitInWords = std::numeric_limits<std::uint64_t>::max();
     keep_options.nestingLimit = options.nesting_limit;
-    auto storage = std::make_unique<DecodedMessage::Storage>(std::move(copy), std::move(owner),
-                                                             words, keep_options);
-    capnp::MessageReader* reader = &storage->reader;
-    return DecodedMessage(std::move(storage), reader, schema, bytes.size());
+    const bool bounded_reader = reaches_any_pointer(plan);
+    if (bounded_reader) {
+      // An AnyPointer is checked by Cap'n Proto's targetSize(), which only a reader's own limiter
+      // bounds: validate with a second, bounded reader (dice's schemas never take this path).
+      capnp::ReaderOptions walk_options;
+      walk_options.traversalLimitInWords = options.traversal_limit_words;
+      walk_options.nestingLimit = options.nesting_limit;
+      capnp::FlatArrayMessageReader walk_reader(words, walk_options);
+      walk_validate(walk_reader.getRoot<capnp::AnyStruct>(), plan,
+                    std::numeric_limits<std::uint64_t>::max());
+    }
+    DecodedMessage::StoragePtr storage(
+        new (block.memory) DecodedMessage::Storage(std::move(owner), words, keep_options));
+    block.memory = nullptr;  // owned by `storage` from here
+    if (!bounded_reader) {
+      walk_validate(storage->reader.getRoot<capnp::AnyStruct>(), plan,
+                    options.traversal_limit_words);
+    }
+    return DecodedMessage(std::move(storage), schema, bytes.size());
   } catch (const kj::Exception& e) {
     return Status::corruption("malformed " + std::string(schema.getShortDisplayName().cStr()) +
                               " message (" + std::to_string(bytes.size()) +

@@ -15,9 +15,10 @@
 // Decoding never throws and never crashes, whatever the bytes: the segment table is checked
 // against the buffer size, unaligned bytes are copied into 8-byte-aligned words (so any input
 // alignment works; aligned bytes with an owner are read in place), and the whole message is walked
-// once against the root's schema inside a try block. Cap'n Proto checks pointers lazily, on field
-// access; after that walk every field the schema knows has been read once, so later reads of a
-// Decoded<T> cannot throw (reading the inactive arm of a union is a caller bug, as it is with any
+// once against the root's schema inside a try block, by the same reader the result keeps (the walk
+// counts the traversal budget itself: see schema_walk.h). Cap'n Proto checks pointers lazily, on
+// field access; after that walk every field the schema knows has been read once, so later reads of
+// a Decoded<T> cannot throw (reading the inactive arm of a union is a caller bug, as it is with any
 // Cap'n Proto reader: check which() first).
 #pragma once
 
@@ -51,6 +52,12 @@ struct DecodeOptions {
 // Serializes a message into one buffer in the format above.
 std::string encode(capnp::MessageBuilder& message);
 
+// Bytes encode() produces for `message`.
+std::size_t encoded_size(capnp::MessageBuilder& message);
+// Writes encode()'s bytes to `out`, which has room for encoded_size(message) bytes: for callers
+// that own a buffer already (a ZeroMQ message), saving a string and a copy.
+void encode_to(capnp::MessageBuilder& message, char* out);
+
 // Copies a struct (reader or builder of any generated type) into a fresh message and serializes it.
 template <typename StructReaderOrBuilder>
 std::string encode_struct(StructReaderOrBuilder value) {
@@ -83,11 +90,14 @@ class DecodedMessage {
                                                std::shared_ptr<const void> owner,
                                                capnp::StructSchema schema,
                                                const DecodeOptions& options);
-  struct Storage;
-  DecodedMessage(std::unique_ptr<Storage> storage, capnp::MessageReader* reader,
-                 capnp::StructSchema schema, std::size_t encoded_bytes);
+  struct Storage;  // the reader, and the aligned copy of the bytes or their owner (wire.cc)
+  struct StorageDeleter {
+    void operator()(Storage* storage) const noexcept;
+  };
+  using StoragePtr = std::unique_ptr<Storage, StorageDeleter>;
+  DecodedMessage(StoragePtr storage, capnp::StructSchema schema, std::size_t encoded_bytes);
 
-  std::unique_ptr<Storage> storage_;  // aligned words or their owner; the reader points into them
+  StoragePtr storage_;  // the reader and the words it reads
   capnp::MessageReader* reader_ = nullptr;
   capnp::StructSchema schema_;
   std::size_t encoded_bytes_ = 0;

@@ -250,6 +250,7 @@ void fill_envelope(schema::Envelope::Builder b, std::uint32_t salt,
   b.setSenderId(txt("env.senderId", salt));
   b.setRunId(txt("env.runId", salt));
   b.setSentUnixMillis(i64(salt, 3));
+  fill_ack(b.initAck(), salt + 2);
   auto body = b.getBody();
   const std::uint32_t s = salt + 1;
   switch (which) {
@@ -295,6 +296,8 @@ void expect_envelope(schema::Envelope::Reader r, std::uint32_t salt,
   EXPECT_EQ(r.getSenderId().cStr(), txt("env.senderId", salt));
   EXPECT_EQ(r.getRunId().cStr(), txt("env.runId", salt));
   EXPECT_EQ(r.getSentUnixMillis(), i64(salt, 3));
+  ASSERT_TRUE(r.hasAck());
+  expect_ack(r.getAck(), salt + 2);
   auto body = r.getBody();
   ASSERT_EQ(body.which(), which);
   const std::uint32_t s = salt + 1;

@@ -263,5 +263,23 @@ TEST(WireDecode, TraversalBudgetIsSpentByValidationNotByLaterReads) {
   }
 }
 
+// A struct list may claim hundreds of millions of zero-sized elements in a few bytes; the walk
+// visits each one, so each one spends the traversal budget (Cap'n Proto's own reader charges them
+// the same way) and the message is refused instead of walked.
+TEST(WireDecode, ZeroSizedListElementsSpendTheTraversalBudget) {
+  capnp::MallocMessageBuilder message;
+  auto verdict = message.initRoot<Envelope>().getBody().initVerdict();
+  const auto findings = capnp::Schema::from<schema::Verdict>().getFieldByName("findings");
+  const std::uint32_t slot = findings.getProto().getSlot().getOffset();
+  capnp::toAny(verdict).getPointerSection()[slot].initAsListOfAnyStruct(0, 0, 1u << 28);
+  const std::string bytes = wire::encode(message);
+  EXPECT_LT(bytes.size(), 1024u);
+  auto decoded = wire::decode<Envelope>(bytes);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(decoded.status().message().find("traversal"), std::string::npos)
+      << decoded.status().message();
+}
+
 }  // namespace
 }  // namespace dice::test

@@ -73,6 +73,15 @@ class DispatcherStateTest : public ::testing::Test {
       b.getCandidate().setSampleIndex(sample);
     });
   }
+  // A Verdict carrying its item's Ack (protocol 3), as WorkerConnection::finish(id, message) sends.
+  void verdict_with_ack(const std::string& worker, std::uint64_t work_id, std::uint32_t credits) {
+    capnp::MallocMessageBuilder message;
+    auto envelope = wire::init_envelope(message, worker, "run");
+    envelope.getBody().initVerdict().setWorkId(work_id);
+    envelope.initAck().setWorkId(work_id);
+    envelope.getAck().setCredits(credits);
+    state_.handle("r-" + worker, decode(message), now_);
+  }
   void ack(const std::string& worker, std::uint64_t work_id, std::uint32_t credits = 0) {
     from(worker, [&](Body::Builder b) {
       b.initAck().setWorkId(work_id);
@@ -277,6 +286,37 @@ TEST_F(DispatcherStateTest, AckCarriesTheCreditOfTheFreedSlot) {
   ack("stranger", 9, /*credits=*/1);
   tick();
   ASSERT_FALSE(heartbeats_.empty());
+  EXPECT_EQ(heartbeats_.back().first, "r-stranger");
+  EXPECT_EQ(heartbeats_.back().second, "");
+}
+
+TEST_F(DispatcherStateTest, ResultCarryingItsAckCompletesTheItemOnce) {
+  hello("w1", 1);
+  submit(1);
+  submit(2);
+  EXPECT_EQ(tick()["r-w1"], std::vector<std::uint64_t>({1}));
+  // One message: the result is delivered, then the item completes and its slot is credited.
+  verdict_with_ack("w1", 1, /*credits=*/1);
+  ASSERT_TRUE(state_.has_result());
+  EXPECT_EQ(state_.pop_result().work_id, 1u);
+  auto stats = state_.stats(now_);
+  EXPECT_EQ(stats.completed, 1u);
+  EXPECT_EQ(stats.results_delivered, 1u);
+  EXPECT_EQ(tick()["r-w1"], std::vector<std::uint64_t>({2}));
+  // A re-sent copy (at-least-once) is a duplicate result and a duplicate ack; its credit counts.
+  verdict_with_ack("w1", 1, /*credits=*/1);
+  EXPECT_FALSE(state_.has_result());
+  stats = state_.stats(now_);
+  EXPECT_EQ(stats.completed, 1u);
+  EXPECT_EQ(stats.duplicate_results, 2u);
+  EXPECT_EQ(stats.credits, 1u);
+  // From a peer that never said Hello: dropped, counted, and answered with "send Hello".
+  const std::size_t heartbeats_before = heartbeats_.size();
+  verdict_with_ack("stranger", 9, /*credits=*/1);
+  EXPECT_FALSE(state_.has_result());
+  EXPECT_EQ(state_.stats(now_).unknown_results, 2u);  // the result and its ack
+  tick();
+  ASSERT_GT(heartbeats_.size(), heartbeats_before);
   EXPECT_EQ(heartbeats_.back().first, "r-stranger");
   EXPECT_EQ(heartbeats_.back().second, "");
 }

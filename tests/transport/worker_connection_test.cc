@@ -145,6 +145,38 @@ TEST(WorkerConnection, WorkFinishAndDuplicates) {
   EXPECT_EQ(worker->stats().finished, 1u);
 }
 
+TEST(WorkerConnection, FinishWithTheLastResultSendsOneMessageCarryingTheAck) {
+  FakeLearner learner;
+  auto worker = connect(learner, 2);
+  ASSERT_NE(worker, nullptr);
+  learner.expect(Body::CREDIT);
+  // A small result, and one past the zero-copy threshold (sent as a large frame).
+  for (const std::size_t excerpt_bytes : {std::size_t{16}, kZeroCopyBytes * 2}) {
+    const std::uint64_t work_id = 40 + excerpt_bytes;
+    learner.send([&](Body::Builder b) { b.initEvalRequest().setWorkId(work_id); });
+    ASSERT_TRUE(worker->receive(milliseconds(5000)).ok());
+    capnp::MallocMessageBuilder message;
+    auto verdict = worker->init_envelope(message).getBody().initVerdict();
+    verdict.setWorkId(work_id);
+    verdict.setLogExcerpt(std::string(excerpt_bytes, 'v'));
+    ASSERT_TRUE(worker->finish(work_id, message, milliseconds(1000)).ok());
+    auto got = learner.expect(Body::VERDICT);
+    EXPECT_EQ(got.root().getBody().getVerdict().getWorkId(), work_id);
+    EXPECT_EQ(got.root().getBody().getVerdict().getLogExcerpt().size(), excerpt_bytes);
+    ASSERT_TRUE(got.root().hasAck());
+    EXPECT_EQ(got.root().getAck().getWorkId(), work_id);
+    EXPECT_EQ(got.root().getAck().getCredits(), 1u);  // the freed slot
+    // Finished once: a second finish of either kind is refused and sends nothing.
+    EXPECT_EQ(worker->finish(work_id, message, milliseconds(100)).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ(worker->finish(work_id).code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_TRUE(learner.silent_about(Body::ACK, 200));  // no separate Ack
+  EXPECT_TRUE(learner.silent_about(Body::VERDICT, 50));
+  EXPECT_EQ(worker->stats().finished, 2u);
+  EXPECT_EQ(worker->stats().held, 0u);
+}
+
 TEST(WorkerConnection, SaysHelloAgainWhenTheLearnerDoesNotKnowIt) {
   FakeLearner learner;
   auto worker = connect(learner, 2, /*misses_before_dead=*/100);  // silence plays no part here

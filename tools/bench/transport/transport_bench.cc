@@ -6,14 +6,16 @@
 //
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
 //                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]
-//                   [--malloc tuned|default]
+//                   [--malloc tuned|default] [--ack fused|separate]
 //
 // --peers: "bare" runs both ping-pongs, "shared" or "apart" one of them, "dice" the transport.
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
 // in flight, round trips completed per second. The dice side pays for what a real run pays:
 // building and encoding an EvalRequest envelope, decoding and validating it on the worker, a
-// Verdict of the same size back (its logExcerpt), and the Ack that returns the credit.
+// Verdict of the same size back (its logExcerpt), and the Ack that returns the credit. --ack fused
+// (the default) sends the Verdict with the Ack in it (WorkerConnection::finish(id, message)), one
+// message back per item; separate sends them as two (send_result() then finish(id)).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -53,6 +55,8 @@ struct Flags {
   // --malloc tuned|default: tuned applies what every service applies at start-up
   // (tune_allocator_for_messages()); it applies to the bare peers too, which share the process.
   bool tune_malloc = true;
+  // --ack fused|separate: whether the worker's Verdict carries its Ack (see the file comment).
+  bool fused_ack = true;
 };
 
 struct Figures {
@@ -162,11 +166,13 @@ WorkItem make_item(std::uint64_t work_id, const std::string& prompt) {
   capnp::MallocMessageBuilder message(first_segment_words(prompt.size()));
   auto request = wire::init_envelope(message, "learner", "bench").getBody().initEvalRequest();
   request.setWorkId(work_id);
-  request.getTask().setPrompt(prompt);
+  // With its size: a std::string passed as is becomes Text through c_str(), and strlen reads it.
+  request.getTask().setPrompt(capnp::Text::Reader(prompt.data(), prompt.size()));
   return WorkItem{work_id, wire::encode(message), std::nullopt};
 }
 
-void echo_worker(WorkerConnection& connection, std::size_t size, std::atomic<bool>& stop) {
+void echo_worker(WorkerConnection& connection, std::size_t size, bool fused_ack,
+                 std::atomic<bool>& stop) {
   const std::string excerpt(size, 'y');
   while (!stop) {
     auto received = connection.receive(milliseconds(100));
@@ -177,7 +183,11 @@ void echo_worker(WorkerConnection& connection, std::size_t size, std::atomic<boo
     capnp::MallocMessageBuilder message(first_segment_words(excerpt.size()));
     auto verdict = connection.init_envelope(message).getBody().initVerdict();
     verdict.setWorkId(work_id);
-    verdict.setLogExcerpt(excerpt);
+    verdict.setLogExcerpt(capnp::Text::Reader(excerpt.data(), excerpt.size()));
+    if (fused_ack) {
+      if (!connection.finish(work_id, message, milliseconds(10000)).ok()) return;
+      continue;
+    }
     if (!connection.send_result(wire::encode(message), milliseconds(10000)).ok()) return;
     if (!connection.finish(work_id).ok()) return;
   }
@@ -205,7 +215,7 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
     std::exit(1);
   }
   std::atomic<bool> stop{false};
-  std::thread worker_thread([&] { echo_worker(**worker, size, stop); });
+  std::thread worker_thread([&] { echo_worker(**worker, size, flags.fused_ack, stop); });
   while ((*dispatcher)->stats().credits < static_cast<std::uint64_t>(flags.window)) {
     std::this_thread::sleep_for(milliseconds(1));
   }
@@ -271,6 +281,9 @@ bool parse(int argc, char** argv, Flags* flags) {
     } else if (key == "--malloc") {
       if (value != "tuned" && value != "default") return false;
       flags->tune_malloc = value == "tuned";
+    } else if (key == "--ack") {
+      if (value != "fused" && value != "separate") return false;
+      flags->fused_ack = value == "fused";
     } else if (key == "--window") {
       flags->window = std::stoi(value);
     } else {
@@ -287,7 +300,8 @@ int main(int argc, char** argv) {
   Flags flags;
   if (!parse(argc, argv, &flags)) {
     std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
-                 "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default]\n";
+                 "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default] "
+                 "[--ack fused|separate]\n";
     return 2;
   }
   dice::LogOptions log;
@@ -298,11 +312,11 @@ int main(int argc, char** argv) {
     std::cerr << "transport bench: could not tune malloc\n";
   }
   std::printf(
-      "%-17s %9s %14s %9s %9s %10s %9s   (round trips: %d, window: %d, malloc: %s, %u hw "
-      "threads)\n",
+      "%-17s %9s %14s %9s %9s %10s %9s   (round trips: %d, window: %d, malloc: %s, ack: %s, "
+      "%u hw threads)\n",
       "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", "cpu_us/rt", "cs/rt",
       flags.round_trips, flags.window, flags.tune_malloc ? "tuned" : "default",
-      std::thread::hardware_concurrency());
+      flags.fused_ack ? "fused" : "separate", std::thread::hardware_concurrency());
   auto print = [](const char* name, std::size_t size, const Figures& f) {
     std::printf("%-17s %9zu %14.0f %9.1f %9.1f %10.2f %9.2f\n", name, size, f.messages_per_s,
                 f.p50_us, f.p99_us, f.cpu_us_per_round_trip, f.switches_per_round_trip);
