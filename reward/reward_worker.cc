@@ -79,7 +79,7 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
                  << kv("reward", verdict.getReward())
                  << kv("compile_s", verdict.getTimings().getCompileSeconds())
                  << kv("eval_s", verdict.getTimings().getEvalSeconds());
-  return sink.send(message);
+  return sink.send_last(message);  // one Verdict per request
 }
 
 }  // namespace dice

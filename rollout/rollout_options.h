@@ -88,7 +88,7 @@ struct RolloutOptions {
   std::int64_t max_sequence_length = 6144;
   std::map<std::string, std::string> prompt_templates;
   bool abort_on_weight_update = false;
-  WeightSync weight_sync = WeightSync::kCheckpoint;
+  WeightSync weight_sync = WeightSync::kAuto;
   int weight_sync_timeout_ms = 60000;
   bool cuda_graphs = true;
 
@@ -118,8 +118,8 @@ struct RolloutOptions {
             "reads), nccl (NCCL broadcast from the learner's GPU; the learner refuses to start "
             "without a GPU and NCCL), auto (nccl when the learner has both, else checkpoint). "
             "Workers that cannot join a broadcast, and any broadcast that fails or times out, "
-            "fall back to the checkpoint folder. checkpoint until nccl is verified on GPUs. "
-            "Default: checkpoint");
+            "fall back to the checkpoint folder. Use checkpoint where the learner and a rollout "
+            "worker share one GPU (NCCL cannot put two ranks on one device). Default: auto");
     v.field("weight_sync_timeout_ms", weight_sync_timeout_ms,
             "Longest wait, on the learner and on each worker, for all ranks to join the NCCL "
             "communicator and for one broadcast to finish; past it the broadcast is aborted and "

@@ -104,7 +104,8 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
                                   : schema::Candidate::FinishReason::MAX_TOKENS);
     candidate.setGenerationSeconds(seconds);
     candidate.setRolloutWorker(worker_id_);
-    DICE_RETURN_IF_ERROR(sink.send(message));
+    const bool last = i + 1 == group.results.size();
+    DICE_RETURN_IF_ERROR(last ? sink.send_last(message) : sink.send(message));
     if (samples_) samples_->add();
     if (tokens_) tokens_->add(static_cast<double>(n));
   }

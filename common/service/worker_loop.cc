@@ -44,9 +44,28 @@ class ConnectionSink : public ResultSink {
     return connection_.send_result(wire::encode(message), timeout_);
   }
 
- private:
+ protected:
   transport::WorkerConnection& connection_;
   milliseconds timeout_;
+};
+
+// One work item's sink: send_last() ends the item (WorkerConnection::finish with the result), so
+// the loop finishes only the items whose handler did not.
+class ItemSink : public ConnectionSink {
+ public:
+  ItemSink(transport::WorkerConnection& connection, milliseconds timeout, std::uint64_t work_id)
+      : ConnectionSink(connection, timeout), work_id_(work_id) {}
+  Status send_last(capnp::MessageBuilder& message) override {
+    if (work_id_ == 0 || ended_) return send(message);  // no item to end (or ended already)
+    Status sent = connection_.finish(work_id_, message, timeout_);
+    ended_ = sent.ok();
+    return sent;
+  }
+  bool ended() const { return ended_; }
+
+ private:
+  std::uint64_t work_id_;
+  bool ended_ = false;
 };
 
 // Work items handed from the receive loop to the handler threads. The learner never sends more
@@ -197,27 +216,33 @@ int run_worker_loop_with_replies(const WorkerLoopOptions& options, MetricsRegist
     while (auto next = queue.pop()) {
       const wire::Decoded<schema::Envelope>& item = *next;
       const std::uint64_t work_id = work_id_of(item);
+      ItemSink item_sink(connection, options.send_timeout, work_id);
       Status status;
       try {
-        status = handle_work(item, sink);
+        status = handle_work(item, item_sink);
       } catch (const std::exception& e) {
         status = Status::internal(std::string("handler threw: ") + e.what());
       }
       if (!status.ok()) {
         failed->add();
-        DICE_LOG(Warn) << "work failed" << kv("work", work_id) << kv("error", status.to_string());
+        DICE_LOG(Warn) << "work failed" << kv("work", work_id) << kv("error", status.to_string())
+                       << kv("after_last_result", item_sink.ended());
+      }
+      if (!status.ok() && !item_sink.ended()) {
         capnp::MallocMessageBuilder message;
-        auto error = sink.init_envelope(message).getBody().initError();
+        auto error = item_sink.init_envelope(message).getBody().initError();
         error.setWorkId(work_id);
         error.setMessage(status.to_string());
-        Status sent = sink.send(message);
+        Status sent = item_sink.send_last(message);
         if (!sent.ok()) {
           DICE_LOG(Warn) << "cannot send error" << kv("error", sent.to_string());
         }
       }
-      Status done = connection.finish(work_id);
-      if (!done.ok()) {
-        DICE_LOG(Warn) << "cannot finish work" << kv("error", done.to_string());
+      if (!item_sink.ended()) {
+        Status done = connection.finish(work_id);
+        if (!done.ok()) {
+          DICE_LOG(Warn) << "cannot finish work" << kv("error", done.to_string());
+        }
       }
       finished->add();
       in_hand->add(-1);

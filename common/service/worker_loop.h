@@ -32,6 +32,10 @@ class ResultSink {
   virtual schema::Envelope::Builder init_envelope(capnp::MessageBuilder& message) = 0;
   // Encodes `message` (an Envelope built with init_envelope) and queues it for the learner.
   virtual Status send(capnp::MessageBuilder& message) = 0;
+  // send() for the work item's last result: the worker loop's sink also ends the item with it
+  // (the Ack rides on the result: one message to the learner instead of two). Nothing may be
+  // sent for the item afterwards. Default: send().
+  virtual Status send_last(capnp::MessageBuilder& message) { return send(message); }
 };
 
 // Runs one work item (a RolloutRequest or EvalRequest envelope). May be called on several threads
