@@ -275,6 +275,28 @@ TEST_F(Qwen3Test, PackedChunkMatchesPaddedChunk) {
       c10::Error);
 }
 
+// Key slots rounded up (the sampler's CUDA-graph shapes): a multiple of the rounding, at most the
+// capacity, and the extra slots are masked: the same hidden states as the exact layout.
+TEST_F(Qwen3Test, RoundedKeySlotsChangeNothingButTheShape) {
+  const int64_t bs = config_.block_size;
+  at::Tensor tokens = random_tokens(3, 16, config_);
+  KvCache cache(config_, 3, 24, at::kFloat);
+  lm_->prefill(tokens.narrow(1, 0, 8), {8, 4, 0}, cache);
+  const std::vector<int64_t> valid = {bs, bs, 0};
+  at::Tensor grid = at::stack({tokens[0].narrow(0, 8, bs), tokens[1].narrow(0, 4, bs),
+                               at::full({bs}, config_.mask_token_id, at::kLong)});
+  CachedChunkLayout exact = lm_->chunk_layout(cache, valid, bs, false, at::kCPU);
+  CachedChunkLayout rounded = lm_->chunk_layout(cache, valid, bs, false, at::kCPU, 10);
+  CachedChunkLayout capped = lm_->chunk_layout(cache, valid, bs, false, at::kCPU, 1000);
+  EXPECT_EQ(exact.key_slots, 8 + bs);
+  EXPECT_EQ(rounded.key_slots, 20);  // 12 rounded up to a multiple of 10
+  EXPECT_EQ(capped.key_slots, 24);   // never past the capacity
+  EXPECT_EQ(rounded.mask.size(-1), 20);
+  at::Tensor want = lm_->hidden_chunk(grid, exact, cache);
+  EXPECT_LT(max_diff(lm_->hidden_chunk(grid, rounded, cache), want), kTol);
+  EXPECT_LT(max_diff(lm_->hidden_chunk(grid, capped, cache), want), kTol);
+}
+
 TEST_F(Qwen3Test, TrainingLayoutMatchesBlockCausalViews) {
   const int64_t len = 12, bs = config_.block_size;
   at::Tensor x0 = random_tokens(1, len, config_);
