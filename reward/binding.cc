@@ -96,13 +96,15 @@ std::string binding_prelude(TorchHeaders headers) {
 }
 
 std::string binding_translation_unit(const ExtensionSources& ext, TorchHeaders headers,
-                                     const std::string& prelude_header) {
+                                     const std::string& prelude_header,
+                                     const std::string& host_part) {
   const bool slim = headers != TorchHeaders::kFull;
   std::string out =
       prelude_header.empty() ? binding_prelude(headers) : "#include \"" + prelude_header + "\"\n";
   out += "#line 1 \"cpp_sources\"\n";
   out += slim ? without_extension_include(ext.cpp_sources) : ext.cpp_sources;
   out += "\n";
+  out += host_part;
   if (ext.functions.empty()) return out;
   out += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
   for (const auto& f : ext.functions) {

@@ -49,9 +49,11 @@ std::string binding_prelude(TorchHeaders headers);
 
 // The .cpp file with the Python bindings. With `prelude_header` (an absolute path to a file
 // holding binding_prelude(headers), with a precompiled .gch beside it) the file includes that
-// instead of spelling the prelude out.
+// instead of spelling the prelude out. `host_part` (split_sources.h: the kernel file's host code
+// in a split build) goes after cpp_sources, before the module definition.
 std::string binding_translation_unit(const ExtensionSources& ext,
                                      TorchHeaders headers = TorchHeaders::kFull,
-                                     const std::string& prelude_header = "");
+                                     const std::string& prelude_header = "",
+                                     const std::string& host_part = "");
 
 }  // namespace dice

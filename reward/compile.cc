@@ -11,6 +11,7 @@
 #include "common/hash/content_hash.h"
 #include "common/log.h"
 #include "reward/json_value.h"
+#include "reward/split_sources.h"
 
 namespace dice {
 namespace {
@@ -28,6 +29,9 @@ const std::vector<std::string> kNvccBaseFlags = {"-D__CUDA_NO_HALF_OPERATORS__",
                                                  "-std=c++17",
                                                  "--compiler-options",
                                                  "-fPIC"};
+
+// Part of the cache key of split builds (a module built another way is another module).
+constexpr char kSplitScheme[] = "split-v1";
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -133,11 +137,12 @@ std::string trim_compiler_log(const std::string& output, int max_lines) {
 }
 
 std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
-                           const std::string& optimization) {
+                           const std::string& optimization, const std::string& scheme) {
   std::string source = content_hash_hex_parts(
       {ext.name, ext.cpp_sources, ext.cuda_sources, join(ext.functions, ",")});
   std::string flags = optimization + "|" + join(ext.extra_cuda_cflags, " ") + "|" +
                       join(ext.extra_cflags, " ") + "|" + join(ext.extra_ldflags, " ");
+  if (!scheme.empty()) flags += "|" + scheme;
   return kernel_source_hash(source, flags, toolchain.identity());
 }
 
@@ -194,7 +199,8 @@ std::string Compiler::module_file(const std::string& hash, const std::string& na
 }
 
 std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext) {
-  const std::string hash = extension_hash(ext, toolchain_, options_.optimization);
+  const std::string hash = extension_hash(ext, toolchain_, options_.optimization,
+                                          options_.split_host_device ? kSplitScheme : "");
   std::error_code ec;
   if (fs::exists(module_file(hash, ext.name), ec)) {
     CompileOutcome hit;
@@ -318,9 +324,11 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   base.uid = build_uid;
   base.gid = build_uid;
 
-  // Both translation units with one header set; the binding file and the CUDA file compile at the
-  // same time. An error result is the first failure, ready to return.
-  auto compile_objects = [&](TorchHeaders headers) -> std::optional<CompileOutcome> {
+  // Both translation units with one header set (or split: the kernels without torch, the host
+  // code in the binding file); the binding file and the CUDA file compile at the same time. An
+  // error result is the first failure, ready to return.
+  auto compile_objects = [&](TorchHeaders headers,
+                             const SplitSources* split) -> std::optional<CompileOutcome> {
     // The binding file has no lean form (binding.h): kLean's is kSlim's.
     const TorchHeaders binding_headers =
         headers == TorchHeaders::kLean ? TorchHeaders::kSlim : headers;
@@ -330,11 +338,13 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
         binding_pch_ && binding_headers == TorchHeaders::kSlim && ext.extra_cflags.empty()
             ? binding_pch_->header_for(binding_headers, base)
             : "";
-    Status written =
-        write_file(build_dir + "/kernels.cu", cuda_translation_unit(ext, headers, aten_operators_));
+    Status written = write_file(
+        build_dir + "/kernels.cu",
+        split ? split->device_unit : cuda_translation_unit(ext, headers, aten_operators_));
     if (written.ok()) {
-      written = write_file(build_dir + "/binding.cpp",
-                           binding_translation_unit(ext, binding_headers, prelude));
+      written = write_file(
+          build_dir + "/binding.cpp",
+          binding_translation_unit(ext, binding_headers, prelude, split ? split->host_part : ""));
     }
     if (!written.ok()) return fail(schema::FailureClass::INTERNAL_ERROR, written.message());
     if (geteuid() == 0 && build_uid >= 0) {
@@ -365,45 +375,73 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     }
     return std::nullopt;
   };
+  const std::string module_name = ext.name + toolchain_.ext_suffix;
+  auto link_module = [&]() -> std::optional<CompileOutcome> {
+    std::vector<std::string> link = {toolchain_.cxx, "-shared", "kernels.o",
+                                     "binding.o",    "-o",      module_name};
+    for (const auto& dir : toolchain_.library_paths) link.push_back("-L" + dir);
+    for (const auto& lib : toolchain_.torch_libraries) link.push_back("-l" + lib);
+    link.insert(link.end(), ext.extra_ldflags.begin(), ext.extra_ldflags.end());
+    SandboxSpec link_spec = base;
+    link_spec.argv = link;
+    Result<SandboxResult> link_run = run_sandboxed(link_spec);
+    if (!link_run.ok()) {
+      return fail(schema::FailureClass::INTERNAL_ERROR, link_run.status().message());
+    }
+    if (!link_run->succeeded()) {
+      return fail(link_run->timed_out ? schema::FailureClass::COMPILE_TIMEOUT
+                                      : schema::FailureClass::COMPILE_ERROR,
+                  "link: " + trim_compiler_log(link_run->stderr_text, options_.error_lines));
+    }
+    return std::nullopt;
+  };
+  // The split build first (split_sources.h: nvcc without torch headers): where it does not apply,
+  // or does not compile or link, the build goes on as if it had not been tried, so its errors are
+  // never the candidate's.
+  bool linked = false;
+  if (options_.split_host_device) {
+    Result<SplitSources> split = split_host_device(ext);
+    std::optional<CompileOutcome> split_failed;
+    if (split.ok()) {
+      split_failed = compile_objects(TorchHeaders::kSlim, &split.value());
+      if (!split_failed) split_failed = link_module();
+      if (split_failed && split_failed->failure != schema::FailureClass::COMPILE_ERROR) {
+        return *split_failed;  // a timeout or the service's own failure, as for any tier
+      }
+      linked = !split_failed;
+    }
+    if (!linked) {
+      ++split_fallbacks_;
+      DICE_LOG(Debug) << "split build not used; building with torch headers" << kv("hash", hash)
+                      << kv("why", split.ok() ? "it failed to build: " + split_failed->log_excerpt
+                                              : split.status().message());
+    }
+  }
   // The leanest headers first (most kernels need nothing else); a compile error there may only
   // mean the source uses more of torch, so it gets the slim and then the full headers before it
   // counts as the candidate's.
-  std::optional<CompileOutcome> failed;
-  if (options_.lean_kernel_headers && !aten_operators_.empty()) {
-    failed = compile_objects(TorchHeaders::kLean);
-    if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
-      DICE_LOG(Debug) << "lean headers failed; retrying with the slim ones" << kv("hash", hash);
-      ++lean_header_fallbacks_;
-      failed = compile_objects(TorchHeaders::kSlim);
+  if (!linked) {
+    std::optional<CompileOutcome> failed;
+    if (options_.lean_kernel_headers && !aten_operators_.empty()) {
+      failed = compile_objects(TorchHeaders::kLean, nullptr);
+      if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
+        DICE_LOG(Debug) << "lean headers failed; retrying with the slim ones" << kv("hash", hash);
+        ++lean_header_fallbacks_;
+        failed = compile_objects(TorchHeaders::kSlim, nullptr);
+      }
+    } else {
+      failed = compile_objects(TorchHeaders::kSlim, nullptr);
     }
-  } else {
-    failed = compile_objects(TorchHeaders::kSlim);
+    if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
+      DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h" << kv("hash", hash);
+      failed = compile_objects(TorchHeaders::kFull, nullptr);
+      if (!failed) ++full_header_builds_;
+    }
+    if (!failed) failed = link_module();
+    if (failed) return *failed;
   }
-  if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
-    DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h" << kv("hash", hash);
-    failed = compile_objects(TorchHeaders::kFull);
-    if (!failed) ++full_header_builds_;
-  }
-  if (failed) return *failed;
   out.failure = schema::FailureClass::NONE;  // fail() recorded the failed attempts' errors
   out.log_excerpt.clear();
-
-  const std::string module_name = ext.name + toolchain_.ext_suffix;
-  std::vector<std::string> link = {toolchain_.cxx, "-shared", "kernels.o",
-                                   "binding.o",    "-o",      module_name};
-  for (const auto& dir : toolchain_.library_paths) link.push_back("-L" + dir);
-  for (const auto& lib : toolchain_.torch_libraries) link.push_back("-l" + lib);
-  link.insert(link.end(), ext.extra_ldflags.begin(), ext.extra_ldflags.end());
-  SandboxSpec link_spec = base;
-  link_spec.argv = link;
-  Result<SandboxResult> link_run = run_sandboxed(link_spec);
-  if (!link_run.ok())
-    return fail(schema::FailureClass::INTERNAL_ERROR, link_run.status().message());
-  if (!link_run->succeeded()) {
-    return fail(link_run->timed_out ? schema::FailureClass::COMPILE_TIMEOUT
-                                    : schema::FailureClass::COMPILE_ERROR,
-                "link: " + trim_compiler_log(link_run->stderr_text, options_.error_lines));
-  }
 
   fs::remove(build_dir + "/kernels.o", ec);
   fs::remove(build_dir + "/binding.o", ec);

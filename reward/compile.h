@@ -1,7 +1,8 @@
 // Compile pipeline: a candidate file -> its load_inline sources (python/extract_sources.py, by
-// parsing) -> two translation units (binding.h) -> nvcc for the .cu and the host compiler for
-// the binding, run at the same time, then one link into a Python extension module. The units
-// use slim LibTorch headers first and the full <torch/extension.h> only when that fails.
+// parsing) -> two translation units (split_sources.h where it applies, else binding.h) -> nvcc for
+// the .cu and the host compiler for the binding, run at the same time, then one link into a Python
+// extension module. The units use slim LibTorch headers first and the full <torch/extension.h> only
+// when that fails.
 //
 // Builds run on a pool of `jobs` threads and land in a cache folder keyed by
 // kernel_source_hash(sources, flags, toolchain identity):
@@ -60,6 +61,10 @@ struct CompileOptions {
   bool precompiled_binding_prelude = true;
   // Try the .cu with TorchHeaders::kLean first (binding.h), then kSlim, then kFull. Default: true
   bool lean_kernel_headers = true;
+  // Before those, build kernels without torch headers and the host code in the binding file
+  // (split_sources.h), where that keeps load_inline's meaning. Part of the cache key.
+  // Default: true
+  bool split_host_device = true;
 };
 
 struct CompileOutcome {
@@ -85,9 +90,10 @@ Result<std::vector<ExtensionSources>> extract_extension_sources(const std::strin
 // up to `max_lines`; the first lines when there is no such line.
 std::string trim_compiler_log(const std::string& output, int max_lines);
 
-// The cache key of one extension's build.
+// The cache key of one extension's build; `scheme` names a compile scheme other than the
+// default one (empty: the key is the same as before schemes were keyed).
 std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
-                           const std::string& optimization);
+                           const std::string& optimization, const std::string& scheme = "");
 
 class Compiler {
  public:
@@ -106,6 +112,9 @@ class Compiler {
   std::uint64_t full_header_builds() const { return full_header_builds_.load(); }
   // Builds whose .cu did not compile with the lean headers (and was retried with the slim ones).
   std::uint64_t lean_header_fallbacks() const { return lean_header_fallbacks_.load(); }
+  // Builds that did not end as split builds (split_host_device on): the split did not apply,
+  // or did not compile or link (then the build went on with torch headers).
+  std::uint64_t split_fallbacks() const { return split_fallbacks_.load(); }
 
  private:
   struct Job {
@@ -128,6 +137,7 @@ class Compiler {
   std::uint64_t build_counter_ = 0;
   std::atomic<std::uint64_t> full_header_builds_{0};
   std::atomic<std::uint64_t> lean_header_fallbacks_{0};
+  std::atomic<std::uint64_t> split_fallbacks_{0};
   std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain
   std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
   std::unique_ptr<BindingPch> binding_pch_;

@@ -50,6 +50,9 @@ struct JudgeSummary {
   // (Compiler::lean_header_fallbacks, full_header_builds): what compile time is lost to retries.
   std::uint64_t lean_header_fallbacks = 0;
   std::uint64_t full_header_builds = 0;
+  // Builds that could not be split into kernels without torch and host code in the binding
+  // file, or whose split build failed (Compiler::split_fallbacks): they took the header tiers.
+  std::uint64_t split_fallbacks = 0;
 
   double per_minute() const { return seconds > 0 ? 60.0 * candidates / seconds : 0; }
 };

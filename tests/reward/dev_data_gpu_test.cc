@@ -117,7 +117,8 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
             << 60.0 * items.size() / seconds << " per minute; compile jobs " << options.compile_jobs
             << ", GPU slots " << slots << ", full-header rebuilds "
             << pipeline.compiler().full_header_builds() << ", lean-header fallbacks "
-            << pipeline.compiler().lean_header_fallbacks() << ")" << std::endl;
+            << pipeline.compiler().lean_header_fallbacks() << ", split fallbacks "
+            << pipeline.compiler().split_fallbacks() << ")" << std::endl;
 
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {

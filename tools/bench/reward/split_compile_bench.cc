@@ -1,0 +1,232 @@
+// split_compile_bench: the compile cost of the infilling dev items (kernel_infilling_dev.json)
+// with and without the split build (reward/split_sources.h), and which items the split takes.
+//
+//   split_compile_bench [--data FILE] [--ids 7498,6995,...] [--first N]
+//                       [--modes classify,split,lean] [--python /usr/bin/python3]
+//                       [--arch sm_90] [--cache DIR] [--import] [--dump DIR]
+//
+// classify: one line per item, "split" or the reason it does not apply (with --dump, each
+// split's two files as DIR/<id>.kernels.cu and DIR/<id>.host.cpp). split / lean: each item
+// built one at a time in a fresh cache folder (a warm-up build first makes the binding's
+// precompiled header, as a long-running worker has it), printing per item the wall seconds and
+// the compilers' CPU seconds (children user + sys), then the totals. `--import` checks that
+// each built module imports in --python (not timed). Modes run in the order given; alternate
+// them (--modes split,lean,split,lean) to spread drift in the machine's load over both.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reward/compile.h"
+#include "reward/json_value.h"
+#include "reward/split_sources.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace dice;
+
+struct Flags {
+  std::string data = "/work/shared/data/dice-rl/kernel_infilling_dev.json";
+  std::vector<std::string> ids;  // empty = all (or --first)
+  size_t first = 0;              // 0 = no limit
+  std::vector<std::string> modes = {"classify"};
+  std::string python = "/usr/bin/python3";
+  std::string arch = "sm_90";
+  std::string cache = "/tmp/split_compile_bench";
+  bool check_import = false;
+  std::string dump;  // classify: where to write the split files; empty = nowhere
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+bool parse(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--import") {
+      f->check_import = true;
+      continue;
+    }
+    if (i + 1 >= argc) return false;
+    const std::string value = argv[++i];
+    if (arg == "--data")
+      f->data = value;
+    else if (arg == "--ids")
+      f->ids = split_list(value);
+    else if (arg == "--first")
+      f->first = std::stoul(value);
+    else if (arg == "--modes")
+      f->modes = split_list(value);
+    else if (arg == "--python")
+      f->python = value;
+    else if (arg == "--arch")
+      f->arch = value;
+    else if (arg == "--cache")
+      f->cache = value;
+    else if (arg == "--dump")
+      f->dump = value;
+    else
+      return false;
+  }
+  return true;
+}
+
+struct Item {
+  std::string id;
+  ExtensionSources ext;
+};
+
+Result<std::vector<Item>> load_items(const Flags& f) {
+  std::ifstream in(f.data, std::ios::binary);
+  if (!in) return Status::not_found("no dev data at " + f.data);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  DICE_ASSIGN_OR_RETURN(JsonDocument doc, JsonDocument::parse(ss.str(), f.data));
+  std::vector<Item> items;
+  for (auto e : doc.root().getArray()) {
+    capnp::json::Value::Reader id;
+    Item item;
+    if (json_member(e, "id", &id)) {
+      item.id = id.isNumber() ? std::to_string(static_cast<long long>(id.getNumber()))
+                              : json_string(e, "id");
+    }
+    if (!f.ids.empty() && std::find(f.ids.begin(), f.ids.end(), item.id) == f.ids.end()) continue;
+    if (f.first != 0 && items.size() >= f.first) break;
+    SandboxSpec spec;
+    spec.timeout_seconds = 60;
+    DICE_ASSIGN_OR_RETURN(std::vector<ExtensionSources> exts,
+                          extract_extension_sources(json_string(e, "cuda_code"), f.python,
+                                                    DICE_REWARD_PYTHON_DIR, spec));
+    if (exts.size() != 1) return Status::invalid_argument(item.id + ": not one extension");
+    item.ext = exts[0];
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+double children_cpu_seconds() {
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+bool imports(const Flags& f, const CompileOutcome& built) {
+  const std::string dir = fs::path(built.module_path).parent_path().string();
+  const std::string cmd = f.python + " -c 'import sys; sys.path.insert(0, \"" + dir +
+                          "\"); import torch, " + built.module_name + "' > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item>& items,
+              const std::string& mode) {
+  CompileOptions o;
+  o.cache_dir = f.cache + "/" + mode;
+  o.jobs = 1;
+  o.split_host_device = mode == "split";
+  fs::remove_all(o.cache_dir);
+  Compiler compiler(toolchain, o);
+  {
+    // The warm-up: a kernel of another name, so it shares nothing with the items but the PCH.
+    ExtensionSources warm = items.front().ext;
+    warm.name = "dice_bench_warmup";
+    const double cpu0 = children_cpu_seconds();
+    CompileOutcome w = compiler.compile(warm);
+    std::printf("{\"mode\": \"%s\", \"warmup\": true, \"ok\": %s, \"cpu_s\": %.1f}\n", mode.c_str(),
+                w.failure == schema::FailureClass::NONE ? "true" : "false",
+                children_cpu_seconds() - cpu0);
+  }
+  const std::uint64_t fallbacks0 = compiler.split_fallbacks();
+  double total_cpu = 0, total_wall = 0;
+  int failures = 0;
+  for (const auto& item : items) {
+    const double cpu0 = children_cpu_seconds();
+    const std::uint64_t item_fallbacks0 = compiler.split_fallbacks();
+    const auto t0 = std::chrono::steady_clock::now();
+    CompileOutcome out = compiler.compile(item.ext);
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = children_cpu_seconds() - cpu0;
+    total_cpu += cpu;
+    total_wall += wall;
+    const bool ok = out.failure == schema::FailureClass::NONE;
+    failures += !ok;
+    std::string imported = "null";
+    if (ok && f.check_import) imported = imports(f, out) ? "true" : "false";
+    const bool split = o.split_host_device && compiler.split_fallbacks() == item_fallbacks0;
+    std::printf(
+        "{\"mode\": \"%s\", \"id\": \"%s\", \"ok\": %s, \"split\": %s, \"wall_s\": %.1f, "
+        "\"cpu_s\": %.1f, \"import\": %s}\n",
+        mode.c_str(), item.id.c_str(), ok ? "true" : "false", split ? "true" : "false", wall, cpu,
+        imported.c_str());
+    if (!ok) std::printf("  %s\n", out.log_excerpt.substr(0, 400).c_str());
+    std::fflush(stdout);
+  }
+  std::printf(
+      "{\"mode\": \"%s\", \"items\": %zu, \"failures\": %d, \"cpu_s\": %.1f, "
+      "\"wall_s\": %.1f, \"split_fallbacks\": %llu, \"lean_header_fallbacks\": %llu}\n",
+      mode.c_str(), items.size(), failures, total_cpu, total_wall,
+      static_cast<unsigned long long>(compiler.split_fallbacks() - fallbacks0),
+      static_cast<unsigned long long>(compiler.lean_header_fallbacks()));
+  fs::remove_all(o.cache_dir);
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (!parse(argc, argv, &f)) {
+    std::fprintf(stderr, "usage: see the comment at the top of split_compile_bench.cc\n");
+    return 2;
+  }
+  auto items = load_items(f);
+  if (!items.ok() || items->empty()) {
+    std::fprintf(stderr, "%s\n", items.ok() ? "no items" : items.status().to_string().c_str());
+    return 2;
+  }
+  int failures = 0;
+  for (const auto& mode : f.modes) {
+    if (mode == "classify") {
+      int split = 0;
+      for (const auto& item : *items) {
+        auto s = split_host_device(item.ext);
+        split += s.ok();
+        if (s.ok() && !f.dump.empty()) {
+          fs::create_directories(f.dump);
+          std::ofstream(f.dump + "/" + item.id + ".kernels.cu") << s->device_unit;
+          std::ofstream(f.dump + "/" + item.id + ".host.cpp") << s->host_part;
+        }
+        std::printf("%s\t%s\n", item.id.c_str(),
+                    s.ok() ? ("split: " + std::to_string(s->kernels) + " kernels, " +
+                              std::to_string(s->launches) + " launches")
+                                 .c_str()
+                           : s.status().message().c_str());
+      }
+      std::printf("split applies to %d of %zu items\n", split, items->size());
+      continue;
+    }
+    ToolchainOptions to;
+    to.python = f.python;
+    to.cuda_arch = f.arch;
+    auto toolchain = probe_toolchain(to);
+    if (!toolchain.ok()) {
+      std::fprintf(stderr, "%s\n", toolchain.status().to_string().c_str());
+      return 3;
+    }
+    failures += build_all(f, *toolchain, *items, mode);
+  }
+  return failures == 0 ? 0 : 1;
+}
