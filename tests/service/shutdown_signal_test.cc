@@ -145,12 +145,22 @@ TEST(ShutdownSignalProcessTest, SigtermDrainsInFlightItemThenExitsZero) {
   const std::string& out = child.output();
   auto requested = out.find("shutdown requested\n");
   ASSERT_NE(requested, std::string::npos) << out;
-  // The item in flight when the signal came finished after the request, and nothing after it.
-  auto finished_after = out.find("finished ", requested);
-  ASSERT_NE(finished_after, std::string::npos) << out;
-  EXPECT_EQ(out.find("finished ", finished_after + 1), std::string::npos) << out;
-  int n = std::stoi(out.substr(finished_after + 9));
-  EXPECT_NE(out.find("drained " + std::to_string(n) + "\n"), std::string::npos) << out;
+  auto count = [&](std::size_t from) {
+    int n = 0;
+    for (auto at = out.find("finished ", from); at != std::string::npos;
+         at = out.find("finished ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  // No item starts after the request: at most the one in flight finishes after it. (Zero lines
+  // after it when the signal thread printed the request after that item's line, which a loaded
+  // machine can do: the two lines come from two threads.)
+  EXPECT_LE(count(requested), 1) << out;
+  // The item in flight was finished, not dropped: every started item is counted as drained.
+  const int finished = count(0);
+  EXPECT_GE(finished, 1) << out;
+  EXPECT_NE(out.find("drained " + std::to_string(finished) + "\n"), std::string::npos) << out;
 }
 
 TEST(ShutdownSignalProcessTest, SecondSigtermExitsAtOnce) {
