@@ -1,12 +1,12 @@
 #include "cluster/process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <ctime>
-#include <fstream>
 #include <sstream>
 
 namespace dice::cluster {
@@ -14,9 +14,20 @@ namespace {
 
 // /proc/PID/stat: "pid (comm) S ppid ...": comm may hold spaces or ')', so split after the last
 // ')'.
+// Read with read(2), not an ifstream: a process that exits between open and read makes the read
+// fail with ESRCH, which libstdc++'s filebuf turns into an exception even with exceptions off.
 bool read_stat(pid_t pid, char* state, std::uint64_t* start_ticks) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::string text;
+  char buffer[1024];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;  // gone (ESRCH): the text so far has no start time, so not alive
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   std::size_t close = text.rfind(')');
   if (close == std::string::npos) return false;
   std::istringstream fields(text.substr(close + 1));
