@@ -71,9 +71,9 @@ at::Tensor ChunkForwardGraphs::run(const at::Tensor& input_ids, const CachedChun
 #endif
 }
 
+#if DICE_WITH_CUDA_GRAPHS  // only run() calls it, and only in such a build
 ChunkForwardGraphs::Graph& ChunkForwardGraphs::capture(const at::Tensor& input_ids,
                                                        const CachedChunkLayout& layout) {
-#if DICE_WITH_CUDA_GRAPHS
   const auto start = std::chrono::steady_clock::now();
   auto g = std::make_unique<Graph>();
   g->input_ids = input_ids.clone();
@@ -110,11 +110,7 @@ ChunkForwardGraphs::Graph& ChunkForwardGraphs::capture(const at::Tensor& input_i
   Graph& out = *g;
   graphs_[{layout.chunk_len, layout.key_slots}] = std::move(g);
   return out;
-#else
-  (void)input_ids;
-  (void)layout;
-  TORCH_CHECK(false, "ChunkForwardGraphs: this build's LibTorch has no CUDA");
-#endif
 }
+#endif
 
 }  // namespace dice

@@ -76,6 +76,22 @@ class NcclWeightSyncGpuTest : public ::testing::Test {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
+  // A pusher that broadcasts by NCCL with `timeout` for each step.
+  NcclWeightPusher nccl_pusher(milliseconds timeout) {
+    NcclPushOptions options;
+    options.mode = WeightSync::kNccl;
+    options.timeout = timeout;
+    return NcclWeightPusher(model_, options);
+  }
+
+  static PolicyUpdate update_to(std::uint64_t version, const std::string& checkpoint_dir) {
+    PolicyUpdate update;
+    update.ran = true;
+    update.policy_version = version;
+    update.checkpoint_dir = checkpoint_dir;
+    return update;
+  }
+
   std::string out_;
   std::unique_ptr<transport::WorkDispatcher> dispatcher_;
   Qwen3LM model_{nullptr};
@@ -83,14 +99,8 @@ class NcclWeightSyncGpuTest : public ::testing::Test {
 
 TEST_F(NcclWeightSyncGpuTest, WorkerGetsBitwiseWeightsAndTheNewVersion) {
   auto worker = start_worker("apply");
-  NcclPushOptions options;
-  options.mode = WeightSync::kNccl;
-  options.timeout = milliseconds(60000);
-  NcclWeightPusher pusher(model_, options);
-  PolicyUpdate update;
-  update.ran = true;
-  update.policy_version = 5;
-  update.checkpoint_dir = out_ + "/unused";  // must not be needed
+  NcclWeightPusher pusher = nccl_pusher(milliseconds(60000));
+  const PolicyUpdate update = update_to(5, out_ + "/unused");  // the folder must not be needed
   ASSERT_EQ(ranks(), std::vector<std::string>{"gpu-test/rollout/0"});
   Status pushed = pusher.push_nccl(update, *dispatcher_, ranks());
   ASSERT_TRUE(pushed.ok()) << pushed.to_string() << "\nworker log:\n" << log();
@@ -116,14 +126,8 @@ TEST_F(NcclWeightSyncGpuTest, WorkerGetsBitwiseWeightsAndTheNewVersion) {
 
 TEST_F(NcclWeightSyncGpuTest, KilledWorkerCostsATimeoutNotAHang) {
   auto worker = start_worker("stall");
-  NcclPushOptions options;
-  options.mode = WeightSync::kNccl;
-  options.timeout = milliseconds(10000);
-  NcclWeightPusher pusher(model_, options);
-  PolicyUpdate update;
-  update.ran = true;
-  update.policy_version = 6;
-  update.checkpoint_dir = out_ + "/fallback";
+  NcclWeightPusher pusher = nccl_pusher(milliseconds(10000));
+  const PolicyUpdate update = update_to(6, out_ + "/fallback");
   // Kill the worker once it has joined the communicator and the broadcast is under way.
   std::thread killer([&] {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
