@@ -27,9 +27,17 @@ constexpr const char* kStartScript =
     "mkdir -p \"${pid_file%/*}\" || exit 126\n"
     "if live \"$pid_file\" \"$tag\"; then\n"
     "  echo \"dice-cluster-remote: stopping an earlier $tag (pid $p) still running\" >&2\n"
+    "  w=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/\"$p\"/status 2>/dev/null)\n"
     "  kill -TERM \"$p\"; n=0\n"
     "  while live \"$pid_file\" \"$tag\" && [ $n -lt 10 ]; do sleep 1; n=$((n + 1)); done\n"
     "  live \"$pid_file\" \"$tag\" && kill -KILL \"$p\"\n"
+    // The earlier copy's wrapper removes the pid file after reaping its service; it must be gone
+    // before this copy writes its own, or it could remove the new one (its check-then-remove is
+    // not atomic). A wrapper killed earlier left its service to init: nothing to wait for.
+    "  n=0\n"
+    "  while [ -n \"$w\" ] && grep -qsF \"$0\" /proc/\"$w\"/cmdline && [ $n -lt 100 ]; do\n"
+    "    sleep 0.1; n=$((n + 1))\n"
+    "  done\n"
     "fi\n"
     "cd \"$dir\" || exit 126\n"
     "if [ -n \"$devices\" ]; then CUDA_VISIBLE_DEVICES=$devices; export CUDA_VISIBLE_DEVICES; fi\n"

@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "cluster/process.h"
 #include "tests/cluster/cli_test_support.h"
@@ -203,6 +205,43 @@ TEST_F(RemoteScriptTest, StartStopsAnEarlierCopyStillRunning) {
                 .find("stopping an earlier r/rollout-0 (pid " + std::to_string(earlier) + ")"),
             std::string::npos)
       << read_file(dir_ + "/out2");
+}
+
+// The earlier copy's wrapper removes the pid file once it has reaped its service, by a check then
+// a remove: the later copy must not write its own pid file before that wrapper is done, or the
+// remove can take the new file (seen in CI as a pid file gone for good). The earlier wrapper is
+// held stopped here to open that window wide.
+TEST_F(RemoteScriptTest, StartWaitsForTheEarlierWrapperBeforeWritingItsPidFile) {
+  std::string command =
+      remote_start_command(shell_service("exec sleep 30"), pid_file(), "r/rollout-0", dir_);
+  RemoteShell first(command, dir_ + "/out1");
+  ASSERT_TRUE(poll_until([&] { return std::filesystem::exists(pid_file()); }));
+  pid_t earlier = recorded_pid();
+  std::string status = read_file("/proc/" + std::to_string(earlier) + "/status");
+  size_t at = status.find("PPid:");
+  ASSERT_NE(at, std::string::npos);
+  pid_t wrapper = static_cast<pid_t>(std::atol(status.c_str() + at + 5));
+  ASSERT_GT(wrapper, 1);
+  ASSERT_EQ(kill(wrapper, SIGSTOP), 0);
+  struct Resume {  // a failed assertion below must not leave a stopped process behind
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{wrapper};
+
+  RemoteShell second(command, dir_ + "/out2");
+  // The earlier service dies at once (SIGTERM); its stopped wrapper cannot reap it yet.
+  ASSERT_TRUE(poll_until([&] { return !process_alive(earlier, 0); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(recorded_pid(), earlier) << "the later copy wrote its pid file before the earlier "
+                                        "wrapper had finished with it";
+
+  ASSERT_EQ(kill(wrapper, SIGCONT), 0);
+  EXPECT_EQ(first.wait_exit(), 128 + SIGTERM);
+  ASSERT_TRUE(poll_until([&] { return recorded_pid() != earlier && recorded_pid() > 0; }));
+  EXPECT_TRUE(process_alive(recorded_pid(), 0));
+  // And it stays: nothing removes the later copy's file.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(process_alive(recorded_pid(), 0));
 }
 
 }  // namespace
