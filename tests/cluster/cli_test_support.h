@@ -130,6 +130,11 @@ inline std::vector<std::string> test_double_overrides(const std::string& state_d
   };
 }
 
+// The line sigterm_ignoring_service_test_double prints once it ignores SIGTERM. `up` returns
+// before a service gets that far, so a test of what `down` does to such a service first waits
+// for this line in the service's log (else a slow start takes the SIGTERM and exits by it).
+inline constexpr const char* kIgnoringSigtermLine = "sigterm_ignoring_service_test_double args:";
+
 // Polls `done` until true or `seconds` pass.
 // The run's state file in `state_dir`; an empty state, and a test failure, when it cannot be read.
 inline ClusterState read_state(const std::string& state_dir) {

@@ -157,6 +157,10 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
 
 TEST_F(DiceClusterTest, DownKillsAServiceThatIgnoresSigtermAfterTheDrainTimeout) {
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
+  ASSERT_TRUE(poll_until([&] {
+    return cli({"logs", "reward-0", "--state-dir", state_dir_})
+               .output.find(cli_test::kIgnoringSigtermLine) != std::string::npos;
+  }));
   auto started = std::chrono::steady_clock::now();
   CliResult stopped = down();
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -148,6 +148,12 @@ class SshBackendTest : public ::testing::Test {
     return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt");
   }
   ClusterState state() { return cli_test::read_state(state_dir_); }
+  void wait_until_reward_ignores_sigterm() {
+    ASSERT_TRUE(poll_until([&] {
+      return cli({"logs", "reward-0", "--state-dir", state_dir_})
+                 .output.find(cli_test::kIgnoringSigtermLine) != std::string::npos;
+    }));
+  }
   const ServiceState* service(const ClusterState& s, const std::string& name) {
     return cli_test::find_service(s, name);
   }
@@ -253,6 +259,7 @@ TEST_F(SshBackendTest, DownKillsWhatAKilledSupervisorLeftOnTheNodes) {
   // client) leaves it running on its node: down must find it there and SIGKILL it.
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
   std::map<std::string, pid_t> remote = wait_remote_pids();
+  wait_until_reward_ignores_sigterm();
   ClusterState s = state();
   ASSERT_EQ(kill(s.supervisor_pid, SIGKILL), 0);
   // The others stop on the SIGTERM their start scripts send when the link ends.
@@ -271,6 +278,7 @@ TEST_F(SshBackendTest, DownKillsWhatAKilledSupervisorLeftOnTheNodes) {
 TEST_F(SshBackendTest, DrainSigkillsARemoteServiceThatIgnoresSigterm) {
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
   std::map<std::string, pid_t> remote = wait_remote_pids();
+  wait_until_reward_ignores_sigterm();
   CliResult stopped = cli({"down", "--state-dir", state_dir_});
   ASSERT_EQ(stopped.rc, 0) << stopped.output;
   expect_no_process_left(remote);
