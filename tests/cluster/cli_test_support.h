@@ -130,11 +130,6 @@ inline std::vector<std::string> test_double_overrides(const std::string& state_d
   };
 }
 
-// The line sigterm_ignoring_service_test_double prints once it ignores SIGTERM. `up` returns
-// before a service gets that far, so a test of what `down` does to such a service first waits
-// for this line in the service's log (else a slow start takes the SIGTERM and exits by it).
-inline constexpr const char* kIgnoringSigtermLine = "sigterm_ignoring_service_test_double args:";
-
 // Polls `done` until true or `seconds` pass.
 // The run's state file in `state_dir`; an empty state, and a test failure, when it cannot be read.
 inline ClusterState read_state(const std::string& state_dir) {
@@ -158,6 +153,26 @@ inline bool poll_until(const std::function<bool()>& done, double seconds = 15) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return done();
+}
+
+// Each test double prints "<double> args: ..." once its signal handling is in place, a moment
+// `up` (or a restart) does not wait for: it returns once the processes exist. A test that checks
+// how services end waits until every service of the run printed that line once per start, or a
+// slow start takes the SIGTERM unhandled (seen under load: "killed by signal 15" where the double
+// exits 0). `cli` runs dice-cluster with the given arguments.
+template <typename Cli>
+bool wait_until_doubles_handle_signals(Cli&& cli, const std::string& state_dir) {
+  return poll_until([&] {
+    for (const auto& service : read_state(state_dir).services) {
+      const std::string log = cli({"logs", service.name, "--state-dir", state_dir}).output;
+      int starts = 0;
+      for (auto at = log.find(" args:"); at != std::string::npos; at = log.find(" args:", at + 1)) {
+        ++starts;
+      }
+      if (starts < service.restarts + 1) return false;
+    }
+    return true;
+  });
 }
 
 }  // namespace dice::cluster::cli_test

@@ -56,6 +56,10 @@ class DiceClusterTest : public ::testing::Test {
     return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt");
   }
   CliResult down() { return cli({"down", "--state-dir", state_dir_}); }
+  bool doubles_handle_signals() {
+    return cli_test::wait_until_doubles_handle_signals(
+        [&](const std::vector<std::string>& args) { return cli(args); }, state_dir_);
+  }
   ClusterState state() { return cli_test::read_state(state_dir_); }
   const ServiceState* service(const ClusterState& s, const std::string& name) {
     return cli_test::find_service(s, name);
@@ -118,6 +122,7 @@ TEST_F(DiceClusterTest, UpRestartsAKilledServiceAndDownLeavesNoProcess) {
   status = cli({"status", "--state-dir", state_dir_});
   EXPECT_NE(status.output.find("killed by signal 9"), std::string::npos) << status.output;
 
+  ASSERT_TRUE(doubles_handle_signals());
   CliResult stopped = down();
   ASSERT_EQ(stopped.rc, 0) << stopped.output;
   EXPECT_TRUE(processes_with_token(token_).empty());
@@ -157,10 +162,7 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
 
 TEST_F(DiceClusterTest, DownKillsAServiceThatIgnoresSigtermAfterTheDrainTimeout) {
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
-  ASSERT_TRUE(poll_until([&] {
-    return cli({"logs", "reward-0", "--state-dir", state_dir_})
-               .output.find(cli_test::kIgnoringSigtermLine) != std::string::npos;
-  }));
+  ASSERT_TRUE(doubles_handle_signals());
   auto started = std::chrono::steady_clock::now();
   CliResult stopped = down();
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

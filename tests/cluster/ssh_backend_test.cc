@@ -148,11 +148,9 @@ class SshBackendTest : public ::testing::Test {
     return cli_test::run_cli(DICE_CLUSTER_EXE, args, token_, dir_ + "/out.txt");
   }
   ClusterState state() { return cli_test::read_state(state_dir_); }
-  void wait_until_reward_ignores_sigterm() {
-    ASSERT_TRUE(poll_until([&] {
-      return cli({"logs", "reward-0", "--state-dir", state_dir_})
-                 .output.find(cli_test::kIgnoringSigtermLine) != std::string::npos;
-    }));
+  bool doubles_handle_signals() {
+    return cli_test::wait_until_doubles_handle_signals(
+        [&](const std::vector<std::string>& args) { return cli(args); }, state_dir_);
   }
   const ServiceState* service(const ClusterState& s, const std::string& name) {
     return cli_test::find_service(s, name);
@@ -242,6 +240,7 @@ TEST_F(SshBackendTest, UpRunsServicesOnTheNodesRestartsAKilledOneAndDownLeavesNo
   EXPECT_NE(logs.output.find(args_line, first + 1), std::string::npos) << logs.output;
   EXPECT_NE(logs.output.find("--run-id " + run_id_ + " --worker-index 0"), std::string::npos);
 
+  ASSERT_TRUE(doubles_handle_signals());
   CliResult stopped = cli({"down", "--state-dir", state_dir_});
   ASSERT_EQ(stopped.rc, 0) << stopped.output;
   remote["rollout-0"] = restarted;
@@ -259,7 +258,7 @@ TEST_F(SshBackendTest, DownKillsWhatAKilledSupervisorLeftOnTheNodes) {
   // client) leaves it running on its node: down must find it there and SIGKILL it.
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
   std::map<std::string, pid_t> remote = wait_remote_pids();
-  wait_until_reward_ignores_sigterm();
+  ASSERT_TRUE(doubles_handle_signals());
   ClusterState s = state();
   ASSERT_EQ(kill(s.supervisor_pid, SIGKILL), 0);
   // The others stop on the SIGTERM their start scripts send when the link ends.
@@ -278,7 +277,7 @@ TEST_F(SshBackendTest, DownKillsWhatAKilledSupervisorLeftOnTheNodes) {
 TEST_F(SshBackendTest, DrainSigkillsARemoteServiceThatIgnoresSigterm) {
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
   std::map<std::string, pid_t> remote = wait_remote_pids();
-  wait_until_reward_ignores_sigterm();
+  ASSERT_TRUE(doubles_handle_signals());
   CliResult stopped = cli({"down", "--state-dir", state_dir_});
   ASSERT_EQ(stopped.rc, 0) << stopped.output;
   expect_no_process_left(remote);
