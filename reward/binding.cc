@@ -88,11 +88,36 @@ std::string cuda_translation_unit(const ExtensionSources& ext, TorchHeaders head
 }
 
 std::string binding_prelude(TorchHeaders headers) {
+  if (headers == TorchHeaders::kAten) {
+    // torch/types.h's own namespace block, so host code written against it finds the same names
+    // (at::'s operators, dtype names, optional); its factories' at:: counterparts differ only in
+    // requires_grad, which aten_binding_applies() keeps away.
+    return "#include <ATen/ATen.h>\n#include <torch/csrc/utils/pybind.h>\n"
+           "#include <pybind11/stl.h>\n"
+           "namespace torch {\nusing namespace at;\nusing c10::nullopt;\nusing c10::optional;\n"
+           "using Dtype = at::ScalarType;\n"
+           "constexpr auto kUInt8 = at::kByte;\nconstexpr auto kInt8 = at::kChar;\n"
+           "constexpr auto kInt16 = at::kShort;\nconstexpr auto kInt32 = at::kInt;\n"
+           "constexpr auto kInt64 = at::kLong;\nconstexpr auto kFloat16 = at::kHalf;\n"
+           "constexpr auto kFloat32 = at::kFloat;\nconstexpr auto kFloat64 = at::kDouble;\n"
+           "constexpr auto kU8 = kUInt8;\nconstexpr auto kI8 = kInt8;\n"
+           "constexpr auto kI16 = kInt16;\nconstexpr auto kI32 = kInt32;\n"
+           "constexpr auto kI64 = kInt64;\nconstexpr auto kF16 = kFloat16;\n"
+           "constexpr auto kF32 = kFloat32;\nconstexpr auto kF64 = kFloat64;\n}\n";
+  }
   // kLean is for the .cu only: its binding file is kSlim's.
   return headers != TorchHeaders::kFull
              ? "#include <torch/types.h>\n#include <torch/csrc/utils/pybind.h>\n"
                "#include <pybind11/stl.h>\n"
              : "#include <torch/extension.h>\n";
+}
+
+bool aten_binding_applies(const std::string& cpp_sources, const std::string& host_part) {
+  const std::string text = without_extension_include(cpp_sources) + "\n" + host_part;
+  static const std::regex kTorchInclude(R"(#[ \t]*include[ \t]*[<"]torch/)");
+  static const std::regex kTorchTensor(R"(\btorch\s*::\s*tensor\s*[({])");
+  return !std::regex_search(text, kTorchInclude) && !std::regex_search(text, kTorchTensor) &&
+         text.find("requires_grad") == std::string::npos;
 }
 
 std::string binding_translation_unit(const ExtensionSources& ext, TorchHeaders headers,

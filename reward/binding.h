@@ -33,7 +33,14 @@ struct ExtensionSources {
 //          Measured on one kernel: nvcc 7 s instead of 72 s, binding 12 s instead of ~50 s.
 //   kFull: <torch/extension.h> as load_inline has it; the compiler falls back to it when a slim
 //          build fails, so a source that needs more of torch still builds.
-enum class TorchHeaders { kLean, kSlim, kFull };
+//   kAten: the binding file only (the .cu gets kSlim's): <ATen/ATen.h> and torch's pybind11
+//          casters, torch:: as at:: plus torch/types.h's dtype names, without torch/types.h's
+//          autograd factories, JIT and operator registration. For split builds, whose host code
+//          commonly uses tensors, factories and TORCH_CHECK: g++ redoes the headers' template
+//          instantiations in every file even with a precompiled header, and these headers need
+//          fewer (dev VM, torch 1.13, item 136 at -O1: ~1.3 of ~6.5 CPU-s per binding, noisy). A
+//          binding that needs more fails to compile and is retried with kSlim's headers.
+enum class TorchHeaders { kLean, kSlim, kFull, kAten };
 
 // The operators with a per-operator header (ATen/ops/<name>.h) in any of `include_dirs`.
 std::set<std::string> per_operator_headers(const std::vector<std::string>& include_dirs);
@@ -46,6 +53,13 @@ std::string cuda_translation_unit(const ExtensionSources& ext,
 
 // The headers in front of the binding file's cpp_sources (binding_pch.h precompiles them).
 std::string binding_prelude(TorchHeaders headers);
+
+// Whether a binding file of `cpp_sources` and `host_part` keeps its meaning with kAten's headers
+// instead of kSlim's: false when it includes a torch/ header of its own (besides
+// torch/extension.h, which the slim units drop) or uses what torch:: has beyond at:: with a
+// different result: torch::tensor (the default dtype, not the values' own) and requires_grad
+// (the autograd factories). Other torch-only names fail to compile and are retried with kSlim.
+bool aten_binding_applies(const std::string& cpp_sources, const std::string& host_part);
 
 // The .cpp file with the Python bindings. With `prelude_header` (an absolute path to a file
 // holding binding_prelude(headers), with a precompiled .gch beside it) the file includes that

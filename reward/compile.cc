@@ -30,8 +30,10 @@ const std::vector<std::string> kNvccBaseFlags = {"-D__CUDA_NO_HALF_OPERATORS__",
                                                  "--compiler-options",
                                                  "-fPIC"};
 
-// Part of the cache key of split builds (a module built another way is another module).
+// Part of the cache key of split builds (a module built another way is another module):
+// bindings with kSlim's headers, or kAten's first (CompileOptions::aten_binding_headers).
 constexpr char kSplitScheme[] = "split-v1";
+constexpr char kSplitAtenScheme[] = "split-v2-aten";
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -161,7 +163,7 @@ Compiler::Compiler(Toolchain toolchain, CompileOptions options)
                   ec);
   if (options_.lean_kernel_headers)
     aten_operators_ = per_operator_headers(toolchain_.include_paths);
-  binding_flags_ = {"-fPIC", "-std=c++17", options_.optimization,
+  binding_flags_ = {"-fPIC", "-std=c++17", options_.binding_optimization,
                     "-DTORCH_API_INCLUDE_EXTENSION_H"};
   binding_flags_.insert(binding_flags_.end(), toolchain_.defines.begin(), toolchain_.defines.end());
   for (const auto& dir : toolchain_.include_paths) binding_flags_.push_back("-I" + dir);
@@ -198,9 +200,22 @@ std::string Compiler::module_file(const std::string& hash, const std::string& na
   return options_.cache_dir + "/" + hash + "/" + name + toolchain_.ext_suffix;
 }
 
+std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
+                           const CompileOptions& options) {
+  // The binding's flag only where it differs from nvcc's, so keys from before it had its own
+  // stay what they were.
+  std::string optimization = options.optimization;
+  if (options.binding_optimization != options.optimization) {
+    optimization += " binding " + options.binding_optimization;
+  }
+  const char* scheme = !options.split_host_device     ? ""
+                       : options.aten_binding_headers ? kSplitAtenScheme
+                                                      : kSplitScheme;
+  return extension_hash(ext, toolchain, optimization, scheme);
+}
+
 std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext) {
-  const std::string hash = extension_hash(ext, toolchain_, options_.optimization,
-                                          options_.split_host_device ? kSplitScheme : "");
+  const std::string hash = extension_hash(ext, toolchain_, options_);
   std::error_code ec;
   if (fs::exists(module_file(hash, ext.name), ec)) {
     CompileOutcome hit;
@@ -325,22 +340,26 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   base.gid = build_uid;
 
   // Both translation units with one header set (or split: the kernels without torch, the host
-  // code in the binding file); the binding file and the CUDA file compile at the same time. An
-  // error result is the first failure, ready to return.
-  auto compile_objects = [&](TorchHeaders headers,
-                             const SplitSources* split) -> std::optional<CompileOutcome> {
-    // The binding file has no lean form (binding.h): kLean's is kSlim's.
-    const TorchHeaders binding_headers =
-        headers == TorchHeaders::kLean ? TorchHeaders::kSlim : headers;
+  // code in the binding file); the binding file and the CUDA file compile at the same time. With
+  // `binding_only` only the binding file compiles (kernels.o is there from a call before). An
+  // error result is the first failure, ready to return; `binding_failed` says whether it was the
+  // binding's compile error (the .cu compiled).
+  auto compile_objects = [&](TorchHeaders headers, const SplitSources* split,
+                             TorchHeaders binding_headers, bool binding_only,
+                             bool* binding_failed) -> std::optional<CompileOutcome> {
+    if (binding_failed != nullptr) *binding_failed = false;
     // The precompiled prelude only where the flags are the shared ones (a candidate's own
     // extra_cflags would make g++ ignore it anyway).
-    const std::string prelude =
-        binding_pch_ && binding_headers == TorchHeaders::kSlim && ext.extra_cflags.empty()
-            ? binding_pch_->header_for(binding_headers, base)
-            : "";
-    Status written = write_file(
-        build_dir + "/kernels.cu",
-        split ? split->device_unit : cuda_translation_unit(ext, headers, aten_operators_));
+    const std::string prelude = binding_pch_ && binding_headers != TorchHeaders::kFull &&
+                                        binding_headers != TorchHeaders::kLean &&
+                                        ext.extra_cflags.empty()
+                                    ? binding_pch_->header_for(binding_headers, base)
+                                    : "";
+    Status written = binding_only
+                         ? Status::ok_status()
+                         : write_file(build_dir + "/kernels.cu",
+                                      split ? split->device_unit
+                                            : cuda_translation_unit(ext, headers, aten_operators_));
     if (written.ok()) {
       written = write_file(
           build_dir + "/binding.cpp",
@@ -359,7 +378,10 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     SandboxSpec cxx_spec = base;
     cxx_spec.argv = cxx;
     auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
-    Result<SandboxResult> nvcc_run = run_sandboxed(nvcc_spec);
+    SandboxResult compiled_before;  // binding_only: kernels.o is there
+    compiled_before.exit_code = 0;
+    Result<SandboxResult> nvcc_run =
+        binding_only ? Result<SandboxResult>(compiled_before) : run_sandboxed(nvcc_spec);
     Result<SandboxResult> cxx_run = cxx_future.get();
     for (const auto* run : {&nvcc_run, &cxx_run}) {
       if (!run->ok()) return fail(schema::FailureClass::INTERNAL_ERROR, run->status().message());
@@ -370,6 +392,7 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
                     "compiler " + describe_sandbox_result(r));
       }
       const std::string which = run == &nvcc_run ? "nvcc (cuda_sources): " : "c++ (cpp_sources): ";
+      if (binding_failed != nullptr) *binding_failed = run == &cxx_run;
       return fail(schema::FailureClass::COMPILE_ERROR,
                   which + trim_compiler_log(r.stderr_text + r.stdout_text, options_.error_lines));
     }
@@ -403,7 +426,20 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     Result<SplitSources> split = split_host_device(ext);
     std::optional<CompileOutcome> split_failed;
     if (split.ok()) {
-      split_failed = compile_objects(TorchHeaders::kSlim, &split.value());
+      const bool aten =
+          options_.aten_binding_headers && aten_binding_applies(ext.cpp_sources, split->host_part);
+      bool binding_failed = false;
+      split_failed =
+          compile_objects(TorchHeaders::kSlim, &split.value(),
+                          aten ? TorchHeaders::kAten : TorchHeaders::kSlim, false, &binding_failed);
+      if (split_failed && aten && binding_failed) {
+        // The host code needs more of torch than kAten has: kSlim's binding, same kernels.o.
+        DICE_LOG(Debug) << "binding failed with the ATen headers; retrying with the slim ones"
+                        << kv("hash", hash);
+        ++aten_binding_fallbacks_;
+        split_failed = compile_objects(TorchHeaders::kSlim, &split.value(), TorchHeaders::kSlim,
+                                       true, nullptr);
+      }
       if (!split_failed) split_failed = link_module();
       if (split_failed && split_failed->failure != schema::FailureClass::COMPILE_ERROR) {
         return *split_failed;  // a timeout or the service's own failure, as for any tier
@@ -423,18 +459,19 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   if (!linked) {
     std::optional<CompileOutcome> failed;
     if (options_.lean_kernel_headers && !aten_operators_.empty()) {
-      failed = compile_objects(TorchHeaders::kLean, nullptr);
+      // The binding file has no lean form (binding.h): kLean's is kSlim's.
+      failed = compile_objects(TorchHeaders::kLean, nullptr, TorchHeaders::kSlim, false, nullptr);
       if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
         DICE_LOG(Debug) << "lean headers failed; retrying with the slim ones" << kv("hash", hash);
         ++lean_header_fallbacks_;
-        failed = compile_objects(TorchHeaders::kSlim, nullptr);
+        failed = compile_objects(TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false, nullptr);
       }
     } else {
-      failed = compile_objects(TorchHeaders::kSlim, nullptr);
+      failed = compile_objects(TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false, nullptr);
     }
     if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
       DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h" << kv("hash", hash);
-      failed = compile_objects(TorchHeaders::kFull, nullptr);
+      failed = compile_objects(TorchHeaders::kFull, nullptr, TorchHeaders::kFull, false, nullptr);
       if (!failed) ++full_header_builds_;
     }
     if (!failed) failed = link_module();

@@ -52,8 +52,13 @@ struct CompileOptions {
   std::int64_t memory_limit_mb = 16384;
   // Lines of compiler output kept in a failure's excerpt. Default: 20
   int error_lines = 20;
-  // Optimisation flag for both compilers. Default: -O3
+  // Optimisation flag of nvcc (the kernels and the .cu's host code). Default: -O3
   std::string optimization = "-O3";
+  // Optimisation flag of the binding file: argument conversion, the candidate's cpp_sources and,
+  // in split builds, its host code (tensor checks, allocation, launches through the stubs). No
+  // kernel code: -O1 keeps the small inline functions inlined at less than -O3's CPU (load_inline
+  // itself passes no -O). Part of the cache key. Default: -O1
+  std::string binding_optimization = "-O1";
   // Run compilers as this uid when root (-1 = as root; kUniqueSandboxUid = a uid of its own per
   // build, so parallel builds do not share one RLIMIT_NPROC count). Default: kUniqueSandboxUid
   int uid = kUniqueSandboxUid;
@@ -65,6 +70,10 @@ struct CompileOptions {
   // (split_sources.h), where that keeps load_inline's meaning. Part of the cache key.
   // Default: true
   bool split_host_device = true;
+  // Split builds compile the binding file with TorchHeaders::kAten's headers where
+  // aten_binding_applies() (binding.h), and again with kSlim's if that fails (the kernels' object
+  // is kept). Part of the cache key. Default: true
+  bool aten_binding_headers = true;
 };
 
 struct CompileOutcome {
@@ -95,6 +104,11 @@ std::string trim_compiler_log(const std::string& output, int max_lines);
 std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
                            const std::string& optimization, const std::string& scheme = "");
 
+// The cache key a Compiler with `options` builds `ext` under: extension_hash() with every
+// option that changes the module (nvcc's and the binding's optimisation, the split scheme).
+std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
+                           const CompileOptions& options);
+
 class Compiler {
  public:
   Compiler(Toolchain toolchain, CompileOptions options);
@@ -115,6 +129,9 @@ class Compiler {
   // Builds that did not end as split builds (split_host_device on): the split did not apply,
   // or did not compile or link (then the build went on with torch headers).
   std::uint64_t split_fallbacks() const { return split_fallbacks_.load(); }
+  // Split builds whose binding did not compile with TorchHeaders::kAten's headers and was
+  // compiled again with kSlim's.
+  std::uint64_t aten_binding_fallbacks() const { return aten_binding_fallbacks_.load(); }
 
  private:
   struct Job {
@@ -138,6 +155,7 @@ class Compiler {
   std::atomic<std::uint64_t> full_header_builds_{0};
   std::atomic<std::uint64_t> lean_header_fallbacks_{0};
   std::atomic<std::uint64_t> split_fallbacks_{0};
+  std::atomic<std::uint64_t> aten_binding_fallbacks_{0};
   std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain
   std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
   std::unique_ptr<BindingPch> binding_pch_;

@@ -146,6 +146,7 @@ std::string summary_json(const JudgeSummary& s) {
       << ", \"correct\": " << s.correct << ", \"cache_hits\": " << s.cache_hits
       << ", \"variants\": " << s.variants << ", \"variants_correct\": " << s.variants_correct
       << ", \"split_fallbacks\": " << s.split_fallbacks
+      << ", \"aten_binding_fallbacks\": " << s.aten_binding_fallbacks
       << ", \"lean_header_fallbacks\": " << s.lean_header_fallbacks
       << ", \"full_header_builds\": " << s.full_header_builds
       << ", \"seconds\": " << json_number(s.seconds)
@@ -222,6 +223,7 @@ JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& c
   summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   summary.split_fallbacks = pipeline.compiler().split_fallbacks();
+  summary.aten_binding_fallbacks = pipeline.compiler().aten_binding_fallbacks();
   summary.lean_header_fallbacks = pipeline.compiler().lean_header_fallbacks();
   summary.full_header_builds = pipeline.compiler().full_header_builds();
   return summary;

@@ -53,6 +53,9 @@ struct JudgeSummary {
   // Builds that could not be split into kernels without torch and host code in the binding
   // file, or whose split build failed (Compiler::split_fallbacks): they took the header tiers.
   std::uint64_t split_fallbacks = 0;
+  // Split builds whose binding needed torch/types.h's headers after ATen's
+  // (Compiler::aten_binding_fallbacks): one more binding compile each.
+  std::uint64_t aten_binding_fallbacks = 0;
 
   double per_minute() const { return seconds > 0 ? 60.0 * candidates / seconds : 0; }
 };

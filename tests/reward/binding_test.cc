@@ -123,6 +123,48 @@ TEST(BindingTest, PerOperatorHeadersAreReadFromTheIncludeDirs) {
   fs::remove_all(dir);
 }
 
+// kAten's binding: ATen and torch's pybind11 casters instead of torch/types.h, with the names
+// torch/types.h adds to torch:: spelled out; the extension include still dropped.
+TEST(BindingTest, AtenBindingHasAtenAndTorchTypesNamesWithoutTorchTypes) {
+  ExtensionSources ext = two_functions();
+  ext.cpp_sources = "#include <torch/extension.h>\n" + ext.cpp_sources;
+  const std::string host = "torch::Tensor a_cuda(torch::Tensor x) { return x; }\n";
+  const std::string binding = binding_translation_unit(ext, TorchHeaders::kAten, "", host);
+  EXPECT_EQ(binding.rfind(binding_prelude(TorchHeaders::kAten) + "#line 1 \"cpp_sources\"", 0), 0u)
+      << binding;
+  EXPECT_NE(binding.find("#include <ATen/ATen.h>"), std::string::npos);
+  EXPECT_NE(binding.find("#include <torch/csrc/utils/pybind.h>"), std::string::npos);
+  EXPECT_EQ(binding.find("torch/types.h"), std::string::npos);
+  EXPECT_EQ(binding.find("torch/extension.h"), std::string::npos);
+  for (const char* name : {"using namespace at;", "kFloat32 = at::kFloat", "kI64 = kInt64",
+                           "using Dtype = at::ScalarType;", "using c10::optional;"}) {
+    EXPECT_NE(binding.find(name), std::string::npos) << name;
+  }
+  EXPECT_LT(binding.find("#line 1 \"cpp_sources\""), binding.find(host));
+  EXPECT_LT(binding.find(host), binding.find("m.def(\"a_cuda\""));
+  // Not the slim prelude: a precompiled header of one is not taken for the other.
+  EXPECT_NE(binding_prelude(TorchHeaders::kAten), binding_prelude(TorchHeaders::kSlim));
+}
+
+TEST(BindingTest, AtenBindingAppliesUnlessTorchOnlyMeaningIsUsed) {
+  const std::string decl = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);\n";
+  const std::string typical =
+      "torch::Tensor f(torch::Tensor x) {\n  TORCH_CHECK(x.is_cuda(), \"cuda\");\n"
+      "  auto y = torch::empty_like(x);\n"
+      "  auto z = torch::zeros({1}, x.options().dtype(torch::kInt32));\n  return y;\n}\n";
+  EXPECT_TRUE(aten_binding_applies(decl, typical));
+  EXPECT_TRUE(aten_binding_applies("", "auto t = x.tensor_data(); int tensor_count = 0;"));
+  // torch::tensor takes the default dtype, at::tensor the values' own.
+  EXPECT_FALSE(aten_binding_applies(decl, "auto t = torch::tensor({1.0, 2.0});"));
+  EXPECT_FALSE(aten_binding_applies(decl, "auto t = torch :: tensor (v, x.options());"));
+  // at::'s factories reject requires_grad; torch::'s honour it.
+  EXPECT_FALSE(
+      aten_binding_applies(decl, "auto y = torch::zeros({1}, x.options().requires_grad(true));"));
+  // Another torch/ header of its own would define torch::'s names a second time.
+  EXPECT_FALSE(aten_binding_applies("#include <torch/torch.h>\n", typical));
+  EXPECT_FALSE(aten_binding_applies("", "#include \"torch/types.h\"\n" + typical));
+}
+
 TEST(BindingTest, PrecompiledPreludeReplacesTheHeaderLines) {
   ExtensionSources ext = two_functions();
   const std::string binding =

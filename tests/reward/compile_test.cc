@@ -256,6 +256,70 @@ TEST_F(CompileTest, SplitBuildsOfDevCandidatesImport) {
   EXPECT_EQ(compiler.lean_header_fallbacks(), 0u);
 }
 
+// Split builds compile the binding with kAten's headers (binding.h); host code that needs more of
+// torch than they have is compiled again with kSlim's, against the same kernels object.
+TEST_F(CompileTest, SplitBindingTakesTheAtenHeadersElseTheSlimOnes) {
+  auto exts = sources_of("honest/dev_444.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources plain = exts[0];
+  ExtensionSources autograd = exts[0];
+  autograd.name = "needs_autograd";
+  // torch::autograd::Variable is in torch/types.h's headers (autograd/variable.h), not in ATen's.
+  autograd.cuda_sources +=
+      "\ntorch::autograd::Variable dice_test_same(torch::autograd::Variable x) { return x; }\n";
+  Compiler compiler(*toolchain_, options());
+  auto a = compiler.submit(plain);
+  auto b = compiler.submit(autograd);
+  for (const auto* build : {&a, &b}) {
+    const CompileOutcome& out = build->get();
+    ASSERT_EQ(out.failure, schema::FailureClass::NONE) << out.log_excerpt;
+    const fs::path dir = fs::path(out.module_path).parent_path();
+    const std::string binding = read_file(dir / "binding.cpp");
+    EXPECT_NE(binding.find("dice_split_launch_"), std::string::npos) << out.module_name;
+    const bool aten = build == &a;
+    EXPECT_EQ(binding.find("#include <ATen/ATen.h>") != std::string::npos, aten) << binding;
+    EXPECT_EQ(binding.find("#include <torch/types.h>") != std::string::npos, !aten) << binding;
+    EXPECT_TRUE(module_imports(out, exts[0].functions)) << out.module_name;
+  }
+  EXPECT_EQ(compiler.split_fallbacks(), 0u);
+  EXPECT_EQ(compiler.aten_binding_fallbacks(), 1u);
+}
+
+// Every option that changes the module changes its cache key, and only those: with the
+// binding's optimisation equal to nvcc's and kSlim's binding headers, the key is the one split
+// builds had before either option existed.
+TEST(CompileCacheKeyTest, CoversTheBindingsFlagsAndScheme) {
+  Toolchain tc;
+  tc.nvcc_version = "release 13.0";
+  tc.arch = "sm_90";
+  tc.torch_version = "1.13";
+  tc.cxx = "c++";
+  ExtensionSources ext;
+  ext.name = "k";
+  ext.cuda_sources = "__global__ void k() {}\n";
+  CompileOptions o;
+  const std::string base = extension_hash(ext, tc, o);
+  CompileOptions binding_o3 = o;
+  binding_o3.binding_optimization = "-O3";
+  CompileOptions slim = o;
+  slim.aten_binding_headers = false;
+  CompileOptions kernels_o2 = o;
+  kernels_o2.optimization = "-O2";
+  for (const auto* other : {&binding_o3, &slim, &kernels_o2}) {
+    EXPECT_NE(extension_hash(ext, tc, *other), base);
+  }
+  CompileOptions before = slim;
+  before.binding_optimization = before.optimization;
+  EXPECT_EQ(extension_hash(ext, tc, before), extension_hash(ext, tc, "-O3", "split-v1"));
+  // Without the split, its binding headers are never used: the option does not split the cache.
+  CompileOptions unsplit = o;
+  unsplit.split_host_device = false;
+  CompileOptions unsplit_slim = unsplit;
+  unsplit_slim.aten_binding_headers = false;
+  EXPECT_EQ(extension_hash(ext, tc, unsplit), extension_hash(ext, tc, unsplit_slim));
+  EXPECT_NE(extension_hash(ext, tc, unsplit), base);
+}
+
 // A source the split does not apply to (a template kernel), and one it applies to that does not
 // compile without torch's headers (std::array, which they include, in device code): both fall
 // back to the header tiers and build; the cache key says which scheme built a module.

@@ -2,16 +2,21 @@
 // with and without the split build (reward/split_sources.h), and which items the split takes.
 //
 //   split_compile_bench [--data FILE] [--ids 7498,6995,...] [--first N]
-//                       [--modes classify,split,lean] [--python /usr/bin/python3]
-//                       [--arch sm_90] [--cache DIR] [--import] [--dump DIR]
+//                       [--modes classify,split,split-before,lean] [--python /usr/bin/python3]
+//                       [--arch sm_90] [--cache DIR] [--import] [--dump DIR] [--keep]
 //
 // classify: one line per item, "split" or the reason it does not apply (with --dump, each
 // split's two files as DIR/<id>.kernels.cu and DIR/<id>.host.cpp). split / lean: each item
 // built one at a time in a fresh cache folder (a warm-up build first makes the binding's
 // precompiled header, as a long-running worker has it), printing per item the wall seconds and
-// the compilers' CPU seconds (children user + sys), then the totals. `--import` checks that
+// the compilers' CPU seconds (children user + sys), then the totals. Variants of split, to
+// measure one change against the build before it: split-before (the binding at -O3 with kSlim's
+// headers, as before CompileOptions::binding_optimization and aten_binding_headers), split-slim
+// (kSlim's headers), split-O3 (the binding at -O3). `--import` checks that
 // each built module imports in --python (not timed). Modes run in the order given; alternate
 // them (--modes split,lean,split,lean) to spread drift in the machine's load over both.
+// `--keep` leaves each mode's cache folder (generated sources, modules, the binding PCH) in place
+// for compiling by hand.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -40,6 +45,7 @@ struct Flags {
   std::string arch = "sm_90";
   std::string cache = "/tmp/split_compile_bench";
   bool check_import = false;
+  bool keep = false;
   std::string dump;  // classify: where to write the split files; empty = nowhere
 };
 
@@ -57,6 +63,10 @@ bool parse(int argc, char** argv, Flags* f) {
     const std::string arg = argv[i];
     if (arg == "--import") {
       f->check_import = true;
+      continue;
+    }
+    if (arg == "--keep") {
+      f->keep = true;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -123,6 +133,14 @@ double children_cpu_seconds() {
          1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+// The 1, 5 and 15 minute load averages (the dev VM is shared: say how loaded it was).
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
 bool imports(const Flags& f, const CompileOutcome& built) {
   const std::string dir = fs::path(built.module_path).parent_path().string();
   const std::string cmd = f.python + " -c 'import sys; sys.path.insert(0, \"" + dir +
@@ -135,25 +153,47 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
   CompileOptions o;
   o.cache_dir = f.cache + "/" + mode;
   o.jobs = 1;
-  o.split_host_device = mode == "split";
+  o.split_host_device = mode.rfind("split", 0) == 0;
+  if (mode == "split-before" || mode == "split-O3") o.binding_optimization = o.optimization;
+  if (mode == "split-before" || mode == "split-slim") o.aten_binding_headers = false;
   fs::remove_all(o.cache_dir);
-  Compiler compiler(toolchain, o);
   {
-    // The warm-up: a kernel of another name, so it shares nothing with the items but the PCH.
-    ExtensionSources warm = items.front().ext;
-    warm.name = "dice_bench_warmup";
-    const double cpu0 = children_cpu_seconds();
-    CompileOutcome w = compiler.compile(warm);
-    std::printf("{\"mode\": \"%s\", \"warmup\": true, \"ok\": %s, \"cpu_s\": %.1f}\n", mode.c_str(),
-                w.failure == schema::FailureClass::NONE ? "true" : "false",
-                children_cpu_seconds() - cpu0);
+    // The warm-up: kernels of another name, so they share nothing with the items but the
+    // binding's precompiled headers, as a long-running worker has them: kSlim's, and with
+    // aten_binding_headers kAten's too (built for the first item whose binding takes them).
+    std::vector<CompileOptions> warm_options = {o};
+    warm_options.front().aten_binding_headers = false;
+    ExtensionSources aten_item = items.front().ext;
+    if (o.split_host_device && o.aten_binding_headers) {
+      for (const auto& item : items) {
+        auto split = split_host_device(item.ext);
+        if (split.ok() && aten_binding_applies(item.ext.cpp_sources, split->host_part)) {
+          aten_item = item.ext;
+          warm_options.push_back(o);
+          break;
+        }
+      }
+    }
+    for (size_t i = 0; i < warm_options.size(); ++i) {
+      Compiler warm_compiler(toolchain, warm_options[i]);
+      ExtensionSources warm = i == 0 ? items.front().ext : aten_item;
+      warm.name = "dice_bench_warmup" + std::to_string(i);
+      const double cpu0 = children_cpu_seconds();
+      CompileOutcome w = warm_compiler.compile(warm);
+      std::printf("{\"mode\": \"%s\", \"warmup\": %zu, \"ok\": %s, \"cpu_s\": %.1f}\n",
+                  mode.c_str(), i, w.failure == schema::FailureClass::NONE ? "true" : "false",
+                  children_cpu_seconds() - cpu0);
+    }
   }
+  Compiler compiler(toolchain, o);
   const std::uint64_t fallbacks0 = compiler.split_fallbacks();
+  const std::uint64_t aten0 = compiler.aten_binding_fallbacks();
   double total_cpu = 0, total_wall = 0;
   int failures = 0;
   for (const auto& item : items) {
     const double cpu0 = children_cpu_seconds();
     const std::uint64_t item_fallbacks0 = compiler.split_fallbacks();
+    const std::uint64_t item_aten0 = compiler.aten_binding_fallbacks();
     const auto t0 = std::chrono::steady_clock::now();
     CompileOutcome out = compiler.compile(item.ext);
     const double wall =
@@ -168,19 +208,22 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
     const bool split = o.split_host_device && compiler.split_fallbacks() == item_fallbacks0;
     std::printf(
         "{\"mode\": \"%s\", \"id\": \"%s\", \"ok\": %s, \"split\": %s, \"wall_s\": %.1f, "
-        "\"cpu_s\": %.1f, \"import\": %s}\n",
+        "\"cpu_s\": %.1f, \"import\": %s, \"aten_binding_fallback\": %s}\n",
         mode.c_str(), item.id.c_str(), ok ? "true" : "false", split ? "true" : "false", wall, cpu,
-        imported.c_str());
+        imported.c_str(), compiler.aten_binding_fallbacks() != item_aten0 ? "true" : "false");
     if (!ok) std::printf("  %s\n", out.log_excerpt.substr(0, 400).c_str());
     std::fflush(stdout);
   }
   std::printf(
       "{\"mode\": \"%s\", \"items\": %zu, \"failures\": %d, \"cpu_s\": %.1f, "
-      "\"wall_s\": %.1f, \"split_fallbacks\": %llu, \"lean_header_fallbacks\": %llu}\n",
+      "\"wall_s\": %.1f, \"split_fallbacks\": %llu, \"lean_header_fallbacks\": %llu, "
+      "\"aten_binding_fallbacks\": %llu, \"load\": \"%s\"}\n",
       mode.c_str(), items.size(), failures, total_cpu, total_wall,
       static_cast<unsigned long long>(compiler.split_fallbacks() - fallbacks0),
-      static_cast<unsigned long long>(compiler.lean_header_fallbacks()));
-  fs::remove_all(o.cache_dir);
+      static_cast<unsigned long long>(compiler.lean_header_fallbacks()),
+      static_cast<unsigned long long>(compiler.aten_binding_fallbacks() - aten0),
+      load_average().c_str());
+  if (!f.keep) fs::remove_all(o.cache_dir);
   return failures;
 }
 
