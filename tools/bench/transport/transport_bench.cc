@@ -6,8 +6,12 @@
 //
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
 //                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]
-//                   [--malloc tuned|default] [--ack fused|separate]
+//                   [--malloc tuned|default] [--ack fused|separate] [--worker thread|process]
 //
+// --worker process runs the worker side of the dice transport and of the context-per-side
+// ping-pong in a child process (this executable again), as a learner and a worker run in a
+// cluster; CPU and context-switch figures then add up both processes. The shared-context
+// ping-pong cannot span two processes and stays on a thread.
 // --peers: "bare" runs both ping-pongs, "shared" or "apart" one of them, "dice" the transport.
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
@@ -22,13 +26,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/transport/allocator_tuning.h"
@@ -57,6 +65,9 @@ struct Flags {
   bool tune_malloc = true;
   // --ack fused|separate: whether the worker's Verdict carries its Ack (see the file comment).
   bool fused_ack = true;
+  // --worker thread|process: the worker side of every peer on a thread of this process, or in a
+  // forked child process with its own ZeroMQ context, as a learner and a worker run in a cluster.
+  bool worker_process = false;
 };
 
 struct Figures {
@@ -77,13 +88,130 @@ struct Usage {
   static Usage now() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
+    return of(u);
+  }
+  static Usage of(const rusage& u) {
     auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
     return Usage{us(u.ru_utime) + us(u.ru_stime), static_cast<double>(u.ru_nvcsw + u.ru_nivcsw)};
+  }
+  Usage& operator+=(const Usage& other) {
+    cpu_us += other.cpu_us;
+    switches += other.switches;
+    return *this;
   }
   void set_per_round_trip(const Usage& before, int round_trips, Figures* f) const {
     f->cpu_us_per_round_trip = (cpu_us - before.cpu_us) / round_trips;
     f->switches_per_round_trip = (switches - before.switches) / round_trips;
   }
+};
+
+// The worker side of a peer in a child process (--worker process): this executable again, run
+// as `transport_bench --serve-worker PEER ENDPOINT SIZE ACK WINDOW MALLOC`, with its own ZeroMQ
+// context, as a learner and a worker run in a cluster. It echoes on its main thread and answers the
+// parent on two pipes (its descriptors 3 and 4) from a second thread: 'u' asks for its getrusage()
+// (the per-round-trip figures then cover both processes), 'q' or end of file stops it.
+constexpr int kControlIn = 3, kControlOut = 4;
+
+class ChildWorker {
+ public:
+  static ChildWorker start(std::vector<std::string> args) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) {
+      std::perror("transport bench: pipe");
+      std::exit(1);
+    }
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("transport bench: fork");
+      std::exit(1);
+    }
+    if (pid == 0) {
+      dup2(to_child[0], kControlIn);
+      dup2(from_child[1], kControlOut);
+      args.insert(args.begin(), {"transport_bench", "--serve-worker"});
+      std::vector<char*> argv;
+      for (auto& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    return ChildWorker(pid, to_child[1], from_child[0]);
+  }
+  ChildWorker(ChildWorker&& other) noexcept
+      : pid_(std::exchange(other.pid_, -1)),
+        to_child_(std::exchange(other.to_child_, -1)),
+        from_child_(std::exchange(other.from_child_, -1)) {}
+  ~ChildWorker() { stop(); }
+
+  rusage usage() const {
+    rusage u{};
+    const char command = 'u';
+    if (write(to_child_, &command, 1) != 1 ||
+        read(from_child_, &u, sizeof(u)) != static_cast<ssize_t>(sizeof(u))) {
+      std::cerr << "transport bench: the worker process stopped answering\n";
+      std::exit(1);
+    }
+    return u;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    const char command = 'q';
+    (void)!write(to_child_, &command, 1);
+    waitpid(pid_, nullptr, 0);
+    close(to_child_);
+    close(from_child_);
+    pid_ = -1;
+  }
+
+ private:
+  ChildWorker(pid_t pid, int to_child, int from_child)
+      : pid_(pid), to_child_(to_child), from_child_(from_child) {}
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+};
+
+// In the child: answers the parent's usage requests until told to stop, then sets `stop`.
+void serve_control(std::atomic<bool>& stop) {
+  char command = 'q';
+  while (read(kControlIn, &command, 1) == 1 && command == 'u') {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    if (write(kControlOut, &u, sizeof(u)) != static_cast<ssize_t>(sizeof(u))) break;
+  }
+  stop = true;
+}
+
+// Where a peer's worker side runs: a thread of this process running `body(stop)`, or the child
+// started with `child_args`. usage() covers this process and the child, if any.
+class WorkerSide {
+ public:
+  template <typename Body>
+  WorkerSide(bool in_child, const std::vector<std::string>& child_args, Body body) {
+    if (in_child) {
+      child_.emplace(ChildWorker::start(child_args));
+    } else {
+      thread_ = std::thread([this, body]() mutable { body(stop_); });
+    }
+  }
+  ~WorkerSide() { stop(); }
+  Usage usage() const {
+    Usage u = Usage::now();
+    if (child_) u += Usage::of(child_->usage());
+    return u;
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (child_) child_->stop();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::optional<ChildWorker> child_;
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -97,27 +225,47 @@ double micros_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+// The bare worker side: a DEALER that says hello, then echoes every message back until `stop`.
+void bare_echo(zmq::context_t& context, const std::string& endpoint, std::atomic<bool>& stop) {
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::rcvtimeo, 100);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint);
+  dealer.send(zmq::str_buffer("hello"), zmq::send_flags::none);
+  while (!stop) {
+    zmq::message_t message;
+    if (!dealer.recv(message)) continue;
+    dealer.send(message, zmq::send_flags::none);
+  }
+}
+
+// The arguments after --serve-worker (see ChildWorker) for `peer`'s worker side.
+std::vector<std::string> child_args(const Flags& flags, const char* peer,
+                                    const std::string& endpoint, std::size_t size) {
+  return {peer,
+          endpoint,
+          std::to_string(size),
+          flags.fused_ack ? "fused" : "separate",
+          std::to_string(flags.window),
+          flags.tune_malloc ? "tuned" : "default"};
+}
+
 // ---- bare ZeroMQ: ROUTER sends [id, payload], DEALER echoes the payload back. With
 // `own_contexts` each side gets its own context (its own I/O thread), as two processes would;
 // the target compares against the shared-context figure.
 Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   zmq::context_t context(1);
-  zmq::context_t worker_context(1);
   zmq::socket_t router(context, zmq::socket_type::router);
   router.bind("tcp://127.0.0.1:*");
   const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
-  std::atomic<bool> stop{false};
-  std::thread echo([&] {
-    zmq::socket_t dealer(own_contexts ? worker_context : context, zmq::socket_type::dealer);
-    dealer.set(zmq::sockopt::rcvtimeo, 100);
-    dealer.connect(endpoint);
-    dealer.send(zmq::str_buffer("hello"), zmq::send_flags::none);
-    while (!stop) {
-      zmq::message_t message;
-      if (!dealer.recv(message)) continue;
-      dealer.send(message, zmq::send_flags::none);
-    }
-  });
+  auto echo = [&endpoint, &context, own_contexts](std::atomic<bool>& stop) {
+    std::optional<zmq::context_t> worker_context;
+    if (own_contexts) worker_context.emplace(1);
+    bare_echo(own_contexts ? *worker_context : context, endpoint, stop);
+  };
+  // A child process cannot share this process's context: it gets its own, as two processes do.
+  WorkerSide worker(flags.worker_process && own_contexts, child_args(flags, "bare", endpoint, size),
+                    echo);
   zmq::message_t id, hello;
   (void)router.recv(id);
   (void)router.recv(hello);
@@ -141,7 +289,7 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   }
   f.p50_us = percentile(rtt, 0.50);
   f.p99_us = percentile(rtt, 0.99);
-  const Usage usage = Usage::now();
+  const Usage usage = worker.usage();
   const auto start = Clock::now();
   for (int i = 0; i < flags.window; ++i) send();
   for (int i = 0; i < flags.round_trips; ++i) {
@@ -149,9 +297,8 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
     if (i + flags.window < flags.round_trips) send();
   }
   f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
-  Usage::now().set_per_round_trip(usage, flags.round_trips, &f);
-  stop = true;
-  echo.join();
+  worker.usage().set_per_round_trip(usage, flags.round_trips, &f);
+  worker.stop();
   return f;
 }
 
@@ -193,6 +340,26 @@ void echo_worker(WorkerConnection& connection, std::size_t size, bool fused_ack,
   }
 }
 
+// The dice worker side: a WorkerConnection with `window` slots running echo_worker().
+void dice_echo(const std::string& endpoint, int window, std::size_t size, bool fused_ack,
+               std::atomic<bool>& stop) {
+  WorkerOptions worker_options;
+  worker_options.learner_endpoint = endpoint;
+  worker_options.worker_id = "bench/worker/0";
+  worker_options.capacity = static_cast<std::uint32_t>(window);
+  // The whole window may arrive before the echo thread takes any of it: an inbox smaller than the
+  // window would refuse work (an Error back) instead of measuring round trips.
+  worker_options.inbox_capacity =
+      std::max(worker_options.inbox_capacity, static_cast<std::size_t>(window));
+  auto worker = WorkerConnection::start(worker_options);
+  if (!worker.ok()) {
+    std::cerr << worker.status().to_string() << "\n";
+    std::exit(1);
+  }
+  echo_worker(**worker, size, fused_ack, stop);
+  (*worker)->close();
+}
+
 Figures bench_dice(std::size_t size, const Flags& flags) {
   DispatcherOptions dispatcher_options;
   dispatcher_options.queue_capacity = static_cast<std::size_t>(flags.window) * 4;
@@ -201,21 +368,11 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
     std::cerr << dispatcher.status().to_string() << "\n";
     std::exit(1);
   }
-  WorkerOptions worker_options;
-  worker_options.learner_endpoint = (*dispatcher)->endpoint();
-  worker_options.worker_id = "bench/worker/0";
-  worker_options.capacity = static_cast<std::uint32_t>(flags.window);
-  // The whole window may arrive before the echo thread takes any of it: an inbox smaller than the
-  // window would refuse work (an Error back) instead of measuring round trips.
-  worker_options.inbox_capacity =
-      std::max(worker_options.inbox_capacity, static_cast<std::size_t>(flags.window));
-  auto worker = WorkerConnection::start(worker_options);
-  if (!worker.ok()) {
-    std::cerr << worker.status().to_string() << "\n";
-    std::exit(1);
-  }
-  std::atomic<bool> stop{false};
-  std::thread worker_thread([&] { echo_worker(**worker, size, flags.fused_ack, stop); });
+  const std::string endpoint = (*dispatcher)->endpoint();
+  WorkerSide worker(flags.worker_process, child_args(flags, "dice", endpoint, size),
+                    [&](std::atomic<bool>& stop) {
+                      dice_echo(endpoint, flags.window, size, flags.fused_ack, stop);
+                    });
   while ((*dispatcher)->stats().credits < static_cast<std::uint64_t>(flags.window)) {
     std::this_thread::sleep_for(milliseconds(1));
   }
@@ -237,7 +394,7 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   }
   f.p50_us = percentile(rtt, 0.50);
   f.p99_us = percentile(rtt, 0.99);
-  const Usage usage = Usage::now();
+  const Usage usage = worker.usage();
   const auto start = Clock::now();
   for (int i = 0; i < flags.window; ++i) {
     if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok())
@@ -252,10 +409,8 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
     }
   }
   f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
-  Usage::now().set_per_round_trip(usage, flags.round_trips, &f);
-  stop = true;
-  worker_thread.join();
-  (*worker)->close();
+  worker.usage().set_per_round_trip(usage, flags.round_trips, &f);
+  worker.stop();
   (*dispatcher)->close();
   return f;
 }
@@ -284,6 +439,9 @@ bool parse(int argc, char** argv, Flags* flags) {
     } else if (key == "--ack") {
       if (value != "fused" && value != "separate") return false;
       flags->fused_ack = value == "fused";
+    } else if (key == "--worker") {
+      if (value != "thread" && value != "process") return false;
+      flags->worker_process = value == "process";
     } else if (key == "--window") {
       flags->window = std::stoi(value);
     } else {
@@ -296,12 +454,31 @@ bool parse(int argc, char** argv, Flags* flags) {
 
 }  // namespace
 
+// The child side of --worker process: `--serve-worker PEER ENDPOINT SIZE ACK WINDOW MALLOC`.
+int serve_worker(const std::vector<std::string>& args) {
+  if (args.size() != 6) return 2;
+  if (args[5] == "tuned") (void)tune_allocator_for_messages();
+  std::atomic<bool> stop{false};
+  std::thread control([&] { serve_control(stop); });
+  if (args[0] == "bare") {
+    zmq::context_t context(1);
+    bare_echo(context, args[1], stop);
+  } else {
+    dice_echo(args[1], std::stoi(args[4]), std::stoul(args[2]), args[3] == "fused", stop);
+  }
+  control.join();
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--serve-worker") {
+    return serve_worker(std::vector<std::string>(argv + 2, argv + argc));
+  }
   Flags flags;
   if (!parse(argc, argv, &flags)) {
     std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
                  "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default] "
-                 "[--ack fused|separate]\n";
+                 "[--ack fused|separate] [--worker thread|process]\n";
     return 2;
   }
   dice::LogOptions log;
@@ -313,10 +490,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%-17s %9s %14s %9s %9s %10s %9s   (round trips: %d, window: %d, malloc: %s, ack: %s, "
-      "%u hw threads)\n",
+      "worker: %s, %u hw threads)\n",
       "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", "cpu_us/rt", "cs/rt",
       flags.round_trips, flags.window, flags.tune_malloc ? "tuned" : "default",
-      flags.fused_ack ? "fused" : "separate", std::thread::hardware_concurrency());
+      flags.fused_ack ? "fused" : "separate", flags.worker_process ? "process" : "thread",
+      std::thread::hardware_concurrency());
   auto print = [](const char* name, std::size_t size, const Figures& f) {
     std::printf("%-17s %9zu %14.0f %9.1f %9.1f %10.2f %9.2f\n", name, size, f.messages_per_s,
                 f.p50_us, f.p99_us, f.cpu_us_per_round_trip, f.switches_per_round_trip);
