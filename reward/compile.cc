@@ -378,12 +378,11 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     SandboxSpec cxx_spec = base;
     cxx_spec.argv = cxx;
     auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
-    SandboxResult compiled_before;  // binding_only: kernels.o is there
-    compiled_before.exit_code = 0;
-    Result<SandboxResult> nvcc_run =
-        binding_only ? Result<SandboxResult>(compiled_before) : run_sandboxed(nvcc_spec);
+    std::optional<Result<SandboxResult>> nvcc_run;  // none when binding_only: kernels.o is there
+    if (!binding_only) nvcc_run = run_sandboxed(nvcc_spec);
     Result<SandboxResult> cxx_run = cxx_future.get();
-    for (const auto* run : {&nvcc_run, &cxx_run}) {
+    for (const auto* run : {nvcc_run ? &*nvcc_run : nullptr, &cxx_run}) {
+      if (run == nullptr) continue;
       if (!run->ok()) return fail(schema::FailureClass::INTERNAL_ERROR, run->status().message());
       const SandboxResult& r = run->value();
       if (r.succeeded()) continue;
@@ -391,7 +390,7 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
         return fail(schema::FailureClass::COMPILE_TIMEOUT,
                     "compiler " + describe_sandbox_result(r));
       }
-      const std::string which = run == &nvcc_run ? "nvcc (cuda_sources): " : "c++ (cpp_sources): ";
+      const std::string which = run == &cxx_run ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ";
       if (binding_failed != nullptr) *binding_failed = run == &cxx_run;
       return fail(schema::FailureClass::COMPILE_ERROR,
                   which + trim_compiler_log(r.stderr_text + r.stdout_text, options_.error_lines));
