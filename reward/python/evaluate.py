@@ -115,20 +115,24 @@ def compare_tensor(torch, g, w, tol, where):
     g_flat, w_flat = g.detach().reshape(-1), w.detach().reshape(-1)
     exact = not w.is_floating_point() and not w.is_complex()
     wide = torch.complex128 if (w.is_complex() or g.is_complex()) else torch.float64
-    max_err, any_finite, bad = 0.0, False, 0
+    # Accumulated on the device and read once at the end: a host sync per chunk (three of them)
+    # made a 4 GiB output's comparison take seconds (dev id 3497: 24 s of correctness).
+    bad = torch.zeros((), dtype=torch.int64, device=device)
+    largest = torch.full((), -1.0, dtype=torch.float64, device=device)  # -1: no finite diff yet
     for start in range(0, w_flat.numel(), COMPARE_CHUNK):
         gc = g_flat[start:start + COMPARE_CHUNK].to(device)
         wc = w_flat[start:start + COMPARE_CHUNK].to(device)
         if exact:
-            bad += int((gc.to(wc.dtype) != wc).sum())
+            bad += (gc.to(wc.dtype) != wc).sum()
             continue
         g64, w64 = gc.to(wide), wc.to(wide)
         diff = (g64 - w64).abs()
-        finite = diff[~torch.isnan(diff)]
-        if finite.numel():
-            any_finite = True
-            max_err = max(max_err, float(finite.max()))
-        bad += int((~torch.isclose(g64, w64, atol=tol, rtol=tol, equal_nan=True)).sum())
+        largest = torch.maximum(largest, diff.masked_fill(torch.isnan(diff), -1.0).max())
+        bad += (~torch.isclose(g64, w64, atol=tol, rtol=tol, equal_nan=True)).sum()
+    bad = int(bad)
+    max_err = float(largest)
+    any_finite = max_err >= 0
+    max_err = max(max_err, 0.0)
     if exact:
         if bad:
             raise EvalFailure("incorrect", "%s: %d of %d values differ (exact type %s)" %
@@ -255,6 +259,15 @@ class Harness:
         self.manual_seed = torch.manual_seed
         self.randint = torch.randint
         self.synchronize = torch.cuda.synchronize if self.cuda else (lambda *a: None)
+        # Seconds inside check_correctness by what they went to, for the phases in the log.
+        self.spent = {"inputs": 0.0, "to_host": 0.0, "compare": 0.0}
+
+    def timed(self, what, fn, *args):
+        start = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            self.spent[what] += time.monotonic() - start
 
     def finding(self, check, detail, fatal):
         self.findings.append({"check": check, "detail": detail, "fatal": fatal})
@@ -319,9 +332,9 @@ class Harness:
         torch, args = self.torch, self.args
         max_err = 0.0
         for trial, seed in enumerate(self.trial_seeds()):
-            pristine = self.make_inputs(get_inputs, seed)
+            pristine = self.timed("inputs", self.make_inputs, get_inputs, seed)
             # Reference first, on clones; its result leaves the GPU before the candidate runs.
-            want = self.to_host(self.run(ref_model, self.cloned(pristine)))
+            want = self.timed("to_host", self.to_host, self.run(ref_model, self.cloned(pristine)))
             self.poison_free_memory(tensor_bytes(self.torch, want))
             inputs = self.cloned(pristine)
             try:
@@ -337,14 +350,14 @@ class Harness:
                     self.finding("inputs-modified", "trial %d: input %d changed by forward" %
                                  (trial, i), True)
                     raise EvalFailure("antiCheat", "the candidate modified input %d" % i)
-            max_err = max(max_err, compare_outputs(torch, got, want, args))
+            max_err = max(max_err, self.timed("compare", compare_outputs, torch, got, want, args))
             got = self.snapshot(got)
             # Kernel, reference, kernel: a second run on fresh copies must agree with the first.
             self.run(ref_model, self.cloned(pristine))
             self.poison_free_memory(tensor_bytes(self.torch, want))
             again = self.run(new_model, self.cloned(pristine))
             try:
-                compare_outputs(torch, again, got, args)
+                self.timed("compare", compare_outputs, torch, again, got, args)
             except EvalFailure as e:
                 self.finding("kernel-outputs-differ", "trial %d: %s" % (trial, e.detail), True)
                 raise EvalFailure("antiCheat", "two runs on equal inputs disagree: " + e.detail)
@@ -356,12 +369,12 @@ class Harness:
         # One more call on inputs from an unused seed: with one trial, a candidate that caches its
         # first output (keyed by shape or pointer) and answers later calls from the cache would
         # otherwise pass, since every other run above reuses that trial's inputs.
-        fresh = self.make_inputs(get_inputs, args.seed + 7919)
-        want = self.to_host(self.run(ref_model, self.cloned(fresh)))
+        fresh = self.timed("inputs", self.make_inputs, get_inputs, args.seed + 7919)
+        want = self.timed("to_host", self.to_host, self.run(ref_model, self.cloned(fresh)))
         self.poison_free_memory(tensor_bytes(self.torch, want))
         got = self.run(new_model, self.cloned(fresh))
         try:
-            compare_outputs(torch, got, want, args)
+            self.timed("compare", compare_outputs, torch, got, want, args)
         except EvalFailure as e:
             self.finding("stale-output", "fresh inputs: " + e.detail, True)
             raise EvalFailure("antiCheat", "wrong on fresh inputs after passing the trials "
@@ -484,6 +497,8 @@ def evaluate(torch, cpp_extension, args, result, clock):
     result["max_abs_error"] = harness.check_correctness(ref_model, new_model, ref.get_inputs)
     result["trials"] = args.trials
     clock.lap("correctness")
+    for what, seconds in harness.spent.items():
+        result["phases"]["correctness_" + what] = round(seconds, 4)
     harness.check_kernels_ran(new_model, ref.get_inputs)
     clock.lap("kernel_check")
     result["correct"] = True

@@ -49,11 +49,17 @@ class EvaluateFlowTest(unittest.TestCase):
         self.assertTrue(r["correct"])
         self.assertEqual(r["trials"], 3)
         self.assertLess(r["max_abs_error"], 1e-5)
-        # Every phase reached is timed (no timing phase on the CPU), and they add up to at most
-        # the whole evaluation.
-        self.assertEqual(list(r["phases"]), ["import", "load", "correctness", "kernel_check"])
+        # Every phase reached is timed (no timing phase on the CPU), and the top-level ones add up
+        # to at most the whole evaluation.
+        self.assertEqual(list(r["phases"]), ["import", "load", "correctness", "correctness_inputs",
+                                             "correctness_to_host", "correctness_compare",
+                                             "kernel_check"])
+        # The parts of correctness are inside it.
+        parts = sum(r["phases"]["correctness_" + k] for k in ("inputs", "to_host", "compare"))
+        self.assertLessEqual(parts, r["phases"]["correctness"] + 1e-3)
         self.assertTrue(all(v >= 0 for v in r["phases"].values()), r["phases"])
-        self.assertLessEqual(sum(r["phases"].values()), r["eval_seconds"] + 1e-3)
+        top = [v for k, v in r["phases"].items() if not k.startswith("correctness_")]
+        self.assertLessEqual(sum(top), r["eval_seconds"] + 1e-3)
 
     def test_wrong_values(self):
         r = run_eval("candidate_add.py", "fake_extension_wrong.py")
@@ -163,6 +169,17 @@ class CompareOutputsTest(unittest.TestCase):
             self.assertIn("1 of 10 values differ", e.exception.detail)
         finally:
             evaluate.COMPARE_CHUNK = saved
+
+    def test_largest_difference_ignores_nan_and_is_nan_when_all_are(self):
+        want = torch.tensor([1.0, float("nan"), 3.0])
+        got = torch.tensor([1.005, 2.0, 3.0])
+        with self.assertRaises(evaluate.EvalFailure) as e:  # NaN against 2.0 is wrong...
+            evaluate.compare_outputs(torch, got, want, Options)
+        self.assertIn("1 of 3 values outside tolerance", e.exception.detail)
+        self.assertIn("max abs error 0.005", e.exception.detail)  # ...but not the largest error
+        err = evaluate.compare_tensor(torch, torch.full((2,), float("nan")),
+                                      torch.full((2,), float("nan")), 1e-2, "output")
+        self.assertTrue(err != err)  # every difference NaN: NaN, not 0
 
     def test_same_values(self):
         a = torch.tensor([1.0, float("nan")])
