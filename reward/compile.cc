@@ -18,6 +18,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The uid compilers run as, from CompileOptions::uid: kUniqueSandboxUid leases one into `lease`
+// when root (as another user, compilers run as that user: -1).
+int compiler_uid(int configured, std::optional<SandboxUid>* lease) {
+  if (configured != kUniqueSandboxUid) return configured;
+  if (geteuid() != 0) return -1;
+  lease->emplace();
+  return (*lease)->uid();
+}
+
 // nvcc flags every candidate was written against (load_inline's defaults): half/bfloat16
 // operators come from torch's headers, not CUDA's, and constexpr host functions are usable in
 // device code.
@@ -191,6 +200,37 @@ Compiler::~Compiler() {
   }
 }
 
+SandboxSpec Compiler::compiler_sandbox(int uid) const {
+  SandboxSpec spec;
+  spec.timeout_seconds = options_.timeout_seconds;
+  spec.memory_limit_mb = options_.memory_limit_mb;
+  spec.cpu_time_seconds = static_cast<int>(options_.timeout_seconds) + 10;
+  spec.max_processes = 256;
+  spec.max_output_mb = 512;  // object files of big kernels
+  spec.uid = uid;
+  spec.gid = uid;
+  return spec;
+}
+
+int Compiler::prepare_binding_headers() {
+  if (!binding_pch_) return 0;
+  std::vector<TorchHeaders> variants = {TorchHeaders::kSlim};
+  if (options_.split_host_device && options_.aten_binding_headers) {
+    variants.push_back(TorchHeaders::kAten);
+  }
+  std::vector<std::future<bool>> builds;
+  for (TorchHeaders headers : variants) {
+    builds.push_back(std::async(std::launch::async, [this, headers] {
+      std::optional<SandboxUid> uid_lease;
+      const int uid = compiler_uid(options_.uid, &uid_lease);
+      return !binding_pch_->header_for(headers, compiler_sandbox(uid)).empty();
+    }));
+  }
+  int ready = 0;
+  for (auto& b : builds) ready += b.get() ? 1 : 0;
+  return ready;
+}
+
 size_t Compiler::queue_depth() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queue_.size();
@@ -279,15 +319,7 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
 
   // One uid for the whole build (both compilers and the link write the same folder).
   std::optional<SandboxUid> uid_lease;
-  int build_uid = options_.uid;
-  if (build_uid == kUniqueSandboxUid) {
-    if (geteuid() == 0) {
-      uid_lease.emplace();
-      build_uid = uid_lease->uid();
-    } else {
-      build_uid = -1;
-    }
-  }
+  const int build_uid = compiler_uid(options_.uid, &uid_lease);
   std::string build_dir;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -329,15 +361,8 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   cxx.push_back(name_define);
   cxx.insert(cxx.end(), ext.extra_cflags.begin(), ext.extra_cflags.end());
 
-  SandboxSpec base;
+  SandboxSpec base = compiler_sandbox(build_uid);
   base.workdir = build_dir;
-  base.timeout_seconds = options_.timeout_seconds;
-  base.memory_limit_mb = options_.memory_limit_mb;
-  base.cpu_time_seconds = static_cast<int>(options_.timeout_seconds) + 10;
-  base.max_processes = 256;
-  base.max_output_mb = 512;  // object files of big kernels
-  base.uid = build_uid;
-  base.gid = build_uid;
 
   // Both translation units with one header set (or split: the kernels without torch, the host
   // code in the binding file); the binding file and the CUDA file compile at the same time. With

@@ -149,6 +149,7 @@ std::string summary_json(const JudgeSummary& s) {
       << ", \"aten_binding_fallbacks\": " << s.aten_binding_fallbacks
       << ", \"lean_header_fallbacks\": " << s.lean_header_fallbacks
       << ", \"full_header_builds\": " << s.full_header_builds
+      << ", \"prepare_seconds\": " << json_number(s.prepare_seconds)
       << ", \"seconds\": " << json_number(s.seconds)
       << ", \"per_minute\": " << json_number(s.per_minute()) << "}";
   return out.str();

@@ -46,6 +46,9 @@ struct JudgeSummary {
   size_t variants = 0;
   size_t variants_correct = 0;  // broken variants judged correct: the judge (or the edit) missed
   double seconds = 0;           // wall clock of judging, all candidates
+  // Before `seconds`: building the precompiled binding headers (Compiler::
+  // prepare_binding_headers), as a worker's start does; 0 when not asked for.
+  double prepare_seconds = 0;
   // Builds whose kernel file needed more than the lean torch headers, and more than the slim ones
   // (Compiler::lean_header_fallbacks, full_header_builds): what compile time is lost to retries.
   std::uint64_t lean_header_fallbacks = 0;

@@ -9,6 +9,7 @@
 // Exit: 0 all judged (whatever the verdicts), 2 bad flags or input, 3 no GPU toolchain here
 // (nvcc, PyTorch with CUDA, a GPU): a verdict without an evaluation would be a fake one.
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -46,6 +47,10 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --prestart on|off       start each slot's next evaluation process while the current one
                           runs (default on)
   --evaluators-ahead N    with --prestart on: processes kept started ahead per slot (default 1)
+  --prepare on|off        build the binding headers' precompiled headers before judging, as a
+                          reward worker does when it starts (default on; their seconds are the
+                          summary's prepare_seconds, outside its seconds); off: builds that start
+                          before they are ready compile without them
   --log-level LEVEL       debug|info|warn|error (default info; debug adds each evaluation's
                           seconds per phase)
 GPUs: the ordinals in CUDA_VISIBLE_DEVICES, else GPU 0.
@@ -56,6 +61,7 @@ struct Flags {
   size_t limit = 0;  // 0: all
   bool broken = false;
   bool dump_only = false;
+  bool prepare = true;
   int gpu_slots = 4;
   dice::RewardOptions reward;
   dice::LogLevel log_level = dice::LogLevel::kInfo;
@@ -155,6 +161,8 @@ Flags parse_flags(int argc, char** argv) {
       r.sandbox.memory_limit_mb = parse_int(flag, value, 0);
     else if (flag == "--prestart")
       r.prestart_evaluators = parse_on_off(flag, value);
+    else if (flag == "--prepare")
+      f.prepare = parse_on_off(flag, value);
     else if (flag == "--evaluators-ahead")
       r.evaluators_ahead = static_cast<int>(parse_int(flag, value, 1));
     else if (flag == "--timeout-seconds") {
@@ -226,12 +234,22 @@ int judge(const Flags& flags) {
             << " items), " << options.compile_jobs << " compile jobs, " << slots.size()
             << " GPU slots, arch " << toolchain->arch << ", torch " << toolchain->torch_version
             << "\n";
+  double prepare_seconds = 0;
+  if (flags.prepare) {
+    const auto start = std::chrono::steady_clock::now();
+    const int ready = pipeline.compiler().prepare_binding_headers();
+    prepare_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << "dice-judge: " << ready << " precompiled binding headers ready in "
+              << prepare_seconds << " s\n";
+  }
   // Enough in flight that every compile job and every GPU slot has a candidate.
   const int threads = options.compile_jobs + static_cast<int>(slots.size());
   JudgeSummary summary = run_judge(pipeline, candidates, threads, [&](const std::string& line) {
     out << line << "\n";
     out.flush();
   });
+  summary.prepare_seconds = prepare_seconds;
   std::cerr << "dice-judge: judged " << summary.candidates << " candidates in " << summary.seconds
             << " s (" << summary.per_minute() << " per minute): " << summary.compiled
             << " compiled, " << summary.correct << " correct, " << summary.cache_hits

@@ -6,7 +6,9 @@
 // GPUs: the CUDA ordinals in CUDA_VISIBLE_DEVICES (the cluster sets it per worker), else GPU 0;
 // reward.gpu_slots candidates run on each at once. Without a GPU the worker says so and exits 3:
 // a verdict without an evaluation would be a fake one.
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 
 #include "common/log.h"
@@ -52,6 +54,17 @@ int run(dice::service::ServiceContext& context) {
                       PipelineIdentity{loop_options->transport.worker_id, slots}, registry);
   DICE_LOG(Info) << "reward worker ready" << kv("arch", toolchain->arch)
                  << kv("torch", toolchain->torch_version) << kv("slots", slots.size());
+  // The binding headers' PCHs are built beside the first work, not before it: the worker serves
+  // at once, and builds that start meanwhile compile without them. Destroyed (joined) before
+  // the worker.
+  auto prepared = std::async(std::launch::async, [&worker] {
+    const auto start = std::chrono::steady_clock::now();
+    const int ready = worker.compiler().prepare_binding_headers();
+    DICE_LOG(Info)
+        << "binding headers prepared" << kv("ready", ready)
+        << kv("seconds",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  });
   return service::run_worker_loop(
       *loop_options, registry, **shutdown,
       [&](const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink) {

@@ -32,6 +32,8 @@ class RewardWorker {
   // The WorkHandler: InvalidArgument for a message that is not an EvalRequest.
   Status handle(const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink);
 
+  Compiler& compiler() { return pipeline_.compiler(); }
+
  private:
   RewardPipeline pipeline_;
   service::MetricsRegistry& registry_;

@@ -265,7 +265,7 @@ class CompareTest(unittest.TestCase):
         write_lines(self.path("kb.jsonl"), [verdict("1", "original", True),
                                             verdict("2", "original", True)])
         write(self.path("cold.json"), json.dumps({"candidates": 60, "seconds": 90.0,
-                                                  "cache_hits": 0}))
+                                                  "cache_hits": 0, "prepare_seconds": 31.25}))
         write(self.path("kb.json"), json.dumps({"candidates": 60, "judged": 60, "seconds": 948.0,
                                                 "compile_seconds": 496, "eval_seconds": 452,
                                                 "complete": True}))
@@ -278,6 +278,8 @@ class CompareTest(unittest.TestCase):
                                  "--markdown", self.path("report.md")])
         self.assertEqual(code, 0, out.getvalue())
         self.assertIn("| dice-judge cold | 60 | 90.0 | 40.0 |", out.getvalue())
+        self.assertIn("the worker's start (precompiled headers) took 31.2 s before these",
+                      out.getvalue())
         self.assertIn("| KernelBench | 60 | 948.0 | 3.8 |", out.getvalue())
         self.assertIn("dice-judge cold: 10.5x.", out.getvalue())
         self.assertIn("measured 40.0 per minute (60 in 90.0 s): met.", out.getvalue())

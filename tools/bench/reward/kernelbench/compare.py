@@ -132,6 +132,9 @@ def throughput_rows(dice_summaries, kb_summary):
     for name, s in dice_summaries:
         per_minute = 60.0 * s["candidates"] / s["seconds"] if s["seconds"] > 0 else 0.0
         note = f"{s.get('cache_hits', 0)} compile-cache hits"
+        if s.get("prepare_seconds"):
+            note += (f"; the worker's start (precompiled headers) took {s['prepare_seconds']:.1f}"
+                     " s before these")
         if s.get("split_fallbacks"):
             note += f"; {s['split_fallbacks']} not split (built with torch headers)"
         if s.get("lean_header_fallbacks") or s.get("full_header_builds"):
