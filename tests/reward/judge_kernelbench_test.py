@@ -122,6 +122,14 @@ class FlagsTest(unittest.TestCase):
         self.assertIn("--kernelbench", self.error_of(base[2:]))
         self.assertIn("invalid choice", self.error_of(base + ["--timing", "maybe"]))
 
+    def test_chunk_estimate_follows_the_builds_so_far(self):
+        # Nothing built yet: no estimate, the first chunk always starts.
+        self.assertEqual(kb_judge.chunk_seconds_estimate({"compiled": [], "compile_seconds": 0.0},
+                                                         32), 0.0)
+        # 32 built in 160 s: 28 more take 140 s, which a deadline 100 s away does not allow.
+        state = {"compiled": list(range(32)), "compile_seconds": 160.0}
+        self.assertAlmostEqual(kb_judge.chunk_seconds_estimate(state, 28), 140.0)
+
     def test_missing_kernelbench_is_named_and_no_gpu_exits_3(self):
         d = tempfile.mkdtemp()
         write(os.path.join(d, "s/refs/0.py"), "x = 1\n")

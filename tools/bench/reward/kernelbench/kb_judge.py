@@ -19,8 +19,8 @@ small stand-in is installed so the import succeeds. numpy and torch must be real
 Output: one JSON line per candidate in dice-judge's verdict format (reward/judge.h), and a
 summary JSON with the compile and evaluation wall times. Work is resumable: --work keeps the
 build cache and the verdicts so far; with --deadline-seconds the run stops starting work when
-the time is up and exits 4 ("run again to continue"); a later run with the same --work
-continues. Exit: 0 all judged, 2 bad flags or input, 3 no GPU / torch / KernelBench, 4 partial.
+the time is up, or a build chunk the deadline would cut, and exits 4 ("run again to continue");
+a later run with the same --work continues. Exit: 0 all judged, 2 bad flags or input, 3 no GPU / torch / KernelBench, 4 partial.
 """
 
 import argparse
@@ -29,6 +29,7 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import shutil
 import sys
 import time
 import types
@@ -325,6 +326,9 @@ def compile_chunk(work, chunk, options):
     run_dir = os.path.join(work, "runs", "dice")
     os.makedirs(run_dir, exist_ok=True)
     for index, candidate in chunk:
+        # A build of this chunk that a time limit killed left half a build folder (its ninja
+        # lock, no .so): KernelBench then waited on it and failed builds it retried (session 8).
+        shutil.rmtree(build_dir_of(work, index), ignore_errors=True)
         path = os.path.join(run_dir, f"level_0_problem_{index}_sample_0_kernel.py")
         with open(path, "w", encoding="utf-8") as f:
             f.write(candidate["candidate"])
@@ -339,6 +343,13 @@ def compile_chunk(work, chunk, options):
         "timeout": options["timeout"],
     }
     kb_compile.batch_compile([(index, 0) for index, _ in chunk], config)
+
+
+def chunk_seconds_estimate(state, candidates):
+    """Seconds a build chunk of `candidates` should take, from the chunks built so far (0 before
+    the first: nothing to go by)."""
+    built = len(state["compiled"])
+    return state["compile_seconds"] / built * candidates if built else 0.0
 
 
 def build_dir_of(work, index):
@@ -486,18 +497,20 @@ def main(argv):
         return EXIT_USAGE
     verdicts = load_verdicts(args.work)
 
-    def out_of_time():
+    def out_of_time(more_seconds=0.0):
         return args.deadline_seconds is not None and \
-            time.monotonic() - started > args.deadline_seconds
+            time.monotonic() - started + more_seconds > args.deadline_seconds
 
     # 1. The build cache (candidates that have a file; the rest fail at evaluation as in KB).
     to_compile = [(i, c) for i, c in chosen
                   if c["candidate"] is not None and i not in state["compiled"] and i not in verdicts]
     chunk = args.compile_chunk or len(to_compile) or 1
     for at in range(0, len(to_compile), chunk):
-        if out_of_time():
-            break
         part = to_compile[at:at + chunk]
+        # Not a chunk the deadline would cut: at the rate of the builds so far (the time limit
+        # around this script kills it mid-build otherwise).
+        if out_of_time(chunk_seconds_estimate(state, len(part))):
+            break
         print(f"kb_judge.py: building {len(part)} candidates "
               f"({at + len(part)}/{len(to_compile)})", file=sys.stderr)
         t0 = time.monotonic()

@@ -7,7 +7,8 @@
 #   dice-variants  dice-judge over originals + two broken variants of each (--variants broken);
 #                  originals hit the cache, the variants compile
 #   kernelbench    kb_judge.py: KernelBench's build cache (16 processes), then a fresh process per
-#                  candidate; resumable: it stops starting work after DICE_KB_DEADLINE_S and
+#                  candidate; resumable: after DICE_KB_DEADLINE_S it starts no evaluation, nor a
+#                  build chunk that the deadline would cut (at the rate of the chunks before), and
 #                  exits 4, and the same command continues where it stopped
 #   compare        compare.py: disagreements, throughput, OUT_DIR/summary.md (BENCHMARKS-ready)
 # State lives in DICE_COMPARE_STATE (default BUILD_DIR/kernelbench-compare), so stages can run
