@@ -122,9 +122,10 @@ class Compiler {
 
   // Builds the binding prelude's precompiled headers that builds use (binding_pch.h: kSlim's,
   // and kAten's with aten_binding_headers), at the same time, and returns once each is ready or
-  // has failed: how many are ready. A worker calls it when it starts, so that its first builds
-  // do not compile without them (builds never wait for one: in a cold judge of the 60 dev items
-  // on the H200, 16 builds compiled without while the two were built, 23 and 34 s, beside them).
+  // has failed: how many are ready (one that a build is making at the time counts as not ready;
+  // neither builds nor this wait for it). A worker calls it when it starts, so that its first
+  // builds do not compile without them (in a cold judge of the 60 dev items on the H200, 16
+  // builds compiled without while the two were built, 23 and 34 s, beside them).
   int prepare_binding_headers();
 
   size_t queue_depth() const;

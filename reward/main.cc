@@ -56,7 +56,7 @@ int run(dice::service::ServiceContext& context) {
                  << kv("torch", toolchain->torch_version) << kv("slots", slots.size());
   // The binding headers' PCHs are built beside the first work, not before it: the worker serves
   // at once, and builds that start meanwhile compile without them. Destroyed (joined) before
-  // the worker.
+  // the worker: a SIGTERM in the worker's first seconds waits for them (21.8 s on the H200).
   auto prepared = std::async(std::launch::async, [&worker] {
     const auto start = std::chrono::steady_clock::now();
     const int ready = worker.compiler().prepare_binding_headers();
