@@ -20,7 +20,8 @@ Output: one JSON line per candidate in dice-judge's verdict format (reward/judge
 summary JSON with the compile and evaluation wall times. Work is resumable: --work keeps the
 build cache and the verdicts so far; with --deadline-seconds the run stops starting work when
 the time is up, or a build chunk the deadline would cut, and exits 4 ("run again to continue");
-a later run with the same --work continues. Exit: 0 all judged, 2 bad flags or input, 3 no GPU / torch / KernelBench, 4 partial.
+a later run with the same --work continues. Exit: 0 all judged, 2 bad flags or input, 3 no GPU /
+torch / KernelBench, 4 partial.
 """
 
 import argparse
