@@ -19,7 +19,8 @@
 # DICE_TRIALS (5), DICE_GPU_SLOTS (4), DICE_LOG_LEVEL (dice-judge's; debug logs each evaluation's
 # seconds per phase), DICE_COMPILE_JOBS (nproc), DICE_KB_DEADLINE_S (330),
 # DICE_KB_LIMIT (items for KernelBench; default all), DICE_KB_VARIANT_ITEMS (items whose broken
-# variants KernelBench also judges; default 10: its ~16 s per candidate makes all 178 take ~45 min).
+# variants KernelBench also judges; default 10: its ~16 s per candidate makes all 178 take ~45 min),
+# DICE_VARIANTS_LIMIT (items dice-variants judges, originals and variants; default all).
 # Exit: 0 done and no unexplained disagreement, 1 a disagreement or a failed step, 2 usage,
 # 3 no GPU toolchain on this machine, 4 KernelBench unfinished (run the kernelbench stage again).
 set -uo pipefail
@@ -93,7 +94,7 @@ for stage in "${stages[@]}"; do
     judge_run dice_warm 200
     ;;
   dice-variants)
-    judge_run dice_variants 560 --variants broken
+    judge_run dice_variants 560 --variants broken ${DICE_VARIANTS_LIMIT:+--limit "$DICE_VARIANTS_LIMIT"}
     ;;
   kernelbench)
     # The exact files dice judged (the splice, and each variant), written without judging.
