@@ -105,6 +105,7 @@ EvaluationReport report_from_run(const SandboxResult& run, const std::string& no
 namespace {
 
 constexpr const char* kReadyLine = "DICE_EVAL_READY";
+constexpr const char* kLaunchProbeFile = "dice_launch_probe.so";
 
 // What makes two evaluation processes interchangeable before their work arrives: everything of
 // the spec but the timeout, which applies from SandboxProcess::wait().
@@ -133,6 +134,14 @@ EvaluationReport service_failure(std::string detail, const SandboxResult& run) {
 }
 
 }  // namespace
+
+Status kernel_check_available(KernelCheck check, const std::string& launch_probe) {
+  if (check != KernelCheck::kCupti || !launch_probe.empty()) return Status::ok_status();
+  return Status::invalid_argument(
+      "reward.kernel_check: cupti needs dice_launch_probe.so, which this build lacks: CUPTI "
+      "(cupti.h and libcupti) was not found when it was configured (set DICE_CUPTI_ROOT and "
+      "build again, or use kernel_check: profiler)");
+}
 
 EvaluatorPrestart::EvaluatorPrestart(int ahead) : ahead_(std::max(1, ahead)) {}
 
@@ -192,6 +201,15 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
   spec.input_pipe = true;
   spec.argv = {options.python,     "-E",       "-s",          "evaluate.py",
                "--job-from-stdin", "--device", options.device};
+  const bool cupti = options.kernel_check == KernelCheck::kCupti;
+  if (cupti) {
+    // The probe travels like the script; the process loads it while it starts, before any
+    // candidate code, and skips warming the profiler.
+    DICE_RETURN_IF_ERROR(kernel_check_available(options.kernel_check, options.launch_probe));
+    DICE_ASSIGN_OR_RETURN(auto probe, read_files_for_sandbox("", {options.launch_probe}));
+    spec.files.emplace_back(kLaunchProbeFile, std::move(probe[0].second));
+    spec.argv.insert(spec.argv.end(), {"--launch-probe", kLaunchProbeFile});
+  }
   std::unique_ptr<SandboxProcess> process;
   Status ready = Status::unavailable("not started");
   if (prestart != nullptr) {
@@ -238,6 +256,7 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
     args.push_back("--kernels");
     args.push_back(list);
   }
+  if (cupti) args.insert(args.end(), {"--launch-probe", kLaunchProbeFile});
   if (options.timing.enabled) {
     args.insert(args.end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
                              "--warmups", std::to_string(options.timing.warmups)});

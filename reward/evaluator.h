@@ -44,6 +44,10 @@ struct EvaluatorOptions {
   double peak_gbps = 4800;
   // Limits of the evaluation process (timeout, memory...). Default: SandboxSpec defaults
   SandboxSpec sandbox;
+  // The kernel-ran check (reward_options.h). Default: the profiler
+  KernelCheck kernel_check = KernelCheck::kProfiler;
+  // dice_launch_probe.so for KernelCheck::kCupti. Default: this build's ("" without CUPTI)
+  std::string launch_probe = DICE_LAUNCH_PROBE_PATH;
 };
 
 struct EvaluationReport {
@@ -86,6 +90,9 @@ class EvaluatorPrestart {
   std::deque<std::unique_ptr<SandboxProcess>> ready_;
   int warm_takes_ = 0;
 };
+
+// OK when `check` can run in this build: kCupti needs the launch probe (DICE_LAUNCH_PROBE_PATH).
+Status kernel_check_available(KernelCheck check, const std::string& launch_probe);
 
 // FailureClass from its schema name ("runtimeError" -> RUNTIME_ERROR); INTERNAL_ERROR for
 // names that are not in the schema.

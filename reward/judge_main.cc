@@ -47,6 +47,8 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --prestart on|off       start each slot's next evaluation process while the current one
                           runs (default on)
   --evaluators-ahead N    with --prestart on: processes kept started ahead per slot (default 1)
+  --kernel-check KIND     profiler|cupti: how a run of the candidate's own kernel is seen
+                          (default profiler; cupti needs a build that found CUPTI)
   --prepare on|off        build the binding headers' precompiled headers before judging, as a
                           reward worker does when it starts (default on; their seconds are the
                           summary's prepare_seconds, outside its seconds); off: builds that start
@@ -165,7 +167,14 @@ Flags parse_flags(int argc, char** argv) {
       f.prepare = parse_on_off(flag, value);
     else if (flag == "--evaluators-ahead")
       r.evaluators_ahead = static_cast<int>(parse_int(flag, value, 1));
-    else if (flag == "--timeout-seconds") {
+    else if (flag == "--kernel-check") {
+      if (value == "profiler")
+        r.kernel_check = dice::KernelCheck::kProfiler;
+      else if (value == "cupti")
+        r.kernel_check = dice::KernelCheck::kCupti;
+      else
+        throw UsageError{flag + " \"" + value + "\": expected profiler or cupti"};
+    } else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
     } else if (flag == "--log-level") {
       if (!dice::parse_log_level(value, &f.log_level)) {

@@ -64,6 +64,7 @@ void GpuSlotPool::release(const std::string& slot) {
 }
 
 Result<Toolchain> probe_reward_toolchain(const RewardOptions& options) {
+  DICE_RETURN_IF_ERROR(kernel_check_available(options.kernel_check, DICE_LAUNCH_PROBE_PATH));
   ToolchainOptions toolchain;
   toolchain.nvcc = options.nvcc_path;
   toolchain.python = options.python_path;
@@ -158,6 +159,7 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   eval.trials = options_.correctness_trials;
   eval.tolerance = options_.tolerance;
   eval.timing = options_.timing;
+  eval.kernel_check = options_.kernel_check;
   const double timeout =
       task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options_.timeout_seconds;
   eval.sandbox = sandbox_from_options(options_.sandbox, timeout);

@@ -24,7 +24,8 @@
 
 namespace dice {
 
-// probe_toolchain() with the reward options' nvcc, python and cuda_arch.
+// probe_toolchain() with the reward options' nvcc, python and cuda_arch; an error too when the
+// options ask for a kernel check this build cannot run (kernel_check_available).
 Result<Toolchain> probe_reward_toolchain(const RewardOptions& options);
 
 struct PipelineIdentity {

@@ -49,6 +49,18 @@ struct TimingOptions {
   }
 };
 
+// How the evaluation checks that a kernel compiled from the candidate's own source ran during
+// forward: torch's profiler (CUPTI's activity API, seconds of CPU for its first session in each
+// evaluation process) or dice's launch probe (CUPTI's callback API on kernel launches,
+// reward/cupti/launch_probe.cc: a twentieth of a second), which falls back to the profiler for a
+// forward that launches a CUDA graph.
+enum class KernelCheck { kProfiler, kCupti };
+inline constexpr config::EnumName<KernelCheck> kKernelCheckNames[] = {
+    {KernelCheck::kProfiler, "profiler"}, {KernelCheck::kCupti, "cupti"}};
+constexpr const auto& enum_names(KernelCheck) {
+  return kKernelCheckNames;
+}
+
 struct RewardPolicyOptions {
   RewardPolicy kind = RewardPolicy::kBinary;
   double min_speedup = 1.0;
@@ -103,6 +115,7 @@ struct RewardOptions {
   int timeout_seconds = 300;
   bool prestart_evaluators = true;
   int evaluators_ahead = 1;
+  KernelCheck kernel_check = KernelCheck::kProfiler;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
 
@@ -141,6 +154,10 @@ struct RewardOptions {
             "With prestart_evaluators: processes kept started ahead per slot (more hide a start "
             "that takes longer than an evaluation). Default: 1",
             config::at_least(1));
+    v.field("kernel_check", kernel_check,
+            "How evaluation sees that the candidate's own kernel ran: profiler (torch's, seconds "
+            "of CPU per evaluation process) or cupti (dice's launch probe; needs a build that "
+            "found CUPTI). Default: profiler");
     v.field("policy", policy, "How a verdict becomes a reward.");
     v.field("sandbox", sandbox, "Limits on candidate processes.");
   }

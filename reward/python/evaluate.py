@@ -6,11 +6,17 @@ Usage:
   python3 evaluate.py --reference ref.py --candidate cand.py --module NAME=PATH [--module ...]
                       [--kernels k1,k2] [--trials 1] [--tol-fp32 1e-2 --tol-fp16 1e-2
                       --tol-bf16 1e-2] [--seed 42] [--timing --timing-trials 100 --warmups 3]
-                      [--device cuda] [--nonce-file nonce]
-  python3 evaluate.py --job-from-stdin [--device cuda]
-      imports torch and creates the CUDA context first, prints "DICE_EVAL_READY", then reads the
-      arguments above from stdin, NUL-separated, up to end of input. The reward service starts
-      a slot's next evaluation this way while the current one runs.
+                      [--device cuda] [--nonce-file nonce] [--launch-probe dice_launch_probe.so]
+  python3 evaluate.py --job-from-stdin [--device cuda] [--launch-probe dice_launch_probe.so]
+      imports torch and creates the CUDA context first (and loads the launch probe, or else warms
+      the profiler), prints "DICE_EVAL_READY", then reads the arguments above from stdin,
+      NUL-separated, up to end of input. The reward service starts a slot's next evaluation this
+      way while the current one runs.
+
+The kernel check sees the candidate's kernels through --launch-probe (reward/cupti/
+launch_probe.cc: CUPTI callbacks on kernel launches) when given, else through torch's profiler;
+a forward that launches a CUDA graph is checked with the profiler either way (a graph launch
+names no kernel).
 
 The candidate file is executed with torch.utils.cpp_extension.load_inline replaced by a shim
 that returns the prebuilt module NAME (imported from PATH): nothing is compiled here.
@@ -31,6 +37,8 @@ result line of its own that the worker would accept. JSON keys:
                    kernel-not-run        no __global__ kernel of the candidate ran (fatal)
                    torch-kernels-ran     (not fatal) PyTorch's own kernels ran in forward
                    profiler-unavailable  (not fatal) the kernel check could not run
+                   launch-probe-unavailable (not fatal) the launch probe could not run; the
+                                         profiler checked instead
                    constant-output       (not fatal) constant output, varying reference
                    faster-than-memory    output bytes / peak bandwidth > measured time (fatal)
   kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup
@@ -64,6 +72,39 @@ import warnings
 
 RESULT_PREFIX = "DICE_EVAL_RESULT"
 READY_LINE = "DICE_EVAL_READY"  # printed by --job-from-stdin once torch is imported
+
+
+class LaunchProbeError(Exception):
+    """The launch probe could not load or start (the kernel check then uses the profiler)."""
+
+
+class LaunchProbe:
+    """dice_launch_probe.so through ctypes: the names of the kernels launched while fn runs."""
+
+    GRAPH_LAUNCH = "@graph-launch"  # the probe's line for a CUDA graph launch
+
+    def __init__(self, path):
+        import ctypes
+        try:
+            lib = ctypes.CDLL(os.path.abspath(path))
+            self.start = lib.dice_launch_probe_start
+            self.stop = lib.dice_launch_probe_stop
+        except (OSError, AttributeError) as e:
+            raise LaunchProbeError("cannot load %s: %s" % (path, e))
+        self.start.restype = ctypes.c_int
+        self.stop.restype = ctypes.c_char_p
+
+    def launches(self, fn):
+        """(kernel names, whether a CUDA graph was launched) of one call of fn."""
+        rc = self.start()
+        if rc != 0:
+            raise LaunchProbeError("CUPTI refused the subscription (error %d)" % rc)
+        try:
+            fn()
+        finally:
+            text = self.stop() or b""
+        names = [n for n in text.decode("utf-8", "replace").split("\n") if n]
+        return [n for n in names if n != self.GRAPH_LAUNCH], self.GRAPH_LAUNCH in names
 
 
 class EvalFailure(Exception):
@@ -249,9 +290,12 @@ def load_candidate(cpp_extension, source, prebuilt):
 # ---- the evaluation ------------------------------------------------------------------------
 
 class Harness:
-    def __init__(self, torch, args):
+    def __init__(self, torch, args, launch_probe=None):
         self.torch = torch
         self.args = args
+        # A LaunchProbe, a LaunchProbeError (it did not load: noted here, and the kernel check
+        # uses the profiler) or None (the profiler).
+        self.launch_probe = launch_probe
         self.device = torch.device(args.device)
         self.cuda = self.device.type == "cuda"
         self.findings = []
@@ -262,6 +306,8 @@ class Harness:
         self.synchronize = torch.cuda.synchronize if self.cuda else (lambda *a: None)
         # Seconds inside check_correctness by what they went to, for the phases in the log.
         self.spent = {"inputs": 0.0, "to_host": 0.0, "compare": 0.0}
+        if isinstance(launch_probe, LaunchProbeError):
+            self.finding("launch-probe-unavailable", str(launch_probe), False)
 
     def timed(self, what, fn, *args):
         start = time.monotonic()
@@ -408,8 +454,42 @@ class Harness:
         if not self.cuda or not self.args.kernels:
             return
         spare = getattr(self, "spare_inputs", None)
-        inputs = (self.cloned(spare) if spare is not None
-                  else self.make_inputs(get_inputs, self.args.seed))
+        base = spare if spare is not None else self.make_inputs(get_inputs, self.args.seed)
+        names = self.kernels_launched(new_model, base)
+        if names is None:
+            names = self.kernels_profiled(new_model, self.cloned(base))
+        if names is None:
+            return
+        ours = kernel_names_ran(names, self.args.kernels)
+        if not ours:
+            self.finding("kernel-not-run", "none of %s ran during forward (saw: %s)" %
+                         (", ".join(self.args.kernels), ", ".join(sorted(set(names)))[:500]),
+                         True)
+            raise EvalFailure("antiCheat", "no kernel of the candidate ran during forward")
+        others = sorted({n for n in names if not kernel_names_ran([n], self.args.kernels)})
+        if others:
+            self.finding("torch-kernels-ran", "other kernels in forward: " +
+                         "; ".join(others)[:500], False)
+
+    def kernels_launched(self, new_model, base):
+        """Names of the kernels one forward launched, by the launch probe; None when there is
+        no probe, it cannot run (noted), or a CUDA graph launch hides what ran."""
+        probe = self.launch_probe
+        if not isinstance(probe, LaunchProbe):
+            return None
+        inputs = self.cloned(base)
+        try:
+            names, graph = probe.launches(lambda: self.run(new_model, inputs))
+        except LaunchProbeError as e:
+            self.finding("launch-probe-unavailable", str(e), False)
+            return None
+        if graph and not kernel_names_ran(names, self.args.kernels):
+            return None
+        return names
+
+    def kernels_profiled(self, new_model, inputs):
+        """Names of the CUDA kernels the profiler saw in one forward; None when it cannot run
+        (noted)."""
         try:
             from torch.profiler import profile, ProfilerActivity
             # Its warnings (a second session's "Profiler clears events...") would fill the log
@@ -422,17 +502,8 @@ class Harness:
                          if str(getattr(e, "device_type", "")).endswith("CUDA")]
         except Exception as e:  # noqa: BLE001 - CUPTI missing or busy
             self.finding("profiler-unavailable", "%s: %s" % (type(e).__name__, e), False)
-            return
-        ours = kernel_names_ran(names, self.args.kernels)
-        if not ours:
-            self.finding("kernel-not-run", "none of %s ran during forward (saw: %s)" %
-                         (", ".join(self.args.kernels), ", ".join(sorted(set(names)))[:500]),
-                         True)
-            raise EvalFailure("antiCheat", "no kernel of the candidate ran during forward")
-        others = sorted({n for n in names if not kernel_names_ran([n], self.args.kernels)})
-        if others:
-            self.finding("torch-kernels-ran", "other kernels in forward: " +
-                         "; ".join(others)[:500], False)
+            return None
+        return names
 
     def time_model(self, model, get_inputs):
         torch, args = self.torch, self.args
@@ -476,8 +547,8 @@ class PhaseClock:
         self.last = now
 
 
-def evaluate(torch, cpp_extension, args, result, clock):
-    harness = Harness(torch, args)
+def evaluate(torch, cpp_extension, args, result, clock, launch_probe=None):
+    harness = Harness(torch, args, launch_probe)
     result["findings"] = harness.findings
     with open(args.reference, encoding="utf-8") as f:
         reference_source = f.read()
@@ -555,6 +626,8 @@ def parse_args(argv):
     p.add_argument("--poison-mb", type=int, default=1024)
     p.add_argument("--device", default="cuda")
     p.add_argument("--nonce-file", default="")
+    p.add_argument("--launch-probe", default="",
+                   help="dice_launch_probe.so for the kernel check (default: the profiler)")
     return p.parse_args(argv)
 
 
@@ -586,14 +659,27 @@ def warm_profiler(torch, device):
         pass
 
 
+def load_launch_probe(path):
+    """A LaunchProbe for `path`, or the LaunchProbeError that the kernel check will note."""
+    try:
+        return LaunchProbe(path)
+    except LaunchProbeError as e:
+        return e
+
+
 def wait_for_job(argv):
-    """--job-from-stdin [--device D]: imports first, then returns the arguments from stdin."""
-    device = argv[2] if argv[1:2] == ["--device"] and len(argv) > 2 else "cuda"
+    """--job-from-stdin [--device D] [--launch-probe F]: imports first (and loads the probe, or
+    else warms the profiler), then returns the arguments from stdin."""
+    options = dict(zip(argv[1::2], argv[2::2]))
+    device = options.get("--device", "cuda")
+    probe_path = options.get("--launch-probe", "")
     start = time.monotonic()
     try:
-        warm = import_torch(device)
-        if device.startswith("cuda"):
-            warm_profiler(warm[0], device)
+        torch, cpp_extension = import_torch(device)
+        probe = load_launch_probe(probe_path) if probe_path else None
+        if device.startswith("cuda") and not isinstance(probe, LaunchProbe):
+            warm_profiler(torch, device)
+        warm = (torch, cpp_extension, probe)
     except Exception as e:  # noqa: BLE001 - reported with the job's nonce, below
         warm = e
     import_seconds = round(time.monotonic() - start, 4)
@@ -623,13 +709,14 @@ def main(argv):
     try:
         if warm is None:
             torch, cpp_extension = import_torch(args.device)
+            probe = load_launch_probe(args.launch_probe) if args.launch_probe else None
             clock.lap("import")
         elif isinstance(warm, Exception):
             raise warm
         else:
-            torch, cpp_extension = warm
+            torch, cpp_extension, probe = warm
             result["phases"]["import"] = import_seconds
-        evaluate(torch, cpp_extension, args, result, clock)
+        evaluate(torch, cpp_extension, args, result, clock, probe)
         result["failure"] = "none"
     except EvalFailure as e:
         result["failure"], result["detail"] = e.failure, e.detail

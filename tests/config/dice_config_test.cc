@@ -194,6 +194,18 @@ TEST(DiceConfigTest, ComponentChecksCatchBadCombinations) {
             std::string::npos);
 }
 
+TEST(DiceConfigTest, RewardKernelCheckIsProfilerOrCupti) {
+  Result<DiceConfig> cupti = load_dice_config(kLocal, {"reward.kernel_check=cupti"});
+  ASSERT_TRUE(cupti.ok()) << cupti.status().message();
+  EXPECT_EQ(cupti.value().reward.kernel_check, KernelCheck::kCupti);
+  Result<DiceConfig> bogus = load_dice_config(kLocal, {"reward.kernel_check=nvtx"});
+  ASSERT_FALSE(bogus.ok());
+  EXPECT_NE(bogus.status().message().find("reward.kernel_check"), std::string::npos)
+      << bogus.status().message();
+  EXPECT_NE(bogus.status().message().find("profiler"), std::string::npos)
+      << bogus.status().message();
+}
+
 // Each field's doc ends with "Default: X" (or says "Required."); X must be the real default, so
 // the docs cannot drift from the code.
 template <class T>

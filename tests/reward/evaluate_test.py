@@ -202,6 +202,105 @@ class TrialSeedsTest(unittest.TestCase):
         self.assertEqual(len(set(want)), 5)
 
 
+class LaunchProbeDouble(evaluate.LaunchProbe):
+    """Test double of evaluate.LaunchProbe (no library): runs fn, answers with fixed names."""
+
+    def __init__(self, names, graph=False):
+        self.names, self.graph, self.calls = names, graph, 0
+
+    def launches(self, fn):
+        self.calls += 1
+        fn()
+        return list(self.names), self.graph
+
+
+class ProfiledHarness(evaluate.Harness):
+    """Harness whose profiler pass is a test double (the CPU has no CUDA kernels to profile):
+    it records that the profiler was asked and answers with fixed names."""
+
+    def __init__(self, torch_module, args, probe, profiled):
+        super().__init__(torch_module, args, probe)
+        self.cuda = True  # the kernel check runs only for CUDA devices
+        self.profiled, self.profiler_calls = profiled, 0
+
+    def kernels_profiled(self, new_model, inputs):
+        self.profiler_calls += 1
+        return list(self.profiled)
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class KernelCheckTest(unittest.TestCase):
+    """check_kernels_ran with the launch probe: which names it trusts, when it falls back to the
+    profiler, and what it reports."""
+
+    class Args:
+        seed, trials, device, kernels = 42, 1, "cpu", ["scale_kernel"]
+
+    OURS = "void scale_kernel<float>(float const*, float*, int)"
+    TORCH = "void at::native::vectorized_elementwise_kernel<4>(...)"
+
+    def check(self, probe, profiled=()):
+        harness = ProfiledHarness(torch, self.Args, probe, profiled)
+        model = torch.nn.Identity()
+        harness.check_kernels_ran(model, lambda: [torch.ones(4)])
+        return harness
+
+    def checks(self, harness):
+        return [f["check"] for f in harness.findings]
+
+    def test_own_kernel_seen_by_the_probe(self):
+        probe = LaunchProbeDouble([self.OURS])
+        harness = self.check(probe)
+        self.assertEqual((probe.calls, harness.profiler_calls, harness.findings), (1, 0, []))
+
+    def test_torch_kernels_only_is_fatal(self):
+        with self.assertRaises(evaluate.EvalFailure) as caught:
+            self.check(LaunchProbeDouble([self.TORCH]))
+        self.assertEqual(caught.exception.failure, "antiCheat")
+
+    def test_torch_kernels_beside_ours_are_noted(self):
+        harness = self.check(LaunchProbeDouble([self.OURS, self.TORCH]))
+        self.assertEqual(self.checks(harness), ["torch-kernels-ran"])
+        self.assertFalse(harness.findings[0]["fatal"])
+
+    def test_graph_launch_falls_back_to_the_profiler(self):
+        harness = self.check(LaunchProbeDouble([], graph=True), profiled=[self.OURS])
+        self.assertEqual((harness.profiler_calls, harness.findings), (1, []))
+        with self.assertRaises(evaluate.EvalFailure):
+            self.check(LaunchProbeDouble([self.TORCH], graph=True), profiled=[self.TORCH])
+
+    def test_graph_launch_beside_our_kernel_needs_no_profiler(self):
+        harness = self.check(LaunchProbeDouble([self.OURS], graph=True))
+        self.assertEqual(harness.profiler_calls, 0)
+
+    def test_probe_that_did_not_load_is_noted_and_the_profiler_checks(self):
+        error = evaluate.LaunchProbeError("cannot load dice_launch_probe.so: gone")
+        harness = self.check(error, profiled=[self.OURS])
+        self.assertEqual((self.checks(harness), harness.profiler_calls),
+                         (["launch-probe-unavailable"], 1))
+        self.assertIn("gone", harness.findings[0]["detail"])
+
+    def test_without_a_probe_the_profiler_checks(self):
+        self.assertEqual(self.check(None, profiled=[self.OURS]).profiler_calls, 1)
+
+    def test_missing_library_is_a_launch_probe_error(self):
+        with self.assertRaises(evaluate.LaunchProbeError):
+            evaluate.LaunchProbe("/nonexistent/dice_launch_probe.so")
+
+    @unittest.skipUnless(os.environ.get("DICE_LAUNCH_PROBE"), "this build has no launch probe")
+    def test_built_probe_loads_and_reports_a_refused_subscription(self):
+        # The real library: it loads anywhere; CUPTI refuses to subscribe without a GPU driver,
+        # which must come back as a LaunchProbeError (the profiler then checks), not a crash.
+        probe = evaluate.LaunchProbe(os.environ["DICE_LAUNCH_PROBE"])
+        if os.path.exists("/dev/nvidiactl"):
+            names, graph = probe.launches(lambda: None)
+            self.assertEqual((names, graph), ([], False))
+        else:
+            with self.assertRaises(evaluate.LaunchProbeError) as caught:
+                probe.launches(lambda: self.fail("fn must not run when the probe did not start"))
+            self.assertIn("CUPTI", str(caught.exception))
+
+
 class PureHelpersTest(unittest.TestCase):
     def test_kernel_names_ran(self):
         names = ["void scale_kernel<float>(float const*, float*, int)",

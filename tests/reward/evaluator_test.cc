@@ -203,6 +203,51 @@ TEST_F(EvaluateOnCpuTest, AProcessStartedForOtherLimitsIsNotUsed) {
   EXPECT_TRUE(r.correct) << r.detail << r.log_tail;
 }
 
+TEST(KernelCheckAvailableTest, CuptiNeedsTheLaunchProbe) {
+  EXPECT_TRUE(kernel_check_available(KernelCheck::kProfiler, "").ok());
+  EXPECT_TRUE(kernel_check_available(KernelCheck::kCupti, "/opt/dice/dice_launch_probe.so").ok());
+  Status missing = kernel_check_available(KernelCheck::kCupti, "");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("reward.kernel_check: cupti"), std::string::npos)
+      << missing.message();
+  EXPECT_NE(missing.message().find("DICE_CUPTI_ROOT"), std::string::npos) << missing.message();
+}
+
+// The launch probe goes into the sandbox with the script and is loaded by the process started
+// ahead. On the CPU the kernel check itself does not run, but a probe that does not load is
+// reported in every verdict, so an operator who asked for cupti sees why it is not in use.
+TEST_F(EvaluateOnCpuTest, TheLaunchProbeLoadsInTheProcessStartedAhead) {
+  if (std::string(DICE_LAUNCH_PROBE_PATH).empty()) {
+    GTEST_SKIP() << "this build has no launch probe (CUPTI not found at configure time)";
+  }
+  EvaluatorPrestart prestart;
+  EvaluatorOptions o = options();
+  o.kernel_check = KernelCheck::kCupti;
+  for (int i = 0; i < 2; ++i) {
+    EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o, &prestart);
+    EXPECT_TRUE(r.correct) << r.detail << r.log_tail;
+    EXPECT_TRUE(r.findings.empty()) << r.findings[0].check << ": " << r.findings[0].detail;
+  }
+  EXPECT_EQ(prestart.warm_takes(), 1);
+}
+
+TEST_F(EvaluateOnCpuTest, ALaunchProbeThatDoesNotLoadIsReportedAndJudgingGoesOn) {
+  const fs::path bogus = fs::temp_directory_path() / "dice_evaluator_test_not_a_library.so";
+  {
+    std::ofstream out(bogus);
+    out << "not an ELF file\n";
+  }
+  EvaluatorOptions o = options();
+  o.kernel_check = KernelCheck::kCupti;
+  o.launch_probe = bogus.string();
+  EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o);
+  fs::remove(bogus);
+  EXPECT_TRUE(r.correct) << r.detail << r.log_tail;
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].check, "launch-probe-unavailable");
+  EXPECT_FALSE(r.findings[0].fatal);
+}
+
 TEST_F(EvaluateOnCpuTest, AnEvaluatorThatCannotStartIsAnInternalError) {
   EvaluatorPrestart prestart;
   EvaluatorOptions o = options();

@@ -92,9 +92,17 @@ class HacksGpuTest : public ::testing::Test {
       GTEST_SKIP() << "no GPU toolchain (nvcc, torch with CUDA, a GPU): "
                    << toolchain.status().to_string();
     }
-    pipeline_.emplace(options_, toolchain.value(),
+    toolchain_ = toolchain.value();
+    pipeline_.emplace(options_, toolchain_,
                       PipelineIdentity{"hacks-gpu-test", gpu_slot_names({0}, slots_)});
     reference_ = read_hack_file("reference.py");
+  }
+
+  // The pipeline again, with `options_` as the test has changed them.
+  void rebuild_pipeline() {
+    pipeline_.reset();
+    pipeline_.emplace(options_, toolchain_,
+                      PipelineIdentity{"hacks-gpu-test", gpu_slot_names({0}, slots_)});
   }
 
   // Evaluates every file of `candidates` (names under gpu_hacks/) at the same time, one thread
@@ -155,6 +163,7 @@ class HacksGpuTest : public ::testing::Test {
   }
 
   RewardOptions options_;
+  Toolchain toolchain_;
   int slots_ = 4;
   std::optional<RewardPipeline> pipeline_;
   std::string reference_;
@@ -231,6 +240,28 @@ TEST_F(HacksGpuTest, EveryRuntimeHackAndBrokenKernelIsRejected) {
     EXPECT_TRUE(matched) << want.file << ": failure " << failure_name(got.failure)
                          << ", expected one of: " << allowed;
   }
+}
+
+// reward.kernel_check: cupti (dice's launch probe) must judge the kernel check's cases as the
+// profiler does: the honest kernel seen, the output cache that launches nothing caught.
+TEST_F(HacksGpuTest, TheLaunchProbeSeesTheCandidatesKernels) {
+  if (std::string(DICE_LAUNCH_PROBE_PATH).empty()) {
+    GTEST_SKIP() << "this build has no launch probe (CUPTI not found at configure time)";
+  }
+  options_.kernel_check = KernelCheck::kCupti;
+  options_.correctness_trials = 1;  // output_cache.py is then left to the kernel check
+  rebuild_pipeline();
+  const std::vector<Outcome> outcomes = evaluate_all({"honest.py", "output_cache.py"});
+  const Outcome& honest = outcomes[0];
+  const Outcome& cache = outcomes[1];
+  EXPECT_EQ(honest.reward, 1.0f) << honest.line;
+  // The probe itself answered: it loaded and CUPTI took its subscription.
+  EXPECT_FALSE(honest.has_finding("launch-probe-unavailable")) << honest.line;
+  EXPECT_FALSE(honest.has_finding("profiler-unavailable")) << honest.line;
+  EXPECT_EQ(cache.reward, 0.0f) << cache.line;
+  EXPECT_EQ(cache.failure, FC::ANTI_CHEAT) << cache.line;
+  EXPECT_TRUE(cache.has_finding("kernel-not-run") || cache.has_finding("stale-output"))
+      << cache.line;
 }
 
 TEST_F(HacksGpuTest, IllegalMemoryAccessFailsOnlyItsOwnCandidate) {

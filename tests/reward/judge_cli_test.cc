@@ -51,6 +51,11 @@ TEST(JudgeCliTest, BadFlagsAreNamed) {
   EXPECT_NE(run.output.find("--log-level \"loud\": expected debug, info, warn or error"),
             std::string::npos)
       << run.output;
+  run = run_judge("--items x.json --kernel-check nvtx");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.output.find("--kernel-check \"nvtx\": expected profiler or cupti"),
+            std::string::npos)
+      << run.output;
   run = run_judge("--timing on");
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.output.find("--items is required"), std::string::npos);

@@ -17,7 +17,7 @@
 # (default .device/kernelbench), DICE_PYTHON (default /opt/torch/.venv/bin/python3),
 # DICE_TIMING on|off (default on: 100 timed runs, as KernelBench's measured run),
 # DICE_TRIALS (5), DICE_GPU_SLOTS (4), DICE_LOG_LEVEL (dice-judge's; debug logs each evaluation's
-# seconds per phase), DICE_COMPILE_JOBS (nproc), DICE_KB_DEADLINE_S (330),
+# seconds per phase), DICE_KERNEL_CHECK (dice-judge's --kernel-check: profiler or cupti), DICE_COMPILE_JOBS (nproc), DICE_KB_DEADLINE_S (330),
 # DICE_KB_LIMIT (items for KernelBench; default all), DICE_KB_VARIANT_ITEMS (items whose broken
 # variants KernelBench also judges; default 10: its ~16 s per candidate makes all 178 take ~45 min),
 # DICE_VARIANTS_LIMIT (items dice-variants judges, originals and variants; default all).
@@ -83,7 +83,8 @@ judge_run() { # judge_run NAME SECONDS [dice-judge flags...]
     --timing "$timing" --gpu-slots "${DICE_GPU_SLOTS:-4}" \
     --compile-jobs "${DICE_COMPILE_JOBS:-$(nproc)}" --compile-cache "$state/dice-cache" \
     --out "$state/$name.jsonl" --summary-out "$state/$name.summary.json" \
-    ${DICE_LOG_LEVEL:+--log-level "$DICE_LOG_LEVEL"} "$@" || status=1
+    ${DICE_LOG_LEVEL:+--log-level "$DICE_LOG_LEVEL"} \
+    ${DICE_KERNEL_CHECK:+--kernel-check "$DICE_KERNEL_CHECK"} "$@" || status=1
 }
 
 for stage in "${stages[@]}"; do

@@ -1,0 +1,141 @@
+// dice_launch_probe: the kernel check's CUPTI side (reward.kernel_check: cupti). A shared library
+// that python/evaluate.py loads with ctypes into the evaluation process (after torch and the
+// CUDA context, before the candidate's code); it is never linked into a dice executable.
+//
+// It subscribes to CUPTI's callback API on the runtime's and the driver's kernel launch calls
+// only, and records the name of every kernel launched successfully between start and stop.
+// torch's profiler answers the same question from CUPTI's activity API, whose first session cost
+// 4.8-5.7 CPU-s per process on the H200 node; this one's cost 0.04-0.12 CPU-s (BENCHMARKS.md,
+// session 9). CUDA graph launches carry no kernel name: they are reported as kGraphLaunchLine so
+// that evaluate.py can fall back to the profiler, which sees the graph's kernels.
+#include <cupti.h>
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace {
+
+constexpr const char* kGraphLaunchLine = "@graph-launch";
+
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,  // CUDA 13's <<<>>> stubs
+};
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+constexpr CUpti_CallbackId kRuntimeGraphLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+constexpr CUpti_CallbackId kDriverGraphLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+std::mutex g_mutex;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+std::set<std::string> g_names;  // mangled, as CUPTI gives them
+bool g_graph_launched = false;
+std::string g_report;  // what dice_launch_probe_stop returned last
+
+bool is_graph_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+  const auto& ids =
+      domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kRuntimeGraphLaunches : kDriverGraphLaunches;
+  for (CUpti_CallbackId g : ids) {
+    if (g == id) return true;
+  }
+  return false;
+}
+
+// Runtime and driver calls both return an int-sized enum whose 0 is success.
+bool call_succeeded(const CUpti_CallbackData* data) {
+  return data->functionReturnValue == nullptr ||
+         *static_cast<const int*>(data->functionReturnValue) == 0;
+}
+
+void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                        const void* payload) {
+  const auto* data = static_cast<const CUpti_CallbackData*>(payload);
+  if (data->callbackSite != CUPTI_API_EXIT || !call_succeeded(data)) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (is_graph_launch(domain, id)) {
+    g_graph_launched = true;
+  } else if (data->symbolName != nullptr && data->symbolName[0] != '\0') {
+    g_names.insert(data->symbolName);
+  }
+}
+
+std::string demangled(const std::string& name) {
+  int status = 0;
+  char* text = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && text != nullptr ? text : name;
+  std::free(text);
+  return out;
+}
+
+template <size_t N>
+CUptiResult enable(CUpti_CallbackDomain domain, const CUpti_CallbackId (&ids)[N]) {
+  for (CUpti_CallbackId id : ids) {
+    const CUptiResult r = cuptiEnableCallback(1, g_subscriber, domain, id);
+    if (r != CUPTI_SUCCESS) return r;
+  }
+  return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+// Starts recording; 0 on success, else the CUptiResult (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_
+// SUPPORTED when another tool, or the profiler, holds CUPTI's one subscriber).
+extern "C" __attribute__((visibility("default"))) int dice_launch_probe_start() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_subscriber != nullptr) return -1;
+  g_names.clear();
+  g_graph_launched = false;
+  CUptiResult r =
+      cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_launch), nullptr);
+  if (r != CUPTI_SUCCESS) {
+    g_subscriber = nullptr;
+    return static_cast<int>(r);
+  }
+  if ((r = enable(CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeLaunches)) != CUPTI_SUCCESS ||
+      (r = enable(CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunches)) != CUPTI_SUCCESS ||
+      (r = enable(CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeGraphLaunches)) != CUPTI_SUCCESS ||
+      (r = enable(CUPTI_CB_DOMAIN_DRIVER_API, kDriverGraphLaunches)) != CUPTI_SUCCESS) {
+    cuptiUnsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+    return static_cast<int>(r);
+  }
+  return 0;
+}
+
+// Stops recording and returns the demangled names of the kernels launched since start, one per
+// line, plus a line kGraphLaunchLine when a CUDA graph was launched. Valid until the next call.
+extern "C" __attribute__((visibility("default"))) const char* dice_launch_probe_stop() {
+  CUpti_SubscriberHandle subscriber;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    subscriber = g_subscriber;
+    g_subscriber = nullptr;
+  }
+  // Outside the lock: unsubscribing waits for callbacks in flight, which take the lock.
+  if (subscriber != nullptr) cuptiUnsubscribe(subscriber);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_report.clear();
+  for (const std::string& name : g_names) g_report += demangled(name) + "\n";
+  if (g_graph_launched) g_report += std::string(kGraphLaunchLine) + "\n";
+  return g_report.c_str();
+}
