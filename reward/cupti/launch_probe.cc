@@ -2,8 +2,9 @@
 // that python/evaluate.py loads with ctypes into the evaluation process (after torch and the
 // CUDA context, before the candidate's code); it is never linked into a dice executable.
 //
-// It subscribes to CUPTI's callback API on the runtime's and the driver's kernel launch calls
-// only, and records the name of every kernel launched successfully between start and stop.
+// It holds CUPTI's one subscriber from before the candidate's code loads (attach), turns CUPTI's
+// callbacks on the runtime's and the driver's kernel launch calls on between start and stop, and
+// records the name of every kernel launched successfully meanwhile.
 // torch's profiler answers the same question from CUPTI's activity API, whose first session cost
 // 4.8-5.7 CPU-s per process on the H200 node; this one's cost 0.04-0.12 CPU-s (BENCHMARKS.md,
 // session 9). CUDA graph launches carry no kernel name: they are reported as kGraphLaunchLine so
@@ -11,7 +12,9 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -87,39 +90,69 @@ std::string demangled(const std::string& name) {
   return out;
 }
 
-template <size_t N>
-CUptiResult enable(CUpti_CallbackDomain domain, const CUpti_CallbackId (&ids)[N]) {
-  for (CUpti_CallbackId id : ids) {
-    const CUptiResult r = cuptiEnableCallback(1, g_subscriber, domain, id);
-    if (r != CUPTI_SUCCESS) return r;
+// Turns the launch callbacks on or off (the subscription stays).
+CUptiResult enable_callbacks(CUpti_SubscriberHandle subscriber, uint32_t on) {
+  const struct {
+    CUpti_CallbackDomain domain;
+    const CUpti_CallbackId* ids;
+    size_t count;
+  } groups[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeLaunches, std::size(kRuntimeLaunches)},
+      {CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunches, std::size(kDriverLaunches)},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeGraphLaunches, std::size(kRuntimeGraphLaunches)},
+      {CUPTI_CB_DOMAIN_DRIVER_API, kDriverGraphLaunches, std::size(kDriverGraphLaunches)},
+  };
+  for (const auto& group : groups) {
+    for (size_t i = 0; i < group.count; ++i) {
+      const CUptiResult r = cuptiEnableCallback(on, subscriber, group.domain, group.ids[i]);
+      if (r != CUPTI_SUCCESS) return r;
+    }
   }
   return CUPTI_SUCCESS;
 }
 
 }  // namespace
 
-// Starts recording; 0 on success, else the CUptiResult (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_
-// SUPPORTED when another tool, or the profiler, holds CUPTI's one subscriber).
-extern "C" __attribute__((visibility("default"))) int dice_launch_probe_start() {
+// Takes CUPTI's one subscriber for this process, with no callback on yet: evaluate.py attaches
+// before any candidate code runs, so a candidate cannot take the subscriber first and leave the
+// kernel check without one. 0 on success (or when attached already), else the CUptiResult
+// (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another tool holds it).
+extern "C" __attribute__((visibility("default"))) int dice_launch_probe_attach() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_subscriber != nullptr) return -1;
-  g_names.clear();
-  g_graph_launched = false;
-  CUptiResult r =
+  if (g_subscriber != nullptr) return 0;
+  const CUptiResult r =
       cuptiSubscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_launch), nullptr);
-  if (r != CUPTI_SUCCESS) {
+  if (r != CUPTI_SUCCESS) g_subscriber = nullptr;
+  return static_cast<int>(r);
+}
+
+// Gives the subscriber back (for torch's profiler, which needs it). 0 on success.
+extern "C" __attribute__((visibility("default"))) int dice_launch_probe_detach() {
+  CUpti_SubscriberHandle subscriber;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    subscriber = g_subscriber;
     g_subscriber = nullptr;
-    return static_cast<int>(r);
   }
-  if ((r = enable(CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeLaunches)) != CUPTI_SUCCESS ||
-      (r = enable(CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunches)) != CUPTI_SUCCESS ||
-      (r = enable(CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeGraphLaunches)) != CUPTI_SUCCESS ||
-      (r = enable(CUPTI_CB_DOMAIN_DRIVER_API, kDriverGraphLaunches)) != CUPTI_SUCCESS) {
-    cuptiUnsubscribe(g_subscriber);
-    g_subscriber = nullptr;
-    return static_cast<int>(r);
+  return subscriber == nullptr ? 0 : static_cast<int>(cuptiUnsubscribe(subscriber));
+}
+
+// Starts recording the launches (attaching first if needed); 0 on success, else the CUptiResult.
+// The callbacks are on only between start and stop, so timed runs pay nothing for them.
+extern "C" __attribute__((visibility("default"))) int dice_launch_probe_start() {
+  const int attached = dice_launch_probe_attach();
+  if (attached != 0) return attached;
+  CUpti_SubscriberHandle subscriber;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_names.clear();
+    g_graph_launched = false;
+    subscriber = g_subscriber;
   }
-  return 0;
+  // Outside the lock: a callback on another thread may be waiting for it.
+  const CUptiResult r = enable_callbacks(subscriber, 1);
+  if (r != CUPTI_SUCCESS) enable_callbacks(subscriber, 0);
+  return static_cast<int>(r);
 }
 
 // Stops recording and returns the demangled names of the kernels launched since start, one per
@@ -129,10 +162,9 @@ extern "C" __attribute__((visibility("default"))) const char* dice_launch_probe_
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     subscriber = g_subscriber;
-    g_subscriber = nullptr;
   }
-  // Outside the lock: unsubscribing waits for callbacks in flight, which take the lock.
-  if (subscriber != nullptr) cuptiUnsubscribe(subscriber);
+  // Callbacks run on the launching threads and take g_mutex: turned off outside it.
+  if (subscriber != nullptr) enable_callbacks(subscriber, 0);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_report.clear();
   for (const std::string& name : g_names) g_report += demangled(name) + "\n";

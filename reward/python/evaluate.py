@@ -83,22 +83,27 @@ class LaunchProbe:
 
     GRAPH_LAUNCH = "@graph-launch"  # the probe's line for a CUDA graph launch
 
-    def __init__(self, path):
+    def __init__(self, path, attach=True):
+        """Loads the library and, with `attach` (a CUDA device), takes CUPTI's one subscriber
+        now, before candidate code can take it and leave the check without one."""
         import ctypes
         try:
             lib = ctypes.CDLL(os.path.abspath(path))
-            self.start = lib.dice_launch_probe_start
-            self.stop = lib.dice_launch_probe_stop
+            self.attach, self.detach = lib.dice_launch_probe_attach, lib.dice_launch_probe_detach
+            self.start, self.stop = lib.dice_launch_probe_start, lib.dice_launch_probe_stop
         except (OSError, AttributeError) as e:
             raise LaunchProbeError("cannot load %s: %s" % (path, e))
-        self.start.restype = ctypes.c_int
         self.stop.restype = ctypes.c_char_p
+        if attach:
+            rc = self.attach()
+            if rc != 0:
+                raise LaunchProbeError("CUPTI refused the subscription (error %d)" % rc)
 
     def launches(self, fn):
         """(kernel names, whether a CUDA graph was launched) of one call of fn."""
         rc = self.start()
         if rc != 0:
-            raise LaunchProbeError("CUPTI refused the subscription (error %d)" % rc)
+            raise LaunchProbeError("CUPTI refused to record launches (error %d)" % rc)
         try:
             fn()
         finally:
@@ -457,6 +462,8 @@ class Harness:
         base = spare if spare is not None else self.make_inputs(get_inputs, self.args.seed)
         names = self.kernels_launched(new_model, base)
         if names is None:
+            if isinstance(self.launch_probe, LaunchProbe):
+                self.launch_probe.detach()  # the profiler needs CUPTI's subscriber
             names = self.kernels_profiled(new_model, self.cloned(base))
         if names is None:
             return
@@ -659,10 +666,11 @@ def warm_profiler(torch, device):
         pass
 
 
-def load_launch_probe(path):
-    """A LaunchProbe for `path`, or the LaunchProbeError that the kernel check will note."""
+def load_launch_probe(path, device):
+    """A LaunchProbe for `path` (attached on a CUDA device), or the LaunchProbeError that the
+    harness will note."""
     try:
-        return LaunchProbe(path)
+        return LaunchProbe(path, attach=device.startswith("cuda"))
     except LaunchProbeError as e:
         return e
 
@@ -676,7 +684,7 @@ def wait_for_job(argv):
     start = time.monotonic()
     try:
         torch, cpp_extension = import_torch(device)
-        probe = load_launch_probe(probe_path) if probe_path else None
+        probe = load_launch_probe(probe_path, device) if probe_path else None
         if device.startswith("cuda") and not isinstance(probe, LaunchProbe):
             warm_profiler(torch, device)
         warm = (torch, cpp_extension, probe)
@@ -709,7 +717,8 @@ def main(argv):
     try:
         if warm is None:
             torch, cpp_extension = import_torch(args.device)
-            probe = load_launch_probe(args.launch_probe) if args.launch_probe else None
+            probe = (load_launch_probe(args.launch_probe, args.device) if args.launch_probe
+                     else None)
             clock.lap("import")
         elif isinstance(warm, Exception):
             raise warm

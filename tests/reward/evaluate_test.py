@@ -206,7 +206,10 @@ class LaunchProbeDouble(evaluate.LaunchProbe):
     """Test double of evaluate.LaunchProbe (no library): runs fn, answers with fixed names."""
 
     def __init__(self, names, graph=False):
-        self.names, self.graph, self.calls = names, graph, 0
+        self.names, self.graph, self.calls, self.detached = names, graph, 0, False
+
+    def detach(self):
+        self.detached = True
 
     def launches(self, fn):
         self.calls += 1
@@ -252,6 +255,7 @@ class KernelCheckTest(unittest.TestCase):
         probe = LaunchProbeDouble([self.OURS])
         harness = self.check(probe)
         self.assertEqual((probe.calls, harness.profiler_calls, harness.findings), (1, 0, []))
+        self.assertFalse(probe.detached)
 
     def test_torch_kernels_only_is_fatal(self):
         with self.assertRaises(evaluate.EvalFailure) as caught:
@@ -264,8 +268,10 @@ class KernelCheckTest(unittest.TestCase):
         self.assertFalse(harness.findings[0]["fatal"])
 
     def test_graph_launch_falls_back_to_the_profiler(self):
-        harness = self.check(LaunchProbeDouble([], graph=True), profiled=[self.OURS])
+        probe = LaunchProbeDouble([], graph=True)
+        harness = self.check(probe, profiled=[self.OURS])
         self.assertEqual((harness.profiler_calls, harness.findings), (1, []))
+        self.assertTrue(probe.detached, "the profiler needs CUPTI's subscriber back")
         with self.assertRaises(evaluate.EvalFailure):
             self.check(LaunchProbeDouble([self.TORCH], graph=True), profiled=[self.TORCH])
 
@@ -291,14 +297,18 @@ class KernelCheckTest(unittest.TestCase):
     def test_built_probe_loads_and_reports_a_refused_subscription(self):
         # The real library: it loads anywhere; CUPTI refuses to subscribe without a GPU driver,
         # which must come back as a LaunchProbeError (the profiler then checks), not a crash.
-        probe = evaluate.LaunchProbe(os.environ["DICE_LAUNCH_PROBE"])
+        path = os.environ["DICE_LAUNCH_PROBE"]
         if os.path.exists("/dev/nvidiactl"):
-            names, graph = probe.launches(lambda: None)
-            self.assertEqual((names, graph), ([], False))
-        else:
-            with self.assertRaises(evaluate.LaunchProbeError) as caught:
-                probe.launches(lambda: self.fail("fn must not run when the probe did not start"))
-            self.assertIn("CUPTI", str(caught.exception))
+            probe = evaluate.LaunchProbe(path)
+            self.assertEqual(probe.launches(lambda: None), ([], False))
+            self.assertEqual(probe.detach(), 0)
+            return
+        with self.assertRaises(evaluate.LaunchProbeError) as caught:
+            evaluate.LaunchProbe(path)
+        self.assertIn("CUPTI refused the subscription", str(caught.exception))
+        probe = evaluate.LaunchProbe(path, attach=False)  # loaded, as on a CPU device
+        with self.assertRaises(evaluate.LaunchProbeError):
+            probe.launches(lambda: self.fail("fn must not run when the probe did not start"))
 
 
 class PureHelpersTest(unittest.TestCase):
