@@ -28,6 +28,9 @@ Checks (stable names; the C++ side and the reward log use them):
   state-in-forward      forward stores into self.* or a global (caches outputs across calls)
   forbidden-import      ctypes, subprocess, socket, gc, inspect, importlib, os.system-like escapes
   dynamic-code          eval/exec/compile/__import__/getattr with a non-literal name
+  tool-tampering        the CUDA source names CUPTI (cupti*), dice's launch probe or the dynamic
+                        loader (dlopen/dlsym): the kernel check's own tools, which a candidate
+                        holding or calling could blind
   vendor-library        (not fatal) cuBLAS/cuDNN handles in the CUDA source
 
 Known limits: element-wise Python arithmetic (`x + y`, `x * 2`) in forward is not flagged,
@@ -104,6 +107,10 @@ C_STREAM_TOKENS = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamC
 C_THREAD_TOKENS = {"std::thread", "std::jthread", "pthread_create", "std::async"}
 C_THREAD_CALLS = {"fork", "vfork", "popen", "posix_spawn"}
 C_VENDOR_TOKENS = ("cublas", "cudnn", "cutlass")
+# The kernel check's tools (evaluate.py's launch probe and the profiler both use CUPTI, which
+# takes one subscriber per process) and the loader that would reach them.
+C_TOOL_PREFIXES = ("cupti", "dice_launch_probe")
+C_LOADER_TOKENS = {"dlopen", "dlmopen", "dlsym", "dlvsym"}
 # C++ calls into ATen compute from the extension itself: the host code doing the op in PyTorch.
 C_ATEN_COMPUTE_PREFIXES = ("at::", "torch::")
 C_ATEN_ALLOWED = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
@@ -353,6 +360,8 @@ def check_cuda(tree, report):
             elif tok in C_THREAD_TOKENS or tok in C_THREAD_CALLS and k + 1 < len(tokens) \
                     and tokens[k + 1][0] == "(" and (k == 0 or tokens[k - 1][0] not in (".", ">")):
                 report.add("thread-spawn", at, "%s in the CUDA source" % tok)
+            elif tok in C_LOADER_TOKENS or tok.split("::")[-1].lower().startswith(C_TOOL_PREFIXES):
+                report.add("tool-tampering", at, "%s in the CUDA source" % tok)
             elif any(tok.lower().startswith(v) for v in C_VENDOR_TOKENS):
                 vendor = True
             elif tok.startswith(C_ATEN_COMPUTE_PREFIXES) and k + 1 < len(tokens) \
