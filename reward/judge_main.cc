@@ -16,6 +16,7 @@
 #include <map>
 #include <thread>
 
+#include "common/config/field_checks.h"
 #include "common/log.h"
 #include "reward/judge.h"
 #include "reward/reward_worker.h"
@@ -168,11 +169,7 @@ Flags parse_flags(int argc, char** argv) {
     else if (flag == "--evaluators-ahead")
       r.evaluators_ahead = static_cast<int>(parse_int(flag, value, 1));
     else if (flag == "--kernel-check") {
-      if (value == "profiler")
-        r.kernel_check = dice::KernelCheck::kProfiler;
-      else if (value == "cupti")
-        r.kernel_check = dice::KernelCheck::kCupti;
-      else
+      if (!dice::config::enum_from_name(value, &r.kernel_check))
         throw UsageError{flag + " \"" + value + "\": expected profiler or cupti"};
     } else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
