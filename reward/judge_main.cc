@@ -92,6 +92,15 @@ double parse_positive(const std::string& flag, const std::string& text) {
   return value;
 }
 
+// "profiler or cupti": the config's names, so the flag and reward.kernel_check cannot drift.
+std::string kernel_check_names() {
+  std::string out;
+  for (const auto& name : dice::config::enum_name_list<dice::KernelCheck>()) {
+    out += (out.empty() ? "" : " or ") + name;
+  }
+  return out;
+}
+
 bool parse_on_off(const std::string& flag, const std::string& text) {
   if (text == "on") return true;
   if (text == "off") return false;
@@ -170,7 +179,7 @@ Flags parse_flags(int argc, char** argv) {
       r.evaluators_ahead = static_cast<int>(parse_int(flag, value, 1));
     else if (flag == "--kernel-check") {
       if (!dice::config::enum_from_name(value, &r.kernel_check))
-        throw UsageError{flag + " \"" + value + "\": expected profiler or cupti"};
+        throw UsageError{flag + " \"" + value + "\": expected " + kernel_check_names()};
     } else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
     } else if (flag == "--log-level") {
