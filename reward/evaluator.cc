@@ -143,6 +143,11 @@ Status kernel_check_available(KernelCheck check, const std::string& launch_probe
       "build again, or use kernel_check: profiler)");
 }
 
+KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_probe) {
+  if (check != KernelCheck::kAuto) return check;
+  return launch_probe.empty() ? KernelCheck::kProfiler : KernelCheck::kCupti;
+}
+
 EvaluatorPrestart::EvaluatorPrestart(int ahead) : ahead_(std::max(1, ahead)) {}
 
 EvaluatorPrestart::~EvaluatorPrestart() = default;
@@ -201,7 +206,8 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
   spec.input_pipe = true;
   spec.argv = {options.python,     "-E",       "-s",          "evaluate.py",
                "--job-from-stdin", "--device", options.device};
-  const bool cupti = options.kernel_check == KernelCheck::kCupti;
+  const bool cupti =
+      resolve_kernel_check(options.kernel_check, options.launch_probe) == KernelCheck::kCupti;
   if (cupti) {
     // The probe travels like the script; the process loads it while it starts, before any
     // candidate code, and skips warming the profiler.

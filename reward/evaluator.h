@@ -44,8 +44,8 @@ struct EvaluatorOptions {
   double peak_gbps = 4800;
   // Limits of the evaluation process (timeout, memory...). Default: SandboxSpec defaults
   SandboxSpec sandbox;
-  // The kernel-ran check (reward_options.h). Default: the profiler
-  KernelCheck kernel_check = KernelCheck::kProfiler;
+  // The kernel-ran check (reward_options.h). Default: auto (the probe where this build has it)
+  KernelCheck kernel_check = KernelCheck::kAuto;
   // dice_launch_probe.so for KernelCheck::kCupti. Default: this build's ("" without CUPTI)
   std::string launch_probe = DICE_LAUNCH_PROBE_PATH;
 };
@@ -93,6 +93,10 @@ class EvaluatorPrestart {
 
 // OK when `check` can run in this build: kCupti needs the launch probe (DICE_LAUNCH_PROBE_PATH).
 Status kernel_check_available(KernelCheck check, const std::string& launch_probe);
+
+// The check an evaluation runs: kAuto becomes kCupti where `launch_probe` (this build's probe,
+// "" without CUPTI) exists, else kProfiler; the others stay as asked.
+KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_probe);
 
 // FailureClass from its schema name ("runtimeError" -> RUNTIME_ERROR); INTERNAL_ERROR for
 // names that are not in the schema.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/config/field_checks.h"
+#include "common/config/scalar_text.h"
 #include "common/log.h"
 #include "reward/judge.h"
 #include "reward/reward_worker.h"
@@ -48,8 +49,9 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --prestart on|off       start each slot's next evaluation process while the current one
                           runs (default on)
   --evaluators-ahead N    with --prestart on: processes kept started ahead per slot (default 1)
-  --kernel-check KIND     profiler|cupti: how a run of the candidate's own kernel is seen
-                          (default profiler; cupti needs a build that found CUPTI)
+  --kernel-check KIND     auto|profiler|cupti: how a run of the candidate's own kernel is
+                          seen (default auto: cupti where this build has the launch probe,
+                          else profiler; cupti needs a build that found CUPTI)
   --prepare on|off        build the binding headers' precompiled headers before judging, as a
                           reward worker does when it starts (default on; their seconds are the
                           summary's prepare_seconds, outside its seconds); off: builds that start
@@ -92,13 +94,10 @@ double parse_positive(const std::string& flag, const std::string& text) {
   return value;
 }
 
-// "profiler or cupti": the config's names, so the flag and reward.kernel_check cannot drift.
+// "one of auto, profiler, cupti": the config's names, so the flag and reward.kernel_check cannot
+// drift.
 std::string kernel_check_names() {
-  std::string out;
-  for (const auto& name : dice::config::enum_name_list<dice::KernelCheck>()) {
-    out += (out.empty() ? "" : " or ") + name;
-  }
-  return out;
+  return "one of " + dice::config::join_names(dice::config::enum_name_list<dice::KernelCheck>());
 }
 
 bool parse_on_off(const std::string& flag, const std::string& text) {

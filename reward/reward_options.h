@@ -53,10 +53,13 @@ struct TimingOptions {
 // forward: torch's profiler (CUPTI's activity API, seconds of CPU for its first session in each
 // evaluation process) or dice's launch probe (CUPTI's callback API on kernel launches,
 // reward/cupti/launch_probe.cc: 0.04-0.12 CPU-s on the H200), which falls back to the profiler
-// for a forward that launches a CUDA graph.
-enum class KernelCheck { kProfiler, kCupti };
+// for a forward that launches a CUDA graph. kAuto: the probe where this build has it (CMake found
+// CUPTI), else the profiler; both judged the 60 dev items and every hack the same on the H200.
+enum class KernelCheck { kAuto, kProfiler, kCupti };
 inline constexpr config::EnumName<KernelCheck> kKernelCheckNames[] = {
-    {KernelCheck::kProfiler, "profiler"}, {KernelCheck::kCupti, "cupti"}};
+    {KernelCheck::kAuto, "auto"},
+    {KernelCheck::kProfiler, "profiler"},
+    {KernelCheck::kCupti, "cupti"}};
 constexpr const auto& enum_names(KernelCheck) {
   return kKernelCheckNames;
 }
@@ -115,7 +118,7 @@ struct RewardOptions {
   int timeout_seconds = 300;
   bool prestart_evaluators = true;
   int evaluators_ahead = 1;
-  KernelCheck kernel_check = KernelCheck::kProfiler;
+  KernelCheck kernel_check = KernelCheck::kAuto;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
 
@@ -156,8 +159,9 @@ struct RewardOptions {
             config::at_least(1));
     v.field("kernel_check", kernel_check,
             "How evaluation sees that the candidate's own kernel ran: profiler (torch's, seconds "
-            "of CPU per evaluation process) or cupti (dice's launch probe; needs a build that "
-            "found CUPTI). Default: profiler");
+            "of CPU per evaluation process), cupti (dice's launch probe; needs a build that "
+            "found CUPTI) or auto (cupti where this build has the probe, else profiler). "
+            "Default: auto");
     v.field("policy", policy, "How a verdict becomes a reward.");
     v.field("sandbox", sandbox, "Limits on candidate processes.");
   }

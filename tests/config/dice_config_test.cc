@@ -194,7 +194,10 @@ TEST(DiceConfigTest, ComponentChecksCatchBadCombinations) {
             std::string::npos);
 }
 
-TEST(DiceConfigTest, RewardKernelCheckIsProfilerOrCupti) {
+TEST(DiceConfigTest, RewardKernelCheckIsAutoProfilerOrCupti) {
+  Result<DiceConfig> defaults = load_dice_config(kLocal, {});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().message();
+  EXPECT_EQ(defaults.value().reward.kernel_check, KernelCheck::kAuto);
   Result<DiceConfig> cupti = load_dice_config(kLocal, {"reward.kernel_check=cupti"});
   ASSERT_TRUE(cupti.ok()) << cupti.status().message();
   EXPECT_EQ(cupti.value().reward.kernel_check, KernelCheck::kCupti);

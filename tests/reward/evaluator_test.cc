@@ -211,6 +211,17 @@ TEST(KernelCheckAvailableTest, CuptiNeedsTheLaunchProbe) {
   EXPECT_NE(missing.message().find("reward.kernel_check: cupti"), std::string::npos)
       << missing.message();
   EXPECT_NE(missing.message().find("DICE_CUPTI_ROOT"), std::string::npos) << missing.message();
+  EXPECT_TRUE(kernel_check_available(KernelCheck::kAuto, "").ok());
+}
+
+TEST(KernelCheckAvailableTest, AutoTakesTheLaunchProbeWhereTheBuildHasIt) {
+  EXPECT_EQ(resolve_kernel_check(KernelCheck::kAuto, "/opt/dice/dice_launch_probe.so"),
+            KernelCheck::kCupti);
+  EXPECT_EQ(resolve_kernel_check(KernelCheck::kAuto, ""), KernelCheck::kProfiler);
+  EXPECT_EQ(resolve_kernel_check(KernelCheck::kProfiler, "/opt/dice/dice_launch_probe.so"),
+            KernelCheck::kProfiler);
+  EXPECT_EQ(resolve_kernel_check(KernelCheck::kCupti, ""), KernelCheck::kCupti);
+  EXPECT_EQ(EvaluatorOptions().kernel_check, KernelCheck::kAuto);
 }
 
 // The launch probe goes into the sandbox with the script and is loaded by the process started

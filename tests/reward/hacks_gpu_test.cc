@@ -162,6 +162,9 @@ class HacksGpuTest : public ::testing::Test {
     return out;
   }
 
+  // Judges honest.py and output_cache.py with `check` (defined below, by the tests that use it).
+  void expect_kernel_check_cases(KernelCheck check);
+
   RewardOptions options_;
   Toolchain toolchain_;
   int slots_ = 4;
@@ -242,26 +245,36 @@ TEST_F(HacksGpuTest, EveryRuntimeHackAndBrokenKernelIsRejected) {
   }
 }
 
-// reward.kernel_check: cupti (dice's launch probe) must judge the kernel check's cases as the
-// profiler does: the honest kernel seen, the output cache that launches nothing caught.
-TEST_F(HacksGpuTest, TheLaunchProbeSeesTheCandidatesKernels) {
-  if (std::string(DICE_LAUNCH_PROBE_PATH).empty()) {
-    GTEST_SKIP() << "this build has no launch probe (CUPTI not found at configure time)";
-  }
-  options_.kernel_check = KernelCheck::kCupti;
+// Both kernel checks must judge the kernel check's cases alike: the honest kernel seen, the output
+// cache that launches nothing caught. The other tests run the default (auto: the launch probe
+// where the build has it), so this one also keeps the profiler's path tried on the GPU.
+void HacksGpuTest::expect_kernel_check_cases(KernelCheck check) {
+  options_.kernel_check = check;
   options_.correctness_trials = 1;  // output_cache.py is then left to the kernel check
   rebuild_pipeline();
   const std::vector<Outcome> outcomes = evaluate_all({"honest.py", "output_cache.py"});
   const Outcome& honest = outcomes[0];
   const Outcome& cache = outcomes[1];
   EXPECT_EQ(honest.reward, 1.0f) << honest.line;
-  // The probe itself answered: it loaded and CUPTI took its subscription.
+  // The check itself answered: the probe loaded and CUPTI took its subscription, or the
+  // profiler ran.
   EXPECT_FALSE(honest.has_finding("launch-probe-unavailable")) << honest.line;
   EXPECT_FALSE(honest.has_finding("profiler-unavailable")) << honest.line;
   EXPECT_EQ(cache.reward, 0.0f) << cache.line;
   EXPECT_EQ(cache.failure, FC::ANTI_CHEAT) << cache.line;
   EXPECT_TRUE(cache.has_finding("kernel-not-run") || cache.has_finding("stale-output"))
       << cache.line;
+}
+
+TEST_F(HacksGpuTest, TheLaunchProbeSeesTheCandidatesKernels) {
+  if (std::string(DICE_LAUNCH_PROBE_PATH).empty()) {
+    GTEST_SKIP() << "this build has no launch probe (CUPTI not found at configure time)";
+  }
+  expect_kernel_check_cases(KernelCheck::kCupti);
+}
+
+TEST_F(HacksGpuTest, TheProfilerSeesTheCandidatesKernels) {
+  expect_kernel_check_cases(KernelCheck::kProfiler);
 }
 
 TEST_F(HacksGpuTest, IllegalMemoryAccessFailsOnlyItsOwnCandidate) {

@@ -53,7 +53,7 @@ TEST(JudgeCliTest, BadFlagsAreNamed) {
       << run.output;
   run = run_judge("--items x.json --kernel-check nvtx");
   EXPECT_EQ(run.code, 2);
-  EXPECT_NE(run.output.find("--kernel-check \"nvtx\": expected profiler or cupti"),
+  EXPECT_NE(run.output.find("--kernel-check \"nvtx\": expected one of auto, profiler, cupti"),
             std::string::npos)
       << run.output;
   run = run_judge("--timing on");
