@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "common/transport/zmq_frames.h"
 
 namespace dice::transport {
@@ -254,6 +255,7 @@ bool WorkDispatcher::run_timers(TimePoint now) {
 }
 
 void WorkDispatcher::run() {
+  set_current_thread_name("dice/dispatch");
   const auto tick =
       std::chrono::milliseconds(std::clamp(options_.heartbeat_interval_ms / 4, 1, 250));
   run_background_loop(

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "common/transport/dispatcher_state.h"
 #include "common/transport/zmq_frames.h"
 
@@ -452,6 +453,7 @@ bool WorkerConnection::run_timers(TimePoint now) {
 }
 
 void WorkerConnection::run() {
+  set_current_thread_name("dice/worker");
   const auto tick =
       std::chrono::milliseconds(std::clamp(options_.heartbeat_interval_ms / 4, 1, 250));
   run_background_loop(

@@ -7,12 +7,16 @@
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
 //                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]
 //                   [--malloc tuned|default] [--ack fused|separate] [--worker thread|process]
+//                   [--threads on|off]
 //
 // --worker process runs the worker side of the dice transport and of the context-per-side
 // ping-pong in a child process (this executable again), as a learner and a worker run in a
 // cluster; CPU and context-switch figures then add up both processes. The shared-context
 // ping-pong cannot span two processes and stays on a thread.
 // --peers: "bare" runs both ping-pongs, "shared" or "apart" one of them, "dice" the transport.
+// --threads on: after each row, every thread's CPU time per round trip in the throughput phase
+// (both processes with --worker process), which shows the thread that bounds round trips/s on a
+// machine with cores to spare.
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
 // in flight, round trips completed per second. The dice side pays for what a real run pays:
@@ -25,7 +29,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -39,6 +46,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "common/transport/allocator_tuning.h"
 #include "common/transport/work_dispatcher.h"
 #include "common/transport/worker_connection.h"
@@ -68,6 +76,8 @@ struct Flags {
   // --worker thread|process: the worker side of every peer on a thread of this process, or in a
   // forked child process with its own ZeroMQ context, as a learner and a worker run in a cluster.
   bool worker_process = false;
+  // --threads on|off: print each thread's CPU per round trip after each row.
+  bool per_thread = false;
 };
 
 struct Figures {
@@ -79,7 +89,40 @@ struct Figures {
   // Steadier than round trips/s on a shared VM, whose wake-up latency drifts between runs.
   double cpu_us_per_round_trip = 0;
   double switches_per_round_trip = 0;
+  // With --threads on: "process/thread name (tid)" and its CPU us per round trip, busiest first.
+  std::vector<std::pair<std::string, double>> thread_cpu_us_per_round_trip;
 };
+
+// On-CPU time of every thread of `pids` (/proc/PID/task/TID/schedstat, nanoseconds: finer than
+// getrusage's ticks), keyed "learner|worker:name (tid)".
+std::map<std::string, double> thread_cpu_ns(const std::vector<pid_t>& pids) {
+  namespace fs = std::filesystem;
+  std::map<std::string, double> out;
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    const fs::path tasks = "/proc/" + std::to_string(pids[i]) + "/task";
+    std::error_code error;
+    for (const auto& task : fs::directory_iterator(tasks, error)) {
+      std::string name;
+      double ns = 0;
+      std::ifstream(task.path() / "comm") >> name;
+      std::ifstream(task.path() / "schedstat") >> ns;
+      out[std::string(i == 0 ? "learner" : "worker") + ":" + name + " (" +
+          task.path().filename().string() + ")"] = ns;
+    }
+  }
+  return out;
+}
+
+void set_thread_figures(const std::map<std::string, double>& before,
+                        const std::map<std::string, double>& after, int round_trips, Figures* f) {
+  for (const auto& [thread, ns] : after) {
+    const auto was = before.find(thread);
+    const double us = (ns - (was == before.end() ? 0 : was->second)) / 1e3 / round_trips;
+    if (us >= 0.01) f->thread_cpu_us_per_round_trip.emplace_back(thread, us);
+  }
+  std::sort(f->thread_cpu_us_per_round_trip.begin(), f->thread_cpu_us_per_round_trip.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+}
 
 // Process-wide CPU time and context switches, for the per-round-trip figures.
 struct Usage {
@@ -145,6 +188,7 @@ class ChildWorker {
         to_child_(std::exchange(other.to_child_, -1)),
         from_child_(std::exchange(other.from_child_, -1)) {}
   ~ChildWorker() { stop(); }
+  pid_t pid() const { return pid_; }
 
   rusage usage() const {
     rusage u{};
@@ -193,7 +237,10 @@ class WorkerSide {
     if (in_child) {
       child_.emplace(ChildWorker::start(child_args));
     } else {
-      thread_ = std::thread([this, body]() mutable { body(stop_); });
+      thread_ = std::thread([this, body]() mutable {
+        set_current_thread_name("bench/echo");
+        body(stop_);
+      });
     }
   }
   ~WorkerSide() { stop(); }
@@ -201,6 +248,12 @@ class WorkerSide {
     Usage u = Usage::now();
     if (child_) u += Usage::of(child_->usage());
     return u;
+  }
+  // This process, and the child when there is one.
+  std::vector<pid_t> pids() const {
+    std::vector<pid_t> out = {getpid()};
+    if (child_) out.push_back(child_->pid());
+    return out;
   }
   void stop() {
     stop_ = true;
@@ -290,6 +343,8 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   f.p50_us = percentile(rtt, 0.50);
   f.p99_us = percentile(rtt, 0.99);
   const Usage usage = worker.usage();
+  const auto threads =
+      flags.per_thread ? thread_cpu_ns(worker.pids()) : std::map<std::string, double>{};
   const auto start = Clock::now();
   for (int i = 0; i < flags.window; ++i) send();
   for (int i = 0; i < flags.round_trips; ++i) {
@@ -298,6 +353,8 @@ Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   }
   f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
   worker.usage().set_per_round_trip(usage, flags.round_trips, &f);
+  if (flags.per_thread)
+    set_thread_figures(threads, thread_cpu_ns(worker.pids()), flags.round_trips, &f);
   worker.stop();
   return f;
 }
@@ -395,6 +452,8 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   f.p50_us = percentile(rtt, 0.50);
   f.p99_us = percentile(rtt, 0.99);
   const Usage usage = worker.usage();
+  const auto threads =
+      flags.per_thread ? thread_cpu_ns(worker.pids()) : std::map<std::string, double>{};
   const auto start = Clock::now();
   for (int i = 0; i < flags.window; ++i) {
     if (!(*dispatcher)->submit(make_item(next_id++, prompt), milliseconds(10000)).ok())
@@ -410,6 +469,8 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   }
   f.messages_per_s = flags.round_trips / (micros_since(start) / 1e6);
   worker.usage().set_per_round_trip(usage, flags.round_trips, &f);
+  if (flags.per_thread)
+    set_thread_figures(threads, thread_cpu_ns(worker.pids()), flags.round_trips, &f);
   worker.stop();
   (*dispatcher)->close();
   return f;
@@ -442,6 +503,9 @@ bool parse(int argc, char** argv, Flags* flags) {
     } else if (key == "--worker") {
       if (value != "thread" && value != "process") return false;
       flags->worker_process = value == "process";
+    } else if (key == "--threads") {
+      if (value != "on" && value != "off") return false;
+      flags->per_thread = value == "on";
     } else if (key == "--window") {
       flags->window = std::stoi(value);
     } else {
@@ -458,6 +522,7 @@ bool parse(int argc, char** argv, Flags* flags) {
 int serve_worker(const std::vector<std::string>& args) {
   if (args.size() != 6) return 2;
   if (args[5] == "tuned") (void)tune_allocator_for_messages();
+  set_current_thread_name("bench/echo");
   std::atomic<bool> stop{false};
   std::thread control([&] { serve_control(stop); });
   if (args[0] == "bare") {
@@ -478,13 +543,14 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &flags)) {
     std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
                  "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default] "
-                 "[--ack fused|separate] [--worker thread|process]\n";
+                 "[--ack fused|separate] [--worker thread|process] [--threads on|off]\n";
     return 2;
   }
   dice::LogOptions log;
   log.level = dice::LogLevel::kWarn;
   log.component = "transport_bench";
   dice::log_configure(log);
+  set_current_thread_name("bench/learner");
   if (flags.tune_malloc && !tune_allocator_for_messages()) {
     std::cerr << "transport bench: could not tune malloc\n";
   }
@@ -498,6 +564,9 @@ int main(int argc, char** argv) {
   auto print = [](const char* name, std::size_t size, const Figures& f) {
     std::printf("%-17s %9zu %14.0f %9.1f %9.1f %10.2f %9.2f\n", name, size, f.messages_per_s,
                 f.p50_us, f.p99_us, f.cpu_us_per_round_trip, f.switches_per_round_trip);
+    for (const auto& [thread, us] : f.thread_cpu_us_per_round_trip) {
+      std::printf("    %-40s %8.2f cpu_us/rt\n", thread.c_str(), us);
+    }
   };
   for (std::size_t size : flags.sizes) {
     if (flags.run_bare_shared) {
