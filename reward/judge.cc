@@ -133,6 +133,9 @@ std::string verdict_json(const JudgeItem& item, schema::Verdict::Reader verdict,
   out << "], \"compile_seconds\": " << json_number(timings.getCompileSeconds())
       << ", \"eval_seconds\": " << json_number(timings.getEvalSeconds())
       << ", \"speedup\": " << (has_speedup ? json_number(verdict.getSpeedup()) : "null")
+      << ", \"kernel_ms\": " << (has_speedup ? json_number(timings.getKernelMsMean()) : "null")
+      << ", \"reference_ms\": "
+      << (has_speedup ? json_number(timings.getReferenceMsMean()) : "null")
       << ", \"max_abs_error\": " << json_number(verdict.getMaxAbsError())
       << ", \"source_hash\": " << json_quote(verdict.getSourceHash().cStr())
       << ", \"edit\": " << json_quote(item.edit)
