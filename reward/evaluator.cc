@@ -3,6 +3,7 @@
 #include <capnp/schema.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -106,6 +107,52 @@ namespace {
 
 constexpr const char* kReadyLine = "DICE_EVAL_READY";
 constexpr const char* kLaunchProbeFile = "dice_launch_probe.so";
+// Printed with the nonce by a correct candidate's process about to be timed; it then waits for a
+// line on stdin (or its end) before timing.
+constexpr const char* kTimingTurnPrefix = "DICE_TIMING_TURN ";
+
+using SteadyClock = std::chrono::steady_clock;
+
+double seconds_since(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+// What waiting for a process that takes turns at its GPU produced: the run, how long it waited
+// for the GPU alone (not counted against its timeout, nor in its evaluation's seconds), and a
+// finding when that turn did not come in time.
+struct TurnTakingRun {
+  SandboxResult run;
+  double turn_wait_seconds = 0;
+  std::vector<StaticFinding> findings;
+};
+
+// Waits for `process` (its job sent, stdin left open), giving it the GPU alone when it asks to be
+// timed: `turn` goes from shared to exclusive then, and is held until the process ends. A process
+// that never asks (not correct, crashed, no CUDA) is waited for as usual.
+TurnTakingRun wait_taking_turns(SandboxProcess& process, const std::string& nonce,
+                                const EvaluatorOptions& options, GpuTurn& turn) {
+  TurnTakingRun out;
+  const auto start = SteadyClock::now();
+  const double timeout = options.sandbox.timeout_seconds;
+  const Status asked = process.wait_for_line(kTimingTurnPrefix + nonce, timeout);
+  if (asked.ok()) {
+    const auto asked_at = SteadyClock::now();
+    if (!turn.take_alone(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+      out.findings.push_back({"timing-not-exclusive",
+                              "the GPU did not come free within " +
+                                  format_double(options.timing.turn_wait_seconds) +
+                                  " s: timed while other candidates ran on it",
+                              false, 0});
+    }
+    out.turn_wait_seconds = seconds_since(asked_at);
+  }
+  // The reply, or the end of stdin for a process still reading (it then times without its turn,
+  // instead of waiting for one until its timeout); a process gone already cannot take it.
+  (void)process.send_input(asked.ok() ? "go\n" : "");
+  const double spent = seconds_since(start) - out.turn_wait_seconds;
+  out.run = process.wait(std::max(0.0, timeout - spent));
+  return out;
+}
 
 // What makes two evaluation processes interchangeable before their work arrives: everything of
 // the spec but the timeout, which applies from SandboxProcess::wait().
@@ -267,6 +314,8 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
     args.insert(args.end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
                              "--warmups", std::to_string(options.timing.warmups)});
   }
+  const bool take_turns = options.timing.enabled && options.gpu_turns != nullptr;
+  if (take_turns) args.push_back("--timing-turn");
   DICE_RETURN_IF_ERROR(process->add_files(files));
 
   // A process that cannot get ready is the service's problem (python or torch broken, the GPU
@@ -278,15 +327,35 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                describe_sandbox_result(run) + ")",
                            run);
   }
-  // Arguments NUL-separated (no escaping needed), then end of input.
+  // Arguments NUL-separated (no escaping needed; none holds a newline), then a newline; stdin
+  // stays open for the timing turn's reply when there is one.
   std::string job;
   for (const auto& a : args) job += a + '\0';
-  Status sent = process->send_input(job);
-  SandboxResult run = process->wait(options.sandbox.timeout_seconds);
+  job += '\n';
+  // The candidate runs on the GPU from here: alongside other candidates' checks, never alongside
+  // a timing (which waits for the shared turns to end, and holds new ones back).
+  GpuTurn turn(take_turns ? options.gpu_turns : nullptr);
+  if (!turn.share(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+    DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
+  }
+  const auto sent_at = SteadyClock::now();
+  Status sent = process->send_input(job, /*keep_open=*/take_turns);
+  TurnTakingRun waited;
+  if (take_turns && sent.ok()) {
+    waited = wait_taking_turns(*process, nonce, options, turn);
+  } else {
+    waited.run = process->wait(options.sandbox.timeout_seconds);
+  }
+  const SandboxResult& run = waited.run;
   if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
     return service_failure("the evaluator did not take its work: " + sent.message(), run);
   }
-  return report_from_run(run, nonce);
+  EvaluationReport report = report_from_run(run, nonce);
+  if (take_turns) {
+    report.eval_seconds = seconds_since(sent_at) - waited.turn_wait_seconds;
+    report.findings.insert(report.findings.end(), waited.findings.begin(), waited.findings.end());
+  }
+  return report;
 }
 
 }  // namespace dice

@@ -20,6 +20,7 @@
 
 #include "common/status.h"
 #include "reward/compile.h"
+#include "reward/gpu_turns.h"
 #include "reward/reward_options.h"
 #include "reward/sandbox.h"
 #include "reward/static_check.h"
@@ -48,6 +49,10 @@ struct EvaluatorOptions {
   KernelCheck kernel_check = KernelCheck::kAuto;
   // dice_launch_probe.so for KernelCheck::kCupti. Default: this build's ("" without CUPTI)
   std::string launch_probe = DICE_LAUNCH_PROBE_PATH;
+  // With timing.enabled: the turns at this evaluation's GPU (one GpuTurns per GPU, shared by the
+  // evaluations of its slots): a shared turn while the candidate is checked, the GPU alone while
+  // it is timed (timing.exclusive). Null: no turns. Default: null
+  GpuTurns* gpu_turns = nullptr;
 };
 
 struct EvaluationReport {

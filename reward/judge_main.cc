@@ -44,6 +44,8 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --tolerance X           allclose atol = rtol for every dtype (default 0.01, DICE's)
   --timing on|off         time correct candidates against eager PyTorch (default off)
   --timing-trials N       timed runs (default 100)
+  --timing-exclusive on|off  time one candidate at a time per GPU, the others waiting for their
+                          turn (default on)
   --memory-limit-mb N     address-space limit of a candidate process, 0 = none (default 65536)
   --timeout-seconds N     per candidate (default 300)
   --prestart on|off       start each slot's next evaluation process while the current one
@@ -168,6 +170,8 @@ Flags parse_flags(int argc, char** argv) {
       r.timing.enabled = parse_on_off(flag, value);
     else if (flag == "--timing-trials")
       r.timing.trials = static_cast<int>(parse_int(flag, value, 1));
+    else if (flag == "--timing-exclusive")
+      r.timing.exclusive = parse_on_off(flag, value);
     else if (flag == "--memory-limit-mb")
       r.sandbox.memory_limit_mb = parse_int(flag, value, 0);
     else if (flag == "--prestart")

@@ -72,6 +72,10 @@ Result<Toolchain> probe_reward_toolchain(const RewardOptions& options) {
   return probe_toolchain(toolchain);
 }
 
+std::string gpu_of_slot(const std::string& slot) {
+  return slot.substr(0, slot.find('/'));
+}
+
 RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain,
                                PipelineIdentity identity)
     : options_(options),
@@ -87,6 +91,12 @@ RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain
     prestarts_[""] = std::make_unique<EvaluatorPrestart>(options.evaluators_ahead);
     for (const auto& slot : identity_.gpu_slots) {
       prestarts_[slot] = std::make_unique<EvaluatorPrestart>(options.evaluators_ahead);
+    }
+  }
+  if (options.timing.exclusive) {
+    for (const auto& slot : identity_.gpu_slots) {
+      auto& turns = gpu_turns_[gpu_of_slot(slot)];
+      if (!turns) turns = std::make_unique<GpuTurns>();
     }
   }
 }
@@ -165,7 +175,9 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   eval.sandbox = sandbox_from_options(options_.sandbox, timeout);
   const std::string slot = slots_.acquire();
   if (!slot.empty()) {
-    eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + slot.substr(0, slot.find('/')));
+    eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
+    const auto turns = gpu_turns_.find(gpu_of_slot(slot));
+    if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
   }
   verdict.setGpuSlot(slot);
   auto prestart = prestarts_.find(slot);

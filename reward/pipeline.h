@@ -33,6 +33,9 @@ struct PipelineIdentity {
   std::vector<std::string> gpu_slots;  // GPU slots ("0", or "0/2": half of GPU 0); empty: no GPU
 };
 
+// The GPU of a slot: its name up to the '/' ("0/2" -> "0"), what CUDA_VISIBLE_DEVICES gets.
+std::string gpu_of_slot(const std::string& slot);
+
 // The GPU slots of one worker: evaluations take a free one and wait while none is. Compiles do
 // not hold a slot, so a candidate compiles while others run on the GPU.
 class GpuSlotPool {
@@ -70,6 +73,9 @@ class RewardPipeline {
   GpuSlotPool slots_;
   // Per slot ("" without slots), when options.prestart_evaluators.
   std::map<std::string, std::unique_ptr<EvaluatorPrestart>> prestarts_;
+  // Per GPU (a slot's name up to its '/'), when options.timing.exclusive: its slots' evaluations
+  // share it while checking and have it alone while timed (EvaluatorOptions::gpu_turns).
+  std::map<std::string, std::unique_ptr<GpuTurns>> gpu_turns_;
   Compiler compiler_;
 };
 

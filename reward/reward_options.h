@@ -39,6 +39,11 @@ struct TimingOptions {
   bool enabled = false;
   int trials = 100;
   int warmups = 3;
+  // A candidate being timed has its GPU alone: the other slots' evaluations wait (gpu_turns.h).
+  // On the H200 with 8 slots and no turns, the same candidates' speedups moved 0.28-4.1x (p10-p90)
+  // between two runs; with one slot, 0.78-1.40x (docs/BENCHMARKS.md, session 10).
+  bool exclusive = true;
+  double turn_wait_seconds = 60;
 
   template <class V>
   void visit_fields(V& v) {
@@ -46,6 +51,13 @@ struct TimingOptions {
     v.field("trials", trials, "Timed runs per candidate (L2 flushed before each). Default: 100",
             config::at_least(1));
     v.field("warmups", warmups, "Untimed runs first. Default: 3", config::at_least(0));
+    v.field("exclusive", exclusive,
+            "Time each candidate with its GPU to itself: the other slots' evaluations wait. "
+            "Default: true");
+    v.field("turn_wait_seconds", turn_wait_seconds,
+            "Longest wait for a turn; past it the candidate is timed anyway, with a "
+            "timing-not-exclusive finding. Default: 60",
+            config::at_least(0.0));
   }
 };
 

@@ -551,7 +551,7 @@ Status SandboxProcess::wait_for_line(const std::string& line, double timeout_sec
   }
 }
 
-Status SandboxProcess::send_input(const std::string& text) {
+Status SandboxProcess::send_input(const std::string& text, bool keep_open) {
   if (input_fd_ < 0) return Status::invalid_argument("sandbox: the process has no input pipe");
   size_t sent = 0;
   while (sent < text.size()) {
@@ -563,6 +563,7 @@ Status SandboxProcess::send_input(const std::string& text) {
     }
     sent += static_cast<size_t>(n);
   }
+  if (keep_open) return Status::ok_status();
   close(input_fd_);
   input_fd_ = -1;
   return Status::ok_status();

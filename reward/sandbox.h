@@ -152,8 +152,9 @@ class SandboxProcess {
   // Reads stdout until the child prints `line` on a line of its own. An error when the child
   // ends or `timeout_seconds` pass first (the process is left as it is; destroy or wait() it).
   Status wait_for_line(const std::string& line, double timeout_seconds);
-  // Writes `text` to the child's stdin (input_pipe) and closes it.
-  Status send_input(const std::string& text);
+  // Writes `text` to the child's stdin (input_pipe) and closes it, or, with `keep_open`, leaves it
+  // open for more.
+  Status send_input(const std::string& text, bool keep_open = false);
   // Blocks until the child ends, or kills it `timeout_seconds` from now. Output read before
   // (wait_for_line) is part of the result, without the awaited line; wall_seconds counts from
   // this call. Once per process.

@@ -7,11 +7,16 @@ Usage:
                       [--kernels k1,k2] [--trials 1] [--tol-fp32 1e-2 --tol-fp16 1e-2
                       --tol-bf16 1e-2] [--seed 42] [--timing --timing-trials 100 --warmups 3]
                       [--device cuda] [--nonce-file nonce] [--launch-probe dice_launch_probe.so]
+                      [--timing-turn]
   python3 evaluate.py --job-from-stdin [--device cuda] [--launch-probe dice_launch_probe.so]
       imports torch and creates the CUDA context first (and loads the launch probe, or else warms
       the profiler), prints "DICE_EVAL_READY", then reads the arguments above from stdin,
-      NUL-separated, up to end of input. The reward service starts a slot's next evaluation this
-      way while the current one runs.
+      NUL-separated, up to a newline or the end of input. The reward service starts a slot's next
+      evaluation this way while the current one runs.
+
+--timing-turn: once the candidate is correct, and before timing, print "DICE_TIMING_TURN
+<nonce>" and wait for a line on stdin (or its end): the reward worker answers once the GPU is
+free of other candidates' work (reward/gpu_turns.h), so the timed kernels run alone on it.
 
 The kernel check sees the candidate's kernels through --launch-probe (reward/cupti/
 launch_probe.cc: CUPTI callbacks on kernel launches) when given, else through torch's profiler;
@@ -45,7 +50,8 @@ result line of its own that the worker would accept. JSON keys:
   phases         seconds spent in each phase reached: import (torch and, started ahead, the CUDA
                  context; not in eval_seconds when started ahead), load (reference,
                  candidate, models on the device), correctness, kernel_check (the profiler pass),
-                 timing; where an evaluation's time goes
+                 timing_turn (waiting for the GPU to itself), timing; where an evaluation's time
+                 goes
 
 Defences (REFERENCE.md section 5): the reference runs first, on clones of the inputs; the
 inputs are checked unmodified after the candidate runs; the reference's GPU outputs are moved
@@ -72,6 +78,7 @@ import warnings
 
 RESULT_PREFIX = "DICE_EVAL_RESULT"
 READY_LINE = "DICE_EVAL_READY"  # printed by --job-from-stdin once torch is imported
+TIMING_TURN_PREFIX = "DICE_TIMING_TURN"  # with the nonce: --timing-turn's request
 
 
 class LaunchProbeError(Exception):
@@ -554,7 +561,7 @@ class PhaseClock:
         self.last = now
 
 
-def evaluate(torch, cpp_extension, args, result, clock, launch_probe=None):
+def evaluate(torch, cpp_extension, args, result, clock, launch_probe=None, timing_turn=None):
     harness = Harness(torch, args, launch_probe)
     result["findings"] = harness.findings
     with open(args.reference, encoding="utf-8") as f:
@@ -595,6 +602,9 @@ def evaluate(torch, cpp_extension, args, result, clock, launch_probe=None):
     harness.check_kernels_ran(new_model, ref.get_inputs)
     clock.lap("kernel_check")
     result["correct"] = True
+    if args.timing and timing_turn is not None:
+        timing_turn()  # on the CPU too, where nothing is timed: the worker's side is the same
+        clock.lap("timing_turn")
     if args.timing and harness.cuda:
         kernel = harness.time_model(new_model, ref.get_inputs)
         reference = harness.time_model(ref_model, ref.get_inputs)
@@ -635,6 +645,8 @@ def parse_args(argv):
     p.add_argument("--nonce-file", default="")
     p.add_argument("--launch-probe", default="",
                    help="dice_launch_probe.so for the kernel check (default: the profiler)")
+    p.add_argument("--timing-turn", action="store_true",
+                   help="wait for the worker's go (a line on stdin) before timing")
     return p.parse_args(argv)
 
 
@@ -693,7 +705,7 @@ def wait_for_job(argv):
     import_seconds = round(time.monotonic() - start, 4)
     sys.stdout.write(READY_LINE + "\n")
     sys.stdout.flush()
-    job = sys.stdin.buffer.read().decode("utf-8", "replace")
+    job = sys.stdin.buffer.readline().decode("utf-8", "replace").rstrip("\n")
     return [a for a in job.split("\0") if a], warm, import_seconds
 
 
@@ -708,6 +720,14 @@ def main(argv):
             nonce = f.read().strip()
         os.unlink(args.nonce_file)
     out = sys.stdout.buffer  # bound before the candidate can replace sys.stdout
+    stdin = sys.stdin.buffer  # likewise (and the buffer the job was read through)
+
+    def take_timing_turn():
+        """Asks the worker for the GPU to itself; the reply (or the end of stdin) is the go."""
+        out.write(("%s %s\n" % (TIMING_TURN_PREFIX, nonce)).encode("ascii", "replace"))
+        out.flush()
+        stdin.readline()
+
     result = {"failure": "internalError", "detail": "", "correct": False, "trials": 0,
               "max_abs_error": 0.0, "findings": [], "kernel_ms_mean": 0.0, "kernel_ms_std": 0.0,
               "reference_ms_mean": 0.0, "reference_ms_std": 0.0, "timing_trials": 0,
@@ -725,7 +745,8 @@ def main(argv):
         else:
             torch, cpp_extension, probe = warm
             result["phases"]["import"] = import_seconds
-        evaluate(torch, cpp_extension, args, result, clock, probe)
+        evaluate(torch, cpp_extension, args, result, clock, probe,
+                 take_timing_turn if args.timing_turn else None)
         result["failure"] = "none"
     except EvalFailure as e:
         result["failure"], result["detail"] = e.failure, e.detail

@@ -1,7 +1,9 @@
 #include "reward/evaluator.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -138,6 +140,75 @@ TEST_F(EvaluateOnCpuTest, InputMutationIsAntiCheat) {
   EXPECT_EQ(r.failure, FC::ANTI_CHEAT) << r.detail << r.log_tail;
   ASSERT_FALSE(r.findings.empty());
   EXPECT_EQ(r.findings[0].check, "inputs-modified");
+}
+
+// A phase's seconds from a report's phases ("import=2.1 timing_turn=9.5 ..."); -1 when absent.
+double phase_seconds(const std::string& phases, const std::string& name) {
+  const size_t at = phases.find(name + "=");
+  if (at == std::string::npos || (at > 0 && phases[at - 1] != ' ')) return -1;
+  return std::stod(phases.substr(at + name.size() + 1));
+}
+
+// A candidate being timed has its GPU alone (timing.exclusive): its process asks once it is
+// correct, and waits while another evaluation of the GPU still checks its candidate (holds a
+// shared turn). On the CPU nothing is timed, but the turn is asked for and waited on the same.
+TEST_F(EvaluateOnCpuTest, ACorrectCandidateIsTimedOnlyWithTheGpuToItself) {
+  GpuTurns turns;
+  EvaluatorOptions o = options();
+  o.timing.enabled = true;
+  o.gpu_turns = &turns;
+  ASSERT_TRUE(turns.enter_shared(GpuTurns::Patience(0)));  // another evaluation checks its own
+  const auto start = std::chrono::steady_clock::now();
+  auto pending = std::async(std::launch::async,
+                            [&] { return run("candidate_add.py", "fake_extension_ok.py", o); });
+  EXPECT_EQ(pending.wait_for(std::chrono::seconds(15)), std::future_status::timeout)
+      << "timed while another evaluation used the GPU";
+  turns.leave_shared();
+  const EvaluationReport r = pending.get();
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
+  EXPECT_TRUE(r.correct);
+  EXPECT_TRUE(r.findings.empty()) << r.findings[0].check;
+  // It waited for most of the 15 s (it asks after a second or two of checks), and the wait is
+  // not part of its evaluation's seconds.
+  const double waited = phase_seconds(r.phases, "timing_turn");
+  EXPECT_GT(waited, 5.0) << r.phases;
+  EXPECT_LT(r.eval_seconds, total - waited + 1.0) << r.phases;
+  // Its turns were left: the GPU is free for the next one.
+  EXPECT_TRUE(turns.enter_exclusive(GpuTurns::Patience(0)));
+}
+
+TEST_F(EvaluateOnCpuTest, AGpuThatDoesNotComeFreeIsReportedAndTimingGoesOn) {
+  GpuTurns turns;
+  EvaluatorOptions o = options();
+  o.timing.enabled = true;
+  o.timing.turn_wait_seconds = 1;
+  o.gpu_turns = &turns;
+  // For the whole test another evaluation (a hung candidate, say) holds a shared turn.
+  ASSERT_TRUE(turns.enter_shared(GpuTurns::Patience(0)));
+  const EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o);
+  EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
+  EXPECT_TRUE(r.correct);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].check, "timing-not-exclusive");
+  EXPECT_FALSE(r.findings[0].fatal);
+  turns.leave_shared();
+}
+
+TEST_F(EvaluateOnCpuTest, AnIncorrectCandidateDoesNotAskForTheGpuAlone) {
+  GpuTurns turns;
+  EvaluatorOptions o = options();
+  o.timing.enabled = true;
+  o.timing.turn_wait_seconds = 600;
+  o.sandbox.timeout_seconds = 60;
+  o.gpu_turns = &turns;
+  ASSERT_TRUE(turns.enter_shared(GpuTurns::Patience(0)));
+  // Asking would wait until the sandbox's timeout: judged incorrect instead.
+  const EvaluationReport r = run("candidate_add.py", "fake_extension_wrong.py", o);
+  EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
+  EXPECT_EQ(phase_seconds(r.phases, "timing_turn"), -1) << r.phases;
+  turns.leave_shared();
 }
 
 TEST(EvaluatorPrestartTest, KeepsTheGivenNumberStartedAhead) {

@@ -56,6 +56,10 @@ TEST(JudgeCliTest, BadFlagsAreNamed) {
   EXPECT_NE(run.output.find("--kernel-check \"nvtx\": expected one of auto, profiler, cupti"),
             std::string::npos)
       << run.output;
+  run = run_judge("--items x.json --timing-exclusive maybe");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.output.find("--timing-exclusive \"maybe\": expected on or off"), std::string::npos)
+      << run.output;
   run = run_judge("--timing on");
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.output.find("--items is required"), std::string::npos);

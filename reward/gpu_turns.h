@@ -1,0 +1,59 @@
+// Turns at one GPU for the evaluations of its slots. Candidates are checked side by side (any
+// number hold a shared turn), but a candidate being timed has the GPU alone (an exclusive turn):
+// on the H200, timing while 7 other slots ran moved kernel times up to 15x and the same
+// candidates' speedups 0.28-4.1x (p10-p90) between two runs, against 0.78-1.40x with one slot
+// (docs/BENCHMARKS.md, session 10).
+//
+// Timings go first: once one waits, no new evaluation takes a shared turn until it has run, so a
+// stream of new candidates cannot starve it. Every wait is bounded by the caller's patience: a
+// turn that does not come (a hung candidate holds its shared turn until its timeout) is reported
+// by the caller, and the work goes on without it. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace dice {
+
+class GpuTurns {
+ public:
+  using Patience = std::chrono::duration<double>;
+
+  // False when no shared turn came within `patience` (nothing is held then).
+  bool enter_shared(Patience patience);
+  void leave_shared();
+  // False when the GPU did not come free within `patience` (nothing is held then).
+  bool enter_exclusive(Patience patience);
+  void leave_exclusive();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int shared_ = 0;
+  bool exclusive_ = false;
+  int exclusive_waiting_ = 0;
+};
+
+// One evaluation's turn: none, shared or exclusive; left when destroyed. A null GpuTurns gives
+// every turn at once (no other evaluation to share with).
+class GpuTurn {
+ public:
+  explicit GpuTurn(GpuTurns* turns) : turns_(turns) {}
+  ~GpuTurn() { leave(); }
+  GpuTurn(const GpuTurn&) = delete;
+  GpuTurn& operator=(const GpuTurn&) = delete;
+
+  bool share(GpuTurns::Patience patience);
+  // Leaves a shared turn first (two evaluations that each held one and waited for the GPU alone
+  // would wait for each other forever).
+  bool take_alone(GpuTurns::Patience patience);
+  void leave();
+
+ private:
+  enum class Held { kNone, kShared, kExclusive };
+  GpuTurns* turns_;
+  Held held_ = Held::kNone;
+};
+
+}  // namespace dice

@@ -1,0 +1,89 @@
+#include "reward/gpu_turns.h"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace dice {
+namespace {
+
+using std::chrono::milliseconds;
+const GpuTurns::Patience kNow(0);
+const GpuTurns::Patience kLong(30);
+
+TEST(GpuTurnsTest, CheckingSharesTheGpuAndTimingHasItAlone) {
+  GpuTurns turns;
+  ASSERT_TRUE(turns.enter_shared(kNow));
+  ASSERT_TRUE(turns.enter_shared(kNow));      // two candidates checked side by side
+  EXPECT_FALSE(turns.enter_exclusive(kNow));  // no timing while they are
+  turns.leave_shared();
+  turns.leave_shared();
+  ASSERT_TRUE(turns.enter_exclusive(kNow));
+  EXPECT_FALSE(turns.enter_shared(kNow));     // nor a check while one is timed
+  EXPECT_FALSE(turns.enter_exclusive(kNow));  // nor a second timing
+  turns.leave_exclusive();
+  EXPECT_TRUE(turns.enter_shared(kNow));
+  turns.leave_shared();
+}
+
+TEST(GpuTurnsTest, AWaitingTimingHoldsNewChecksBackAndGoesWhenTheLastCheckEnds) {
+  GpuTurns turns;
+  ASSERT_TRUE(turns.enter_shared(kNow));
+  auto timing = std::async(std::launch::async, [&] { return turns.enter_exclusive(kLong); });
+  EXPECT_EQ(timing.wait_for(milliseconds(200)), std::future_status::timeout);
+  // A new check may not start now: a stream of them would starve the timing.
+  EXPECT_FALSE(turns.enter_shared(GpuTurns::Patience(0.1)));
+  turns.leave_shared();
+  EXPECT_TRUE(timing.get());
+  turns.leave_exclusive();
+  EXPECT_TRUE(turns.enter_shared(kNow));
+  turns.leave_shared();
+}
+
+TEST(GpuTurnsTest, ATimingThatGivesUpLetsChecksIn) {
+  GpuTurns turns;
+  ASSERT_TRUE(turns.enter_shared(kNow));  // a hung candidate's check
+  auto check = std::async(std::launch::async, [&] {
+    // Blocked behind the waiting timing until it gives up.
+    return turns.enter_shared(kLong);
+  });
+  EXPECT_FALSE(turns.enter_exclusive(GpuTurns::Patience(0.3)));
+  EXPECT_TRUE(check.get());
+  turns.leave_shared();
+  turns.leave_shared();
+  EXPECT_TRUE(turns.enter_exclusive(kNow));
+  turns.leave_exclusive();
+}
+
+TEST(GpuTurnsTest, TimingsTakeTheGpuOneAtATime) {
+  GpuTurns turns;
+  std::atomic<int> timing{0};
+  std::atomic<bool> overlapped{false};
+  auto timed = [&] {
+    GpuTurn turn(&turns);
+    EXPECT_TRUE(turn.share(kLong));
+    EXPECT_TRUE(turn.take_alone(kLong));  // from a shared turn: left first, or two would deadlock
+    if (++timing > 1) overlapped = true;
+    std::this_thread::sleep_for(milliseconds(20));
+    --timing;
+  };
+  std::vector<std::future<void>> all;
+  for (int i = 0; i < 8; ++i) all.push_back(std::async(std::launch::async, timed));
+  for (auto& f : all) f.get();
+  EXPECT_FALSE(overlapped.load());
+  EXPECT_TRUE(turns.enter_exclusive(kNow));  // every GpuTurn left what it held
+  turns.leave_exclusive();
+}
+
+TEST(GpuTurnsTest, WithoutTurnsEveryTurnComesAtOnce) {
+  GpuTurn turn(nullptr);
+  EXPECT_TRUE(turn.share(kNow));
+  EXPECT_TRUE(turn.take_alone(kNow));
+}
+
+}  // namespace
+}  // namespace dice
