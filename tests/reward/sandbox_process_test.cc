@@ -56,6 +56,22 @@ TEST(SandboxProcessTest, WorkHandedOverAfterReadyRuns) {
   EXPECT_EQ(r.isolated, geteuid() == 0);
 }
 
+// A conversation: the job with stdin kept open, a question back, the answer, then the end.
+TEST(SandboxProcessTest, InputKeptOpenTakesAnAnswerLater) {
+  auto p = start_ok(serve_spec(
+      "import sys\nprint('READY', flush=True)\njob = sys.stdin.readline().strip()\n"
+      "print('ASK ' + job, flush=True)\nanswer = sys.stdin.readline().strip()\n"
+      "rest = sys.stdin.read()\nprint('job=%s answer=%s rest=%r' % (job, answer, rest))\n"));
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->wait_for_line("READY", 10).ok());
+  ASSERT_TRUE(p->send_input("job-9\n", /*keep_open=*/true).ok());
+  ASSERT_TRUE(p->wait_for_line("ASK job-9", 10).ok());
+  ASSERT_TRUE(p->send_input("yes\n").ok());  // and the end of input
+  SandboxResult r = p->wait(10);
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "job=job-9 answer=yes rest=''\n");
+}
+
 TEST(SandboxProcessTest, TheTimeoutCountsFromWaitNotFromStart) {
   // Idle for longer than the run's own limit before the work comes: not a timeout.
   SandboxSpec spec = serve_spec(kServeOne);
