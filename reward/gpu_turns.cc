@@ -40,19 +40,20 @@ void GpuTurns::leave_exclusive() {
 }
 
 bool GpuTurn::share(GpuTurns::Patience patience) {
-  leave();
-  if (turns_ == nullptr) return true;
-  if (!turns_->enter_shared(patience)) return false;
-  held_ = Held::kShared;
-  return true;
+  return take(Held::kShared, patience);
 }
 
 bool GpuTurn::take_alone(GpuTurns::Patience patience) {
+  return take(Held::kExclusive, patience);
+}
+
+bool GpuTurn::take(Held kind, GpuTurns::Patience patience) {
   leave();
   if (turns_ == nullptr) return true;
-  if (!turns_->enter_exclusive(patience)) return false;
-  held_ = Held::kExclusive;
-  return true;
+  const bool got =
+      kind == Held::kShared ? turns_->enter_shared(patience) : turns_->enter_exclusive(patience);
+  if (got) held_ = kind;
+  return got;
 }
 
 void GpuTurn::leave() {

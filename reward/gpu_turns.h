@@ -52,6 +52,8 @@ class GpuTurn {
 
  private:
   enum class Held { kNone, kShared, kExclusive };
+  bool take(Held kind, GpuTurns::Patience patience);  // leaves what is held first
+
   GpuTurns* turns_;
   Held held_ = Held::kNone;
 };
