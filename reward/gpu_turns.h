@@ -8,6 +8,11 @@
 // stream of new candidates cannot starve it. Every wait is bounded by the caller's patience: a
 // turn that does not come (a hung candidate holds its shared turn until its timeout) is reported
 // by the caller, and the work goes on without it. Thread-safe.
+//
+// The turns are a reward worker's own (RewardPipeline keeps one GpuTurns per GPU of its slots):
+// other processes on the same GPU (a rollout worker or the learner sharing it, as in
+// configs/local.yaml, or a second reward worker) are not held back. Timings that matter want
+// the GPU given to one reward worker alone.
 #pragma once
 
 #include <chrono>
