@@ -724,7 +724,9 @@ def main(argv):
 
     def take_timing_turn():
         """Asks the worker for the GPU to itself; the reply (or the end of stdin) is the go."""
-        out.write(("%s %s\n" % (TIMING_TURN_PREFIX, nonce)).encode("ascii", "replace"))
+        # After a newline of its own: the worker reads the line only at a line's start, and the
+        # candidate may have left its own output without one.
+        out.write(("\n%s %s\n" % (TIMING_TURN_PREFIX, nonce)).encode("ascii", "replace"))
         out.flush()
         stdin.readline()
 
@@ -757,7 +759,7 @@ def main(argv):
     for key in ("max_abs_error",):
         if isinstance(result[key], float) and not math.isfinite(result[key]):
             result[key] = -1.0
-    line = "%s %s %s\n" % (RESULT_PREFIX, nonce, json.dumps(result, ensure_ascii=False))
+    line = "\n%s %s %s\n" % (RESULT_PREFIX, nonce, json.dumps(result, ensure_ascii=False))
     out.write(line.encode("utf-8", "replace"))
     out.flush()
     return 0

@@ -179,6 +179,25 @@ TEST_F(EvaluateOnCpuTest, ACorrectCandidateIsTimedOnlyWithTheGpuToItself) {
   EXPECT_TRUE(turns.enter_exclusive(GpuTurns::Patience(0)));
 }
 
+// Output the candidate left without a newline does not hide the lines the worker waits for.
+TEST_F(EvaluateOnCpuTest, OutputWithoutANewlineHidesNoTurnOrResult) {
+  GpuTurns turns;
+  EvaluatorOptions o = options();
+  o.timing.enabled = true;
+  o.timing.turn_wait_seconds = 600;
+  o.sandbox.timeout_seconds = 60;
+  o.gpu_turns = &turns;
+  const EvaluationReport r = run("candidate_add.py", "fake_extension_prints.py", o);
+  EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
+  EXPECT_TRUE(r.correct);
+  EXPECT_GE(phase_seconds(r.phases, "timing_turn"), 0) << r.phases;
+  // Without timing, the result line alone (it was read as no result: a crash).
+  o.timing.enabled = false;
+  const EvaluationReport untimed = run("candidate_add.py", "fake_extension_prints.py", o);
+  EXPECT_EQ(untimed.failure, FC::NONE) << untimed.detail << untimed.log_tail;
+  EXPECT_TRUE(untimed.correct);
+}
+
 TEST_F(EvaluateOnCpuTest, AGpuThatDoesNotComeFreeIsReportedAndTimingGoesOn) {
   GpuTurns turns;
   EvaluatorOptions o = options();
