@@ -44,8 +44,9 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --tolerance X           allclose atol = rtol for every dtype (default 0.01, DICE's)
   --timing on|off         time correct candidates against eager PyTorch (default off)
   --timing-trials N       timed runs (default 100)
-  --timing-exclusive on|off  time one candidate at a time per GPU, the others waiting for their
-                          turn (default on)
+  --timing-exclusive on|off
+                          time each candidate with its GPU to itself: the other slots'
+                          evaluations wait (default on)
   --memory-limit-mb N     address-space limit of a candidate process, 0 = none (default 65536)
   --timeout-seconds N     per candidate (default 300)
   --prestart on|off       start each slot's next evaluation process while the current one
