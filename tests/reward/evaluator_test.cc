@@ -108,6 +108,14 @@ class EvaluateOnCpuTest : public ::testing::Test {
     o.sandbox.memory_limit_mb = 8192;
     return o;
   }
+  // options() with timing on and turns at `turns`, waiting up to `turn_wait_seconds` for them.
+  static EvaluatorOptions timed_options(GpuTurns* turns, double turn_wait_seconds) {
+    EvaluatorOptions o = options();
+    o.timing.enabled = true;
+    o.timing.turn_wait_seconds = turn_wait_seconds;
+    o.gpu_turns = turns;
+    return o;
+  }
   EvaluationReport run(const std::string& candidate, const std::string& extension,
                        const EvaluatorOptions& o = options(),
                        EvaluatorPrestart* prestart = nullptr) {
@@ -154,9 +162,7 @@ double phase_seconds(const std::string& phases, const std::string& name) {
 // shared turn). On the CPU nothing is timed, but the turn is asked for and waited on the same.
 TEST_F(EvaluateOnCpuTest, ACorrectCandidateIsTimedOnlyWithTheGpuToItself) {
   GpuTurns turns;
-  EvaluatorOptions o = options();
-  o.timing.enabled = true;
-  o.gpu_turns = &turns;
+  const EvaluatorOptions o = timed_options(&turns, 60);
   ASSERT_TRUE(turns.enter_shared(GpuTurns::Patience(0)));  // another evaluation checks its own
   const auto start = std::chrono::steady_clock::now();
   auto pending = std::async(std::launch::async,
@@ -182,11 +188,8 @@ TEST_F(EvaluateOnCpuTest, ACorrectCandidateIsTimedOnlyWithTheGpuToItself) {
 // Output the candidate left without a newline does not hide the lines the worker waits for.
 TEST_F(EvaluateOnCpuTest, OutputWithoutANewlineHidesNoTurnOrResult) {
   GpuTurns turns;
-  EvaluatorOptions o = options();
-  o.timing.enabled = true;
-  o.timing.turn_wait_seconds = 600;
+  EvaluatorOptions o = timed_options(&turns, 600);
   o.sandbox.timeout_seconds = 60;
-  o.gpu_turns = &turns;
   const EvaluationReport r = run("candidate_add.py", "fake_extension_prints.py", o);
   EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
   EXPECT_TRUE(r.correct);
@@ -200,10 +203,7 @@ TEST_F(EvaluateOnCpuTest, OutputWithoutANewlineHidesNoTurnOrResult) {
 
 TEST_F(EvaluateOnCpuTest, AGpuThatDoesNotComeFreeIsReportedAndTimingGoesOn) {
   GpuTurns turns;
-  EvaluatorOptions o = options();
-  o.timing.enabled = true;
-  o.timing.turn_wait_seconds = 1;
-  o.gpu_turns = &turns;
+  const EvaluatorOptions o = timed_options(&turns, 1);
   // For the whole test another evaluation (a hung candidate, say) holds a shared turn.
   ASSERT_TRUE(turns.enter_shared(GpuTurns::Patience(0)));
   const EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o);
@@ -217,11 +217,8 @@ TEST_F(EvaluateOnCpuTest, AGpuThatDoesNotComeFreeIsReportedAndTimingGoesOn) {
 
 TEST_F(EvaluateOnCpuTest, AnIncorrectCandidateDoesNotAskForTheGpuAlone) {
   GpuTurns turns;
-  EvaluatorOptions o = options();
-  o.timing.enabled = true;
-  o.timing.turn_wait_seconds = 600;
+  EvaluatorOptions o = timed_options(&turns, 600);
   o.sandbox.timeout_seconds = 60;
-  o.gpu_turns = &turns;
   ASSERT_TRUE(turns.enter_shared(GpuTurns::Patience(0)));
   // Asking would wait until the sandbox's timeout: judged incorrect instead.
   const EvaluationReport r = run("candidate_add.py", "fake_extension_wrong.py", o);
