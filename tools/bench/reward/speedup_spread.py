@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""How far the same candidates' timed speedups moved between two dice-judge runs.
+
+  speedup_spread.py RUN_A.jsonl RUN_B.jsonl [--per-candidate]
+
+For every candidate timed in both runs (id and variant, a speedup in each), the ratio B / A;
+prints their count, geometric mean, p10 / p50 / p90 and how many lie within 10% of 1. Two runs
+of the same candidates on the same machine should read close to 1 throughout: a wide spread says
+the timing, not the candidates, moved (session 10 measured 0.28-4.06 p10-p90 with 8 slots
+sharing one H200, 0.78-1.40 with one slot: docs/BENCHMARKS.md). --per-candidate adds each one's
+kernel_ms and reference_ms in both runs. Exit status 2 for unreadable input or nothing to compare.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+
+class InputError(Exception):
+    pass
+
+
+def timed_speedups(path):
+    """{(id, variant): verdict line} for the lines of `path` with a positive speedup."""
+    out = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as e:
+                    raise InputError("%s:%d: not a JSON line: %s" % (path, number, e))
+                if not isinstance(row, dict) or "id" not in row:
+                    raise InputError("%s:%d: not a dice-judge verdict (no \"id\")" % (path, number))
+                speedup = row.get("speedup")
+                if isinstance(speedup, (int, float)) and speedup > 0:
+                    out[(str(row["id"]), row.get("variant", "original"))] = row
+    except OSError as e:
+        raise InputError("%s: %s" % (path, e.strerror))
+    return out
+
+
+def percentile(sorted_values, p):
+    return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
+
+
+def spread(run_a, run_b):
+    """The ratios B / A by candidate and their summary (a dict)."""
+    keys = sorted(set(run_a) & set(run_b))
+    ratios = {k: run_b[k]["speedup"] / run_a[k]["speedup"] for k in keys}
+    values = sorted(ratios.values())
+    if not values:
+        return ratios, None
+    return ratios, {
+        "candidates": len(values),
+        "geomean": math.exp(sum(math.log(v) for v in values) / len(values)),
+        "p10": percentile(values, 0.10),
+        "p50": percentile(values, 0.50),
+        "p90": percentile(values, 0.90),
+        "within_10_percent": sum(1 for v in values if 0.9 <= v <= 1.1),
+    }
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--per-candidate", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        run_a, run_b = timed_speedups(args.run_a), timed_speedups(args.run_b)
+    except InputError as e:
+        print("speedup_spread: %s" % e, file=sys.stderr)
+        return 2
+    ratios, summary = spread(run_a, run_b)
+    if summary is None:
+        print("speedup_spread: no candidate has a speedup in both %s and %s" %
+              (args.run_a, args.run_b), file=sys.stderr)
+        return 2
+    print("%d candidates timed in both: speedup B/A geomean %.3f, p10 %.3f, p50 %.3f, p90 %.3f, "
+          "within 10%%: %d" % (summary["candidates"], summary["geomean"], summary["p10"],
+                               summary["p50"], summary["p90"], summary["within_10_percent"]))
+    if args.per_candidate:
+        for key, ratio in sorted(ratios.items(), key=lambda kv: kv[1]):
+            a, b = run_a[key], run_b[key]
+            print("  %s/%s: B/A %.3f  kernel_ms %s -> %s  reference_ms %s -> %s" % (
+                key[0], key[1], ratio, a.get("kernel_ms"), b.get("kernel_ms"),
+                a.get("reference_ms"), b.get("reference_ms")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
