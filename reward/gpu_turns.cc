@@ -39,6 +39,11 @@ void GpuTurns::leave_exclusive() {
   changed_.notify_all();
 }
 
+int GpuTurns::timings_waiting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exclusive_waiting_;
+}
+
 bool GpuTurn::share(GpuTurns::Patience patience) {
   return take(Held::kShared, patience);
 }

@@ -31,6 +31,8 @@ class GpuTurns {
   // False when the GPU did not come free within `patience` (nothing is held then).
   bool enter_exclusive(Patience patience);
   void leave_exclusive();
+  // Timings waiting for the GPU now (for logs and tests).
+  int timings_waiting();
 
  private:
   std::mutex mutex_;

@@ -15,6 +15,14 @@ using std::chrono::milliseconds;
 const GpuTurns::Patience kNow(0);
 const GpuTurns::Patience kLong(30);
 
+// Until a timing waits for the GPU: its thread may start late on a loaded machine.
+void wait_until_a_timing_waits(GpuTurns& turns) {
+  for (int i = 0; i < 3000 && turns.timings_waiting() == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(turns.timings_waiting(), 1);
+}
+
 TEST(GpuTurnsTest, CheckingSharesTheGpuAndTimingHasItAlone) {
   GpuTurns turns;
   ASSERT_TRUE(turns.enter_shared(kNow));
@@ -34,6 +42,7 @@ TEST(GpuTurnsTest, AWaitingTimingHoldsNewChecksBackAndGoesWhenTheLastCheckEnds) 
   GpuTurns turns;
   ASSERT_TRUE(turns.enter_shared(kNow));
   auto timing = std::async(std::launch::async, [&] { return turns.enter_exclusive(kLong); });
+  ASSERT_NO_FATAL_FAILURE(wait_until_a_timing_waits(turns));
   EXPECT_EQ(timing.wait_for(milliseconds(200)), std::future_status::timeout);
   // A new check may not start now: a stream of them would starve the timing.
   EXPECT_FALSE(turns.enter_shared(GpuTurns::Patience(0.1)));
@@ -47,11 +56,14 @@ TEST(GpuTurnsTest, AWaitingTimingHoldsNewChecksBackAndGoesWhenTheLastCheckEnds) 
 TEST(GpuTurnsTest, ATimingThatGivesUpLetsChecksIn) {
   GpuTurns turns;
   ASSERT_TRUE(turns.enter_shared(kNow));  // a hung candidate's check
-  auto check = std::async(std::launch::async, [&] {
-    // Blocked behind the waiting timing until it gives up.
-    return turns.enter_shared(kLong);
-  });
-  EXPECT_FALSE(turns.enter_exclusive(GpuTurns::Patience(0.3)));
+  auto timing =
+      std::async(std::launch::async, [&] { return turns.enter_exclusive(GpuTurns::Patience(1)); });
+  ASSERT_NO_FATAL_FAILURE(wait_until_a_timing_waits(turns));
+  auto check = std::async(std::launch::async, [&] { return turns.enter_shared(kLong); });
+  // Held back behind the waiting timing...
+  EXPECT_EQ(check.wait_for(milliseconds(200)), std::future_status::timeout);
+  // ...until it gives up.
+  EXPECT_FALSE(timing.get());
   EXPECT_TRUE(check.get());
   turns.leave_shared();
   turns.leave_shared();
