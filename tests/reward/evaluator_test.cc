@@ -185,6 +185,25 @@ TEST_F(EvaluateOnCpuTest, ACorrectCandidateIsTimedOnlyWithTheGpuToItself) {
   EXPECT_TRUE(turns.enter_exclusive(GpuTurns::Patience(0)));
 }
 
+// Several evaluations of one GPU, all correct and timed: each leaves its shared turn before it
+// waits for the GPU alone, so none waits for another forever, and none gives up on its turn.
+TEST_F(EvaluateOnCpuTest, EvaluationsOfOneGpuAllGetTheirTurn) {
+  GpuTurns turns;
+  const EvaluatorOptions o = timed_options(&turns, 120);
+  std::vector<std::future<EvaluationReport>> pending;
+  for (int i = 0; i < 3; ++i) {
+    pending.push_back(std::async(
+        std::launch::async, [&] { return run("candidate_add.py", "fake_extension_ok.py", o); }));
+  }
+  for (auto& p : pending) {
+    const EvaluationReport r = p.get();
+    EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
+    EXPECT_TRUE(r.findings.empty()) << r.findings[0].check << ": " << r.findings[0].detail;
+    EXPECT_GE(phase_seconds(r.phases, "timing_turn"), 0) << r.phases;
+  }
+  EXPECT_TRUE(turns.enter_exclusive(GpuTurns::Patience(0)));  // all turns left
+}
+
 // Output the candidate left without a newline does not hide the lines the worker waits for.
 TEST_F(EvaluateOnCpuTest, OutputWithoutANewlineHidesNoTurnOrResult) {
   GpuTurns turns;
