@@ -10,6 +10,7 @@
 
 #include "common/hash/content_hash.h"
 #include "common/log.h"
+#include "common/seconds_since.h"
 #include "reward/json_value.h"
 #include "reward/split_sources.h"
 
@@ -64,10 +65,6 @@ Status write_file(const std::string& path, const std::string& contents) {
   out.close();
   if (!out) return Status::io_error("cannot write " + path);
   return Status::ok_status();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

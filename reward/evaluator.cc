@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/log.h"
+#include "common/seconds_since.h"
 #include "reward/json_value.h"
 
 namespace dice {
@@ -112,10 +113,6 @@ constexpr const char* kLaunchProbeFile = "dice_launch_probe.so";
 constexpr const char* kTimingTurnPrefix = "DICE_TIMING_TURN ";
 
 using SteadyClock = std::chrono::steady_clock;
-
-double seconds_since(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
 
 // What waiting for a process that takes turns at its GPU produced: the run, how long it waited
 // for the GPU alone (not counted against its timeout, nor in its evaluation's seconds), and a

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/seconds_since.h"
 #include "reward/sandbox_netns.h"
 
 namespace dice {
@@ -271,10 +272,6 @@ struct RunIdentity {
   write_str(2, strerrordesc_np(errno));  // strerror() may translate, which locks
   write_str(2, "\n");
   _exit(127);
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ def write_run(folder, name, speedups):
     path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as f:
         for id_, speedup in speedups.items():
-            f.write(json.dumps({"id": id_, "variant": "original", "speedup": speedup,
+            f.write(json.dumps({"id": id_, "variant": "original", "correct": True,
+                                "speedup": speedup,
                                 "kernel_ms": None if speedup is None else 1.0 / speedup,
                                 "reference_ms": 1.0}) + "\n")
     return path
@@ -69,10 +70,11 @@ class SpeedupSpreadTest(unittest.TestCase):
         good = write_run(self.dir, "a.jsonl", {"1": 1.0})
         bad = os.path.join(self.dir, "bad.jsonl")
         with open(bad, "w") as f:
-            f.write('{"id": "1", "speedup": 1.0}\nnot json\n')
+            f.write('{"id": "1", "variant": "original", "correct": true, "speedup": 1.0}\n'
+                    'not json\n')
         code, _, err = run([good, bad])
         self.assertEqual(code, 2)
-        self.assertIn("bad.jsonl:2: not a JSON line", err)
+        self.assertIn("bad.jsonl:2: not JSON", err)
         code, _, err = run([good, os.path.join(self.dir, "missing.jsonl")])
         self.assertEqual(code, 2)
         self.assertIn("missing.jsonl", err)

@@ -8,39 +8,23 @@ prints their count, geometric mean, p10 / p50 / p90 and how many lie within 10% 
 of the same candidates on the same machine should read close to 1 throughout: a wide spread says
 the timing, not the candidates, moved (session 10 measured 0.28-4.06 p10-p90 with 8 slots
 sharing one H200, 0.78-1.40 with one slot: docs/BENCHMARKS.md). --per-candidate adds each one's
-kernel_ms and reference_ms in both runs. Exit status 2 for unreadable input or nothing to compare.
+kernel_ms and reference_ms in both runs. The lines are read by kernelbench/compare.py's
+read_verdicts (errors name file:line). Exit status 2 for unreadable input or nothing to compare.
 """
 
 import argparse
-import json
 import math
+import os
 import sys
 
-
-class InputError(Exception):
-    pass
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernelbench"))
+from compare import InputError, read_verdicts  # noqa: E402  dice-judge lines, errors by file:line
 
 
 def timed_speedups(path):
     """{(id, variant): verdict line} for the lines of `path` with a positive speedup."""
-    out = {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError as e:
-                    raise InputError("%s:%d: not a JSON line: %s" % (path, number, e))
-                if not isinstance(row, dict) or "id" not in row:
-                    raise InputError("%s:%d: not a dice-judge verdict (no \"id\")" % (path, number))
-                speedup = row.get("speedup")
-                if isinstance(speedup, (int, float)) and speedup > 0:
-                    out[(str(row["id"]), row.get("variant", "original"))] = row
-    except OSError as e:
-        raise InputError("%s: %s" % (path, e.strerror))
-    return out
+    return {key: v for key, v in read_verdicts(path).items()
+            if isinstance(v.get("speedup"), (int, float)) and v["speedup"] > 0}
 
 
 def percentile(sorted_values, p):
