@@ -97,6 +97,20 @@ struct HeartbeatOptions {
   }
 };
 
+// Socket tuning of every service's transport (common/transport/transport_options.h).
+struct ClusterTransportOptions {
+  int poll_spin_us = -1;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("poll_spin_us", poll_spin_us,
+            "Microseconds a service thread waiting for a message checks its socket without "
+            "sleeping first (saves a wake-up per message at the cost of a busy core); -1 = auto: "
+            "50 where the service may run on 8 or more CPUs, 0 below. Default: -1",
+            config::in_range(-1, 100000));
+  }
+};
+
 struct NodeOptions {
   std::string host;
   std::vector<NodeRole> roles;
@@ -253,6 +267,7 @@ struct ClusterOptions {
   LearnerEndpointOptions learner;
   WorkerMetricsOptions worker_metrics;
   HeartbeatOptions heartbeat;
+  ClusterTransportOptions transport;
   std::vector<NodeOptions> nodes = {
       NodeOptions{"localhost",
                   {NodeRole::kLearner, NodeRole::kRollout, NodeRole::kReward},
@@ -268,6 +283,7 @@ struct ClusterOptions {
     v.field("learner", learner, "Where workers reach the learner.");
     v.field("worker_metrics", worker_metrics, "Workers' /metrics ports.");
     v.field("heartbeat", heartbeat, "Liveness.");
+    v.field("transport", transport, "Socket tuning of every service.");
     v.field("nodes", nodes,
             "Machines and the roles and GPUs of each. Default: one localhost node running every "
             "role on GPU 0",

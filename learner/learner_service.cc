@@ -195,6 +195,7 @@ int run_learner_service(service::ServiceContext& context) {
   dispatcher_options.run_id = config.run.id;
   dispatcher_options.heartbeat_interval_ms = config.cluster.heartbeat.interval_ms;
   dispatcher_options.misses_before_dead = config.cluster.heartbeat.misses_before_dead;
+  dispatcher_options.poll_spin_us = config.cluster.transport.poll_spin_us;
   auto dispatcher = transport::WorkDispatcher::start(dispatcher_options);
   if (!dispatcher.ok()) return fail(kExitFailure, "work socket", dispatcher.status());
   DICE_LOG(Info) << "learner listening for workers" << kv("endpoint", (*dispatcher)->endpoint());

@@ -138,6 +138,7 @@ Result<WorkerLoopOptions> worker_loop_options(const ServiceContext& context, sch
   t.run_id = context.config.run.id;
   t.heartbeat_interval_ms = cluster.heartbeat.interval_ms;
   t.misses_before_dead = cluster.heartbeat.misses_before_dead;
+  t.poll_spin_us = cluster.transport.poll_spin_us;
   options.metrics.host = "0.0.0.0";
   options.metrics.port = static_cast<std::uint16_t>(context.metrics_port.value_or(0));
   return options;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/transport/wakeup.h"
 #include "schemas/control.capnp.h"
 
 namespace dice::transport {
@@ -35,6 +36,9 @@ struct DispatcherOptions {
   // Credits one worker may hold at once; a Credit beyond this is capped (a buggy or hostile
   // worker cannot make the learner send it everything). Default: 4096
   std::uint32_t max_credits_per_worker = 4096;
+  // Microseconds a thread waiting for the socket checks it without sleeping first (see wakeup.h);
+  // kAutoSpin: 50 where this process may run on 8 or more CPUs, else 0. Default: kAutoSpin
+  int poll_spin_us = kAutoSpin;
 };
 
 struct WorkerOptions {
@@ -63,6 +67,8 @@ struct WorkerOptions {
   std::string node;
   std::vector<std::string> gpu_slots;
   std::string metrics_endpoint;
+  // As DispatcherOptions::poll_spin_us. Default: kAutoSpin
+  int poll_spin_us = kAutoSpin;
 };
 
 }  // namespace dice::transport

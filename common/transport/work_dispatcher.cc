@@ -13,6 +13,7 @@ namespace dice::transport {
 WorkDispatcher::WorkDispatcher(DispatcherOptions options)
     : options_(options),
       context_(1),
+      wakeup_(options_.poll_spin_us),
       router_(context_, zmq::socket_type::router),
       state_(std::move(options)),
       role_(kPollerGrace) {}

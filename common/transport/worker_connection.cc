@@ -33,6 +33,7 @@ std::string host_name() {
 WorkerConnection::WorkerConnection(WorkerOptions options)
     : options_(std::move(options)),
       context_(1),
+      wakeup_(options_.poll_spin_us),
       dealer_(context_, zmq::socket_type::dealer),
       role_(kPollerGrace) {}
 

@@ -1,5 +1,6 @@
 // Flag parsing (unit) and start-up against the repository's configs/local.yaml.
 #include "common/service/service_flags.h"
+#include "common/service/worker_loop.h"
 
 #include <gtest/gtest.h>
 
@@ -110,6 +111,32 @@ TEST(PrepareServiceTest, MakesRunIdWhenNoneIsSet) {
   EXPECT_EQ(context->config.run.id.size(), std::string("r20261130-004053").size());
   EXPECT_EQ(context->config.run.id[0], 'r');
   EXPECT_EQ(log_options().component, "learner");
+  log_configure(LogOptions{});
+}
+
+// cluster.transport.poll_spin_us reaches a worker's transport options; out-of-range values are a
+// config error naming the field.
+TEST(PrepareServiceTest, TransportSpinReachesTheWorkerTransport) {
+  ServiceFlags flags;
+  flags.config_path = kLocalConfig;
+  auto context = prepare_service("reward", flags);
+  ASSERT_TRUE(context.ok()) << context.status().to_string();
+  auto options = worker_loop_options(*context, schema::Role::REWARD, 2);
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  EXPECT_EQ(options->transport.poll_spin_us, transport::kAutoSpin);
+
+  flags.overrides = {"cluster.transport.poll_spin_us=0"};
+  context = prepare_service("reward", flags);
+  ASSERT_TRUE(context.ok()) << context.status().to_string();
+  options = worker_loop_options(*context, schema::Role::REWARD, 2);
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  EXPECT_EQ(options->transport.poll_spin_us, 0);
+
+  flags.overrides = {"cluster.transport.poll_spin_us=-2"};
+  context = prepare_service("reward", flags);
+  ASSERT_FALSE(context.ok());
+  EXPECT_NE(context.status().message().find("cluster.transport.poll_spin_us"), std::string::npos)
+      << context.status().message();
   log_configure(LogOptions{});
 }
 

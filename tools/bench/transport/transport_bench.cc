@@ -1,13 +1,16 @@
 // transport_bench: messages/s and round-trip latency of the dice transport against a bare ZeroMQ
 // ROUTER/DEALER ping-pong, for each payload size, over TCP loopback in one process (the worker
-// side runs on its own thread). The bare ping-pong runs twice: both sockets in one ZeroMQ context
-// (one I/O thread serves both ends: the reference), and one context per side, as the dice sides
-// have and two processes would (an I/O thread each).
+// side runs on its own thread, or with --worker process in a child process). The bare ping-pong
+// runs twice: one context per side (zmq_two_contexts), as the dice sides have and two processes
+// have (an I/O thread each): the reference of the 1.5x target, since a learner and a worker are
+// two processes; and both sockets in one ZeroMQ context (zmq_router_dealer: one I/O thread serves
+// both ends, which only one process can have; the reference until session 11). After each size,
+// the same-run ratios to both.
 //
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
 //                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]
 //                   [--malloc tuned|default] [--ack fused|separate] [--worker thread|process]
-//                   [--threads on|off]
+//                   [--threads on|off] [--spin auto|MICROSECONDS]
 //
 // --worker process runs the worker side of the dice transport and of the context-per-side
 // ping-pong in a child process (this executable again), as a learner and a worker run in a
@@ -17,6 +20,8 @@
 // --threads on: after each row, every thread's CPU time per round trip in the throughput phase
 // (both processes with --worker process), which shows the thread that bounds round trips/s on a
 // machine with cores to spare.
+// --spin: the dice transport's poll_spin_us on both sides (see common/transport/wakeup.h); auto,
+// the services' default, spins 50 us where the process may run on 8 or more CPUs, not below.
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
 // in flight, round trips completed per second. The dice side pays for what a real run pays:
@@ -78,6 +83,8 @@ struct Flags {
   bool worker_process = false;
   // --threads on|off: print each thread's CPU per round trip after each row.
   bool per_thread = false;
+  // --spin auto|N: DispatcherOptions/WorkerOptions::poll_spin_us for the dice sides.
+  int spin_us = kAutoSpin;
 };
 
 struct Figures {
@@ -300,12 +307,13 @@ std::vector<std::string> child_args(const Flags& flags, const char* peer,
           std::to_string(size),
           flags.fused_ack ? "fused" : "separate",
           std::to_string(flags.window),
-          flags.tune_malloc ? "tuned" : "default"};
+          flags.tune_malloc ? "tuned" : "default",
+          std::to_string(flags.spin_us)};
 }
 
 // ---- bare ZeroMQ: ROUTER sends [id, payload], DEALER echoes the payload back. With
-// `own_contexts` each side gets its own context (its own I/O thread), as two processes would;
-// the target compares against the shared-context figure.
+// `own_contexts` each side gets its own context (its own I/O thread), as two processes have: the
+// target's reference (see print_ratios).
 Figures bench_bare(std::size_t size, const Flags& flags, bool own_contexts) {
   zmq::context_t context(1);
   zmq::socket_t router(context, zmq::socket_type::router);
@@ -399,8 +407,9 @@ void echo_worker(WorkerConnection& connection, std::size_t size, bool fused_ack,
 
 // The dice worker side: a WorkerConnection with `window` slots running echo_worker().
 void dice_echo(const std::string& endpoint, int window, std::size_t size, bool fused_ack,
-               std::atomic<bool>& stop) {
+               int spin_us, std::atomic<bool>& stop) {
   WorkerOptions worker_options;
+  worker_options.poll_spin_us = spin_us;
   worker_options.learner_endpoint = endpoint;
   worker_options.worker_id = "bench/worker/0";
   worker_options.capacity = static_cast<std::uint32_t>(window);
@@ -420,6 +429,7 @@ void dice_echo(const std::string& endpoint, int window, std::size_t size, bool f
 Figures bench_dice(std::size_t size, const Flags& flags) {
   DispatcherOptions dispatcher_options;
   dispatcher_options.queue_capacity = static_cast<std::size_t>(flags.window) * 4;
+  dispatcher_options.poll_spin_us = flags.spin_us;
   auto dispatcher = WorkDispatcher::start(dispatcher_options);
   if (!dispatcher.ok()) {
     std::cerr << dispatcher.status().to_string() << "\n";
@@ -428,7 +438,7 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   const std::string endpoint = (*dispatcher)->endpoint();
   WorkerSide worker(flags.worker_process, child_args(flags, "dice", endpoint, size),
                     [&](std::atomic<bool>& stop) {
-                      dice_echo(endpoint, flags.window, size, flags.fused_ack, stop);
+                      dice_echo(endpoint, flags.window, size, flags.fused_ack, flags.spin_us, stop);
                     });
   while ((*dispatcher)->stats().credits < static_cast<std::uint64_t>(flags.window)) {
     std::this_thread::sleep_for(milliseconds(1));
@@ -476,6 +486,20 @@ Figures bench_dice(std::size_t size, const Flags& flags) {
   return f;
 }
 
+// Same-run ratios of dice to a bare peer, each oriented so that above 1 is dice slower, and
+// whether all three are within the target (1.5x). The target is read against zmq_two_contexts: a
+// learner and a worker are two processes, each with its own ZeroMQ I/O thread, which is the
+// ping-pong's shape there (one I/O thread serving both ends needs both in one process).
+void print_ratios(const char* peer, std::size_t size, const Figures& dice, const Figures& bare) {
+  constexpr double kTarget = 1.5;
+  const double throughput = bare.messages_per_s / dice.messages_per_s;
+  const double p50 = dice.p50_us / bare.p50_us;
+  const double p99 = dice.p99_us / bare.p99_us;
+  const bool within = throughput <= kTarget && p50 <= kTarget && p99 <= kTarget;
+  std::printf("  dice vs %-17s %6zu B: round trips/s %.2fx, p50 %.2fx, p99 %.2fx (%s 1.5x)\n", peer,
+              size, throughput, p50, p99, within ? "within" : "NOT within");
+}
+
 bool parse(int argc, char** argv, Flags* flags) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
@@ -506,6 +530,9 @@ bool parse(int argc, char** argv, Flags* flags) {
     } else if (key == "--threads") {
       if (value != "on" && value != "off") return false;
       flags->per_thread = value == "on";
+    } else if (key == "--spin") {
+      flags->spin_us = value == "auto" ? kAutoSpin : std::stoi(value);
+      if (flags->spin_us < kAutoSpin) return false;
     } else if (key == "--window") {
       flags->window = std::stoi(value);
     } else {
@@ -518,9 +545,10 @@ bool parse(int argc, char** argv, Flags* flags) {
 
 }  // namespace
 
-// The child side of --worker process: `--serve-worker PEER ENDPOINT SIZE ACK WINDOW MALLOC`.
+// The child side of --worker process:
+// `--serve-worker PEER ENDPOINT SIZE ACK WINDOW MALLOC SPIN_US`.
 int serve_worker(const std::vector<std::string>& args) {
-  if (args.size() != 6) return 2;
+  if (args.size() != 7) return 2;
   if (args[5] == "tuned") (void)tune_allocator_for_messages();
   set_current_thread_name("bench/echo");
   std::atomic<bool> stop{false};
@@ -529,7 +557,8 @@ int serve_worker(const std::vector<std::string>& args) {
     zmq::context_t context(1);
     bare_echo(context, args[1], stop);
   } else {
-    dice_echo(args[1], std::stoi(args[4]), std::stoul(args[2]), args[3] == "fused", stop);
+    dice_echo(args[1], std::stoi(args[4]), std::stoul(args[2]), args[3] == "fused",
+              std::stoi(args[6]), stop);
   }
   control.join();
   return 0;
@@ -543,7 +572,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &flags)) {
     std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
                  "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default] "
-                 "[--ack fused|separate] [--worker thread|process] [--threads on|off]\n";
+                 "[--ack fused|separate] [--worker thread|process] [--threads on|off] "
+                 "[--spin auto|MICROSECONDS]\n";
     return 2;
   }
   dice::LogOptions log;
@@ -556,11 +586,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%-17s %9s %14s %9s %9s %10s %9s   (round trips: %d, window: %d, malloc: %s, ack: %s, "
-      "worker: %s, %u hw threads)\n",
+      "worker: %s, dice spin: %d us, %u hw threads)\n",
       "transport", "payload_B", "round_trips/s", "p50_us", "p99_us", "cpu_us/rt", "cs/rt",
       flags.round_trips, flags.window, flags.tune_malloc ? "tuned" : "default",
       flags.fused_ack ? "fused" : "separate", flags.worker_process ? "process" : "thread",
-      std::thread::hardware_concurrency());
+      resolve_spin_us(flags.spin_us), std::thread::hardware_concurrency());
   auto print = [](const char* name, std::size_t size, const Figures& f) {
     std::printf("%-17s %9zu %14.0f %9.1f %9.1f %10.2f %9.2f\n", name, size, f.messages_per_s,
                 f.p50_us, f.p99_us, f.cpu_us_per_round_trip, f.switches_per_round_trip);
@@ -569,15 +599,21 @@ int main(int argc, char** argv) {
     }
   };
   for (std::size_t size : flags.sizes) {
+    std::optional<Figures> shared, apart, dice_figures;
     if (flags.run_bare_shared) {
-      print("zmq_router_dealer", size, bench_bare(size, flags, /*own_contexts=*/false));
+      shared = bench_bare(size, flags, /*own_contexts=*/false);
+      print("zmq_router_dealer", size, *shared);
     }
     if (flags.run_bare_apart) {
-      print("zmq_two_contexts", size, bench_bare(size, flags, /*own_contexts=*/true));
+      apart = bench_bare(size, flags, /*own_contexts=*/true);
+      print("zmq_two_contexts", size, *apart);
     }
     if (flags.run_dice) {
-      print("dice_transport", size, bench_dice(size, flags));
+      dice_figures = bench_dice(size, flags);
+      print("dice_transport", size, *dice_figures);
     }
+    if (dice_figures && apart) print_ratios("zmq_two_contexts", size, *dice_figures, *apart);
+    if (dice_figures && shared) print_ratios("zmq_router_dealer", size, *dice_figures, *shared);
   }
   return 0;
 }
