@@ -41,6 +41,11 @@ SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds
   spec.max_output_mb = o.max_output_mb;
   spec.max_processes = o.max_processes;
   spec.allow_network = o.allow_network;
+  // OpenMP (torch's intra-op pool) and BLAS start one thread per core unless told otherwise: on a
+  // 32-core node that alone passes RLIMIT_NPROC and the candidate dies in pthread_create.
+  for (const char* pool : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
+    spec.env.push_back(std::string(pool) + "=" + std::to_string(o.cpu_threads));
+  }
   return spec;
 }
 

@@ -97,6 +97,7 @@ struct SandboxOptions {
   int cpu_time_seconds = 600;
   std::int64_t max_output_mb = 64;
   int max_processes = 64;
+  int cpu_threads = 4;
   bool allow_network = false;
 
   template <class V>
@@ -113,7 +114,21 @@ struct SandboxOptions {
     v.field("max_processes", max_processes,
             "Process/thread limit inside the sandbox (nvcc needs a few). Default: 64",
             config::at_least(1));
+    v.field("cpu_threads", cpu_threads,
+            "CPU threads a candidate's thread pools may start (OMP_NUM_THREADS, MKL_NUM_THREADS, "
+            "OPENBLAS_NUM_THREADS; torch's intra-op pool follows OMP_NUM_THREADS). Unset, OpenMP "
+            "starts one per core, which on a large node passes max_processes and crashes the "
+            "candidate. Default: 4",
+            config::at_least(1));
     v.field("allow_network", allow_network, "Let candidates reach the network. Default: false");
+  }
+
+  void validate(config::Checker& c) const {
+    // Python, CUDA's and torch's own threads need room beside the pools.
+    if (cpu_threads > max_processes / 2) {
+      c.error("cpu_threads", "at most half of max_processes (" + std::to_string(max_processes) +
+                                 "): the rest is for the interpreter's and CUDA's own threads");
+    }
   }
 };
 

@@ -188,6 +188,12 @@ TEST(DiceConfigTest, ComponentChecksCatchBadCombinations) {
   EXPECT_NE(error_of({"cluster.learner.publish_port=5555"})
                 .find("cluster.learner.publish_port: must differ from port"),
             std::string::npos);
+  EXPECT_NE(error_of({"reward.sandbox.cpu_threads=40"})
+                .find("reward.sandbox.cpu_threads: at most half of max_processes (64)"),
+            std::string::npos)
+      << error_of({"reward.sandbox.cpu_threads=40"});
+  EXPECT_EQ(error_of({"reward.sandbox.cpu_threads=40", "reward.sandbox.max_processes=128"}),
+            "(loaded)");
   // Located at the section the missing key belongs in (the override only changed the mode).
   EXPECT_NE(error_of({"learner.mode=sft"})
                 .find("configs/local.yaml:18:1: learner.sft.data_file: required when mode is sft"),

@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "reward/pipeline.h"
 #include "reward/sandbox_netns.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +81,31 @@ TEST(SandboxTest, EnvironmentIsScrubbed) {
 
 // Each run's uid has no passwd entry; Python code that asks for the user name (torch.profiler
 // does) must still get one.
+// A candidate's CPU thread pools are sized by reward.sandbox.cpu_threads, not by the node's core
+// count: OpenMP's one thread per core passed RLIMIT_NPROC (64) on a 32-core node and crashed
+// correct candidates in pthread_create ("libgomp: Thread creation failed").
+TEST(SandboxTest, CandidateThreadPoolsAreSizedByTheRewardOptions) {
+  SandboxOptions options;
+  options.cpu_threads = 2;
+  SandboxSpec spec = sandbox_from_options(options, /*timeout_seconds=*/60);
+  spec.argv = {kPython, "-c",
+               "import os\n"
+               "print(os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'],\n"
+               "      os.environ['OPENBLAS_NUM_THREADS'])\n"
+               "try:\n"
+               "    import torch\n"
+               "    print('torch', torch.get_num_threads())\n"
+               "except ImportError:\n"
+               "    print('torch missing')\n"};
+  SandboxResult r = run_ok(spec);
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.substr(0, r.stdout_text.find('\n') + 1), "2 2 2\n");
+  if (r.stdout_text.find("torch missing") != std::string::npos) {
+    GTEST_SKIP() << kPython << " has no torch: its intra-op pool was not checked";
+  }
+  EXPECT_NE(r.stdout_text.find("\ntorch 2\n"), std::string::npos) << r.stdout_text;
+}
+
 TEST(SandboxTest, UserNameResolvesWithoutAPasswdEntry) {
   SandboxResult r = run_ok(python_spec("import getpass; print(getpass.getuser())"));
   ASSERT_TRUE(r.succeeded()) << r.stderr_text;
