@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <thread>
 
 namespace dice::transport {
@@ -22,7 +23,7 @@ struct Pipe {
     close(fds[0]);
     close(fds[1]);
   }
-  void make_readable() { ASSERT_EQ(write(fds[1], "x", 1), 1); }
+  void make_readable() const { ASSERT_EQ(write(fds[1], "x", 1), 1); }
   int fds[2] = {-1, -1};
 };
 
@@ -47,30 +48,28 @@ class WakeupWaitTest : public ::testing::TestWithParam<int> {};
 // Spins of 0 (sleeps at once) and 500 ms (the event comes while it spins).
 INSTANTIATE_TEST_SUITE_P(Spins, WakeupWaitTest, ::testing::Values(0, 500000));
 
+// Waits (timeout 10 s) while another thread runs `event` 20 ms in; the wait must end with it.
+void expect_wait_ends_with(Wakeup& wakeup, const Pipe& pipe, const std::function<void()>& event) {
+  std::thread other([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    event();
+  });
+  const double waited = wait_ms(wakeup, pipe.fds[0], 10000);
+  other.join();
+  EXPECT_GE(waited, 15.0);
+  EXPECT_LT(waited, 5000.0);
+}
+
 TEST_P(WakeupWaitTest, ReturnsWhenTheOtherDescriptorBecomesReadable) {
   Wakeup wakeup(GetParam());
   Pipe pipe;
-  std::thread writer([&] {
-    std::this_thread::sleep_for(milliseconds(20));
-    pipe.make_readable();
-  });
-  const double waited = wait_ms(wakeup, pipe.fds[0], 10000);
-  writer.join();
-  EXPECT_GE(waited, 15.0);
-  EXPECT_LT(waited, 5000.0);
+  expect_wait_ends_with(wakeup, pipe, [&] { pipe.make_readable(); });
 }
 
 TEST_P(WakeupWaitTest, ReturnsWhenNotified) {
   Wakeup wakeup(GetParam());
   Pipe pipe;
-  std::thread notifier([&] {
-    std::this_thread::sleep_for(milliseconds(20));
-    wakeup.notify();
-  });
-  const double waited = wait_ms(wakeup, pipe.fds[0], 10000);
-  notifier.join();
-  EXPECT_GE(waited, 15.0);
-  EXPECT_LT(waited, 5000.0);
+  expect_wait_ends_with(wakeup, pipe, [&] { wakeup.notify(); });
   // The poke is consumed. The notifier's write may land just after the waiter cleared the eventfd
   // (it saw the flag first), which wakes one later wait early: the one after sleeps in full.
   if (wait_ms(wakeup, pipe.fds[0], 30) < 25.0) {
