@@ -9,6 +9,7 @@
 
 #include "common/config/config_errors.h"
 #include "common/config/field_checks.h"
+#include "common/transport/wakeup.h"
 
 namespace dice {
 
@@ -99,7 +100,7 @@ struct HeartbeatOptions {
 
 // Socket tuning of every service's transport (common/transport/transport_options.h).
 struct ClusterTransportOptions {
-  int poll_spin_us = -1;
+  int poll_spin_us = transport::kAutoSpin;  // -1
 
   template <class V>
   void visit_fields(V& v) {
@@ -107,7 +108,7 @@ struct ClusterTransportOptions {
             "Microseconds a service thread waiting for a message checks its socket without "
             "sleeping first (saves a wake-up per message at the cost of a busy core); -1 = auto: "
             "50 where the service may run on 8 or more CPUs, 0 below. Default: -1",
-            config::in_range(-1, 100000));
+            config::in_range(transport::kAutoSpin, 100000));
   }
 };
 
