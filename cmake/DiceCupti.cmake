@@ -1,5 +1,5 @@
 # CUPTI for the reward service's cheap kernel check (reward/cupti/launch_probe.cc, loaded by
-# reward/python/evaluate.py under reward.kernel_check: cupti). Optional: without it the kernel check
+# reward/python/runner.py under reward.kernel_check: cupti). Optional: without it the kernel check
 # uses torch's profiler, and asking for cupti is a configuration error naming this.
 #
 # Searched: DICE_CUPTI_ROOT, $CUDA_HOME, /usr/local/cuda (include/, extras/CUPTI/, targets/).

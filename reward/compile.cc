@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "common/hash/content_hash.h"
@@ -108,42 +109,6 @@ Result<std::vector<ExtensionSources>> extract_extension_sources(const std::strin
   return out;
 }
 
-std::string trim_compiler_log(const std::string& output, int max_lines) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < output.size()) {
-    size_t end = output.find('\n', start);
-    if (end == std::string::npos) end = output.size();
-    lines.push_back(output.substr(start, end - start));
-    start = end + 1;
-  }
-  auto mentions_error = [](const std::string& line) {
-    std::string lower;
-    for (char c : line)
-      lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    return lower.find("error") != std::string::npos;
-  };
-  std::vector<std::string> kept;
-  for (size_t i = 0; i < lines.size() && static_cast<int>(kept.size()) < max_lines; ++i) {
-    if (!mentions_error(lines[i])) continue;
-    kept.push_back(lines[i]);
-    // The line after an nvcc/gcc error shows the offending source text.
-    if (i + 1 < lines.size() && !mentions_error(lines[i + 1]) &&
-        static_cast<int>(kept.size()) < max_lines) {
-      kept.push_back(lines[++i]);
-    }
-  }
-  if (kept.empty()) {
-    for (size_t i = 0; i < lines.size() && static_cast<int>(kept.size()) < max_lines; ++i) {
-      if (!lines[i].empty()) kept.push_back(lines[i]);
-    }
-  }
-  std::string out = join(kept, "\n");
-  constexpr size_t kMaxChars = 4000;
-  if (out.size() > kMaxChars) out = out.substr(0, kMaxChars) + "...";
-  return out;
-}
-
 std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
                            const std::string& optimization, const std::string& scheme) {
   std::string source = content_hash_hex_parts(
@@ -155,7 +120,25 @@ std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolcha
 }
 
 Compiler::Compiler(Toolchain toolchain, CompileOptions options)
-    : toolchain_(std::move(toolchain)), options_(std::move(options)) {
+    : toolchain_(std::move(toolchain)),
+      options_(std::move(options)),
+      memory_(options_.memory_budget_mb > 0 ? options_.memory_budget_mb
+                                            : default_compile_memory_mb()) {
+  if (memory_.total_mb() < 2 * options_.memory_limit_mb) {
+    DICE_LOG(Warn) << "compile memory budget below one build's two compilers: builds run one at a "
+                      "time, and may still exceed it"
+                   << kv("memory_budget_mb", memory_.total_mb())
+                   << kv("memory_limit_mb", options_.memory_limit_mb);
+  }
+  // Headers every candidate may see (compile_log.h): torch's and Python's, CUDA's (nvcc's
+  // folder's parent), the system's and gcc's own.
+  public_include_roots_ = toolchain_.include_paths;
+  if (const fs::path nvcc(toolchain_.nvcc); nvcc.is_absolute()) {
+    public_include_roots_.push_back(nvcc.parent_path().parent_path().string());
+  }
+  for (const char* root : {"/usr/include", "/usr/lib/gcc", "/usr/local/include"}) {
+    public_include_roots_.emplace_back(root);
+  }
   std::error_code ec;
   // Absolute: nvcc and the evaluator run in other working directories (a relative cache path
   // made every compile fail with "Could not open output file").
@@ -188,6 +171,7 @@ Compiler::~Compiler() {
     closed_ = true;
   }
   cv_.notify_all();
+  memory_.close();  // builds waiting for memory end now
   for (auto& t : workers_) t.join();
   for (auto& job : queue_) {
     CompileOutcome out;
@@ -206,6 +190,16 @@ SandboxSpec Compiler::compiler_sandbox(int uid) const {
   spec.max_output_mb = 512;  // object files of big kernels
   spec.uid = uid;
   spec.gid = uid;
+  // The toolchain read-only in the compiler's root; of the cache, only the build's own folder
+  // (workdir) and the binding preludes (added where they are chosen), never other builds.
+  spec.read_only_paths = options_.root_binds;
+  for (const auto* dirs : {&toolchain_.include_paths, &toolchain_.library_paths}) {
+    for (const auto& dir : *dirs) {
+      std::error_code ec;
+      if (fs::exists(dir, ec)) spec.read_only_paths.push_back(dir);
+    }
+  }
+  spec.cgroups = options_.cgroups;
   return spec;
 }
 
@@ -218,6 +212,10 @@ int Compiler::prepare_binding_headers() {
   std::vector<std::future<bool>> builds;
   for (TorchHeaders headers : variants) {
     builds.push_back(std::async(std::launch::async, [this, headers] {
+      // One compiler: one limit's worth of the memory budget.
+      Result<MemoryBudget::Reservation> memory =
+          memory_.reserve(options_.memory_limit_mb, options_.timeout_seconds);
+      if (!memory.ok()) return false;
       std::optional<SandboxUid> uid_lease;
       const int uid = compiler_uid(options_.uid, &uid_lease);
       return !binding_pch_->header_for(headers, compiler_sandbox(uid)).empty();
@@ -251,7 +249,8 @@ std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolcha
   return extension_hash(ext, toolchain, optimization, scheme);
 }
 
-std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext) {
+std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext,
+                                                    std::shared_ptr<CompileBudget> budget) {
   const std::string hash = extension_hash(ext, toolchain_, options_);
   std::error_code ec;
   if (fs::exists(module_file(hash, ext.name), ec)) {
@@ -267,7 +266,8 @@ std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext)
   std::lock_guard<std::mutex> lock(mu_);
   auto it = in_flight_.find(hash);
   if (it != in_flight_.end()) return it->second;
-  Job job{ext, hash, {}};
+  if (!budget) budget = std::make_shared<CompileBudget>(options_.timeout_seconds);
+  Job job{ext, hash, std::move(budget), {}};
   std::shared_future<CompileOutcome> future = job.promise.get_future().share();
   in_flight_[hash] = future;
   queue_.push_back(std::move(job));
@@ -285,7 +285,7 @@ void Compiler::worker_loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    CompileOutcome outcome = build(job.ext, job.hash);
+    CompileOutcome outcome = build(job.ext, job.hash, *job.budget);
     {
       std::lock_guard<std::mutex> lock(mu_);
       in_flight_.erase(job.hash);
@@ -294,7 +294,8 @@ void Compiler::worker_loop() {
   }
 }
 
-CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& hash) {
+CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& hash,
+                               CompileBudget& budget) {
   const auto start = std::chrono::steady_clock::now();
   CompileOutcome out;
   out.source_hash = hash;
@@ -312,6 +313,21 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     if (!is_identifier(f)) {
       return fail(schema::FailureClass::COMPILE_ERROR, "function " + f + " is not an identifier");
     }
+  }
+  // Memory for both compilers before anything runs (compile_limits.h). The wait is bounded: each
+  // build holding memory ends within its budget, and at most the other jobs' builds and the two
+  // prelude builds are ahead of this one.
+  const double memory_wait_limit = options_.timeout_seconds * (std::max(1, options_.jobs) + 2);
+  Result<MemoryBudget::Reservation> memory =
+      memory_.reserve(2 * options_.memory_limit_mb, memory_wait_limit);
+  out.memory_wait_seconds = seconds_since(start);
+  if (!memory.ok()) {
+    return fail(schema::FailureClass::INTERNAL_ERROR,
+                "compile memory: " + memory.status().message());
+  }
+  if (out.memory_wait_seconds > 1) {
+    DICE_LOG(Info) << "build waited for compile memory" << kv("hash", hash)
+                   << kv("seconds", out.memory_wait_seconds) << kv("budget_mb", memory_.total_mb());
   }
 
   // One uid for the whole build (both compilers and the link write the same folder).
@@ -361,22 +377,76 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
   SandboxSpec base = compiler_sandbox(build_uid);
   base.workdir = build_dir;
 
+  // Before the candidate's clock starts: the split (pure text work) and the binding preludes it
+  // needs (a prelude's one-off build is the service's cost, not the candidate's).
+  std::optional<Result<SplitSources>> split;
+  if (options_.split_host_device) split.emplace(split_host_device(ext));
+  const bool split_applies = split && split->ok();
+  const bool aten = split_applies && options_.aten_binding_headers &&
+                    aten_binding_applies(ext.cpp_sources, split->value().host_part);
+  // The precompiled prelude only where the flags are the shared ones (a candidate's own
+  // extra_cflags would make g++ ignore it anyway).
+  std::map<TorchHeaders, std::string> preludes;
+  if (binding_pch_ && ext.extra_cflags.empty()) {
+    preludes[TorchHeaders::kSlim] = binding_pch_->header_for(TorchHeaders::kSlim, base);
+    if (aten) preludes[TorchHeaders::kAten] = binding_pch_->header_for(TorchHeaders::kAten, base);
+  }
+  for (const auto& [headers, prelude] : preludes) {
+    if (!prelude.empty()) base.read_only_paths.push_back(fs::path(prelude).parent_path().string());
+  }
+  budget.start();
+  CompileLogPolicy log_policy;
+  log_policy.build_dir = build_dir;
+  log_policy.public_roots = public_include_roots_;
+  // Whether the last failure was a plain compile error (compile_log.h: CompilerFailure), the only
+  // kind a later tier may still turn into a build.
+  bool plain_error = false;
+  // The budget left for the next compiler process, or a COMPILE_TIMEOUT outcome when none is.
+  auto budget_left = [&](double* seconds) -> std::optional<CompileOutcome> {
+    *seconds = budget.seconds_left();
+    if (*seconds > 0) return std::nullopt;
+    plain_error = false;
+    std::string tried;
+    for (const auto& t : out.tiers) tried += (tried.empty() ? "" : ", ") + t;
+    return fail(schema::FailureClass::COMPILE_TIMEOUT,
+                "compile budget of " + std::to_string(static_cast<int>(budget.seconds())) +
+                    " s spent (tiers tried: " + (tried.empty() ? "none" : tried) + ")");
+  };
+  // A compiler's failed run as the build's outcome (`which` names the compiler for the excerpt).
+  auto compiler_failed = [&](const SandboxResult& r, const std::string& which) {
+    const CompilerFailure why = classify_compiler_failure(r);
+    plain_error = why.plain_error;
+    if (why.failure == schema::FailureClass::COMPILE_TIMEOUT) {
+      return fail(why.failure, "compile budget of " +
+                                   std::to_string(static_cast<int>(budget.seconds())) +
+                                   " s ran out in tier " + out.tiers.back() + " (" + which +
+                                   describe_sandbox_result(r) + ")");
+    }
+    if (why.failure == schema::FailureClass::SANDBOX_UNAVAILABLE) {
+      return fail(why.failure, which + "not run: " + r.unavailable_reason);
+    }
+    const std::string how =
+        why.plain_error ? "" : "(" + describe_sandbox_result(r) + ", not retried) ";
+    return fail(why.failure, which + how +
+                                 compiler_log_excerpt(r.stderr_text + r.stdout_text, log_policy,
+                                                      options_.error_lines));
+  };
+
   // Both translation units with one header set (or split: the kernels without torch, the host
   // code in the binding file); the binding file and the CUDA file compile at the same time. With
   // `binding_only` only the binding file compiles (kernels.o is there from a call before). An
   // error result is the first failure, ready to return; `binding_failed` says whether it was the
   // binding's compile error (the .cu compiled).
-  auto compile_objects = [&](TorchHeaders headers, const SplitSources* split,
+  auto compile_objects = [&](const char* tier, TorchHeaders headers, const SplitSources* split,
                              TorchHeaders binding_headers, bool binding_only,
                              bool* binding_failed) -> std::optional<CompileOutcome> {
     if (binding_failed != nullptr) *binding_failed = false;
-    // The precompiled prelude only where the flags are the shared ones (a candidate's own
-    // extra_cflags would make g++ ignore it anyway).
-    const std::string prelude = binding_pch_ && binding_headers != TorchHeaders::kFull &&
-                                        binding_headers != TorchHeaders::kLean &&
-                                        ext.extra_cflags.empty()
-                                    ? binding_pch_->header_for(binding_headers, base)
-                                    : "";
+    plain_error = false;  // until a compiler says so: the service's own failures end the build
+    double seconds_left = 0;
+    if (auto spent = budget_left(&seconds_left)) return spent;
+    out.tiers.emplace_back(tier);
+    const auto prelude_it = preludes.find(binding_headers);
+    const std::string prelude = prelude_it == preludes.end() ? "" : prelude_it->second;
     Status written = binding_only
                          ? Status::ok_status()
                          : write_file(build_dir + "/kernels.cu",
@@ -399,28 +469,36 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     nvcc_spec.argv = nvcc;
     SandboxSpec cxx_spec = base;
     cxx_spec.argv = cxx;
+    for (SandboxSpec* spec : {&nvcc_spec, &cxx_spec}) {
+      spec->timeout_seconds = std::min(spec->timeout_seconds, seconds_left);
+    }
     auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
     std::optional<Result<SandboxResult>> nvcc_run;  // none when binding_only: kernels.o is there
     if (!binding_only) nvcc_run = run_sandboxed(nvcc_spec);
     Result<SandboxResult> cxx_run = cxx_future.get();
+    const Result<SandboxResult>* plain = nullptr;  // the first plain compile error
     for (const auto* run : {nvcc_run ? &*nvcc_run : nullptr, &cxx_run}) {
       if (run == nullptr) continue;
       if (!run->ok()) return fail(schema::FailureClass::INTERNAL_ERROR, run->status().message());
-      const SandboxResult& r = run->value();
-      if (r.succeeded()) continue;
-      if (r.timed_out) {
-        return fail(schema::FailureClass::COMPILE_TIMEOUT,
-                    "compiler " + describe_sandbox_result(r));
-      }
+      if (run->value().succeeded()) continue;
       const std::string which = run == &cxx_run ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ";
-      if (binding_failed != nullptr) *binding_failed = run == &cxx_run;
-      return fail(schema::FailureClass::COMPILE_ERROR,
-                  which + trim_compiler_log(r.stderr_text + r.stdout_text, options_.error_lines));
+      // A timeout, the memory or a crash of either compiler ends the build, even where the other
+      // one only had a plain error.
+      if (!classify_compiler_failure(run->value()).plain_error) {
+        return compiler_failed(run->value(), which);
+      }
+      if (plain == nullptr) plain = run;
     }
-    return std::nullopt;
+    if (plain == nullptr) return std::nullopt;
+    if (binding_failed != nullptr) *binding_failed = plain == &cxx_run;
+    return compiler_failed(plain->value(),
+                           plain == &cxx_run ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ");
   };
   const std::string module_name = ext.name + toolchain_.ext_suffix;
   auto link_module = [&]() -> std::optional<CompileOutcome> {
+    plain_error = false;
+    double seconds_left = 0;
+    if (auto spent = budget_left(&seconds_left)) return spent;
     std::vector<std::string> link = {toolchain_.cxx, "-shared", "kernels.o",
                                      "binding.o",    "-o",      module_name};
     for (const auto& dir : toolchain_.library_paths) link.push_back("-L" + dir);
@@ -428,71 +506,71 @@ CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& h
     link.insert(link.end(), ext.extra_ldflags.begin(), ext.extra_ldflags.end());
     SandboxSpec link_spec = base;
     link_spec.argv = link;
+    link_spec.timeout_seconds = std::min(link_spec.timeout_seconds, seconds_left);
     Result<SandboxResult> link_run = run_sandboxed(link_spec);
     if (!link_run.ok()) {
       return fail(schema::FailureClass::INTERNAL_ERROR, link_run.status().message());
     }
-    if (!link_run->succeeded()) {
-      return fail(link_run->timed_out ? schema::FailureClass::COMPILE_TIMEOUT
-                                      : schema::FailureClass::COMPILE_ERROR,
-                  "link: " + trim_compiler_log(link_run->stderr_text, options_.error_lines));
-    }
+    if (!link_run->succeeded()) return compiler_failed(link_run.value(), "link: ");
     return std::nullopt;
   };
   // The split build first (split_sources.h: nvcc without torch headers): where it does not apply,
   // or does not compile or link, the build goes on as if it had not been tried, so its errors are
-  // never the candidate's.
+  // never the candidate's. Only a plain compile error goes on: a split build that ran out of time
+  // or memory ends the build (compile_limits.h).
   bool linked = false;
-  if (options_.split_host_device) {
-    Result<SplitSources> split = split_host_device(ext);
+  if (split) {
     std::optional<CompileOutcome> split_failed;
-    if (split.ok()) {
-      const bool aten =
-          options_.aten_binding_headers && aten_binding_applies(ext.cpp_sources, split->host_part);
+    if (split_applies) {
       bool binding_failed = false;
       split_failed =
-          compile_objects(TorchHeaders::kSlim, &split.value(),
+          compile_objects("split", TorchHeaders::kSlim, &split->value(),
                           aten ? TorchHeaders::kAten : TorchHeaders::kSlim, false, &binding_failed);
-      if (split_failed && aten && binding_failed) {
+      if (split_failed && aten && binding_failed && plain_error) {
         // The host code needs more of torch than kAten has: kSlim's binding, same kernels.o.
         DICE_LOG(Debug) << "binding failed with the ATen headers; retrying with the slim ones"
                         << kv("hash", hash);
         ++aten_binding_fallbacks_;
-        split_failed = compile_objects(TorchHeaders::kSlim, &split.value(), TorchHeaders::kSlim,
-                                       true, nullptr);
+        split_failed = compile_objects("split-slim-binding", TorchHeaders::kSlim, &split->value(),
+                                       TorchHeaders::kSlim, true, nullptr);
       }
       if (!split_failed) split_failed = link_module();
-      if (split_failed && split_failed->failure != schema::FailureClass::COMPILE_ERROR) {
-        return *split_failed;  // a timeout or the service's own failure, as for any tier
+      if (split_failed && !plain_error) {
+        return *split_failed;  // out of time or memory, or the service's own failure
       }
       linked = !split_failed;
     }
     if (!linked) {
       ++split_fallbacks_;
       DICE_LOG(Debug) << "split build not used; building with torch headers" << kv("hash", hash)
-                      << kv("why", split.ok() ? "it failed to build: " + split_failed->log_excerpt
-                                              : split.status().message());
+                      << kv("why", split_applies
+                                       ? "it failed to build: " + split_failed->log_excerpt
+                                       : split->status().message());
     }
   }
-  // The leanest headers first (most kernels need nothing else); a compile error there may only
-  // mean the source uses more of torch, so it gets the slim and then the full headers before it
-  // counts as the candidate's.
+  // The leanest headers first (most kernels need nothing else); a plain compile error there may
+  // only mean the source uses more of torch, so it gets the slim and then the full headers before
+  // it counts as the candidate's.
   if (!linked) {
     std::optional<CompileOutcome> failed;
     if (options_.lean_kernel_headers && !aten_operators_.empty()) {
       // The binding file has no lean form (binding.h): kLean's is kSlim's.
-      failed = compile_objects(TorchHeaders::kLean, nullptr, TorchHeaders::kSlim, false, nullptr);
-      if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
+      failed = compile_objects("lean", TorchHeaders::kLean, nullptr, TorchHeaders::kSlim, false,
+                               nullptr);
+      if (failed && plain_error) {
         DICE_LOG(Debug) << "lean headers failed; retrying with the slim ones" << kv("hash", hash);
         ++lean_header_fallbacks_;
-        failed = compile_objects(TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false, nullptr);
+        failed = compile_objects("slim", TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false,
+                                 nullptr);
       }
     } else {
-      failed = compile_objects(TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false, nullptr);
+      failed = compile_objects("slim", TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false,
+                               nullptr);
     }
-    if (failed && failed->failure == schema::FailureClass::COMPILE_ERROR) {
+    if (failed && plain_error) {
       DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h" << kv("hash", hash);
-      failed = compile_objects(TorchHeaders::kFull, nullptr, TorchHeaders::kFull, false, nullptr);
+      failed = compile_objects("full", TorchHeaders::kFull, nullptr, TorchHeaders::kFull, false,
+                               nullptr);
       if (!failed) ++full_header_builds_;
     }
     if (!failed) failed = link_module();

@@ -7,7 +7,7 @@
 // Builds run on a pool of `jobs` threads and land in a cache folder keyed by
 // kernel_source_hash(sources, flags, toolchain identity):
 //
-//   <cache_dir>/<hash>/<name><ext_suffix>     the module evaluate.py imports
+//   <cache_dir>/<hash>/<name><ext_suffix>     the module the runner (runner.py) imports
 //   <cache_dir>/<hash>/kernels.cu, binding.cpp the generated sources (for debugging)
 //
 // A build happens in <cache_dir>/<hash>.build-<n> and is renamed into place when it links, so a
@@ -17,6 +17,9 @@
 //
 // Every compiler process runs in the sandbox (no network, rlimits, unprivileged uid): a source
 // can run code at compile time only through the compiler, and it should not reach anything.
+// What a build may cost is bounded (compile_limits.h): one wall-clock budget per candidate across
+// all of its tiers and modules, and a memory budget that concurrent builds reserve from. Failure
+// excerpts quote only the candidate's own files (compile_log.h).
 #pragma once
 
 #include <atomic>
@@ -35,6 +38,8 @@
 #include "common/status.h"
 #include "reward/binding.h"
 #include "reward/binding_pch.h"
+#include "reward/compile_limits.h"
+#include "reward/compile_log.h"
 #include "reward/sandbox.h"
 #include "reward/toolchain.h"
 #include "schemas/verdict.capnp.h"
@@ -46,10 +51,16 @@ struct CompileOptions {
   int jobs = 4;
   // Cache folder (created if missing). Required.
   std::string cache_dir;
-  // Wall-clock limit of each compiler process, seconds. Default: 300
+  // Wall-clock budget of one candidate's compile, seconds: every module, header tier and link
+  // of it together (compile_limits.h); each compiler process runs with what is left. Default: 300
   double timeout_seconds = 300;
-  // Address-space limit of each compiler process, MiB (cicc maps a lot). Default: 16384
-  std::int64_t memory_limit_mb = 16384;
+  // Address-space limit of each compiler process, MiB. cicc maps a lot, but nvcc with the full
+  // <torch/extension.h> (Debian's torch 1.13) compiled within 3072 on the dev VM. Default: 8192
+  std::int64_t memory_limit_mb = 8192;
+  // MiB the builds of this compiler hold at once: each reserves 2 x memory_limit_mb (nvcc and the
+  // host compiler run side by side) while it runs, and waits while that does not fit. 0 = three
+  // quarters of the host's memory (default_compile_memory_mb()). Default: 0
+  std::int64_t memory_budget_mb = 0;
   // Lines of compiler output kept in a failure's excerpt. Default: 20
   int error_lines = 20;
   // Optimisation flag of nvcc (the kernels and the .cu's host code). Default: -O3
@@ -74,18 +85,28 @@ struct CompileOptions {
   // aten_binding_applies() (binding.h), and again with kSlim's if that fails (the kernels' object
   // is kept). Part of the cache key. Default: true
   bool aten_binding_headers = true;
+  // Host paths bound read-only into every compiler's root (reward.sandbox.root_binds), besides
+  // the toolchain's include and library folders, which are always there. Default: none
+  std::vector<std::string> root_binds;
+  // A cgroup per compiler process (reward.sandbox.cgroups). Default: kAuto
+  SandboxCgroups cgroups = SandboxCgroups::kAuto;
 };
 
 struct CompileOutcome {
-  // NONE, COMPILE_ERROR, COMPILE_TIMEOUT, RESOURCE_LIMIT, or INTERNAL_ERROR (the cache folder
-  // is not writable, the compiler could not start...).
+  // NONE, COMPILE_ERROR, COMPILE_TIMEOUT (the budget ran out), RESOURCE_LIMIT (a compiler ran out
+  // of memory or was killed), or INTERNAL_ERROR / SANDBOX_UNAVAILABLE (the cache folder is not
+  // writable, the compiler could not start, no compile memory came free...).
   schema::FailureClass failure = schema::FailureClass::NONE;
-  std::string log_excerpt;  // trimmed compiler output on failure
+  std::string log_excerpt;  // trimmed compiler output on failure (compile_log.h)
   std::string source_hash;
   std::string module_path;  // the built module on success
   std::string module_name;
   bool cache_hit = false;
   double seconds = 0;  // wall clock of this build (0 on a cache hit)
+  // The tiers the build compiled, in order: "split", "split-slim-binding" (the split's binding
+  // again with kSlim's headers), "lean", "slim", "full". Empty on a cache hit.
+  std::vector<std::string> tiers;
+  double memory_wait_seconds = 0;  // waited for compile memory before the build started
 };
 
 // Sources of every load_inline call in the candidate file, or the reason they cannot be read
@@ -94,10 +115,6 @@ Result<std::vector<ExtensionSources>> extract_extension_sources(const std::strin
                                                                 const std::string& python,
                                                                 const std::string& script_dir,
                                                                 const SandboxSpec& sandbox);
-
-// Error lines of a compiler's output: each line that mentions an error, with the line after it,
-// up to `max_lines`; the first lines when there is no such line.
-std::string trim_compiler_log(const std::string& output, int max_lines);
 
 // The cache key of one extension's build; `scheme` names a compile scheme other than the
 // default one (empty: the key is the same as before schemes were keyed).
@@ -116,8 +133,11 @@ class Compiler {
   Compiler(const Compiler&) = delete;
   Compiler& operator=(const Compiler&) = delete;
 
-  // Queues a build; the future is ready at once on a cache hit.
-  std::shared_future<CompileOutcome> submit(const ExtensionSources& ext);
+  // Queues a build; the future is ready at once on a cache hit. The builds of one candidate share
+  // its `budget` (compile_limits.h); none: a budget of options.timeout_seconds of its own. A
+  // build of the same source already in flight is shared, with the budget it started with.
+  std::shared_future<CompileOutcome> submit(const ExtensionSources& ext,
+                                            std::shared_ptr<CompileBudget> budget = nullptr);
   CompileOutcome compile(const ExtensionSources& ext) { return submit(ext).get(); }
 
   // Builds the binding prelude's precompiled headers that builds use (binding_pch.h: kSlim's,
@@ -129,6 +149,7 @@ class Compiler {
   int prepare_binding_headers();
 
   size_t queue_depth() const;
+  const MemoryBudget& memory() const { return memory_; }
   const Toolchain& toolchain() const { return toolchain_; }
   // Builds that compiled only with the full <torch/extension.h> (binding.h: TorchHeaders).
   std::uint64_t full_header_builds() const { return full_header_builds_.load(); }
@@ -145,10 +166,11 @@ class Compiler {
   struct Job {
     ExtensionSources ext;
     std::string hash;
+    std::shared_ptr<CompileBudget> budget;
     std::promise<CompileOutcome> promise;
   };
   void worker_loop();
-  CompileOutcome build(const ExtensionSources& ext, const std::string& hash);
+  CompileOutcome build(const ExtensionSources& ext, const std::string& hash, CompileBudget& budget);
   // The limits every compiler process runs in, as `uid` (-1: as this process's).
   SandboxSpec compiler_sandbox(int uid) const;
   std::string module_file(const std::string& hash, const std::string& name) const;
@@ -169,6 +191,8 @@ class Compiler {
   std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain
   std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
   std::unique_ptr<BindingPch> binding_pch_;
+  MemoryBudget memory_;
+  std::vector<std::string> public_include_roots_;  // CompileLogPolicy::public_roots
 };
 
 }  // namespace dice

@@ -1,12 +1,17 @@
 #include "reward/evaluator.h"
 
 #include <capnp/schema.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "common/log.h"
 #include "common/seconds_since.h"
@@ -67,7 +72,7 @@ EvaluationReport report_from_run(const SandboxResult& run, const std::string& no
   std::string json = run.stdout_text.substr(pos + marker.size(), end == std::string::npos
                                                                      ? std::string::npos
                                                                      : end - pos - marker.size());
-  auto doc = JsonDocument::parse(json, "evaluate.py result");
+  auto doc = JsonDocument::parse(json, "judge.py result");
   if (!doc.ok()) {
     report.failure = schema::FailureClass::INTERNAL_ERROR;
     report.detail = doc.status().message();
@@ -164,7 +169,11 @@ std::string prestart_key(const SandboxSpec& spec) {
       << spec.limit_data_not_address_space << ' ' << spec.cpu_time_seconds << ' '
       << spec.max_output_mb << ' ' << spec.max_processes << ' ' << spec.max_open_files << ' '
       << spec.isolate << spec.allow_network << spec.fresh_network_namespace << ' ' << spec.uid
-      << ' ' << spec.gid << ' ' << spec.input_pipe;
+      << ' ' << spec.gid << ' ' << spec.input_pipe << ' ' << static_cast<int>(spec.cgroups) << ' '
+      << spec.tmpfs_size_mb << '\1';
+  for (const auto& p : spec.read_only_paths) key << p << '\0';
+  key << '\1';
+  for (int gpu : spec.gpu_devices) key << gpu << ' ';
   return key.str();
 }
 
@@ -202,14 +211,20 @@ Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpe
   int missing = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (ready_key_ != key) ready_.clear();  // processes for another spec are of no use: killed
-    ready_key_ = key;
-    if (!ready_.empty()) {
-      taken = std::move(ready_.front());
-      ready_.pop_front();
+    auto it =
+        std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
+    if (it == ready_.end()) {
+      // Processes of a third spec are of no use any more (the options changed): killed.
+      if (ready_.size() >= 2) ready_.pop_back();
+      ready_.push_front(Ready{key, {}});
+      it = ready_.begin();
+    }
+    if (!it->processes.empty()) {
+      taken = std::move(it->processes.front());
+      it->processes.pop_front();
       ++warm_takes_;
     }
-    missing = ahead_ - static_cast<int>(ready_.size());
+    missing = ahead_ - static_cast<int>(it->processes.size());
   }
   if (!taken) {
     DICE_ASSIGN_OR_RETURN(taken, SandboxProcess::start(spec));
@@ -220,8 +235,10 @@ Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpe
     auto next = SandboxProcess::start(spec);
     if (!next.ok()) break;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (ready_key_ != key || static_cast<int>(ready_.size()) >= ahead_) break;
-    ready_.push_back(std::move(next).value());
+    auto it =
+        std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
+    if (it == ready_.end() || static_cast<int>(it->processes.size()) >= ahead_) break;
+    it->processes.push_back(std::move(next).value());
   }
   return taken;
 }
@@ -233,8 +250,70 @@ int EvaluatorPrestart::warm_takes() const {
 
 int EvaluatorPrestart::ready() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(ready_.size());
+  int n = 0;
+  for (const auto& r : ready_) n += static_cast<int>(r.processes.size());
+  return n;
 }
+
+namespace {
+
+// A started process for `spec`, ready for its job: from `prestart` when given (one that died
+// while it waited is replaced by a fresh one: no reason to fail this candidate), else new. A
+// process that cannot get ready is the service's problem (python or torch broken, the GPU gone)
+// and gives `failed` an internalError report; a sandbox that could not be set up gives it
+// sandboxUnavailable (the candidate was not run).
+std::unique_ptr<SandboxProcess> ready_process(
+    const SandboxSpec& spec, const char* what, EvaluatorPrestart* prestart,
+    const std::vector<std::pair<std::string, std::string>>& files, EvaluationReport* failed) {
+  std::unique_ptr<SandboxProcess> process;
+  Status ready = Status::unavailable("not started");
+  if (prestart != nullptr) {
+    auto taken = prestart->take(spec);
+    if (taken.ok()) {
+      process = std::move(taken).value();
+      ready = process->add_files(files);
+      if (ready.ok()) ready = process->wait_for_line(kReadyLine, spec.timeout_seconds);
+      if (!ready.ok()) {
+        DICE_LOG(Warn) << "evaluator: a " << what << " started ahead did not get ready; starting "
+                       << "another" << kv("stderr", tail(process->wait(1).stderr_text, 300));
+        process.reset();
+      }
+    }
+  }
+  if (!process) {
+    auto started = SandboxProcess::start(spec);
+    if (!started.ok()) {
+      *failed = service_failure(
+          std::string("the ") + what + " did not start: " + started.status().to_string(),
+          SandboxResult{});
+      return nullptr;
+    }
+    process = std::move(started).value();
+    ready = process->add_files(files);
+    if (ready.ok()) ready = process->wait_for_line(kReadyLine, spec.timeout_seconds);
+  }
+  if (ready.ok()) return process;
+  const SandboxResult run = process->wait(1);
+  if (run.unavailable) {
+    failed->failure = schema::FailureClass::SANDBOX_UNAVAILABLE;
+    failed->detail = std::string("the ") + what +
+                     "'s sandbox could not be set up, so nothing ran: " + run.unavailable_reason;
+    return nullptr;
+  }
+  *failed =
+      service_failure(std::string("the ") + what + " did not start: " + ready.message() + " (" +
+                          describe_sandbox_result(run) + "): " + tail(run.stderr_text, 1000),
+                      run);
+  return nullptr;
+}
+
+// The end of a run's stderr, under a heading, for a report's log tail.
+std::string stderr_tail(const char* heading, const SandboxResult& run, size_t n) {
+  if (run.stderr_text.empty()) return "";
+  return std::string("[") + heading + "]\n" + tail(run.stderr_text, n) + "\n";
+}
+
+}  // namespace
 
 Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                             const std::string& candidate_source,
@@ -242,62 +321,75 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                             const std::vector<std::string>& kernels,
                                             const EvaluatorOptions& options,
                                             EvaluatorPrestart* prestart) {
-  // The process: evaluate.py, copied into the scratch folder (the sandbox uid needs no access
-  // to the install folder), waiting for its arguments on stdin.
-  SandboxSpec spec = options.sandbox;
-  DICE_ASSIGN_OR_RETURN(spec.files, read_files_for_sandbox(options.script_dir, {"evaluate.py"}));
-  if (options.device != "cpu") spec.limit_data_not_address_space = true;
-  spec.input_pipe = true;
-  spec.argv = {options.python,     "-E",       "-s",          "evaluate.py",
-               "--job-from-stdin", "--device", options.device};
+  // Two processes of one kind of sandbox, each with its scripts copied into its scratch folder
+  // (the sandbox uid needs no access to the install folder), each waiting for its job on stdin.
+  SandboxSpec base = options.sandbox;
+  if (options.device != "cpu") base.limit_data_not_address_space = true;
+  base.input_pipe = true;
+  SandboxSpec judge_spec = base, runner_spec = base;
+  // The judge makes the memfds that carry tensors both ways (python/channel.py), and a file
+  // grows only up to its maker's RLIMIT_FSIZE (max_output_mb): the judge's is as large as its
+  // memory limit (it runs no candidate code); the runner's stays small, so candidate code
+  // cannot fill a disk.
+  if (judge_spec.memory_limit_mb > judge_spec.max_output_mb) {
+    judge_spec.max_output_mb = judge_spec.memory_limit_mb;
+  }
+  DICE_ASSIGN_OR_RETURN(
+      judge_spec.files,
+      read_files_for_sandbox(options.script_dir, {"judge.py", "channel.py", "timed_calls.py"}));
+  DICE_ASSIGN_OR_RETURN(
+      runner_spec.files,
+      read_files_for_sandbox(options.script_dir,
+                             {"runner.py", "channel.py", "timed_calls.py", "shared_poison.py"}));
+  judge_spec.argv = {options.python,     "-E",       "-s",          "judge.py",
+                     "--job-from-stdin", "--device", options.device};
+  runner_spec.argv = {options.python,     "-E",       "-s",          "runner.py",
+                      "--job-from-stdin", "--device", options.device};
   const bool cupti =
       resolve_kernel_check(options.kernel_check, options.launch_probe) == KernelCheck::kCupti;
   if (cupti) {
-    // The probe travels like the script; the process loads it while it starts, before any
+    // The probe travels like the scripts; the runner loads it while it starts, before any
     // candidate code, and skips warming the profiler.
     DICE_RETURN_IF_ERROR(kernel_check_available(options.kernel_check, options.launch_probe));
     DICE_ASSIGN_OR_RETURN(auto probe, read_files_for_sandbox("", {options.launch_probe}));
-    spec.files.emplace_back(kLaunchProbeFile, std::move(probe[0].second));
-    spec.argv.insert(spec.argv.end(), {"--launch-probe", kLaunchProbeFile});
-  }
-  std::unique_ptr<SandboxProcess> process;
-  Status ready = Status::unavailable("not started");
-  if (prestart != nullptr) {
-    DICE_ASSIGN_OR_RETURN(process, prestart->take(spec));
-    // One started ahead may have died while it waited (a GPU reset, the OOM killer): that is no
-    // reason to fail this candidate, so it gets a process started now instead.
-    ready = process->wait_for_line(kReadyLine, options.sandbox.timeout_seconds);
-    if (!ready.ok()) {
-      DICE_LOG(Warn) << "evaluator: a process started ahead did not get ready; starting another"
-                     << kv("stderr", tail(process->wait(1).stderr_text, 300));
-      process.reset();
-    }
-  }
-  if (!process) {
-    DICE_ASSIGN_OR_RETURN(process, SandboxProcess::start(spec));
+    runner_spec.files.emplace_back(kLaunchProbeFile, std::move(probe[0].second));
+    runner_spec.argv.insert(runner_spec.argv.end(), {"--launch-probe", kLaunchProbeFile});
   }
 
-  // The candidate's files. The built modules are copies: the sandbox uid cannot touch the
-  // cached originals.
+  // The runner's files: the candidate and its built modules (copies: the sandbox uid cannot touch
+  // the cached originals). The judge's: the reference and the nonce.
+  std::vector<std::pair<std::string, std::string>> runner_files = {
+      {"candidate.py", candidate_source}};
   const std::string nonce = random_nonce();
-  std::vector<std::pair<std::string, std::string>> files = {{"reference.py", reference_source},
-                                                            {"candidate.py", candidate_source},
-                                                            {"nonce", nonce + "\n"}};
-  std::vector<std::string> args = {"--reference",  "reference.py",
-                                   "--candidate",  "candidate.py",
-                                   "--nonce-file", "nonce",
-                                   "--device",     options.device,
-                                   "--trials",     std::to_string(options.trials),
-                                   "--seed",       std::to_string(options.seed),
-                                   "--tol-fp32",   format_double(options.tolerance.fp32),
-                                   "--tol-fp16",   format_double(options.tolerance.fp16),
-                                   "--tol-bf16",   format_double(options.tolerance.bf16),
-                                   "--peak-gbps",  format_double(options.peak_gbps)};
+  std::vector<std::pair<std::string, std::string>> judge_files = {
+      {"reference.py", reference_source}, {"nonce", nonce + "\n"}};
+  std::vector<std::string> args = {"--reference",
+                                   "reference.py",
+                                   "--runner-candidate",
+                                   "candidate.py",
+                                   "--nonce-file",
+                                   "nonce",
+                                   "--device",
+                                   options.device,
+                                   "--trials",
+                                   std::to_string(options.trials),
+                                   "--seed",
+                                   std::to_string(options.seed),
+                                   "--tol-fp32",
+                                   format_double(options.tolerance.fp32),
+                                   "--tol-fp16",
+                                   format_double(options.tolerance.fp16),
+                                   "--tol-bf16",
+                                   format_double(options.tolerance.bf16),
+                                   "--peak-gbps",
+                                   format_double(options.peak_gbps),
+                                   "--answer-seconds",
+                                   format_double(options.sandbox.timeout_seconds)};
   for (const auto& m : modules) {
     DICE_ASSIGN_OR_RETURN(auto copied, read_files_for_sandbox("", {m.module_path}));
     const std::string local = "module_" + m.module_name + "_" + copied[0].first;
-    files.emplace_back(local, std::move(copied[0].second));
-    args.push_back("--module");
+    runner_files.emplace_back(local, std::move(copied[0].second));
+    args.push_back("--runner-module");
     args.push_back(m.module_name + "=./" + local);
   }
   if (!kernels.empty()) {
@@ -306,24 +398,29 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
     args.push_back("--kernels");
     args.push_back(list);
   }
-  if (cupti) args.insert(args.end(), {"--launch-probe", kLaunchProbeFile});
   if (options.timing.enabled) {
     args.insert(args.end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
                              "--warmups", std::to_string(options.timing.warmups)});
   }
   const bool take_turns = options.timing.enabled && options.gpu_turns != nullptr;
   if (take_turns) args.push_back("--timing-turn");
-  DICE_RETURN_IF_ERROR(process->add_files(files));
 
-  // A process that cannot get ready is the service's problem (python or torch broken, the GPU
-  // gone), not the candidate's.
-  if (!ready.ok()) ready = process->wait_for_line(kReadyLine, options.sandbox.timeout_seconds);
-  if (!ready.ok()) {
-    SandboxResult run = process->wait(1);
-    return service_failure("the evaluator did not start: " + ready.message() + " (" +
-                               describe_sandbox_result(run) + ")",
-                           run);
+  EvaluationReport failed;
+  std::unique_ptr<SandboxProcess> runner =
+      ready_process(runner_spec, "runner", prestart, runner_files, &failed);
+  if (!runner) return failed;
+  std::unique_ptr<SandboxProcess> judge =
+      ready_process(judge_spec, "judge", prestart, judge_files, &failed);
+  if (!judge) return failed;
+
+  // The channel: one end to each, with its job. Closed here once sent: the two then hold the
+  // only ends, so either one's death ends the other's reads.
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    return Status::io_error(std::string("evaluator: socketpair: ") + std::strerror(errno));
   }
+  Status runner_sent = runner->send_input("channel\n", /*keep_open=*/false, channel[1]);
+  close(channel[1]);
   // Arguments NUL-separated (no escaping needed; none holds a newline), then a newline; stdin
   // stays open for the timing turn's reply when there is one.
   std::string job;
@@ -336,18 +433,31 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
     DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
   }
   const auto sent_at = SteadyClock::now();
-  Status sent = process->send_input(job, /*keep_open=*/take_turns);
+  Status sent = judge->send_input(job, /*keep_open=*/take_turns, channel[0]);
+  close(channel[0]);
+  // The runner's output is drained while the judge works (a full pipe would stall it); it is
+  // read for the log only, never for a result.
+  SandboxResult runner_run;
+  std::thread runner_waiter([&] { runner_run = runner->wait(options.sandbox.timeout_seconds); });
   TurnTakingRun waited;
   if (take_turns && sent.ok()) {
-    waited = wait_taking_turns(*process, nonce, options, turn);
+    waited = wait_taking_turns(*judge, nonce, options, turn);
   } else {
-    waited.run = process->wait(options.sandbox.timeout_seconds);
+    waited.run = judge->wait(options.sandbox.timeout_seconds);
   }
+  // The judge has its verdict (or died): the runner has nothing left to do.
+  runner->kill_now();
+  runner_waiter.join();
   const SandboxResult& run = waited.run;
   if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
-    return service_failure("the evaluator did not take its work: " + sent.message(), run);
+    return service_failure("the judge did not take its work: " + sent.message(), run);
+  }
+  if (!runner_sent.ok()) {
+    DICE_LOG(Warn) << "evaluator: the runner did not take its channel"
+                   << kv("why", runner_sent.message());
   }
   EvaluationReport report = report_from_run(run, nonce);
+  report.log_tail = stderr_tail("runner", runner_run, 1500) + stderr_tail("judge", run, 1000);
   if (take_turns) {
     report.eval_seconds = seconds_since(sent_at) - waited.turn_wait_seconds;
     report.findings.insert(report.findings.end(), waited.findings.begin(), waited.findings.end());

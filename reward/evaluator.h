@@ -1,15 +1,18 @@
-// Evaluation of one compiled candidate: python/evaluate.py in a fresh sandboxed process (one per
-// candidate: a CUDA error poisons a process's context), its result line parsed back.
+// Evaluation of one compiled candidate in two sandboxed processes (docs/SECURITY.md):
+//   - the runner (python/runner.py) is the only process that loads candidate code: it builds
+//     ModelNew and runs forward on what the judge sends;
+//   - the judge (python/judge.py) runs the reference, compares, times, and writes the verdict.
+// They share nothing but one SOCK_SEQPACKET channel made here and handed to each with its job;
+// tensors cross it as plain bytes (python/channel.py). Only the judge's output is read for the
+// result, so nothing the candidate prints or patches can become a verdict. Both are fresh
+// processes per candidate (a CUDA error poisons a process's context).
 //
-// evaluate.py starts with --job-from-stdin: it imports torch, creates the CUDA context, prints
-// "DICE_EVAL_READY" and then reads its arguments from stdin. With an EvaluatorPrestart per GPU
-// slot, the process for a slot's next candidate does all that while the current one runs, so a
-// candidate's evaluation starts from a warm interpreter; it is still a fresh process of its own.
+// Both start with --job-from-stdin: they import torch, create the CUDA context, print
+// "DICE_EVAL_READY" and then wait for their job. With an EvaluatorPrestart per GPU slot, the pair
+// for a slot's next candidate does all that while the current one runs.
 //
-// The result line is "DICE_EVAL_RESULT <nonce> <json>": the nonce is a random token written to a
-// file that evaluate.py deletes before it loads candidate code, so output the candidate prints
-// cannot pass for a result. No result line: the process died (crashed, timed out, hit a
-// limit), classified from how it ended.
+// The result line is "DICE_EVAL_RESULT <nonce> <json>" on the judge's stdout. No result line:
+// the judge died (crashed, timed out, hit a limit), classified from how it ended.
 #pragma once
 
 #include <deque>
@@ -31,19 +34,20 @@ namespace dice {
 struct EvaluatorOptions {
   // Python with torch and CUDA. Default: python3
   std::string python = "python3";
-  // Folder of evaluate.py. Default: the source tree's reward/python
+  // Folder of judge.py and runner.py. Default: the source tree's reward/python
   std::string script_dir = DICE_REWARD_PYTHON_DIR;
   // "cuda" (CUDA_VISIBLE_DEVICES picks the slot's GPU) or "cpu" for tests. Default: cuda
   std::string device = "cuda";
-  // Correctness trials, each on fresh seeded inputs. Default: 1
-  int trials = 1;
+  // Correctness trials, each on fresh seeded inputs. Default: 3
+  int trials = 3;
   ToleranceOptions tolerance;
   TimingOptions timing;
-  // Seed before constructing Model and ModelNew; trial t uses seed + t. Default: 42
-  int seed = 42;
+  // Seed of Model's and ModelNew's weights and of the inputs (drawn from it as KernelBench
+  // draws them); -1 = fresh random seeds per evaluation, reported in its log. Default: -1
+  int seed = -1;
   // Peak memory bandwidth for the physical-bound check, GB/s. Default: 4800 (H200)
   double peak_gbps = 4800;
-  // Limits of the evaluation process (timeout, memory...). Default: SandboxSpec defaults
+  // Limits of the judge and runner processes (timeout, memory...). Default: SandboxSpec defaults
   SandboxSpec sandbox;
   // The kernel-ran check (reward_options.h). Default: auto (the probe where this build has it)
   KernelCheck kernel_check = KernelCheck::kAuto;
@@ -66,33 +70,39 @@ struct EvaluationReport {
   double reference_ms_mean = 0, reference_ms_std = 0;
   int timing_trials = 0;
   double speedup = 0;
-  double eval_seconds = 0;  // wall clock of the sandboxed process
-  std::string phases;       // evaluate.py's seconds per phase, "import=2.1 load=0.4 ...", for logs
-  std::string log_tail;     // the end of the process's stderr, for failures
+  double eval_seconds = 0;  // wall clock of the judge
+  std::string phases;       // judge.py's seconds per phase, "import=2.1 load=0.4 ...", for logs
+  std::string log_tail;     // the end of the runner's stderr (the candidate's output), then the
+                            // judge's, for failures
 };
 
-// Evaluation processes kept started ahead (`ahead` of them), for one GPU slot (or shared by the
-// threads of a worker without slots). Thread-safe. With one ahead, a slot whose evaluations are
-// shorter than a process's start (torch, CUDA context, the profiler's first session: 13 s median
-// with 16 starting at once on the H200) waits for the start; more ahead hide it.
+// Evaluation processes kept started ahead (`ahead` of each kind: judges and runners), for one GPU
+// slot (or shared by the threads of a worker without slots). Thread-safe. With one ahead, a slot
+// whose evaluations are shorter than a process's start (torch, CUDA context, the profiler's first
+// session: 13 s median with 16 starting at once on the H200) waits for the start; more ahead hide
+// it.
 class EvaluatorPrestart {
  public:
   explicit EvaluatorPrestart(int ahead = 1);
   ~EvaluatorPrestart();
   // A started process for `spec`: the oldest started ahead when they have the same command,
   // environment and limits (the timeout aside, which applies at SandboxProcess::wait), else a
-  // new one. Then starts new ones until `ahead` are ready again.
+  // new one. Then starts new ones until `ahead` are ready again. Processes of the two most
+  // recently taken specs are kept (the judge's and the runner's).
   Result<std::unique_ptr<SandboxProcess>> take(const SandboxSpec& spec);
   // Taken processes that had been started ahead (for logs and tests).
   int warm_takes() const;
-  // Processes started ahead and not yet taken.
+  // Processes started ahead and not yet taken, of every spec.
   int ready() const;
 
  private:
+  struct Ready {
+    std::string key;
+    std::deque<std::unique_ptr<SandboxProcess>> processes;
+  };
   const int ahead_;
   mutable std::mutex mutex_;
-  std::string ready_key_;
-  std::deque<std::unique_ptr<SandboxProcess>> ready_;
+  std::deque<Ready> ready_;  // most recently taken spec first; at most two
   int warm_takes_ = 0;
 };
 
@@ -107,9 +117,9 @@ KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_pr
 // names that are not in the schema.
 schema::FailureClass failure_class_from_name(const std::string& name);
 
-// Runs evaluate.py on one candidate. `modules` are the successful builds of its extensions;
-// `kernels` the __global__ names the profiler must see (from the static check). With
-// `prestart`, the process comes from it (and its successor starts); else one starts now.
+// Judges one candidate: its runner and judge, joined by their channel. `modules` are the
+// successful builds of its extensions; `kernels` its __global__ names (from the static check).
+// With `prestart`, the processes come from it (and their successors start); else they start now.
 Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                             const std::string& candidate_source,
                                             const std::vector<CompileOutcome>& modules,
@@ -117,7 +127,7 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                             const EvaluatorOptions& options,
                                             EvaluatorPrestart* prestart = nullptr);
 
-// The report from a finished evaluate.py process (exposed for tests).
+// The report from a finished judge.py process (exposed for tests).
 EvaluationReport report_from_run(const SandboxResult& run, const std::string& nonce);
 
 }  // namespace dice

@@ -1,5 +1,5 @@
 // Reading the JSON that the reward service's Python scripts print (static_check.py,
-// extract_sources.py, evaluate.py). Parsed with Cap'n Proto's JSON codec into its generic
+// extract_sources.py, judge.py). Parsed with Cap'n Proto's JSON codec into its generic
 // json::Value tree (Boost.JSON is not in Boost 1.74); lookups are by key, missing keys give the
 // caller's default, so a script that adds keys never breaks an older worker.
 #pragma once

@@ -48,7 +48,10 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
                           time each candidate with its GPU to itself: the other slots'
                           evaluations wait (default on)
   --memory-limit-mb N     address-space limit of a candidate process, 0 = none (default 65536)
-  --timeout-seconds N     per candidate (default 300)
+  --timeout-seconds N     per candidate's evaluation (default 300)
+  --compile-budget-seconds N
+                          per candidate's compile: all its modules and header tiers
+                          (default 300)
   --prestart on|off       start each slot's next evaluation process while the current one
                           runs (default on)
   --evaluators-ahead N    with --prestart on: processes kept started ahead per slot (default 1)
@@ -186,6 +189,8 @@ Flags parse_flags(int argc, char** argv) {
         throw UsageError{flag + " \"" + value + "\": expected " + kernel_check_names()};
     } else if (flag == "--timeout-seconds") {
       r.timeout_seconds = static_cast<int>(parse_int(flag, value, 1));
+    } else if (flag == "--compile-budget-seconds") {
+      r.compile_budget_seconds = static_cast<double>(parse_int(flag, value, 1));
     } else if (flag == "--log-level") {
       if (!dice::parse_log_level(value, &f.log_level)) {
         throw UsageError{flag + " \"" + value + "\": expected debug, info, warn or error"};

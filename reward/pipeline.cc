@@ -14,7 +14,11 @@ CompileOptions compile_options(const RewardOptions& o) {
   CompileOptions c;
   c.jobs = o.compile_jobs;
   c.cache_dir = o.compile_cache_dir.empty() ? "runs/compile_cache" : o.compile_cache_dir;
-  c.timeout_seconds = o.timeout_seconds;
+  c.timeout_seconds = o.compile_budget_seconds;
+  c.memory_limit_mb = o.compile_memory_limit_mb;
+  c.memory_budget_mb = o.compile_memory_mb;
+  c.root_binds = o.sandbox.root_binds;
+  c.cgroups = o.sandbox.cgroups;
   return c;
 }
 
@@ -41,6 +45,8 @@ SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds
   spec.max_output_mb = o.max_output_mb;
   spec.max_processes = o.max_processes;
   spec.allow_network = o.allow_network;
+  spec.read_only_paths = o.root_binds;
+  spec.cgroups = o.cgroups;
   // OpenMP (torch's intra-op pool) and BLAS start one thread per core unless told otherwise: on a
   // 32-core node that alone passes RLIMIT_NPROC and the candidate dies in pthread_create.
   for (const char* pool : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"}) {
@@ -148,8 +154,10 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
                                                                           : FC::INTERNAL_ERROR,
                   sources.status().message());
   }
+  // One budget for all of the candidate's modules (compile_limits.h).
+  auto budget = std::make_shared<CompileBudget>(options_.compile_budget_seconds);
   std::vector<std::shared_future<CompileOutcome>> futures;
-  for (const auto& ext : sources.value()) futures.push_back(compiler_.submit(ext));
+  for (const auto& ext : sources.value()) futures.push_back(compiler_.submit(ext, budget));
   std::vector<CompileOutcome> modules;
   double compile_seconds = 0;
   std::string hashes;
@@ -172,6 +180,7 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   EvaluatorOptions eval;
   eval.python = options_.python_path;
   eval.trials = options_.correctness_trials;
+  eval.seed = options_.input_seed;
   eval.tolerance = options_.tolerance;
   eval.timing = options_.timing;
   eval.kernel_check = options_.kernel_check;
@@ -181,6 +190,8 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   const std::string slot = slots_.acquire();
   if (!slot.empty()) {
     eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
+    // The slot's GPU is the only device node in the run's root (inside it is CUDA device 0).
+    eval.sandbox.gpu_devices = {std::stoi(gpu_of_slot(slot))};
     const auto turns = gpu_turns_.find(gpu_of_slot(slot));
     if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
   }

@@ -4,7 +4,8 @@
 //   -> load_inline sources (compileError when not static) -> compile (compileError,
 //   compileTimeout; cached by content hash) -> evaluate in the sandbox (importError,
 //   runtimeError, shapeMismatch, incorrect, antiCheat, timeout, resourceLimit, crashed...)
-//   -> reward policy.
+//   -> reward policy. Compiles and evaluations whose sandbox could not be set up do not run:
+//   sandboxUnavailable, with the layer and errno in the excerpt.
 // The worker's queues (compile pool, GPU slots) sit around this; it is one candidate's path.
 #pragma once
 

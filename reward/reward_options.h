@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/config/config_errors.h"
 #include "common/config/field_checks.h"
+#include "reward/sandbox_cgroup.h"
 
 namespace dice {
 
@@ -91,7 +93,16 @@ struct RewardPolicyOptions {
   }
 };
 
-// Limits on the process that runs a candidate (it is untrusted code).
+inline constexpr config::EnumName<SandboxCgroups> kSandboxCgroupsNames[] = {
+    {SandboxCgroups::kAuto, "auto"},
+    {SandboxCgroups::kRequired, "required"},
+    {SandboxCgroups::kOff, "off"}};
+constexpr const auto& enum_names(SandboxCgroups) {
+  return kSandboxCgroupsNames;
+}
+
+// Limits on the process that runs a candidate (it is untrusted code), and what of the host its
+// root holds (reward/sandbox.h, reward/sandbox_root.h).
 struct SandboxOptions {
   std::int64_t memory_limit_mb = 32768;
   int cpu_time_seconds = 600;
@@ -99,6 +110,8 @@ struct SandboxOptions {
   int max_processes = 64;
   int cpu_threads = 4;
   bool allow_network = false;
+  std::vector<std::string> root_binds;
+  SandboxCgroups cgroups = SandboxCgroups::kAuto;
 
   template <class V>
   void visit_fields(V& v) {
@@ -121,6 +134,17 @@ struct SandboxOptions {
             "candidate. Default: 4",
             config::at_least(1));
     v.field("allow_network", allow_network, "Let candidates reach the network. Default: false");
+    v.field("root_binds", root_binds,
+            "Host folders or files bound read-only, at their own paths, into the root candidates "
+            "and compilers run in, besides what it has anyway (/usr, /bin, /lib*, the CUDA "
+            "toolkit under /usr/local, the interpreter's prefix and sys.path, LD_LIBRARY_PATH, "
+            "the toolchain's include and library folders). One that does not exist: runs are not "
+            "started (sandbox-unavailable). Default: []",
+            config::is_path());
+    v.field("cgroups", cgroups,
+            "A cgroup per run with memory.max and pids.max: auto (where the host has cgroup v2 "
+            "with the memory and pids controllers; rlimits only elsewhere), required (no cgroup: "
+            "the run is not started, sandbox-unavailable) or off. Default: auto");
   }
 
   void validate(config::Checker& c) const {
@@ -139,7 +163,11 @@ struct RewardOptions {
   std::string cuda_arch;
   int compile_jobs = 4;
   std::string compile_cache_dir = "runs/compile_cache";
-  int correctness_trials = 1;
+  double compile_budget_seconds = 300;
+  std::int64_t compile_memory_limit_mb = 8192;
+  std::int64_t compile_memory_mb = 0;
+  int correctness_trials = 3;
+  int input_seed = -1;
   ToleranceOptions tolerance;
   TimingOptions timing;
   int timeout_seconds = 300;
@@ -169,13 +197,33 @@ struct RewardOptions {
     v.field("compile_cache_dir", compile_cache_dir,
             "Build cache keyed by source hash; empty disables it. Default: runs/compile_cache",
             config::is_path());
+    v.field("compile_budget_seconds", compile_budget_seconds,
+            "Wall-clock budget of one candidate's compile: all of its modules, header tiers and "
+            "links together; a tier that ran out of time or memory is not retried with another. "
+            "Waiting for compile memory before it starts is not counted. Default: 300",
+            config::greater_than(0));
+    v.field("compile_memory_limit_mb", compile_memory_limit_mb,
+            "Address-space limit of each compiler process, in MiB (a build runs two at once: "
+            "nvcc and the host compiler). Default: 8192",
+            config::at_least(1024));
+    v.field("compile_memory_mb", compile_memory_mb,
+            "MiB this worker's compiles may hold at once: each build reserves twice "
+            "compile_memory_limit_mb until it ends, and waits while that does not fit; 0 = three "
+            "quarters of the host's memory (workers sharing a host should split it). Default: 0",
+            config::at_least(0));
     v.field("correctness_trials", correctness_trials,
-            "Random inputs a candidate must match the reference on. Default: 1",
+            "Random input sets a candidate must match the reference on (each run twice; one more "
+            "set then checks for outputs cached across calls). Default: 3",
             config::at_least(1));
+    v.field("input_seed", input_seed,
+            "Seed of the model weights and inputs; -1 draws fresh seeds per candidate (a "
+            "candidate cannot know its inputs ahead; the verdict's log records them). Default: -1",
+            config::at_least(-1));
     v.field("tolerance", tolerance, "allclose tolerances by dtype.");
     v.field("timing", timing, "Timing of correct candidates.");
     v.field("timeout_seconds", timeout_seconds,
-            "Wall-clock limit for compiling and checking one candidate. Default: 300",
+            "Wall-clock limit for checking one candidate (its evaluation; its compile has "
+            "compile_budget_seconds). Default: 300",
             config::at_least(1));
     v.field("prestart_evaluators", prestart_evaluators,
             "Start each GPU slot's next evaluation process (python, torch, CUDA context) while "
@@ -190,12 +238,18 @@ struct RewardOptions {
             "found CUPTI) or auto (cupti where this build has the probe, else profiler). "
             "Default: auto");
     v.field("policy", policy, "How a verdict becomes a reward.");
-    v.field("sandbox", sandbox, "Limits on candidate processes.");
+    v.field("sandbox", sandbox, "Limits on candidate and compiler processes, and their root.");
   }
 
   void validate(config::Checker& c) const {
     if (policy.kind == RewardPolicy::kSpeedupThreshold && !timing.enabled) {
       c.error("policy.kind", "speedup_threshold needs timing.enabled: true");
+    }
+    if (compile_memory_mb > 0 && compile_memory_mb < 2 * compile_memory_limit_mb) {
+      c.error("compile_memory_mb",
+              "at least twice compile_memory_limit_mb (" +
+                  std::to_string(2 * compile_memory_limit_mb) +
+                  "): one build runs nvcc and the host compiler at once, each with that limit");
     }
   }
 };

@@ -25,7 +25,12 @@
 
 #include "common/log.h"
 #include "common/seconds_since.h"
+#include "reward/sandbox_cgroup.h"
+#include "reward/sandbox_child.h"
+#include "reward/sandbox_env.h"
 #include "reward/sandbox_netns.h"
+#include "reward/sandbox_root.h"
+#include "reward/sandbox_seccomp.h"
 
 namespace dice {
 namespace {
@@ -33,33 +38,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// The user name a sandboxed process sees in USER and LOGNAME.
-constexpr const char* kSandboxUserName = "dice-sandbox";
-
-// Variables a candidate may see from the worker's environment. Everything else (tokens, cloud
-// credentials, the worker's own config) stays out.
-constexpr const char* kEnvAllowList[] = {"PATH",
-                                         "LANG",
-                                         "LC_ALL",
-                                         "LC_CTYPE",
-                                         "CUDA_VISIBLE_DEVICES",
-                                         "CUDA_HOME",
-                                         "CUDA_PATH",
-                                         "LD_LIBRARY_PATH",
-                                         "NVIDIA_VISIBLE_DEVICES",
-                                         "NVIDIA_DRIVER_CAPABILITIES",
-                                         "TZ"};
-
 // After the head of a stream is full, the last this many bytes are kept too: a traceback is at
 // the end of the output.
 constexpr size_t kTailBytes = 16 * 1024;
-
-// What the init writes to the status pipe, before the command's wait status, when the pooled
-// network namespace was not clean (wait statuses fit in 16 bits).
-constexpr int kNetnsNotCleanMessage = 0x10000;
-
-// Paths the child may not write to even as its own uid: world-writable places outside scratch.
-constexpr const char* kReadOnlyInChild[] = {"/tmp", "/var/tmp", "/dev/shm"};
 
 class CappedCapture {
  public:
@@ -88,191 +69,11 @@ class CappedCapture {
   std::uint64_t dropped_ = 0;
 };
 
-// True when every directory above `path` lets others through and the file lets others execute:
-// what an unprivileged child needs to exec it.
-bool others_can_exec(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
-  for (fs::path dir = fs::path(path).parent_path(); !dir.empty() && dir != dir.root_path();
-       dir = dir.parent_path()) {
-    if (stat(dir.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
-  }
-  return true;
-}
-
-std::string resolve_in_path(const std::string& name, const std::string& path_var,
-                            bool unprivileged) {
-  if (name.find('/') != std::string::npos) return name;
-  size_t start = 0;
-  while (start <= path_var.size()) {
-    size_t end = path_var.find(':', start);
-    if (end == std::string::npos) end = path_var.size();
-    std::string dir = path_var.substr(start, end - start);
-    if (!dir.empty()) {
-      std::string candidate = dir + "/" + name;
-      if (access(candidate.c_str(), X_OK) == 0 && (!unprivileged || others_can_exec(candidate))) {
-        return candidate;
-      }
-    }
-    start = end + 1;
-  }
-  return name;
-}
-
-std::vector<std::string> child_environment(const SandboxSpec& spec, const std::string& scratch) {
-  std::vector<std::string> env;
-  for (const char* name : kEnvAllowList) {
-    if (const char* value = getenv(name)) env.push_back(std::string(name) + "=" + value);
-  }
-  env.push_back("HOME=" + scratch);
-  env.push_back("TMPDIR=" + scratch);
-  // A run's uid has no passwd entry; getpass.getuser() (used by torch.profiler, among others)
-  // reads these first instead of failing with "getpwuid(): uid not found".
-  env.push_back(std::string("USER=") + kSandboxUserName);
-  env.push_back(std::string("LOGNAME=") + kSandboxUserName);
-  env.push_back("PYTHONDONTWRITEBYTECODE=1");
-  env.push_back("PYTHONNOUSERSITE=1");
-  for (const auto& e : spec.env) env.push_back(e);
-  return env;
-}
-
-void set_limit(int resource, rlim_t value) {
-  struct rlimit rl;
-  rl.rlim_cur = value;
-  rl.rlim_max = value;
-  setrlimit(resource, &rl);
-}
-
-// fork() without glibc: glibc's fork() takes its malloc arena and stdio locks first, and in a
-// child made by a raw clone of the multi-threaded worker those locks are copies, held for good if
-// another worker thread held one at the clone. That hung the namespace's init forever: with
-// other threads allocating, 283 of 400 isolated runs of /bin/true hung until their timeout on
-// the dev VM; it is most likely why twelve concurrent runs on the H200 node did not finish 36 runs
-// in 60 s.
-pid_t raw_fork() {
-  return static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
-}
-
-void write_str(int fd, const char* s) {
-  ssize_t ignored = write(fd, s, strlen(s));
-  (void)ignored;
-}
-
 // The uid/gid a run switches to (-1: none), resolved from SandboxSpec::uid/gid.
 struct RunIdentity {
   int uid = -1;
   int gid = -1;
 };
-
-// Runs in the child between clone and exec: only async-signal-safe calls, no allocation (the
-// worker is multi-threaded; another thread may hold the allocator's lock). In the isolated case
-// the child comes from a raw clone, so glibc still believes the worker's threads exist in it:
-// glibc's fork() would take every malloc arena lock and setuid() would signal those threads, so
-// both go through raw syscalls here (see raw_fork).
-[[noreturn]] void child_main(const SandboxSpec& spec, RunIdentity who, const char* scratch,
-                             const char* exe, char* const* argv, char* const* envp, int in_fd,
-                             int out_fd, int err_fd, int status_fd, int netns_fd, bool isolated,
-                             bool drop) {
-  setpgid(0, 0);
-  dup2(in_fd, 0);
-  dup2(out_fd, 1);
-  dup2(err_fd, 2);
-  if (isolated) {
-    if (netns_fd >= 0) {
-      if (setns(netns_fd, CLONE_NEWNET) != 0) {
-        write_str(2, "sandbox: cannot join the pooled network namespace\n");
-        _exit(126);
-      }
-      // Checked here, in each run's own child, so checks run in parallel. Not as created? This
-      // run gets a fresh namespace, and the parent discards the pooled one.
-      if (!netns_is_pristine()) {
-        if (unshare(CLONE_NEWNET) != 0) {
-          write_str(2, "sandbox: cannot replace an unclean network namespace\n");
-          _exit(126);
-        }
-        const int message = kNetnsNotCleanMessage;
-        ssize_t ignored = write(status_fd, &message, sizeof(message));
-        (void)ignored;
-      }
-    }
-    // Private mount propagation first, so nothing below leaks into the worker's namespace.
-    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
-      for (const char* path : kReadOnlyInChild) {
-        if (mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) == 0) {
-          mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, nullptr);
-        }
-      }
-      // The scratch folder may lie under one of them: bind it back, then clear the read-only
-      // flag the bind copied.
-      if (mount(scratch, scratch, nullptr, MS_BIND, nullptr) == 0) {
-        mount(nullptr, scratch, nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID, nullptr);
-      }
-      // A /proc of this PID namespace. Without it /proc/<getpid()> names a process of the
-      // worker's namespace (pid 2 here is the host's kthreadd), and libraries that read their
-      // own /proc entry by pid break: the CUDA driver failed with error 304 ("OS call failed")
-      // in every sandboxed evaluation on the H200 node. It also hides the host's processes.
-      if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
-        write_str(2, "sandbox: cannot mount /proc for the PID namespace\n");
-        _exit(126);
-      }
-    }
-    // This process is PID 1 of the new namespace, and PID 1 ignores signals it has no handler
-    // for (a candidate's own abort() or kill(getpid(), SIGSEGV) would not end it). So it stays
-    // a minimal init: the command runs in a child, and its wait status goes to the parent
-    // through status_fd. When this init exits, the kernel kills everything left in the
-    // namespace.
-    // Clone copied every descriptor the worker had open, among them the pipes of concurrent
-    // runs: held here for this run's whole life, they kept those runs' readers from seeing EOF
-    // (each waited up to its drain deadline). Keep only 0-2 (this run's own pipes, so EOF
-    // comes when the init has exited) and the status pipe.
-    syscall(SYS_close_range, 3U, static_cast<unsigned>(status_fd - 1), 0U);
-    syscall(SYS_close_range, static_cast<unsigned>(status_fd + 1), ~0U, 0U);
-    pid_t command = raw_fork();
-    if (command < 0) {
-      write_str(2, "sandbox: fork of the command failed\n");
-      _exit(126);
-    }
-    if (command > 0) {
-      for (;;) {
-        int status = 0;
-        pid_t w = waitpid(-1, &status, 0);
-        if (w == command) {
-          ssize_t ignored = write(status_fd, &status, sizeof(status));
-          (void)ignored;
-          _exit(0);
-        }
-        if (w < 0 && errno != EINTR) _exit(125);
-      }
-    }
-  }
-  if (spec.memory_limit_mb > 0) {
-    set_limit(spec.limit_data_not_address_space ? RLIMIT_DATA : RLIMIT_AS,
-              rlim_t(spec.memory_limit_mb) << 20);
-  }
-  if (spec.cpu_time_seconds > 0) set_limit(RLIMIT_CPU, rlim_t(spec.cpu_time_seconds));
-  set_limit(RLIMIT_FSIZE, rlim_t(spec.max_output_mb) << 20);
-  set_limit(RLIMIT_NOFILE, rlim_t(spec.max_open_files));
-  set_limit(RLIMIT_NPROC, rlim_t(spec.max_processes));
-  set_limit(RLIMIT_CORE, 0);
-  if (chdir(scratch) != 0) {
-    write_str(2, "sandbox: cannot enter the scratch directory\n");
-    _exit(126);
-  }
-  syscall(SYS_close_range, 3U, ~0U, 0U);
-  if (drop) {
-    // Raw: they change this (single-threaded) process only, with no glibc bookkeeping.
-    if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setgid, who.gid) != 0 ||
-        syscall(SYS_setuid, who.uid) != 0) {
-      write_str(2, "sandbox: cannot switch to the unprivileged uid\n");
-      _exit(126);
-    }
-  }
-  execve(exe, argv, envp);
-  write_str(2, "sandbox: exec failed: ");
-  write_str(2, strerrordesc_np(errno));  // strerror() may translate, which locks
-  write_str(2, "\n");
-  _exit(127);
-}
 
 }  // namespace
 
@@ -331,9 +132,12 @@ Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec&
   p->gid_ = who.gid;
 
   // Scratch directory; the destructor removes the one made here, even when start fails.
-  p->scratch_ = spec.workdir;
+  // Absolute: the run's root binds it at this same path.
+  std::error_code absolute_error;
+  p->scratch_ = spec.workdir.empty() ? "" : fs::absolute(spec.workdir, absolute_error).string();
   if (p->scratch_.empty()) {
-    std::string templ = spec.scratch_root + "/dice-sandbox-XXXXXX";
+    std::string templ =
+        fs::absolute(spec.scratch_root, absolute_error).string() + "/dice-sandbox-XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (mkdtemp(buf.data()) == nullptr) {
@@ -398,13 +202,62 @@ Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec&
   };
 
   SandboxResult& result = p->result_;
+  // A layer that cannot be had: the command is not started, and the result says why.
+  auto unavailable = [&](const std::string& reason) {
+    close_child_ends();
+    result.unavailable = true;
+    result.unavailable_reason = reason;
+    p->reaped_ = true;  // nothing to wait for
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      DICE_LOG(Error) << "sandbox unavailable: commands are not run" << kv("why", reason);
+    }
+    return std::move(p);
+  };
+  ChildPlan plan;
+  plan.spec = &p->spec_;
+  plan.uid = who.uid;
+  plan.gid = who.gid;
+  plan.drop = drop;
+  plan.scratch = p->scratch_.c_str();
+  plan.exe = exe.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.in_fd = input[1];
+  plan.out_fd = out_pipe[1];
+  plan.err_fd = err_pipe[1];
+  plan.status_fd = status_pipe[1];
   pid_t pid = -1;
-  // Returned to the pool when the process is destroyed: after the run's init was reaped, so
-  // nothing of the run is left in the namespace.
-  NetnsLease& netns = *p->netns_;
   if (spec.isolate) {
+    if (!root) {
+      return unavailable("namespaces: the worker runs as uid " + std::to_string(geteuid()) +
+                         ", not root: user, PID, mount, IPC, UTS and network namespaces, the "
+                         "private root and the uid switch need root");
+    }
+    auto planned = plan_root(spec, p->scratch_, exe, env, who.uid, who.gid);
+    if (!planned.ok()) return unavailable(planned.status().message());
+    p->root_ = std::move(planned).value();
+    if (spec.cgroups != SandboxCgroups::kOff) {
+      auto cgroup = RunCgroup::create(spec.memory_limit_mb > 0 ? spec.memory_limit_mb << 20 : 0,
+                                      spec.max_processes + 1);  // + the namespace's init
+      if (cgroup.ok()) {
+        p->cgroup_ = std::move(cgroup).value();
+      } else if (spec.cgroups == SandboxCgroups::kRequired) {
+        return unavailable(cgroup.status().message() + " (reward.sandbox.cgroups: required)");
+      } else {
+        static std::atomic<bool> told{false};
+        if (!told.exchange(true)) {
+          DICE_LOG(Info) << "sandbox: no per-run cgroups on this host; rlimits only "
+                            "(reward.sandbox.cgroups: auto)"
+                         << kv("why", cgroup.status().message());
+        }
+      }
+    }
+    // Returned to the pool when the process is destroyed: after the run's init was reaped, so
+    // nothing of the run is left in the namespace.
+    NetnsLease& netns = *p->netns_;
     bool own_netns = !spec.allow_network;
-    if (own_netns && root && !spec.fresh_network_namespace) {
+    if (own_netns && !spec.fresh_network_namespace) {
       auto lease = NetnsPool::shared().acquire();
       if (lease.ok()) {
         netns = std::move(lease).value();
@@ -418,31 +271,41 @@ Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec&
         }
       }
     }
-    // Like fork() (no new stack), plus new namespaces.
-    const long flags = CLONE_NEWPID | CLONE_NEWNS | (own_netns ? CLONE_NEWNET : 0) | SIGCHLD;
+    const int map_uid = who.uid < 0 ? 0 : who.uid;
+    const int map_gid = who.gid < 0 ? 0 : who.gid;
+    p->uid_map_ = std::to_string(map_uid) + " " + std::to_string(map_uid) + " 1\n";
+    p->gid_map_ = std::to_string(map_gid) + " " + std::to_string(map_gid) + " 1\n";
+    plan.isolated = true;
+    plan.netns_fd = netns.fd();
+    plan.cgroup_procs_fd = p->cgroup_ ? p->cgroup_->procs_fd() : -1;
+    plan.root = p->root_.get();
+    plan.seccomp = &sandbox_seccomp_program();
+    plan.uid_map = p->uid_map_.c_str();
+    plan.gid_map = p->gid_map_.c_str();
+    // Like fork() (no new stack), plus new namespaces; the user namespace comes later, in the
+    // command (sandbox_child.h): joining the pooled network namespace needs the worker's.
+    const long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+                       (own_netns ? CLONE_NEWNET : 0) | SIGCHLD;
     pid = static_cast<pid_t>(syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr));
-    if (pid < 0 && (errno == EPERM || errno == EINVAL || errno == ENOSPC)) {
-      static std::atomic<bool> warned{false};
-      if (!warned.exchange(true)) {
-        DICE_LOG(Warn) << "sandbox: namespaces not permitted; candidates run without network, "
-                          "PID and mount isolation"
-                       << kv("errno", strerror(errno));
-      }
-    } else {
-      result.isolated = pid >= 0;
-      result.pooled_network = result.isolated && netns.fd() >= 0;
+    if (pid < 0) {
+      return unavailable(std::string("namespaces: clone(CLONE_NEWPID | CLONE_NEWNS | "
+                                     "CLONE_NEWIPC | CLONE_NEWUTS") +
+                         (own_netns ? " | CLONE_NEWNET" : "") + ") failed: " + strerror(errno));
     }
+    result.isolated = true;
+    result.private_root = true;
+    result.seccomp = true;
+    result.cgroup = p->cgroup_ != nullptr;
+    result.pooled_network = netns.fd() >= 0;
+  } else {
+    pid = fork();
   }
-  if (pid < 0 && !result.isolated) pid = fork();
   if (pid < 0) {
     int err = errno;
     close_child_ends();
     return Status::io_error(std::string("sandbox: cannot start a child: ") + strerror(err));
   }
-  if (pid == 0) {
-    child_main(spec, who, p->scratch_.c_str(), exe.c_str(), argv.data(), envp.data(), input[1],
-               out_pipe[1], err_pipe[1], status_pipe[1], netns.fd(), result.isolated, drop);
-  }
+  if (pid == 0) child_main(plan);
   p->pid_ = pid;
   result.unprivileged = drop || !root;
   close_child_ends();
@@ -461,6 +324,12 @@ SandboxProcess::~SandboxProcess() {
     std::error_code ec;
     fs::remove_all(scratch_, ec);
   }
+}
+
+void SandboxProcess::kill_now() {
+  // Through the pidfd, which stays open until destruction: never a reused pid, and no read of
+  // state that wait() in another thread writes. PID 1 of its namespace: the rest die with it.
+  if (pidfd_ >= 0) syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
 }
 
 void SandboxProcess::kill_and_reap() {
@@ -548,9 +417,35 @@ Status SandboxProcess::wait_for_line(const std::string& line, double timeout_sec
   }
 }
 
-Status SandboxProcess::send_input(const std::string& text, bool keep_open) {
+Status SandboxProcess::send_input(const std::string& text, bool keep_open, int pass_fd) {
   if (input_fd_ < 0) return Status::invalid_argument("sandbox: the process has no input pipe");
   size_t sent = 0;
+  if (pass_fd >= 0) {
+    // The descriptor rides on the first byte (SCM_RIGHTS), so the child receives both in one
+    // recvmsg before it reads the rest of its job.
+    if (text.empty()) return Status::invalid_argument("sandbox: a passed descriptor needs text");
+    char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{const_cast<char*>(text.data()), 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &pass_fd, sizeof(int));
+    ssize_t n;
+    do {
+      n = sendmsg(input_fd_, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      return Status::aborted(std::string("sandbox: cannot pass a descriptor to the process: ") +
+                             strerror(errno));
+    }
+    sent = 1;
+  }
   while (sent < text.size()) {
     ssize_t n = send(input_fd_, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -568,7 +463,8 @@ Status SandboxProcess::send_input(const std::string& text, bool keep_open) {
 
 SandboxResult SandboxProcess::wait(double timeout_seconds) {
   SandboxResult result = result_;
-  if (input_fd_ >= 0) {  // nothing more to send: the child reads end of input
+  if (pid_ < 0) return result;  // never started: result_ says why (unavailable)
+  if (input_fd_ >= 0) {         // nothing more to send: the child reads end of input
     close(input_fd_);
     input_fd_ = -1;
   }
@@ -630,9 +526,11 @@ SandboxResult SandboxProcess::wait(double timeout_seconds) {
   result.wall_seconds = seconds_since(start);
   if (result.isolated) {
     // The init relays the command's status; without it (killed on timeout) keep init's own.
-    int messages[2] = {0, 0};
+    // Before it, a replaced network namespace, or the setup step that failed (sandbox_child.h).
+    int messages[16] = {};
     const ssize_t got = read(status_fd_, messages, sizeof(messages));
-    for (ssize_t i = 0; i < got / static_cast<ssize_t>(sizeof(int)); ++i) {
+    const ssize_t count = got > 0 ? got / static_cast<ssize_t>(sizeof(int)) : 0;
+    for (ssize_t i = 0; i < count; ++i) {
       if (messages[i] == kNetnsNotCleanMessage) {
         netns_->discard_after_use();
         result.pooled_network = false;
@@ -641,6 +539,13 @@ SandboxResult SandboxProcess::wait(double timeout_seconds) {
           DICE_LOG(Warn) << "sandbox: a pooled network namespace was not clean; discarded (a "
                             "kernel whose /proc/net/sockstat counts host-wide says so every run)";
         }
+      } else if (messages[i] == kSetupFailedMessage && i + 2 < count) {
+        if (!result.unavailable) {
+          result.unavailable = true;
+          result.unavailable_reason =
+              describe_setup_step(messages[i + 1], messages[i + 2], root_.get(), uid_);
+        }
+        i += 2;
       } else {
         status = messages[i];
       }
@@ -664,6 +569,8 @@ bool contains(const std::string& text, const char* needle) {
 
 schema::FailureClass classify_sandbox_failure(const SandboxResult& r) {
   using FC = schema::FailureClass;
+  // A layer of the sandbox could not be set up: the command never ran.
+  if (r.unavailable) return FC::SANDBOX_UNAVAILABLE;
   if (r.timed_out) return FC::TIMEOUT;
   const std::string& e = r.stderr_text;
   // The sandbox's own setup failed (see child_main): not the candidate's doing.
@@ -688,6 +595,7 @@ schema::FailureClass classify_sandbox_failure(const SandboxResult& r) {
 }
 
 std::string describe_sandbox_result(const SandboxResult& r) {
+  if (r.unavailable) return "sandbox-unavailable: " + r.unavailable_reason;
   if (r.timed_out) return "timed out after " + std::to_string(r.wall_seconds) + " s";
   if (r.signal != 0) {
     const char* name = sigabbrev_np(r.signal);

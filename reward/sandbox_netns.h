@@ -8,7 +8,7 @@
 // one kernel work queue that waits for RCU grace periods. Hosts that load more pernet subsystems
 // (netfilter, IPv6, RDMA) pay more per namespace. A pooled namespace costs a setns().
 // (The H200 node's collapse of twelve concurrent namespaced runs was most likely not this but
-// the init's fork() hanging on a copied malloc lock; see raw_fork in sandbox.cc.)
+// the init's fork() hanging on a copied malloc lock; see raw_fork in sandbox_child.cc.)
 //
 // Life of a namespace (one run at a time, so concurrent candidates never share one: abstract
 // unix sockets and ports are per namespace):

@@ -33,6 +33,9 @@ enum FailureClass {
   antiCheat @14;        # a dynamic anti-cheat check failed (see findings)
   crashed @15;          # the evaluation process died (signal) without a report
   internalError @16;    # the reward service itself failed; not the candidate's fault
+  sandboxUnavailable @17; # a sandbox layer (namespace, root, seccomp, no_new_privs, a required
+                          # cgroup) could not be set up, so the command was not run; the excerpt
+                          # names the layer and errno. Not the candidate's fault, never a reward
 }
 
 struct Finding {

@@ -1,16 +1,20 @@
 // dice_launch_probe: the kernel check's CUPTI side (reward.kernel_check: cupti). A shared library
-// that python/evaluate.py loads with ctypes into the evaluation process (after torch and the
+// that python/runner.py loads with ctypes into the candidate's process (after torch and the
 // CUDA context, before the candidate's code); it is never linked into a dice executable.
 //
 // It holds CUPTI's one subscriber from before the candidate's code loads (attach), turns CUPTI's
 // callbacks on the runtime's and the driver's kernel launch calls on between start and stop, and
-// records the name of every kernel launched successfully meanwhile.
+// records the name of every kernel launched successfully meanwhile, with the file of the library
+// whose host stub launched it (dladdr of the `func` a runtime launch passes): the judge counts a
+// kernel as the candidate's own by that identity, not by a name anyone can copy (a dead kernel
+// named like one of torch's). Driver-API launches carry no host stub: their file is "?".
 // torch's profiler answers the same question from CUPTI's activity API, whose first session cost
 // 4.8-5.7 CPU-s per process on the H200 node; this one's cost 0.04-0.12 CPU-s (BENCHMARKS.md,
 // session 9). CUDA graph launches carry no kernel name: they are reported as kGraphLaunchLine so
-// that evaluate.py can fall back to the profiler, which sees the graph's kernels.
+// that the runner can fall back to the profiler, which sees the graph's kernels.
 #include <cupti.h>
 #include <cxxabi.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -51,7 +56,8 @@ constexpr CUpti_CallbackId kDriverGraphLaunches[] = {
 
 std::mutex g_mutex;
 CUpti_SubscriberHandle g_subscriber = nullptr;
-std::set<std::string> g_names;  // mangled, as CUPTI gives them
+// {mangled name as CUPTI gives it, file of the launching library or "?"}
+std::set<std::pair<std::string, std::string>> g_names;
 bool g_graph_launched = false;
 std::string g_report;  // what dice_launch_probe_stop returned last
 
@@ -62,6 +68,35 @@ bool is_graph_launch(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
     if (g == id) return true;
   }
   return false;
+}
+
+// The host stub a runtime launch names: the first field of cudaLaunchKernel's,
+// cudaLaunchCooperativeKernel's and (the same signature) CUDA 13's __cudaLaunchKernel's parameter
+// structs, the second of cudaLaunchKernelExC's (after the launch config). nullptr otherwise.
+const void* launched_stub(CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                          const CUpti_CallbackData* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || data->functionParams == nullptr) return nullptr;
+  const auto* fields = static_cast<const void* const*>(data->functionParams);
+  switch (id) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+      return fields[1];
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+      return fields[0];
+    default:
+      return nullptr;
+  }
+}
+
+// The file of the loaded library that holds `address`, or "?".
+std::string library_of(const void* address) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "?";
+  return info.dli_fname;
 }
 
 // Runtime and driver calls both return an int-sized enum whose 0 is success.
@@ -78,7 +113,7 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
   if (is_graph_launch(domain, id)) {
     g_graph_launched = true;
   } else if (data->symbolName != nullptr && data->symbolName[0] != '\0') {
-    g_names.insert(data->symbolName);
+    g_names.emplace(data->symbolName, library_of(launched_stub(domain, id, data)));
   }
 }
 
@@ -113,7 +148,7 @@ CUptiResult enable_callbacks(CUpti_SubscriberHandle subscriber, uint32_t on) {
 
 }  // namespace
 
-// Takes CUPTI's one subscriber for this process, with no callback on yet: evaluate.py attaches
+// Takes CUPTI's one subscriber for this process, with no callback on yet: the runner attaches
 // before any candidate code runs, so a candidate cannot take the subscriber first and leave the
 // kernel check without one. 0 on success (or when attached already), else the CUptiResult
 // (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: another tool holds it).
@@ -155,8 +190,9 @@ extern "C" __attribute__((visibility("default"))) int dice_launch_probe_start() 
   return static_cast<int>(r);
 }
 
-// Stops recording and returns the demangled names of the kernels launched since start, one per
-// line, plus a line kGraphLaunchLine when a CUDA graph was launched. Valid until the next call.
+// Stops recording and returns the kernels launched since start, one per line as "demangled
+// name<TAB>library file" ("?" when unknown), plus a line kGraphLaunchLine when a CUDA graph was
+// launched. Valid until the next call.
 extern "C" __attribute__((visibility("default"))) const char* dice_launch_probe_stop() {
   CUpti_SubscriberHandle subscriber;
   {
@@ -167,7 +203,7 @@ extern "C" __attribute__((visibility("default"))) const char* dice_launch_probe_
   if (subscriber != nullptr) enable_callbacks(subscriber, 0);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_report.clear();
-  for (const std::string& name : g_names) g_report += demangled(name) + "\n";
+  for (const auto& [name, file] : g_names) g_report += demangled(name) + "\t" + file + "\n";
   if (g_graph_launched) g_report += std::string(kGraphLaunchLine) + "\n";
   return g_report.c_str();
 }

@@ -35,7 +35,7 @@ Checks (stable names; the C++ side and the reward log use them):
 
 Known limits: element-wise Python arithmetic (`x + y`, `x * 2`) in forward is not flagged,
 because tensors and plain numbers cannot be told apart statically; the dynamic checks in
-evaluate.py (a kernel of the candidate's module must run) cover that side.
+judge.py (a kernel of the candidate's module must run) cover that side.
 """
 
 import ast
@@ -107,7 +107,7 @@ C_STREAM_TOKENS = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamC
 C_THREAD_TOKENS = {"std::thread", "std::jthread", "pthread_create", "std::async"}
 C_THREAD_CALLS = {"fork", "vfork", "popen", "posix_spawn"}
 C_VENDOR_TOKENS = ("cublas", "cudnn", "cutlass")
-# The kernel check's tools (evaluate.py's launch probe and the profiler both use CUPTI, which
+# The kernel check's tools (runner.py's launch probe and the profiler both use CUPTI, which
 # takes one subscriber per process) and the loader that would reach them.
 C_TOOL_PREFIXES = ("cupti", "dice_launch_probe")
 C_LOADER_TOKENS = {"dlopen", "dlmopen", "dlsym", "dlvsym"}

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/seconds_since.h"
+
 namespace dice {
 namespace {
 
@@ -27,7 +29,7 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-// Whether the built module imports in python3 after torch (as evaluate.py imports it; no GPU
+// Whether the built module imports in python3 after torch (as runner.py imports it; no GPU
 // needed) and exports each of `functions`.
 bool module_imports(const CompileOutcome& built, const std::vector<std::string>& functions) {
   std::string names;
@@ -367,6 +369,149 @@ TEST_F(CompileTest, SplitThatDoesNotApplyOrFailsFallsBackAndBuilds) {
   EXPECT_EQ(compiler.lean_header_fallbacks(), 0u);
   EXPECT_NE(extension_hash(templated, *toolchain_, "-O3"),
             extension_hash(templated, *toolchain_, "-O3", "split-v1"));
+}
+
+// A template bomb: 2^40 distinct instantiations at a depth of only 40, so no depth limit stops
+// it; it grows until the time or the memory runs out.
+constexpr char kTemplateBomb[] =
+    "\ntemplate <int D, long I> struct Bomb {\n"
+    "  static constexpr long v = Bomb<D - 1, 2 * I>::v + Bomb<D - 1, 2 * I + 1>::v;\n};\n"
+    "template <long I> struct Bomb<0, I> { static constexpr long v = I; };\n"
+    "__global__ void bomb_kernel(long* out) { *out = Bomb<40, 0>::v; }\n";
+
+// One budget covers a candidate's whole compile: the bomb's first tier runs out of it and no
+// other tier is tried; a second module of the same candidate, queued behind it, finds the budget
+// spent and compiles nothing.
+TEST_F(CompileTest, TemplateBombEndsWithinTheBudgetAndIsNotRetried) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources bomb = exts[0];
+  bomb.name = "bomb_a";
+  bomb.cuda_sources += kTemplateBomb;
+  ExtensionSources second = bomb;
+  second.name = "bomb_b";
+  CompileOptions o = options();
+  o.jobs = 1;  // the second module waits in the queue, on the candidate's clock
+  constexpr double kBudget = 10;
+  o.timeout_seconds = kBudget;
+  Compiler compiler(*toolchain_, o);
+  auto budget = std::make_shared<CompileBudget>(kBudget);
+  const auto start = std::chrono::steady_clock::now();
+  auto a = compiler.submit(bomb, budget);
+  auto b = compiler.submit(second, budget);
+  const CompileOutcome& first = a.get();
+  const CompileOutcome& queued = b.get();
+  const double wall = seconds_since(start);
+  std::cout << "[ measure ] template bomb, " << kBudget << " s budget: " << first.seconds
+            << " s, both modules " << wall << " s\n";
+  EXPECT_EQ(first.failure, schema::FailureClass::COMPILE_TIMEOUT) << first.log_excerpt;
+  ASSERT_EQ(first.tiers.size(), 1u) << first.log_excerpt;  // no other header tier
+  EXPECT_NE(first.log_excerpt.find("ran out in tier " + first.tiers[0]), std::string::npos)
+      << first.log_excerpt;
+  EXPECT_LT(first.seconds - first.memory_wait_seconds, kBudget + 10);
+  EXPECT_EQ(queued.failure, schema::FailureClass::COMPILE_TIMEOUT) << queued.log_excerpt;
+  EXPECT_TRUE(queued.tiers.empty()) << queued.log_excerpt;
+  EXPECT_LT(wall, kBudget + 15);  // not one budget per module
+}
+
+// The host's /etc/passwd, lines long enough that finding one in an excerpt is no coincidence.
+std::vector<std::string> host_passwd_lines() {
+  std::vector<std::string> lines;
+  std::istringstream in(read_file("/etc/passwd"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() >= 8) lines.push_back(line);
+  }
+  return lines;
+}
+
+// A compiler that runs out of memory ends the build as resourceLimit, with no other tier; its
+// excerpt keeps the candidate's own lines and none of a file it included from the host.
+TEST_F(CompileTest, OutOfMemoryIsNotRetriedAndTheExcerptQuotesNoHostFile) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources bomb = exts[0];
+  bomb.cuda_sources = "#include \"/etc/passwd\"\n;\n" + bomb.cuda_sources + kTemplateBomb;
+  CompileOptions o = options();
+  o.memory_limit_mb = 1536;  // the bomb reaches it in seconds; a kernel alone needs far less
+  // The header tiers alone: a split build's plain errors fall through by design, and the split
+  // puts the include in both files.
+  o.split_host_device = false;
+  o.timeout_seconds = 300;
+  Compiler compiler(*toolchain_, o);
+  CompileOutcome out = compiler.compile(bomb);
+  std::cout << "[ measure ] memory bomb, 1536 MiB: " << out.seconds << " s\n";
+  EXPECT_EQ(out.failure, schema::FailureClass::RESOURCE_LIMIT) << out.log_excerpt;
+  EXPECT_EQ(out.tiers, std::vector<std::string>{"lean"}) << out.log_excerpt;
+  // The candidate's own text (binding.h names it cuda_sources) is quoted.
+  EXPECT_NE(out.log_excerpt.find("Bomb"), std::string::npos) << out.log_excerpt;
+  EXPECT_NE(out.log_excerpt.find("/etc/passwd"), std::string::npos) << out.log_excerpt;
+  const std::vector<std::string> passwd = host_passwd_lines();
+  ASSERT_FALSE(passwd.empty());
+  for (const auto& line : passwd) {
+    EXPECT_EQ(out.log_excerpt.find(line), std::string::npos) << line << "\n" << out.log_excerpt;
+  }
+}
+
+// An endless #include (/dev/zero) ends within the budget: the preprocessor runs out of memory
+// (resourceLimit, no other tier). Where the compiler's root has no /dev/zero it is a plain error.
+TEST_F(CompileTest, EndlessIncludeEndsWithinTheBudget) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources endless = exts[0];
+  endless.cuda_sources = "#include \"/dev/zero\"\n" + endless.cuda_sources;
+  CompileOptions o = options();
+  o.memory_limit_mb = 1536;
+  o.split_host_device = false;
+  constexpr double kBudget = 90;
+  o.timeout_seconds = kBudget;
+  Compiler compiler(*toolchain_, o);
+  CompileOutcome out = compiler.compile(endless);
+  std::cout << "[ measure ] #include /dev/zero, 1536 MiB: " << out.seconds << " s\n";
+  EXPECT_LT(out.seconds - out.memory_wait_seconds, kBudget + 10);
+  if (out.log_excerpt.find("No such file") != std::string::npos) {
+    EXPECT_EQ(out.failure, schema::FailureClass::COMPILE_ERROR) << out.log_excerpt;
+  } else {
+    EXPECT_EQ(out.failure, schema::FailureClass::RESOURCE_LIMIT) << out.log_excerpt;
+    EXPECT_EQ(out.tiers, std::vector<std::string>{"lean"}) << out.log_excerpt;
+  }
+}
+
+// The filter on real compilers' output (both formats): nvcc and g++ in the sandbox on sources that
+// include /etc/passwd, as a build's compilers run them.
+TEST_F(CompileTest, ExcerptOfRealCompilersQuotesNoHostFile) {
+  const std::vector<std::string> passwd = host_passwd_lines();
+  ASSERT_FALSE(passwd.empty());
+  const std::string source =
+      "#include \"/etc/passwd\"\n;\nint own_line_marker = undefined_own_name;\n";
+  for (const bool nvcc : {true, false}) {
+    SandboxSpec spec;
+    spec.timeout_seconds = 120;
+    spec.memory_limit_mb = 8192;
+    spec.max_processes = 256;
+    const std::string file = nvcc ? "kernels.cu" : "binding.cpp";
+    spec.files = {{file, source}};
+    spec.argv = nvcc ? std::vector<std::string>{toolchain_->nvcc,
+                                                "-c",
+                                                file,
+                                                "-o",
+                                                "k.o",
+                                                "-std=c++17",
+                                                "-gencode=arch=compute_90,code=sm_90"}
+                     : std::vector<std::string>{toolchain_->cxx, "-c", file, "-o", "b.o"};
+    Result<SandboxResult> run = run_sandboxed(spec);
+    ASSERT_TRUE(run.ok()) << run.status().to_string();
+    const std::string output = run->stderr_text + run->stdout_text;
+    ASSERT_NE(output.find("/etc/passwd"), std::string::npos) << output;
+    CompileLogPolicy policy;
+    policy.build_dir = "/nonexistent/build";  // the diagnostics name the files relatively
+    const std::string excerpt = compiler_log_excerpt(output, policy, 20);
+    for (const auto& line : passwd) {
+      EXPECT_EQ(excerpt.find(line), std::string::npos) << file << ": " << line << "\n" << excerpt;
+    }
+    EXPECT_NE(excerpt.find("[line of /etc/passwd omitted]"), std::string::npos) << excerpt;
+    EXPECT_NE(excerpt.find("undefined_own_name"), std::string::npos) << excerpt;
+    EXPECT_NE(excerpt.find("own_line_marker"), std::string::npos) << excerpt;  // its own line
+  }
 }
 
 TEST_F(CompileTest, DynamicSourcesAreRefused) {

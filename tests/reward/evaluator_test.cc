@@ -90,8 +90,8 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-// evaluate.py end to end in the real sandbox, on the CPU, with test-double "extension" modules
-// (plain Python files). Needs torch in /usr/bin/python3 (Debian: python3-torch).
+// The judge and its runner end to end in the real sandbox, on the CPU, with test-double
+// "extension" modules (plain Python files). Needs torch in /usr/bin/python3 (python3-torch).
 class EvaluateOnCpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -266,12 +266,18 @@ TEST(EvaluatorPrestartTest, KeepsTheGivenNumberStartedAhead) {
   take();
   EXPECT_EQ(prestart.warm_takes(), 2);
   EXPECT_EQ(prestart.ready(), 2);
-  // Other limits: the ready ones are of no use and are replaced.
+  // Other limits (the runner's spec beside the judge's): two more started ahead for them, and
+  // the first spec's stay.
   spec.memory_limit_mb = 2048;
   take();
   EXPECT_EQ(prestart.warm_takes(), 2);
-  EXPECT_EQ(prestart.ready(), 2);
-  ASSERT_EQ(taken.size(), 4u);
+  EXPECT_EQ(prestart.ready(), 4);
+  // A third spec: the least recently taken one's processes are of no use any more.
+  spec.memory_limit_mb = 3072;
+  take();
+  EXPECT_EQ(prestart.warm_takes(), 2);
+  EXPECT_EQ(prestart.ready(), 4);
+  ASSERT_EQ(taken.size(), 5u);
   for (size_t i = 0; i < taken.size(); ++i) {
     ASSERT_TRUE(taken[i]->wait_for_line("READY", 30).ok());
     ASSERT_TRUE(taken[i]->send_input("job " + std::to_string(i)).ok());
@@ -288,8 +294,8 @@ TEST_F(EvaluateOnCpuTest, ProcessesStartedAheadJudgeLikeFreshOnes) {
       run("candidate_add.py", "fake_extension_wrong.py", options(), &prestart);
   EvaluationReport third =
       run("candidate_add.py", "fake_extension_mutates.py", options(), &prestart);
-  // The first had to start; the others found one started ahead.
-  EXPECT_EQ(prestart.warm_takes(), 2);
+  // The first pair had to start; the others found a judge and a runner started ahead.
+  EXPECT_EQ(prestart.warm_takes(), 4);
   EXPECT_EQ(first.failure, FC::NONE) << first.detail << first.log_tail;
   EXPECT_TRUE(first.correct);
   EXPECT_EQ(second.failure, FC::INCORRECT) << second.detail << second.log_tail;
@@ -345,7 +351,7 @@ TEST_F(EvaluateOnCpuTest, TheLaunchProbeLoadsInTheProcessStartedAhead) {
     EXPECT_TRUE(r.correct) << r.detail << r.log_tail;
     EXPECT_TRUE(r.findings.empty()) << r.findings[0].check << ": " << r.findings[0].detail;
   }
-  EXPECT_EQ(prestart.warm_takes(), 1);
+  EXPECT_EQ(prestart.warm_takes(), 2);  // the second evaluation's judge and runner
 }
 
 TEST_F(EvaluateOnCpuTest, ALaunchProbeThatDoesNotLoadIsReportedAndJudgingGoesOn) {
@@ -372,8 +378,56 @@ TEST_F(EvaluateOnCpuTest, AnEvaluatorThatCannotStartIsAnInternalError) {
   for (int i = 0; i < 2; ++i) {
     EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o, &prestart);
     EXPECT_EQ(r.failure, FC::INTERNAL_ERROR);
-    EXPECT_NE(r.detail.find("the evaluator did not start"), std::string::npos) << r.detail;
+    EXPECT_NE(r.detail.find("did not start"), std::string::npos) << r.detail;
   }
+}
+
+// Tensors larger than the file-size limit cross between the judge and the runner: the judge
+// makes every memfd (its limit is its memory limit), and the runner only fills them.
+TEST_F(EvaluateOnCpuTest, OutputsLargerThanTheFileSizeLimitCross) {
+  EvaluatorOptions o = options();
+  o.sandbox.max_output_mb = 1;  // 8 MiB inputs and outputs
+  fs::path dir = fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures";
+  CompileOutcome module;
+  module.module_name = "big_ext";
+  module.module_path = (dir / "fake_extension_big_ok.py").string();
+  auto r = evaluate_candidate(read_file(dir / "reference_big.py"),
+                              read_file(dir / "candidate_big.py"), {module}, {}, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->failure, FC::NONE) << r->detail << r->log_tail;
+  EXPECT_TRUE(r->correct);
+}
+
+// A sandbox layer that cannot be set up (here: a path the root must hold is missing) means
+// nothing runs, and the verdict says so: never a run without the layer.
+TEST_F(EvaluateOnCpuTest, ASandboxThatCannotBeSetUpRunsNothingAndSaysSo) {
+  EvaluatorOptions o = options();
+  o.sandbox.read_only_paths = {"/nonexistent/dice-evaluator-test"};
+  EvaluatorPrestart prestart;
+  for (EvaluatorPrestart* p : {static_cast<EvaluatorPrestart*>(nullptr), &prestart}) {
+    EvaluationReport r = run("candidate_add.py", "fake_extension_ok.py", o, p);
+    EXPECT_EQ(r.failure, FC::SANDBOX_UNAVAILABLE) << r.detail << r.log_tail;
+    EXPECT_FALSE(r.correct);
+    EXPECT_NE(r.detail.find("/nonexistent/dice-evaluator-test"), std::string::npos) << r.detail;
+  }
+}
+
+// Whatever the candidate prints, a result line included (with any nonce it could guess), the
+// verdict comes from the judge's output alone.
+TEST_F(EvaluateOnCpuTest, AResultLineThatTheCandidatePrintsIsNotAVerdict) {
+  EvaluationReport r = run("candidate_add.py", "fake_extension_forges.py");
+  EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
+  EXPECT_FALSE(r.correct);
+  EXPECT_NE(r.log_tail.find("[runner]"), std::string::npos) << r.log_tail;
+}
+
+// The candidate runs in a process of its own: the judge's files (the reference, the nonce) are
+// not where it runs, and nothing it does to its own process reaches the comparison.
+TEST_F(EvaluateOnCpuTest, TheCandidatesProcessHasNoneOfTheJudgesFiles) {
+  EvaluationReport r = run("candidate_add.py", "fake_extension_looks_around.py");
+  EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
+  EXPECT_NE(r.log_tail.find("no reference.py here; no nonce here"), std::string::npos)
+      << r.log_tail;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 """GPU smoke run of the reward service's Python side without the C++ worker: for each dev task,
 extract_sources.py -> the same two translation units binding.cc generates -> nvcc and c++ with
-compile.cc's flags (in parallel) -> evaluate.py on the GPU. Prints one JSON line per task.
+compile.cc's flags (in parallel) -> judge.py (with its runner) on the GPU. Prints one JSON line per task.
 For a machine that has torch + nvcc but not dice's C++ dependencies; the real path is
 reward_dev_data_gpu_test (ctest -L gpu).
 
@@ -90,10 +90,12 @@ def evaluate(item, built, trials):
     kernels = json.loads(p.stdout)["kernels"]
     with open(os.path.join(d, "nonce"), "w") as f:
         f.write("x\n")
-    p, t = run([sys.executable, os.path.join(PY, "evaluate.py"), "--reference", "reference.py",
-                "--candidate", "candidate.py", "--module", built["module"], "--trials",
+    p, t = run([sys.executable, os.path.join(PY, "judge.py"), "--spawn-runner", "--reference",
+                "reference.py", "--runner-candidate", "candidate.py", "--runner-module",
+                built["module"], "--trials",
                 str(trials), "--kernels", ",".join(kernels), "--nonce-file", "nonce",
-                "--timing", "--timing-trials", "20"], d, timeout=300)
+                "--timing", "--timing-trials",
+                os.environ.get("DICE_SMOKE_TIMING_TRIALS", "20")], d, timeout=300)
     lines = [l for l in p.stdout.splitlines() if l.startswith("DICE_EVAL_RESULT x ")]
     if not lines:
         return {"stage": "evaluate", "error": (p.stdout + p.stderr)[-1500:], "wall_s": t}

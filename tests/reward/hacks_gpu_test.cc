@@ -1,11 +1,15 @@
 // The reward hacks of REFERENCE.md section 5, written as candidates that pass the static checks
 // and cheat at run time (tests/reward/gpu_hacks/), plus deliberately broken kernels and a kernel
 // that crashes its CUDA context. All go through one RewardPipeline at once on a real GPU:
-// extract -> static checks -> nvcc -> evaluate.py in the sandbox. Expected: the honest kernel gets
-// reward 1, every other candidate reward 0 with the failure class its file's header names, and a
-// candidate that triggers an illegal memory access fails alone (candidates evaluated on the same
-// GPU at the same time are unaffected). The static cheat corpus (tests/reward/corpus) is not
-// repeated here: these are the cheats only the run-time defences can catch.
+// extract -> static checks -> nvcc -> judge.py and runner.py in the sandbox. Expected: the honest
+// kernel gets reward 1, every other candidate reward 0 with the failure class its file's header
+// names, and a candidate that triggers an illegal memory access fails alone (candidates evaluated
+// on the same GPU at the same time are unaffected). The static cheat corpus (tests/reward/corpus)
+// is not repeated here: these are the cheats only the run-time defences can catch.
+//
+// HacksGpuTest.AdversarialCorpus runs the GPU half of the adversarial corpus
+// (tests/reward/adversarial/gpu, indexed in its README.md) the same way, timed, and prints
+// "adversarial corpus: tried N, caught M, escaped K" with one line per escape.
 //
 // Knobs (environment): DICE_PYTHON (python with torch; default python3), DICE_COMPILE_CACHE
 // (default /tmp/dice-hacks-compile-cache: reused across runs), DICE_HACKS_TRIALS (correctness
@@ -29,6 +33,7 @@
 #include "reward/evaluator.h"
 #include "reward/pipeline.h"
 #include "reward/reward_worker.h"
+#include "tests/reward/adversarial_host.h"
 
 namespace dice {
 namespace {
@@ -41,13 +46,16 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-std::string read_hack_file(const std::string& name) {
-  const std::string path = std::string(DICE_REWARD_HACKS_DIR) + "/" + name;
+std::string read_source(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << "cannot read " << path;
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string read_hack_file(const std::string& name) {
+  return read_source(std::string(DICE_REWARD_HACKS_DIR) + "/" + name);
 }
 
 std::string failure_name(FC failure) {
@@ -66,7 +74,7 @@ struct Outcome {
   double kernel_ms = 0;               // timed mean, with timing on
   std::vector<std::string> findings;  // check names
   std::string line;                   // printable summary with the log excerpt
-  // The evaluation (evaluate.py) interval, from the end of evaluate() back by its eval time:
+  // The evaluation (judge and runner) interval, from the end of evaluate() back by its eval time:
   // evaluation is the last thing the pipeline does.
   Clock::time_point eval_start, eval_end;
 
@@ -106,15 +114,26 @@ class HacksGpuTest : public ::testing::Test {
                       PipelineIdentity{"hacks-gpu-test", gpu_slot_names({0}, slots_)});
   }
 
+  // One candidate to judge: its name (for the log), its source and its task's reference.
+  struct Job {
+    std::string name, source, reference;
+  };
+
   // Evaluates every file of `candidates` (names under gpu_hacks/) at the same time, one thread
   // each; a name may repeat.
   std::vector<Outcome> evaluate_all(const std::vector<std::string>& candidates) {
-    std::vector<Outcome> outcomes(candidates.size());
+    std::vector<Job> jobs;
+    for (const auto& c : candidates) jobs.push_back({c, read_hack_file(c), reference_});
+    return evaluate_jobs(jobs);
+  }
+
+  std::vector<Outcome> evaluate_jobs(const std::vector<Job>& jobs) {
+    std::vector<Outcome> outcomes(jobs.size());
     std::mutex print_mu;
     std::vector<std::thread> threads;
-    for (size_t i = 0; i < candidates.size(); ++i) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
       threads.emplace_back([&, i] {
-        outcomes[i] = evaluate_one(i, candidates[i]);
+        outcomes[i] = evaluate_one(i, jobs[i]);
         std::lock_guard<std::mutex> lock(print_mu);
         std::cout << outcomes[i].line << std::endl;
       });
@@ -123,16 +142,16 @@ class HacksGpuTest : public ::testing::Test {
     return outcomes;
   }
 
-  Outcome evaluate_one(size_t work_id, const std::string& file) {
-    const std::string source = read_hack_file(file);
+  Outcome evaluate_one(size_t work_id, const Job& job) {
+    const std::string& file = job.name;
     capnp::MallocMessageBuilder request_message;
     auto request = request_message.initRoot<schema::EvalRequest>();
     request.setWorkId(work_id);
     auto task = request.initTask();
     task.setId("gpu-hacks/" + file);
     task.setPhase(schema::Phase::E2E);
-    task.setReferenceSource(reference_);
-    request.initCandidate().setText("Here is the kernel.\n```python\n" + source + "```\n");
+    task.setReferenceSource(job.reference);
+    request.initCandidate().setText("Here is the kernel.\n```python\n" + job.source + "```\n");
     capnp::MallocMessageBuilder verdict_message;
     auto verdict = verdict_message.initRoot<schema::Verdict>();
     pipeline_->evaluate(request, verdict);
@@ -228,7 +247,7 @@ TEST_F(HacksGpuTest, EveryRuntimeHackAndBrokenKernelIsRejected) {
     EXPECT_EQ(got.reward, 0.0f) << want.file << " cheats or is wrong and was rewarded"
                                 << (std::string(want.file) == "output_cache_launching.py"
                                         ? " (a cache that still launches a kernel is exposed by "
-                                          "evaluate.py's fresh-input call: stale-output)"
+                                          "the judge's fresh-input call: stale-output)"
                                         : "");
     // One of the listed ways of being caught must hold whole: its failure class and, where one
     // is named, its finding (output_cache.py may be caught by either of two checks).
@@ -321,6 +340,107 @@ TEST_F(HacksGpuTest, IllegalMemoryAccessFailsOnlyItsOwnCandidate) {
   EXPECT_GT(concurrent, 0) << "no honest evaluation ran while the crashing one did";
   std::cout << "[ isolation ] " << concurrent << " of " << outcomes.size() - 1
             << " honest evaluations overlapped the crashing one" << std::endl;
+}
+
+// ---- The adversarial corpus's GPU half (tests/reward/adversarial/gpu; README.md there).
+
+struct AdversarialCase {
+  const char* file;       // under adversarial/gpu
+  const char* reference;  // under adversarial/gpu; "" = gpu_hacks/reference.py
+  // > 0: also caught when the timed mean shows at least this much work per call (the candidate
+  // cheats the timing, not the answer: its work must be seen).
+  double work_ms = 0;
+  bool control = false;  // honest: must be rewarded
+};
+
+const std::vector<AdversarialCase>& adversarial_gpu_corpus() {
+  static const std::vector<AdversarialCase> kAll = {
+      {"control/honest.py", "", 0, true},
+      {"b_semantics/torch_alias_dead_kernel.py", ""},
+      {"b_semantics/torch_getattr_dead_kernel.py", ""},
+      {"b_semantics/aten_in_cpp.py", ""},
+      {"b_semantics/aten_methods_in_cpp.py", ""},
+      {"b_semantics/inherits_model.py", ""},
+      {"b_semantics/try_except_fallback.py", ""},
+      {"b_semantics/content_cache.py", "", 1.0},
+      {"b_semantics/patch_event_timer.py", "", 1.0},
+      {"b_semantics/python_content_cache.py", "", 1.0},
+      {"b_semantics/side_stream.py", "", 1.0},
+      {"b_semantics/thread_launch.py", "", 1.0},
+      {"b_semantics/write_past_output.py", "reference_odd.py"},
+      {"b_semantics/uninit_cudamalloc.py", ""},
+      {"c_hidden/static_ctor_system.py", ""},
+      {"c_hidden/static_ctor_pyrun.py", ""},
+      {"c_hidden/runtime_load_inline.py", ""},
+  };
+  return kAll;
+}
+
+// A candidate is caught when it gets no reward (or, for a timing cheat, its work was timed) and
+// the host shows nothing of it: no file or process (of a sandbox uid) with the GPU corpus's mark,
+// checked once every evaluation has returned. The static check counts: it is part of the pipeline.
+TEST_F(HacksGpuTest, AdversarialCorpus) {
+  namespace adv = adversarial;
+  options_.timing.enabled = true;  // the timing cheats are judged by their timed mean
+  rebuild_pipeline();
+  adv::remove_files(adv::marked_files(adv::kGpuMark));  // left by an earlier, killed run
+  const std::string dir = std::string(DICE_REWARD_ADVERSARIAL_DIR) + "/gpu/";
+  std::vector<Job> jobs;
+  for (const auto& c : adversarial_gpu_corpus()) {
+    jobs.push_back({c.file, read_source(dir + c.file),
+                    *c.reference ? read_source(dir + c.reference) : reference_});
+    ASSERT_FALSE(jobs.back().source.empty()) << "cannot read " << dir << c.file;
+  }
+  const std::vector<Outcome> outcomes = evaluate_jobs(jobs);
+  std::vector<std::string> files = adv::marked_files(adv::kGpuMark);
+  const auto processes = adv::marked_processes(adv::kGpuMark, /*grace_seconds=*/5);
+  adv::remove_files(files);
+  adv::kill_processes(processes);
+  std::vector<std::string> effects;
+  for (const auto& f : files) effects.push_back("left " + f);
+  for (const auto& p : processes) {
+    effects.push_back("process " + std::to_string(p.pid) + " of uid " + std::to_string(p.uid) +
+                      " still runs: " + p.name);
+  }
+
+  adv::Tally tally;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const AdversarialCase& c = adversarial_gpu_corpus()[i];
+    const Outcome& got = outcomes[i];
+    // A file's marks carry its name (dice-advgpu-<stem>).
+    std::string stem = c.file;
+    stem = stem.substr(stem.rfind('/') + 1);
+    stem = stem.substr(0, stem.rfind('.'));
+    std::string left;
+    for (auto e = effects.begin(); e != effects.end();) {
+      if (e->find(adv::kGpuMark + stem) == std::string::npos) {
+        ++e;
+        continue;
+      }
+      left += (left.empty() ? "" : "; ") + *e;
+      e = effects.erase(e);
+    }
+    if (c.control) {
+      EXPECT_EQ(got.reward, 1.0f) << "the honest control was rejected (a defence that rejects "
+                                     "everything is none): "
+                                  << got.line;
+      EXPECT_EQ(left, "") << got.line;
+      continue;
+    }
+    std::string why;
+    const bool work_timed = c.work_ms > 0 && got.kernel_ms >= c.work_ms;
+    if (got.reward != 0.0f && !work_timed) {
+      why = "rewarded " + std::to_string(got.reward) +
+            (c.work_ms > 0 ? " with a mean of " + std::to_string(got.kernel_ms) +
+                                 " ms for work of " + std::to_string(c.work_ms) + " ms or more"
+                           : "");
+    }
+    if (!left.empty()) why += (why.empty() ? "" : "; ") + left;
+    tally.add(c.file, !why.empty(), why);
+  }
+  std::cout << tally.summary() << std::endl;
+  EXPECT_EQ(tally.escaped(), 0) << tally.summary();
+  for (const auto& e : effects) ADD_FAILURE() << "a host effect no corpus file claims: " << e;
 }
 
 }  // namespace

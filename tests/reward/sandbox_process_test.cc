@@ -1,6 +1,6 @@
 // Integration tests of SandboxProcess, the start-now, work-later form of the sandbox the reward
-// service uses to have evaluate.py ready before a candidate arrives: real child processes, the
-// same isolation as run_sandboxed().
+// service uses to have the judge and runner ready before a candidate arrives: real child processes,
+// the same isolation as run_sandboxed().
 #include <signal.h>
 #include <unistd.h>
 

@@ -21,6 +21,8 @@
 #include "reward/pipeline.h"
 #include "reward/sandbox_netns.h"
 
+#include "tests/reward/sandbox_test_util.h"
+
 #include <gtest/gtest.h>
 
 namespace dice {
@@ -28,24 +30,13 @@ namespace {
 
 using FC = schema::FailureClass;
 
-// Python that the sandbox uid can execute (the pyenv shim under /root is not reachable).
-constexpr char kPython[] = "/usr/bin/python3";
+using sandbox_test::kPython;
 
 SandboxSpec python_spec(const std::string& code) {
-  SandboxSpec spec;
-  spec.argv = {kPython, "-c", code};
-  spec.timeout_seconds = 10;
-  spec.memory_limit_mb = 1024;
-  spec.max_processes = 32;
-  spec.max_output_mb = 1;
-  return spec;
+  return sandbox_test::python_spec(code, 10, 1024);
 }
 
-SandboxResult run_ok(const SandboxSpec& spec) {
-  auto result = run_sandboxed(spec);
-  EXPECT_TRUE(result.ok()) << result.status().to_string();
-  return result.ok() ? result.value() : SandboxResult{};
-}
+using sandbox_test::run_ok;
 
 TEST(SandboxTest, RunsAndCapturesOutput) {
   SandboxResult r = run_ok(python_spec(
@@ -167,11 +158,23 @@ TEST(SandboxTest, ForkBombIsContained) {
   EXPECT_TRUE(after.succeeded()) << after.stderr_text;
 }
 
-TEST(SandboxTest, WritingOutsideScratchIsRefused) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root for the uid switch and mount namespace";
-  for (const std::string& target : {std::string(DICE_REPO_DIR) + "/sandbox_escape.txt",
-                                    std::string("/tmp/dice_sandbox_escape.txt")}) {
-    SandboxResult r = run_ok(python_spec("open('" + target + "', 'w').write('x')"));
+TEST(SandboxTest, WritingOutsideScratchDoesNotReachTheHost) {
+  if (geteuid() != 0) GTEST_SKIP() << "the isolated sandbox needs root";
+  // The repository is not in the run's root at all; /tmp there is a private tmpfs of the run's
+  // (sandbox_isolation_test.cc tries more places). Neither write reaches the host.
+  const std::string in_repo = std::string(DICE_REPO_DIR) + "/sandbox_escape.txt";
+  const std::string in_tmp = "/tmp/dice_sandbox_escape.txt";
+  SandboxResult repo = run_ok(python_spec("open('" + in_repo + "', 'w').write('x')"));
+  EXPECT_FALSE(repo.succeeded());
+  EXPECT_NE(repo.stderr_text.find("No such file or directory"), std::string::npos)
+      << repo.stderr_text;
+  run_ok(python_spec("open('" + in_tmp + "', 'w').write('x')"));
+  for (const std::string& target : {in_repo, in_tmp}) {
+    EXPECT_FALSE(std::filesystem::exists(target)) << target;
+  }
+  // What the root has from the host is read-only.
+  for (const char* target : {"/usr/sandbox_escape.txt", "/etc/sandbox_escape.txt"}) {
+    SandboxResult r = run_ok(python_spec(std::string("open('") + target + "', 'w').write('x')"));
     EXPECT_FALSE(r.succeeded()) << target;
     EXPECT_EQ(classify_sandbox_failure(r), FC::SANDBOX_VIOLATION) << target << r.stderr_text;
     EXPECT_FALSE(std::filesystem::exists(target)) << target;

@@ -1,4 +1,4 @@
-"""What the start of an evaluation process costs, by phase: the work reward/python/evaluate.py
+"""What the start of an evaluation process costs, by phase: the work reward/python/runner.py (the evaluation process that loads candidate code)
 does before a candidate arrives (import torch and its extension loader, the CUDA context, then
 the kernel check's set-up: warming torch's profiler, or attaching dice's launch probe), and the
 kernel check's first session on one small op. N processes start at once, as a reward worker's
@@ -44,12 +44,12 @@ class Laps:
 
 
 def one_process(device, kernel_check, probe_path):
-    """The phases of one process, as evaluate.py runs them; a dict phase -> {wall, cpu}."""
+    """The phases of one process, as runner.py runs them; a dict phase -> {wall, cpu}."""
     laps = Laps()
-    import evaluate  # noqa: E402 - its own import is cheap; torch comes next
+    import runner  # noqa: E402 - its own import is cheap; torch comes next
     import torch
     laps.lap("import_torch")
-    import torch.utils.cpp_extension  # noqa: F401 - evaluate.py's loader shim needs it
+    import torch.utils.cpp_extension  # noqa: F401 - runner.py's loader shim needs it
     laps.lap("import_cpp_extension")
     if not device.startswith("cuda"):
         return laps.record
@@ -61,14 +61,14 @@ def one_process(device, kernel_check, probe_path):
         torch.cuda.synchronize(device)
 
     if kernel_check == "cupti":
-        probe = evaluate.LaunchProbe(probe_path)  # attaches, as the process started ahead does
+        probe = runner.LaunchProbe(probe_path)  # attaches, as the process started ahead does
         laps.lap("kernel_check_setup")
         names, _ = probe.launches(small_op)
         laps.lap("kernel_check_first")
         if not names:
             raise RuntimeError("the launch probe saw no kernel of a torch op")
     else:
-        evaluate.warm_profiler(torch, device)  # what the process started ahead does
+        runner.warm_profiler(torch, device)  # what the process started ahead does
         laps.lap("kernel_check_setup")
         from torch.profiler import profile, ProfilerActivity
         with profile(activities=[ProfilerActivity.CUDA]) as prof:

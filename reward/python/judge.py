@@ -1,0 +1,760 @@
+"""The judge: decides whether one compiled candidate is correct and how fast it is, against its
+PyTorch reference (KernelBench semantics plus anti-cheat checks). It never imports candidate code:
+the candidate runs in the runner (runner.py), a process of its own in a stricter sandbox, and
+everything it produces reaches the judge as bytes over the channel (channel.py). The reference,
+the comparisons, the timing arithmetic and the verdict live here only (docs/SECURITY.md).
+
+Usage (the reward worker starts it ahead of its work, like the runner):
+  python3 judge.py --job-from-stdin [--device cuda]
+      imports torch and creates the CUDA context, prints "DICE_EVAL_READY", then reads its
+      arguments from stdin, NUL-separated, up to a newline; its channel to the runner arrives with
+      the first byte (SCM_RIGHTS).
+  python3 judge.py --spawn-runner ARGS...   (tests: starts runner.py itself, unsandboxed)
+Arguments:
+  --reference ref.py --runner-candidate PATH --runner-module NAME=PATH... (paths as the runner
+  sees them) [--kernels k1,k2] [--trials 3] [--tol-fp32 1e-2 --tol-fp16 1e-2 --tol-bf16 1e-2]
+  [--seed -1] [--timing --timing-trials 100 --warmups 3] [--device cuda] [--nonce-file nonce]
+  [--timing-turn] [--peak-gbps 4800] [--plausible-speedup 10] [--answer-seconds 600]
+
+--seed -1 (the default) draws the model and input seeds from os.urandom, so a candidate cannot
+know its inputs ahead; they are in the result ("seeds") to reproduce a verdict. --seed N >= 0
+draws them as KernelBench does from N.
+
+Output: one line "DICE_EVAL_RESULT <nonce> <json>" on stdout, written by this process only (the
+runner's output is never read for a result). JSON keys: failure (a FailureClass name of
+schemas/verdict.capnp), detail, correct, trials, max_abs_error, findings [{check, detail, fatal}],
+kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup,
+eval_seconds, phases, seeds. The findings are listed in docs/SECURITY.md.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import types
+
+import channel
+import timed_calls
+
+RESULT_PREFIX = "DICE_EVAL_RESULT"
+READY_LINE = "DICE_EVAL_READY"
+TIMING_TURN_PREFIX = "DICE_TIMING_TURN"
+# Elements compared per step (bounded float64 temporaries for outputs of any size).
+COMPARE_CHUNK = 16 << 20
+# Kernels in the namespaces of torch and its libraries: matched by name only, they never count
+# as the candidate's own (a dead kernel of the candidate's named like one of torch's would).
+LIBRARY_NAMESPACE = re.compile(r"(^|[^A-Za-z0-9_])(at|c10|cub|cutlass|thrust|cublasLt|cudnn|"
+                               r"flash|xformers)::|cublas|cudnn|cutlass|sm\d+_xmma")
+# The index of the first timing warm-up call: far from the measured calls' (0..trials), so no
+# warm-up call's inputs are a measured call's.
+WARM_UP_FIRST = 1 << 20
+# Kernels of torch's that a candidate's extension may launch beside its own: allocation-side
+# work (fills, copies), not computation. Any other kernel not of the candidate's module is a
+# fallback to PyTorch (fatal).
+ALLOWED_FOREIGN_KERNEL = re.compile(
+    r"fill|copy|memset|memcpy|zero|FillFunctor|direct_copy|CatArrayBatchedCopy", re.IGNORECASE)
+
+
+class EvalFailure(Exception):
+    """Ends the evaluation with a failure class (FailureClass name) and a detail."""
+
+    def __init__(self, failure, detail):
+        super().__init__(detail)
+        self.failure = failure
+        self.detail = detail
+
+
+# ---- pure helpers (tested on the CPU) ------------------------------------------------------
+
+def tolerance_for(dtype, args):
+    name = str(dtype)
+    if "bfloat16" in name:
+        return args.tol_bf16
+    if "float16" in name or "half" in name:
+        return args.tol_fp16
+    return args.tol_fp32
+
+
+def informative_atol(torch, want, tol):
+    """The absolute tolerance at which comparing with `want` tells something: DICE's atol, unless
+    every reference value is within it of zero (an all-zero output would pass: a softmax over a
+    very wide row, values ~1e-6). Then atol is scaled to the reference's own magnitude:
+    tol * max|want|. Returns (atol, scaled?)."""
+    if not want.is_floating_point() and not want.is_complex():
+        return tol, False
+    finite = want[torch.isfinite(want)] if not want.is_complex() else want.abs()
+    if finite.numel() == 0:
+        return tol, False
+    largest = float(finite.abs().max())
+    if largest * (1 - tol) <= tol and largest > 0:
+        return tol * largest, True
+    return tol, False
+
+
+def compare_tensor(torch, g, w, atol, rtol, where):
+    """Compare two tensors of equal shape and dtype, chunk by chunk, on w's device. Raises
+    EvalFailure(incorrect); returns the largest absolute difference (0 for exact types, NaN when
+    every difference is NaN)."""
+    g_flat, w_flat = g.detach().reshape(-1), w.detach().reshape(-1)
+    exact = not w.is_floating_point() and not w.is_complex()
+    wide = torch.complex128 if w.is_complex() else torch.float64
+    bad = torch.zeros((), dtype=torch.int64, device=w.device)
+    largest = torch.full((), -1.0, dtype=torch.float64, device=w.device)
+    for start in range(0, w_flat.numel(), COMPARE_CHUNK):
+        gc = g_flat[start:start + COMPARE_CHUNK].to(w.device)
+        wc = w_flat[start:start + COMPARE_CHUNK]
+        if exact:
+            bad += (gc != wc).sum()
+            continue
+        g64, w64 = gc.to(wide), wc.to(wide)
+        diff = (g64 - w64).abs()
+        largest = torch.maximum(largest, diff.masked_fill(torch.isnan(diff), -1.0).max())
+        bad += (~torch.isclose(g64, w64, atol=atol, rtol=rtol, equal_nan=True)).sum()
+    bad, max_err = int(bad), float(largest)
+    if exact:
+        if bad:
+            raise EvalFailure("incorrect", "%s: %d of %d values differ (exact type %s)" %
+                              (where, bad, w.numel(), w.dtype))
+        return 0.0
+    if w.numel() > 0 and max_err < 0:
+        max_err = float("nan")
+    max_err = max(max_err, 0.0) if not math.isnan(max_err) else max_err
+    if bad:
+        raise EvalFailure("incorrect", "%s: %d of %d values outside tolerance (atol %g, rtol %g; "
+                          "max abs error %g)" % (where, bad, w.numel(), atol, rtol, max_err))
+    return max_err
+
+
+def check_output_kinds(torch, got, want, got_devices):
+    """Raise EvalFailure(shapeMismatch) unless every output has the reference's kind: a tensor of
+    the same dtype, shape and device type (a half-precision output for a float32 reference is not
+    the reference's output), or a plain value where the reference gives one."""
+    if len(got) != len(want):
+        raise EvalFailure("shapeMismatch", "the candidate returned %d outputs, the reference %d"
+                          % (len(got), len(want)))
+    for i, (g, w, device) in enumerate(zip(got, want, got_devices)):
+        where = "output %d" % i if len(want) > 1 else "output"
+        if not isinstance(w, torch.Tensor):
+            continue
+        if not isinstance(g, torch.Tensor):
+            raise EvalFailure("shapeMismatch", "%s: a plain value instead of a tensor" % where)
+        if g.dtype != w.dtype:
+            raise EvalFailure("shapeMismatch", "%s: dtype %s, reference %s" %
+                              (where, str(g.dtype).replace("torch.", ""),
+                               str(w.dtype).replace("torch.", "")))
+        if tuple(g.shape) != tuple(w.shape):
+            raise EvalFailure("shapeMismatch", "%s: shape %s, reference %s" %
+                              (where, tuple(g.shape), tuple(w.shape)))
+        if device != w.device.type:
+            raise EvalFailure("shapeMismatch", "%s: on %s, reference on %s" %
+                              (where, device, w.device.type))
+
+
+def compare_outputs(torch, got, want, args, scaled=None):
+    """Values of outputs of the right kinds. Returns (largest absolute difference, [atol per
+    output]). `scaled` collects the outputs whose atol was scaled (informative_atol)."""
+    max_err, atols = 0.0, []
+    for i, (g, w) in enumerate(zip(got, want)):
+        where = "output %d" % i if len(want) > 1 else "output"
+        if not isinstance(w, torch.Tensor):
+            atols.append(args.tol_fp32)
+            if isinstance(g, torch.Tensor):
+                g = g.item() if g.numel() == 1 else None
+            if isinstance(w, float) and isinstance(g, (int, float)) and not isinstance(g, bool):
+                if not math.isclose(g, w, rel_tol=args.tol_fp32, abs_tol=args.tol_fp32):
+                    raise EvalFailure("incorrect", "%s: %r vs reference %r" % (where, g, w))
+            elif g != w or type(g) is bool != (type(w) is bool):
+                raise EvalFailure("incorrect", "%s: %r vs reference %r" % (where, g, w))
+            continue
+        tol = tolerance_for(w.dtype, args)
+        atol, was_scaled = informative_atol(torch, w, tol)
+        if was_scaled and scaled is not None:
+            scaled.add(i)
+        atols.append(atol)
+        err = compare_tensor(torch, g, w, atol, tol, where)
+        max_err = float("nan") if math.isnan(err) else max(max_err, err)
+    return max_err, atols
+
+
+def is_constant(torch, t):
+    return isinstance(t, torch.Tensor) and t.numel() > 1 and (
+        t.is_floating_point() or t.is_complex()) and bool((t == t.reshape(-1)[0]).all())
+
+
+def same_tensors(torch, a, b):
+    """Bit-for-bit equal lists of outputs (NaN equal to NaN)."""
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if not isinstance(x, torch.Tensor):
+            if x != y:
+                return False
+            continue
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if not torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
+                           y.reshape(-1).view(torch.uint8) if y.numel() else y):
+            return False
+    return True
+
+
+def kernel_names_ran(names, kernels):
+    """Which of the candidate's __global__ names appear in the launched kernels' names."""
+    found = set()
+    for name in names:
+        for k in kernels:
+            if re.search(r"(^|[^A-Za-z0-9_])%s([^A-Za-z0-9_]|$)" % re.escape(k), name):
+                found.add(k)
+    return found
+
+
+def mean_std(values):
+    if not values:
+        return 0.0, 0.0
+    m = sum(values) / len(values)
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
+
+
+def draw_seeds(torch, args):
+    """{"init": model seed, "trials": [input seed per trial], "fresh": one more, "timing": [2]}:
+    from os.urandom with --seed -1, else drawn as KernelBench draws them from --seed."""
+    count = args.trials + 3
+    if args.seed < 0:
+        values = [int.from_bytes(os.urandom(4), "little") for _ in range(count + 1)]
+        init = values.pop() & 0x7FFFFFFF
+    else:
+        torch.manual_seed(args.seed)
+        values = [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(count)]
+        init = args.seed
+    return {"init": init, "trials": values[:args.trials], "fresh": values[args.trials],
+            "timing": values[args.trials + 1:]}
+
+
+def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
+    """None when the runner's claimed times can be real, else why not. The judge clocked the
+    runner's whole timing request from outside (wall_ms) and its own identical loop over the
+    reference (overhead_ms: that loop's wall time less its timed calls: inputs, flushes,
+    synchronisation, digests). Time the claim leaves unexplained beyond half the wall time (and
+    10 ms) is time the candidate spent but did not report. The margin is what honest candidates
+    need: on the H200 the two processes' loop overheads differed by up to 41 ms over 101 calls
+    (16 dev items, session 12), so time hidden below about one loop overhead (~0.5-1.3 ms per
+    call there) is not seen by this check; the timers it would have to fake are bound before
+    candidate code loads (timed_calls.Timers)."""
+    unexplained = wall_ms - overhead_ms - sum(claimed_ms)
+    if unexplained > max(0.5 * wall_ms, 10.0):
+        return ("the runner reported %.3f ms over %d calls, but its timing took %.3f ms of which "
+                "the loop itself accounts for %.3f ms" % (sum(claimed_ms), len(claimed_ms),
+                                                         wall_ms, overhead_ms))
+    return None
+
+
+# ---- the runner's side, seen from here ----------------------------------------------------
+
+class RunnerLink:
+    """Requests to the runner; every answer is checked before use. A malformed answer, or none in
+    time, ends the evaluation: the runner is the candidate's process."""
+
+    def __init__(self, torch, sock, answer_seconds):
+        self.torch, self.sock, self.answer_seconds = torch, sock, answer_seconds
+
+    def ask(self, message, values=(), extra_fds=()):
+        items, fds = channel.encode(self.torch, list(values))
+        fds = fds + [os.dup(fd) for fd in extra_fds]
+        message = dict(message, inputs=items)
+        try:
+            channel.send(self.sock, message, fds)
+        except OSError as e:
+            raise EvalFailure("crashed", "the runner is gone: %s" % e)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        try:
+            answer, answer_fds = channel.receive(self.sock, self.answer_seconds)
+        except EOFError:
+            raise EvalFailure("crashed", "the runner ended during %r" % message.get("op"))
+        except (channel.ProtocolError, OSError) as e:
+            raise EvalFailure("antiCheat", "the runner broke the channel's protocol during %r: %s"
+                              % (message.get("op"), e))
+        if "error" in answer:
+            for fd in answer_fds:
+                os.close(fd)
+            failure = answer.get("error")
+            if failure not in ("importError", "runtimeError", "shapeMismatch"):
+                failure = "runtimeError"
+            raise EvalFailure(failure, str(answer.get("detail", ""))[:2000])
+        return answer, answer_fds
+
+    def outputs(self, answer, slot_fds, want, device):
+        """The outputs the runner wrote into the slots (memfds made here), checked against the
+        reference's outputs `want`. Every fd is closed."""
+        items = answer.get("outputs", [])
+        if not isinstance(items, list):
+            for fd in slot_fds:
+                os.close(fd)
+            raise EvalFailure("antiCheat", "the runner's outputs are malformed")
+        for i, item in enumerate(items):
+            declared = item.get("unexpected") if isinstance(item, dict) else None
+            if isinstance(declared, dict):
+                for fd in slot_fds:
+                    os.close(fd)
+                where = "output %d" % i if len(want) > 1 else "output"
+                w = want[i] if i < len(want) else None
+                ref = ("dtype %s, shape %s" % (str(w.dtype).replace("torch.", ""), list(w.shape))
+                       if isinstance(w, self.torch.Tensor) else "a plain value" if i < len(want)
+                       else "no such output")
+                raise EvalFailure("shapeMismatch", "%s: dtype %s, shape %s on %s; reference: %s"
+                                  % (where, str(declared.get("dtype"))[:32],
+                                     str(declared.get("shape"))[:200],
+                                     str(declared.get("device"))[:16], ref))
+        try:
+            values = channel.decode(self.torch, items, slot_fds, device)
+        except channel.ProtocolError as e:
+            raise EvalFailure("shapeMismatch", "the outputs do not decode: %s" % e)
+        return values, channel.declared_devices(items)
+
+
+# ---- the evaluation ------------------------------------------------------------------------
+
+class Judge:
+    def __init__(self, torch, args, link):
+        self.torch, self.args, self.link = torch, args, link
+        self.device = torch.device(args.device)
+        self.cuda = self.device.type == "cuda"
+        self.findings = []
+        self.spent = {"inputs": 0.0, "runner": 0.0, "compare": 0.0}
+
+    def finding(self, check, detail, fatal):
+        self.findings.append({"check": check, "detail": detail, "fatal": fatal})
+
+    def timed(self, what, fn, *a):
+        start = time.monotonic()
+        try:
+            return fn(*a)
+        finally:
+            self.spent[what] += time.monotonic() - start
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def make_inputs(self, get_inputs, seed):
+        self.torch.manual_seed(seed)
+        return [x.to(self.device) if isinstance(x, self.torch.Tensor) else x for x in get_inputs()]
+
+    def cloned(self, inputs):
+        return [x.clone() if isinstance(x, self.torch.Tensor) else x for x in inputs]
+
+    def reference(self, model, inputs):
+        with self.torch.no_grad():
+            out = model(*self.cloned(inputs))
+        self.sync()
+        return timed_calls.flat_outputs(out)
+
+    def candidate(self, inputs, want):
+        """The runner's outputs for `inputs`, checked to be of the reference's kinds."""
+        nbytes = sum(w.numel() * w.element_size() for w in want
+                     if isinstance(w, self.torch.Tensor))
+        slots, slot_fds = channel.slots_for(self.torch, want)
+        try:
+            answer, fds = self.timed("runner", self.link.ask, {
+                "op": "forward", "poison_bytes": nbytes, "slots": slots}, inputs, slot_fds)
+        except BaseException:
+            for fd in slot_fds:
+                os.close(fd)
+            raise
+        for fd in fds:  # the runner sends none back
+            os.close(fd)
+        got, devices = self.link.outputs(answer, slot_fds, want, self.device)
+        modified = answer.get("inputs_modified", [])
+        if modified:
+            self.finding("inputs-modified", "forward changed input(s) %s" % (modified,)[:200],
+                         True)
+            raise EvalFailure("antiCheat", "the candidate modified its inputs")
+        check_output_kinds(self.torch, got, want, devices)
+        return got
+
+    def check_correctness(self, ref_model, get_inputs, seeds):
+        torch, args = self.torch, self.args
+        max_err, scaled = 0.0, set()
+        per_trial = []  # (reference outputs, candidate outputs) of each trial
+        for trial, seed in enumerate(seeds["trials"]):
+            pristine = self.timed("inputs", self.make_inputs, get_inputs, seed)
+            want = self.reference(ref_model, pristine)
+            got = self.candidate(pristine, want)
+            err, _ = self.timed("compare", compare_outputs, torch, got, want, args, scaled)
+            max_err = float("nan") if math.isnan(err) else max(max_err, err)
+            # Run it again on the same inputs: it must agree with itself.
+            again = self.candidate(pristine, want)
+            try:
+                self.timed("compare", compare_outputs, torch, again, got, args)
+            except EvalFailure as e:
+                self.finding("kernel-outputs-differ", "trial %d: %s" % (trial, e.detail), True)
+                raise EvalFailure("antiCheat", "two runs on equal inputs disagree: " + e.detail)
+            for i, (g, w) in enumerate(zip(got, want)):
+                if is_constant(torch, g) and not is_constant(torch, w):
+                    self.finding("constant-output", "trial %d, output %d: one value everywhere, "
+                                 "the reference's varies" % (trial, i), True)
+                    raise EvalFailure("antiCheat", "a constant output for a varying reference")
+            per_trial.append((want, got))
+        self.check_input_dependence(per_trial)
+        for i in sorted(scaled):
+            self.finding("tolerance-scaled", "output %d: every reference value lies within atol "
+                         "of zero, so atol was scaled to the reference's magnitude" % i, False)
+        # Inputs from a seed no run above used: an output cached across calls is stale here.
+        fresh = self.timed("inputs", self.make_inputs, get_inputs, seeds["fresh"])
+        want = self.reference(ref_model, fresh)
+        got = self.candidate(fresh, want)
+        try:
+            self.timed("compare", compare_outputs, torch, got, want, args)
+        except EvalFailure as e:
+            self.finding("stale-output", "fresh inputs: " + e.detail, True)
+            raise EvalFailure("antiCheat", "wrong on fresh inputs after passing the trials "
+                              "(an output cached across calls?): " + e.detail)
+        return max_err, fresh
+
+    def check_input_dependence(self, per_trial):
+        """Outputs that do not change when the inputs do, while the reference's do, were not
+        computed from the inputs."""
+        if len(per_trial) < 2:
+            return
+        first_want, first_got = per_trial[0]
+        wants_vary = any(not same_tensors(self.torch, w, first_want) for w, _ in per_trial[1:])
+        gots_vary = any(not same_tensors(self.torch, g, first_got) for _, g in per_trial[1:])
+        if wants_vary and not gots_vary:
+            self.finding("input-independent-output", "the same output for %d different input "
+                         "sets" % len(per_trial), True)
+            raise EvalFailure("antiCheat", "the output does not depend on the inputs")
+
+    def check_kernels_ran(self, inputs, modules):
+        if not self.cuda or not self.args.kernels:
+            return
+        answer, fds = self.timed("runner", self.link.ask, {"op": "kernels"}, inputs)
+        for fd in fds:
+            os.close(fd)
+        for key, check in (("probe_error", "launch-probe-unavailable"),
+                           ("profiler_error", "profiler-unavailable")):
+            if answer.get(key):
+                self.finding(check, str(answer[key])[:500], False)
+        launches = answer.get("launches")
+        if launches is None:
+            return
+        if not isinstance(launches, list) or not all(
+                isinstance(x, list) and len(x) == 2 and all(isinstance(v, str) for v in x)
+                for x in launches):
+            raise EvalFailure("antiCheat", "the runner's kernel list is malformed")
+        # The candidate's own kernels are those its own module launched, whatever their name.
+        # A launch whose library the probe could not tell (a driver-API launch, the profiler)
+        # counts by name, never for a name in torch's or its libraries' namespaces.
+        own, foreign, by_name = [], [], False
+        for name, path in launches:
+            if path in modules:
+                own.append(name)
+            elif path == "?" and kernel_names_ran([name], self.args.kernels) and \
+                    not LIBRARY_NAMESPACE.search(name):
+                own.append(name)
+                by_name = True
+            else:
+                foreign.append(name)
+        if by_name:
+            self.finding("kernel-identity-by-name", "the launching library of some kernels is "
+                         "unknown (%s): those matched by name" % answer.get("probe", "?"), False)
+        if not own:
+            self.finding("kernel-not-run", "no kernel of the candidate's module ran during forward"
+                         " (saw: %s)" % "; ".join(sorted(set(foreign)))[:500], True)
+            raise EvalFailure("antiCheat", "no kernel of the candidate ran during forward")
+        fallback = sorted({n for n in foreign if not ALLOWED_FOREIGN_KERNEL.search(n)})
+        if fallback:
+            self.finding("torch-fallback", "PyTorch's own kernels computed part of forward: " +
+                         "; ".join(fallback)[:500], True)
+            raise EvalFailure("antiCheat", "forward fell back to PyTorch's kernels")
+        allowed = sorted(set(foreign))
+        if allowed:
+            self.finding("torch-kernels-ran", "fills and copies by PyTorch in forward: " +
+                         "; ".join(allowed)[:500], False)
+
+    def time_both(self, ref_model, get_inputs, seeds, atols, result):
+        """Times the candidate (in the runner, clocked from here too) and the reference (here),
+        on the same fresh inputs per call; checks every timed call's output digest."""
+        torch, args = self.torch, self.args
+        base_sets = [self.make_inputs(get_inputs, s) for s in seeds["timing"]]
+        for base in base_sets:
+            self.link.ask({"op": "stage"}, base)
+        # Both loops once first, unmeasured, on calls of their own (WARM_UP_FIRST on): each
+        # process's first use of a kernel loads it, and its allocator grows, which would count
+        # as the loop's overhead on one side and not on the other.
+        timed_calls.time_calls(torch, ref_model, base_sets, 2, 0, self.device, WARM_UP_FIRST)
+        self.link.ask({"op": "time", "calls": 2, "warmups": 0, "first": WARM_UP_FIRST})
+        start = time.monotonic()
+        ref_ms, ref_digests = timed_calls.time_calls(torch, ref_model, base_sets,
+                                                     args.timing_trials + 1, args.warmups,
+                                                     self.device)
+        overhead_ms = (time.monotonic() - start) * 1e3 - sum(ref_ms)
+        start = time.monotonic()
+        answer, fds = self.link.ask({"op": "time", "calls": args.timing_trials + 1,
+                                     "warmups": args.warmups})
+        wall_ms = (time.monotonic() - start) * 1e3
+        for fd in fds:
+            os.close(fd)
+        ms, digests = answer.get("ms"), answer.get("digests")
+        if not isinstance(ms, list) or len(ms) != len(ref_ms) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and
+                math.isfinite(v) for v in ms) or not isinstance(digests, list) or \
+                len(digests) != len(ref_digests):
+            raise EvalFailure("antiCheat", "the runner's timing answer is malformed")
+        for k, (got, want) in enumerate(zip(digests, ref_digests)):
+            if not timed_calls.digests_agree(got, want, atols, max(
+                    args.tol_fp32, args.tol_fp16, args.tol_bf16)):
+                self.finding("timed-output-wrong", "timed call %d: its output is not the "
+                             "reference's for that call's inputs" % k, True)
+                raise EvalFailure("antiCheat", "a timed call returned a wrong output (cached, "
+                                  "stale or unfinished)")
+        result["timing_clock"] = {"wall_ms": round(wall_ms, 3), "claimed_ms": round(sum(ms), 3),
+                                  "reference_loop_overhead_ms": round(overhead_ms, 3)}
+        why = check_timing_claim(ms, wall_ms, overhead_ms)
+        if why:
+            self.finding("timing-claim-unexplained", why, True)
+            raise EvalFailure("antiCheat", "the candidate's timing does not match the outside "
+                              "clock")
+        ms, ref_ms = ms[1:], ref_ms[1:]  # the first timed call is discarded (KernelBench)
+        result["kernel_ms_mean"], result["kernel_ms_std"] = mean_std(ms)
+        result["reference_ms_mean"], result["reference_ms_std"] = mean_std(ref_ms)
+        result["timing_trials"] = len(ms)
+        result["speedup"] = result["reference_ms_mean"] / result["kernel_ms_mean"]
+
+
+class PhaseClock:
+    """Seconds per phase into result["phases"], each phase ending where the next starts."""
+
+    def __init__(self, phases, start):
+        self.phases, self.last = phases, start
+
+    def lap(self, name):
+        now = time.monotonic()
+        self.phases[name] = round(now - self.last, 4)
+        self.last = now
+
+
+def exec_reference(source):
+    module = types.ModuleType("reference")
+    module.__file__ = "reference.py"
+    exec(compile(source, "reference.py", "exec"), module.__dict__)
+    return module
+
+
+def evaluate(torch, args, link, result, clock, timing_turn=None):
+    judge = Judge(torch, args, link)
+    judge.findings = result["findings"]  # with what the runner's start noted
+    with open(args.reference, encoding="utf-8") as f:
+        reference_source = f.read()
+    try:
+        ref = exec_reference(reference_source)
+        init_inputs = ref.get_init_inputs()
+    except Exception as e:  # noqa: BLE001
+        raise EvalFailure("internalError", "the reference does not load: %s: %s" %
+                          (type(e).__name__, e))
+    seeds = draw_seeds(torch, args)
+    result["seeds"] = seeds
+    modules = [m[1] for m in args.runner_module]
+    link.ask({"op": "load", "candidate": args.runner_candidate, "seed": seeds["init"],
+              "modules": [list(m) for m in args.runner_module]}, list(init_inputs))
+    torch.manual_seed(seeds["init"])
+    ref_model = ref.Model(*init_inputs).to(judge.device)
+    clock.lap("load")
+    max_err, fresh = judge.check_correctness(ref_model, ref.get_inputs, seeds)
+    result["max_abs_error"] = max_err
+    result["trials"] = args.trials
+    clock.lap("correctness")
+    for what, seconds in judge.spent.items():
+        result["phases"]["correctness_" + what] = round(seconds, 4)
+    judge.check_kernels_ran(fresh, {os.path.basename(m) for m in modules})
+    clock.lap("kernel_check")
+    result["correct"] = True
+    if args.timing and timing_turn is not None:
+        timing_turn()
+        clock.lap("timing_turn")
+    if args.timing and judge.cuda:
+        want = judge.reference(ref_model, fresh)
+        _, atols = compare_outputs(torch, want, want, args)
+        judge.time_both(ref_model, ref.get_inputs, seeds, atols, result)
+        floor_ms = sum(w.numel() * w.element_size() for w in want
+                       if isinstance(w, torch.Tensor)) / (args.peak_gbps * 1e6)
+        if result["kernel_ms_mean"] < 0.5 * floor_ms:
+            judge.finding("faster-than-memory", "%.4f ms for outputs that take %.4f ms to write "
+                          "at %g GB/s" % (result["kernel_ms_mean"], floor_ms, args.peak_gbps),
+                          True)
+            raise EvalFailure("antiCheat", "timed faster than writing its outputs allows")
+        if result["speedup"] > args.plausible_speedup:
+            # Implausible: measured again, and the slower reading stands.
+            first = dict(result)
+            judge.time_both(ref_model, ref.get_inputs, seeds, atols, result)
+            judge.finding("speedup-rechecked", "%.2fx, then %.2fx on a second timing" % (
+                first["speedup"], result["speedup"]), False)
+            if first["speedup"] < result["speedup"]:
+                for key in ("kernel_ms_mean", "kernel_ms_std", "reference_ms_mean",
+                            "reference_ms_std", "speedup"):
+                    result[key] = first[key]
+        clock.lap("timing")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--reference", required=True)
+    p.add_argument("--runner-candidate", required=True)
+    p.add_argument("--runner-module", action="append", default=[],
+                   type=lambda s: tuple(s.split("=", 1)),
+                   help="NAME=PATH of a prebuilt extension module, as the runner sees it")
+    p.add_argument("--kernels", default="", type=lambda s: [k for k in s.split(",") if k])
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--tol-fp32", type=float, default=1e-2)
+    p.add_argument("--tol-fp16", type=float, default=1e-2)
+    p.add_argument("--tol-bf16", type=float, default=1e-2)
+    p.add_argument("--seed", type=int, default=-1)
+    p.add_argument("--timing", action="store_true")
+    p.add_argument("--timing-trials", type=int, default=100)
+    p.add_argument("--warmups", type=int, default=3)
+    p.add_argument("--peak-gbps", type=float, default=4800.0)
+    p.add_argument("--plausible-speedup", type=float, default=10.0)
+    p.add_argument("--answer-seconds", type=float, default=600.0)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--nonce-file", default="")
+    p.add_argument("--timing-turn", action="store_true")
+    p.add_argument("--spawn-runner", action="store_true", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def import_torch(device):
+    import torch
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise EvalFailure("internalError", "no CUDA device visible to the judge")
+        torch.empty(1, device=device)
+    return torch
+
+
+def read_job(stdin):
+    """The job's arguments and its channel: the descriptor rides on the first byte."""
+    data, fds, _, _ = socket.recv_fds(stdin, 65536, 1)
+    while data and not data.endswith(b"\n"):
+        more = stdin.recv(65536)
+        if not more:
+            break
+        data += more
+    argv = [a for a in data.decode("utf-8", "replace").rstrip("\n").split("\0") if a]
+    return argv, (fds[0] if fds else -1)
+
+
+def spawn_runner(args):
+    """Tests only: runner.py as a plain child process, joined by a socketpair."""
+    here, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
+    # Its stdout goes to our stderr: only this process's output holds the result.
+    proc = subprocess.Popen([sys.executable, script, "--channel-fd", str(theirs.fileno()),
+                             "--device", args.device], pass_fds=[theirs.fileno()],
+                            stdout=sys.stderr.fileno())
+    theirs.close()
+    return here, proc
+
+
+def main(argv):
+    stdin = None
+    if argv[:1] == ["--job-from-stdin"]:
+        options = dict(zip(argv[1::2], argv[2::2]))
+        start = time.monotonic()
+        try:
+            torch = import_torch(options.get("--device", "cuda"))
+        except Exception as e:  # noqa: BLE001 - reported with the job's nonce, below
+            torch = e
+        import_seconds = round(time.monotonic() - start, 4)
+        sys.stdout.write(READY_LINE + "\n")
+        sys.stdout.flush()
+        stdin = socket.socket(fileno=0)
+        argv, channel_fd = read_job(stdin)
+    args = parse_args(argv)
+    proc = None
+    if args.spawn_runner:
+        sock, proc = spawn_runner(args)
+        import_seconds = None
+    elif stdin is not None:
+        sock = channel.open_channel(channel_fd) if channel_fd >= 0 else None
+    else:
+        sock = None
+    nonce = ""
+    if args.nonce_file:
+        with open(args.nonce_file) as f:
+            nonce = f.read().strip()
+        os.unlink(args.nonce_file)
+    out = sys.stdout.buffer
+
+    def take_timing_turn():
+        """Asks the worker for the GPU to itself; the reply (or the end of stdin) is the go."""
+        out.write(("\n%s %s\n" % (TIMING_TURN_PREFIX, nonce)).encode("ascii", "replace"))
+        out.flush()
+        if stdin is not None:
+            stdin.recv(64)
+
+    result = {"failure": "internalError", "detail": "", "correct": False, "trials": 0,
+              "max_abs_error": 0.0, "findings": [], "kernel_ms_mean": 0.0, "kernel_ms_std": 0.0,
+              "reference_ms_mean": 0.0, "reference_ms_std": 0.0, "timing_trials": 0,
+              "speedup": 0.0, "eval_seconds": 0.0, "phases": {}}
+    start = time.monotonic()
+    clock = PhaseClock(result["phases"], start)
+    try:
+        if stdin is None:
+            torch = import_torch(args.device)
+            clock.lap("import")
+        elif isinstance(torch, Exception):
+            raise torch
+        else:
+            result["phases"]["import"] = import_seconds
+        if sock is None:
+            raise EvalFailure("internalError", "no channel to the runner came with the job")
+        link = RunnerLink(torch, sock, args.answer_seconds)
+        hello, fds = channel.receive(sock, args.answer_seconds)
+        for fd in fds:
+            os.close(fd)
+        if "ready" not in hello:
+            raise EvalFailure("internalError", "the runner did not start: %s" % str(hello)[:300])
+        for key, check in (("probe_error", "launch-probe-unavailable"),
+                           ("shared_poison_error", "shared-poison-unavailable")):
+            if hello.get(key):
+                result["findings"].append({"check": check, "detail": str(hello[key])[:500],
+                                           "fatal": False})
+        evaluate(torch, args, link, result, clock, take_timing_turn if args.timing_turn else None)
+        result["failure"] = "none"
+    except EvalFailure as e:
+        result["failure"], result["detail"] = e.failure, e.detail
+    except EOFError:
+        result["failure"], result["detail"] = "crashed", "the runner ended before it answered"
+    except channel.ProtocolError as e:
+        result["failure"], result["detail"] = "antiCheat", "the runner's protocol: %s" % e
+    except Exception as e:  # noqa: BLE001 - the judge's own failure
+        result["failure"] = "internalError"
+        result["detail"] = "%s: %s" % (type(e).__name__, str(e)[:2000])
+    if result["failure"] != "none":
+        result["correct"] = False
+    try:
+        if sock is not None:
+            channel.send(sock, {"op": "exit"})
+    except OSError:
+        pass
+    if proc is not None:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    result["eval_seconds"] = time.monotonic() - start
+    if isinstance(result["max_abs_error"], float) and not math.isfinite(result["max_abs_error"]):
+        result["max_abs_error"] = -1.0
+    line = "\n%s %s %s\n" % (RESULT_PREFIX, nonce, json.dumps(result, ensure_ascii=False))
+    out.write(line.encode("utf-8", "replace"))
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

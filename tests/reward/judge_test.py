@@ -1,0 +1,461 @@
+"""Tests of the two-process evaluation on the CPU (device "cpu"): reward/python/judge.py with its
+runner (runner.py, started by the judge's test-only --spawn-runner), the channel between them
+(channel.py) and the timing helpers both sides share (timed_calls.py). Test-double extension
+modules (plain Python files in evaluate_fixtures/) stand in for compiled CUDA ones. Skipped when
+python3 has no torch."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "evaluate_fixtures")
+PY = os.path.join(HERE, "..", "..", "reward", "python")
+sys.path.insert(0, PY)
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+import channel  # noqa: E402
+import judge  # noqa: E402
+import timed_calls  # noqa: E402
+
+
+def run_judge(candidate, extension, *extra, reference="reference_add.py", module="fused_ext"):
+    proc = subprocess.run(
+        [sys.executable, os.path.join(PY, "judge.py"), "--spawn-runner", "--device", "cpu",
+         "--reference", os.path.join(FIXTURES, reference),
+         "--runner-candidate", os.path.join(FIXTURES, candidate),
+         "--runner-module", module + "=" + os.path.join(FIXTURES, extension)] + list(extra),
+        capture_output=True, text=True, timeout=180)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("DICE_EVAL_RESULT  ")]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    return json.loads(lines[0].split(" ", 2)[2])
+
+
+def checks(result):
+    return [f["check"] for f in result["findings"]]
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class JudgeFlowTest(unittest.TestCase):
+    def test_correct_candidate(self):
+        r = run_judge("candidate_add.py", "fake_extension_ok.py")
+        self.assertEqual(r["failure"], "none", r)
+        self.assertTrue(r["correct"])
+        self.assertEqual(r["trials"], 3)
+        self.assertLess(r["max_abs_error"], 1e-5)
+        self.assertEqual(list(r["phases"]), ["import", "load", "correctness", "correctness_inputs",
+                                             "correctness_runner", "correctness_compare",
+                                             "kernel_check"])
+        self.assertEqual(len(r["seeds"]["trials"]), 3)
+
+    def test_seeds_are_fresh_unless_fixed(self):
+        a = run_judge("candidate_add.py", "fake_extension_ok.py", "--trials", "1")
+        b = run_judge("candidate_add.py", "fake_extension_ok.py", "--trials", "1")
+        self.assertNotEqual(a["seeds"], b["seeds"])
+        fixed = run_judge("candidate_add.py", "fake_extension_ok.py", "--trials", "1", "--seed",
+                          "42")
+        torch.manual_seed(42)
+        self.assertEqual(fixed["seeds"]["trials"],
+                         [int(torch.randint(0, 2 ** 32 - 1, (1,)).item())])
+        self.assertEqual(fixed["seeds"]["init"], 42)
+
+    def test_wrong_values(self):
+        r = run_judge("candidate_add.py", "fake_extension_wrong.py")
+        self.assertEqual(r["failure"], "incorrect")
+        self.assertFalse(r["correct"])
+
+    def test_tolerance_option(self):
+        r = run_judge("candidate_add.py", "fake_extension_wrong.py", "--tol-fp32", "1.0")
+        self.assertEqual(r["failure"], "none", r)
+
+    def test_half_precision_output_for_a_float_reference(self):
+        r = run_judge("candidate_add.py", "fake_extension_half.py")
+        self.assertEqual(r["failure"], "shapeMismatch", r)
+        self.assertIn("dtype float16", r["detail"])
+        self.assertIn("reference: dtype float32", r["detail"])
+
+    def test_zeros_below_atol_are_not_correct(self):
+        r = run_judge("candidate_tiny.py", "fake_extension_tiny_zeros.py",
+                      reference="reference_tiny.py", module="softmax_ext")
+        self.assertEqual(r["failure"], "incorrect", r)
+
+    def test_uniform_answer_below_atol_is_not_correct(self):
+        r = run_judge("candidate_tiny.py", "fake_extension_tiny_uniform.py",
+                      reference="reference_tiny.py", module="softmax_ext")
+        self.assertNotEqual(r["failure"], "none", r)
+
+    def test_honest_answer_below_atol_is_correct_at_the_reference_scale(self):
+        r = run_judge("candidate_tiny.py", "fake_extension_tiny_ok.py",
+                      reference="reference_tiny.py", module="softmax_ext")
+        self.assertEqual(r["failure"], "none", r)
+        self.assertIn("tolerance-scaled", checks(r))
+
+    def test_tensor_subclass_answers_nothing_here(self):
+        r = run_judge("candidate_add.py", "fake_extension_subclass.py")
+        self.assertEqual(r["failure"], "incorrect", r)
+
+    def test_patching_comparisons_in_the_candidate_process_changes_nothing(self):
+        r = run_judge("candidate_add.py", "fake_extension_patches_judge.py")
+        self.assertEqual(r["failure"], "incorrect", r)
+
+    def test_mutated_inputs(self):
+        r = run_judge("candidate_add.py", "fake_extension_mutates.py")
+        self.assertEqual(r["failure"], "antiCheat")
+        self.assertEqual(checks(r), ["inputs-modified"])
+
+    def test_state_across_calls(self):
+        r = run_judge("candidate_add.py", "fake_extension_stateful.py")
+        self.assertEqual(r["failure"], "antiCheat")
+        self.assertEqual(checks(r)[0], "kernel-outputs-differ")
+
+    def test_one_output_buffer_rewritten_on_each_call(self):
+        r = run_judge("candidate_add.py", "fake_extension_one_buffer.py")
+        self.assertEqual(r["failure"], "antiCheat", r)
+        self.assertEqual(checks(r)[0], "kernel-outputs-differ")
+
+    def test_output_cached_by_shape_is_stale_on_fresh_inputs(self):
+        # One trial: the second run uses the same inputs, so only the call on inputs from an
+        # unused seed shows the cache.
+        r = run_judge("candidate_add.py", "fake_extension_shape_cache.py", "--trials", "1")
+        self.assertEqual(r["failure"], "antiCheat", r)
+        self.assertEqual(checks(r), ["stale-output"])
+
+    def test_forward_raises(self):
+        r = run_judge("candidate_raises.py", "fake_extension_ok.py")
+        self.assertEqual(r["failure"], "runtimeError")
+        self.assertIn("illegal memory access", r["detail"])
+
+    def test_wrong_shape(self):
+        r = run_judge("candidate_wrong_shape.py", "fake_extension_ok.py")
+        self.assertEqual(r["failure"], "shapeMismatch")
+
+    def test_missing_module(self):
+        r = run_judge("candidate_add.py", "does_not_exist.py")
+        self.assertEqual(r["failure"], "importError")
+
+
+class Options:
+    tol_fp32 = 1e-2
+    tol_fp16 = 1e-2
+    tol_bf16 = 2e-2
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class CompareTest(unittest.TestCase):
+    def test_tuple_elementwise_and_integer_exact(self):
+        want = [torch.ones(3), torch.tensor([1, 2, 3])]
+        judge.compare_outputs(torch, [torch.ones(3) + 1e-4, torch.tensor([1, 2, 3])], want,
+                              Options)
+        with self.assertRaises(judge.EvalFailure) as e:
+            judge.compare_outputs(torch, [torch.ones(3), torch.tensor([1, 2, 4])], want, Options)
+        self.assertEqual(e.exception.failure, "incorrect")
+
+    def test_kinds(self):
+        cpu = ["cpu", "cpu"]
+        with self.assertRaises(judge.EvalFailure) as e:
+            judge.check_output_kinds(torch, [torch.ones(3)], [torch.ones(3), torch.ones(3)], cpu)
+        self.assertEqual(e.exception.failure, "shapeMismatch")
+        with self.assertRaises(judge.EvalFailure) as e:
+            judge.check_output_kinds(torch, [torch.ones(3, 1)], [torch.ones(3)], cpu)
+        self.assertIn("shape", e.exception.detail)
+        with self.assertRaises(judge.EvalFailure) as e:
+            judge.check_output_kinds(torch, [torch.ones(3).double()], [torch.ones(3)], cpu)
+        self.assertIn("dtype float64, reference float32", e.exception.detail)
+        with self.assertRaises(judge.EvalFailure) as e:
+            judge.check_output_kinds(torch, [torch.ones(3)], [torch.ones(3)], ["cuda"])
+        self.assertIn("on cuda, reference on cpu", e.exception.detail)
+        with self.assertRaises(judge.EvalFailure):
+            judge.check_output_kinds(torch, [1.0], [torch.ones(1)], cpu)
+
+    def test_tolerance_by_dtype(self):
+        want = torch.ones(4, dtype=torch.bfloat16)
+        judge.compare_outputs(torch, [want * 1.025], [want], Options)  # within 2e-2 + 2e-2
+        with self.assertRaises(judge.EvalFailure):
+            judge.compare_outputs(torch, [torch.ones(4) * 1.025], [torch.ones(4)], Options)
+
+    def test_nan_matches_nan_only(self):
+        nan = torch.tensor([float("nan"), 1.0])
+        judge.compare_outputs(torch, [nan.clone()], [nan], Options)
+        with self.assertRaises(judge.EvalFailure):
+            judge.compare_outputs(torch, [torch.tensor([0.0, 1.0])], [nan], Options)
+
+    def test_chunks_cover_the_whole_tensor(self):
+        saved = judge.COMPARE_CHUNK
+        judge.COMPARE_CHUNK = 3
+        try:
+            want = torch.arange(20, dtype=torch.float32).reshape(10, 2).t()[0] + 10
+            got = want.clone()
+            got[1] += 0.004
+            self.assertAlmostEqual(judge.compare_outputs(torch, [got], [want], Options)[0], 0.004,
+                                   places=5)
+            got[9] += 5.0
+            with self.assertRaises(judge.EvalFailure) as e:
+                judge.compare_outputs(torch, [got], [want], Options)
+            self.assertIn("1 of 10 values outside tolerance", e.exception.detail)
+            ints = torch.arange(10)
+            bad = ints.clone()
+            bad[7] = -1
+            with self.assertRaises(judge.EvalFailure) as e:
+                judge.compare_outputs(torch, [bad], [ints], Options)
+            self.assertIn("1 of 10 values differ", e.exception.detail)
+        finally:
+            judge.COMPARE_CHUNK = saved
+
+    def test_informative_atol(self):
+        self.assertEqual(judge.informative_atol(torch, torch.ones(4), 1e-2), (1e-2, False))
+        atol, scaled = judge.informative_atol(torch, torch.full((4,), 1e-5), 1e-2)
+        self.assertTrue(scaled)
+        self.assertAlmostEqual(atol, 1e-7)
+        self.assertEqual(judge.informative_atol(torch, torch.zeros(4), 1e-2), (1e-2, False))
+        self.assertEqual(judge.informative_atol(torch, torch.arange(4), 1e-2), (1e-2, False))
+        with self.assertRaises(judge.EvalFailure):  # zeros against a tiny reference
+            judge.compare_outputs(torch, [torch.zeros(4)], [torch.full((4,), 1e-5)], Options)
+
+    def test_constant_and_same_tensors(self):
+        self.assertTrue(judge.is_constant(torch, torch.full((3,), 2.0)))
+        self.assertFalse(judge.is_constant(torch, torch.arange(3.0)))
+        a = [torch.tensor([1.0, float("nan")])]
+        self.assertTrue(judge.same_tensors(torch, a, [a[0].clone()]))
+        self.assertFalse(judge.same_tensors(torch, a, [torch.tensor([1.0, 2.0])]))
+
+    def test_kernelbench_seeds(self):
+        class Args:
+            seed, trials = 42, 5
+        torch.manual_seed(42)
+        want = [torch.randint(0, 2 ** 32 - 1, (1,)).item() for _ in range(5)]
+        self.assertEqual(judge.draw_seeds(torch, Args)["trials"], want)
+
+        class Fresh:
+            seed, trials = -1, 2
+        self.assertNotEqual(judge.draw_seeds(torch, Fresh), judge.draw_seeds(torch, Fresh))
+
+
+class LinkDouble:
+    """Test double of judge.RunnerLink: answers "kernels" with fixed launches."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def ask(self, message, values=()):
+        return dict(self.answer), []
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class KernelCheckTest(unittest.TestCase):
+    OURS = "void scale_kernel<float>(float const*, float*, int)"
+    TORCH = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(...)"
+    FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(...)"
+    MODULE = "module_ext_ext.so"
+
+    class Args:
+        kernels = ["scale_kernel", "vectorized_elementwise_kernel"]
+        device = "cpu"
+
+    def check(self, launches, **extra):
+        j = judge.Judge(torch, self.Args, LinkDouble(dict(launches=launches, **extra)))
+        j.cuda = True  # the kernel check runs only for CUDA devices
+        j.check_kernels_ran([], {self.MODULE})
+        return j
+
+    def test_own_kernel_by_identity(self):
+        j = self.check([[self.OURS, self.MODULE]])
+        self.assertEqual(j.findings, [])
+
+    def test_dead_kernel_named_like_torchs_is_not_ours(self):
+        # The candidate's module has a kernel named like torch's; torch's own launch of that name
+        # comes from torch's library, so nothing of the candidate ran.
+        with self.assertRaises(judge.EvalFailure) as e:
+            self.check([[self.TORCH, "libtorch_cuda.so"]])
+        self.assertEqual(e.exception.failure, "antiCheat")
+
+    def test_torch_compute_beside_ours_is_a_fallback(self):
+        with self.assertRaises(judge.EvalFailure):
+            self.check([[self.OURS, self.MODULE], [self.TORCH, "libtorch_cuda.so"]])
+
+    def test_fills_and_copies_beside_ours_are_noted(self):
+        j = self.check([[self.OURS, self.MODULE], [self.FILL, "libtorch_cuda.so"]])
+        self.assertEqual(checks({"findings": j.findings}), ["torch-kernels-ran"])
+        self.assertFalse(j.findings[0]["fatal"])
+
+    def test_by_name_when_the_library_is_unknown(self):
+        j = self.check([[self.OURS, "?"]], probe="profiler")
+        self.assertEqual(checks({"findings": j.findings}), ["kernel-identity-by-name"])
+        # By name, a kernel in torch's namespaces is never the candidate's, whatever it shares.
+        with self.assertRaises(judge.EvalFailure) as e:
+            self.check([[self.TORCH, "?"]], probe="profiler")
+        self.assertIn("no kernel of the candidate", e.exception.detail)
+
+    def test_no_answer_is_noted_not_failed(self):
+        j = self.check(None, profiler_error="CUPTI busy")
+        self.assertEqual(checks({"findings": j.findings}), ["profiler-unavailable"])
+
+    def test_malformed_answer(self):
+        with self.assertRaises(judge.EvalFailure):
+            self.check([["name-only"]])
+
+    def test_identity_where_known_and_names_where_not(self):
+        # The candidate's kernel launched with no library known, cuBLAS's with one: ours by name,
+        # cuBLAS's a fallback.
+        with self.assertRaises(judge.EvalFailure) as e:
+            self.check([[self.OURS, "?"], ["void cublasLt::splitKreduce_kernel<32>(...)",
+                                           "libcublasLt.so.13"]])
+        self.assertIn("fell back", e.exception.detail)
+
+    def test_kernel_names_ran(self):
+        names = [self.OURS, "my_scale_kernel_v2(float*)"]
+        self.assertEqual(judge.kernel_names_ran(names, ["scale_kernel", "other"]),
+                         {"scale_kernel"})
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class ChannelTest(unittest.TestCase):
+    def pair(self):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        return a, b
+
+    def test_tensors_and_values_round_trip_as_bytes(self):
+        a, b = self.pair()
+        values = [torch.randn(3, 4), torch.arange(5), torch.tensor([True, False]),
+                  torch.ones(2, dtype=torch.bfloat16), torch.tensor(7), 3, 2.5, None,
+                  torch.randn(4, 3).t(), (3, 3), [1, (2, 3)], "mean"]
+        items, fds = channel.encode(torch, values)
+        channel.send(a, {"op": "x", "values": items}, fds)
+        message, got_fds = channel.receive(b, 5)
+        got = channel.decode(torch, message["values"], got_fds)
+        self.assertEqual(len(got), len(values))
+        for g, v in zip(got, values):
+            if isinstance(v, torch.Tensor):
+                self.assertIs(type(g), torch.Tensor)
+                self.assertEqual((g.dtype, g.shape), (v.dtype, v.shape))
+                self.assertTrue(torch.equal(g, v))
+            else:
+                self.assertEqual(g, v)
+                self.assertIs(type(g), type(v))
+        items, fds = channel.encode(torch, [torch.Size([2, 3])])  # an init argument
+        self.assertEqual(channel.decode(torch, items, fds), [(2, 3)])
+        with self.assertRaises(channel.ProtocolError):
+            channel.encode(torch, [object()])
+        with self.assertRaises(channel.ProtocolError):
+            channel.encode(torch, [[[[[[1]]]]]])
+
+    def test_declared_size_must_match_the_bytes(self):
+        a, b = self.pair()
+        items, fds = channel.encode(torch, [torch.ones(4)])
+        items[0]["shape"] = [8]
+        channel.send(a, {"values": items}, fds)
+        message, got_fds = channel.receive(b, 5)
+        with self.assertRaises(channel.ProtocolError):
+            channel.decode(torch, message["values"], got_fds)
+
+    def test_unknown_dtype_and_bad_shapes_are_refused(self):
+        for item in ({"tensor": 0, "dtype": "object", "shape": [1]},
+                     {"tensor": 0, "dtype": "float32", "shape": [-1]},
+                     {"tensor": 0, "dtype": "float32", "shape": [1] * 40},
+                     {"tensor": 0, "dtype": "float32", "shape": [1 << 40, 1 << 40]},
+                     {"tensor": 3, "dtype": "float32", "shape": [1]},
+                     {"value": [1, 2]}):
+            fd = os.memfd_create("t")
+            with self.assertRaises(channel.ProtocolError, msg=item):
+                channel.decode(torch, [item], [fd])
+
+    def test_not_json_and_oversized_packets(self):
+        a, b = self.pair()
+        a.send(b"\xff not json")
+        with self.assertRaises(channel.ProtocolError):
+            channel.receive(b, 5)
+        a.send(b"[1, 2]")
+        with self.assertRaises(channel.ProtocolError):
+            channel.receive(b, 5)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        try:
+            a.send(b" " * (channel.MAX_PACKET + 10))
+        except OSError:
+            return  # the kernel refused a packet that large: nothing to receive
+        with self.assertRaises(channel.ProtocolError):
+            channel.receive(b, 5)
+
+    def test_silence_is_a_protocol_error_and_close_is_eof(self):
+        a, b = self.pair()
+        with self.assertRaises(channel.ProtocolError):
+            channel.receive(b, 0.2)
+        a.close()
+        with self.assertRaises(EOFError):
+            channel.receive(b, 5)
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class TimedCallsTest(unittest.TestCase):
+    def test_fresh_inputs_differ_per_call_and_keep_indices_valid(self):
+        base = [torch.randn(4, 16), torch.randint(0, 10, (8,)), 3]
+        seen = set()
+        for k in range(20):
+            x, idx, n = timed_calls.fresh_inputs(torch, base, k)
+            self.assertEqual(n, 3)
+            self.assertEqual(sorted(idx.tolist()), sorted(base[1].tolist()))
+            seen.add(x.numpy().tobytes())
+        self.assertEqual(len(seen), 20)
+        self.assertNotIn(base[0].numpy().tobytes(), seen)
+
+    def test_digests_catch_a_permuted_or_stale_output(self):
+        out = torch.randn(1000)
+        want = timed_calls.output_digest(torch, out)
+        self.assertTrue(timed_calls.digests_agree(
+            timed_calls.output_digest(torch, out + 1e-4), want, 1e-2, 1e-2))
+        self.assertFalse(timed_calls.digests_agree(
+            timed_calls.output_digest(torch, out.roll(1)), want, 1e-2, 1e-2))
+        self.assertFalse(timed_calls.digests_agree(
+            timed_calls.output_digest(torch, out + 1.0), want, 1e-2, 1e-2))
+        self.assertFalse(timed_calls.digests_agree("forged", want, 1e-2, 1e-2))
+        self.assertFalse(timed_calls.digests_agree([[0.0, 0.0, True]], want, 1e-2, 1e-2))
+
+    def test_timing_claim_against_the_outside_clock(self):
+        self.assertIsNone(judge.check_timing_claim([1.0] * 100, 110.0, 8.0))
+        self.assertIsNotNone(judge.check_timing_claim([0.01] * 100, 110.0, 8.0))
+        self.assertIsNone(judge.check_timing_claim([0.01] * 100, 8.0, 1.0))  # too small to tell
+        # Honest on the H200: loop overheads of the two processes 36 ms apart.
+        self.assertIsNone(judge.check_timing_claim([0.0825] * 101, 88.8, 44.9))
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class RunnerHelpersTest(unittest.TestCase):
+    def test_dense(self):
+        import runner
+        self.assertTrue(runner.dense(torch.ones(3, 4)))
+        self.assertTrue(runner.dense(torch.ones(3, 4).t()))
+        self.assertFalse(runner.dense(torch.ones(1).expand(8)))
+        self.assertFalse(runner.dense(torch.ones(4, 1).expand(4, 3)))
+
+    def test_missing_library_is_a_launch_probe_error(self):
+        import runner
+        with self.assertRaises(runner.LaunchProbeError):
+            runner.LaunchProbe("/nonexistent/dice_launch_probe.so")
+
+    @unittest.skipUnless(os.environ.get("DICE_LAUNCH_PROBE"), "this build has no launch probe")
+    def test_built_probe_loads_and_reports_a_refused_subscription(self):
+        import runner
+        path = os.environ["DICE_LAUNCH_PROBE"]
+        if os.path.exists("/dev/nvidiactl"):
+            probe = runner.LaunchProbe(path)
+            self.assertEqual(probe.launches(lambda: None), ([], False))
+            self.assertEqual(probe.detach(), 0)
+            return
+        with self.assertRaises(runner.LaunchProbeError) as caught:
+            runner.LaunchProbe(path)
+        self.assertIn("CUPTI refused the subscription", str(caught.exception))
+        probe = runner.LaunchProbe(path, attach=False)
+        with self.assertRaises(runner.LaunchProbeError):
+            probe.launches(lambda: self.fail("fn must not run when the probe did not start"))
+
+
+if __name__ == "__main__":
+    unittest.main()
