@@ -339,8 +339,8 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
       read_files_for_sandbox(options.script_dir, {"judge.py", "channel.py", "timed_calls.py"}));
   DICE_ASSIGN_OR_RETURN(
       runner_spec.files,
-      read_files_for_sandbox(options.script_dir,
-                             {"runner.py", "channel.py", "timed_calls.py", "shared_poison.py"}));
+      read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",
+                                                  "shared_poison.py", "guard_regions.py"}));
   judge_spec.argv = {options.python,     "-E",       "-s",          "judge.py",
                      "--job-from-stdin", "--device", options.device};
   runner_spec.argv = {options.python,     "-E",       "-s",          "runner.py",

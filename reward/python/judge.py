@@ -331,6 +331,10 @@ class Judge:
     def finding(self, check, detail, fatal):
         self.findings.append({"check": check, "detail": detail, "fatal": fatal})
 
+    def note_once(self, check, detail):
+        if all(f["check"] != check for f in self.findings):
+            self.finding(check, detail, False)
+
     def timed(self, what, fn, *a):
         start = time.monotonic()
         try:
@@ -370,6 +374,13 @@ class Judge:
         for fd in fds:  # the runner sends none back
             os.close(fd)
         got, devices = self.link.outputs(answer, slot_fds, want, self.device)
+        written_past = answer.get("written_past", [])
+        if isinstance(written_past, str):
+            self.note_once("guard-regions-unavailable", written_past[:300])
+        elif written_past:
+            self.finding("write-past-output", "forward wrote past the end of output(s) [output, "
+                         "bytes]: %s" % str(written_past)[:200], True)
+            raise EvalFailure("antiCheat", "the candidate wrote past the end of an output")
         modified = answer.get("inputs_modified", [])
         if modified:
             self.finding("inputs-modified", "forward changed input(s) %s" % (modified,)[:200],

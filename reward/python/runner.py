@@ -35,6 +35,7 @@ import types
 import warnings
 
 import channel
+import guard_regions
 import shared_poison
 import timed_calls
 
@@ -126,6 +127,7 @@ class Runner:
         self.cuda = self.device.type == "cuda"
         self.model = None
         self.staged = []
+        self.fillers = []  # (address, bytes) of the NaN filler blocks of the last forward
         # The shared-memory poison (a SharedPoison), or why there is none (a string).
         self.shared_poison = "not a CUDA device"
         if self.cuda:
@@ -177,11 +179,15 @@ class Runner:
         torch.cuda.empty_cache()
         free, _ = torch.cuda.mem_get_info(self.device)
         size = min(int(free * 0.5), max(1 << 30, 2 * at_least_bytes)) // 4 * 4
-        if size > 0:
-            filler = torch.empty(size // 4, dtype=torch.float32, device=self.device)
-            filler.fill_(float("nan"))
-            self.sync()
-            del filler
+        # Fillers: one large block (outputs of more than 1 MiB come from the allocator's large
+        # pool) and two of 1 MiB (the small pool's 2 MiB segment, for small outputs).
+        fillers = []
+        for count in ([size // 4] if size > 0 else []) + [(1 << 20) // 4] * 2:
+            fillers.append(torch.empty(count, dtype=torch.float32, device=self.device))
+            fillers[-1].fill_(float("nan"))
+        self.fillers = [(f.data_ptr(), f.numel() * 4) for f in fillers]
+        self.sync()
+        del fillers  # every filler block back in the cache, still holding NaN
         if isinstance(self.shared_poison, shared_poison.SharedPoison):
             self.shared_poison.poison(torch.cuda.current_stream().cuda_stream)
             self.sync()
@@ -216,6 +222,7 @@ class Runner:
         modified = [i for i, (a, b) in enumerate(zip(inputs, pristine))
                     if isinstance(b, torch.Tensor) and not same_values(torch, a, b)]
         flat = timed_calls.flat_outputs(out)
+        written_past = self.check_guard_regions(flat)
         for i, t in enumerate(flat):
             if isinstance(t, torch.Tensor) and not dense(t):
                 raise CandidateError("shapeMismatch", "output %d is not a dense tensor "
@@ -239,7 +246,18 @@ class Runner:
                 items.append({"unexpected": declared})
                 continue
             items.append(dict(declared, tensor=slot["slot"]))
-        return {"outputs": items, "inputs_modified": modified}, []
+        return {"outputs": items, "inputs_modified": modified, "written_past": written_past}, []
+
+    def check_guard_regions(self, flat):
+        """[[output index, bytes]] written past the end of an output (guard_regions.py), or a
+        string when the check could not run."""
+        if not self.cuda or not self.fillers:
+            return []
+        try:
+            return [list(x) for x in guard_regions.check_outputs(self.torch, flat,
+                                                                  self.fillers)]
+        except Exception as e:  # noqa: BLE001 - a check that cannot run is reported, not fatal
+            return "%s: %s" % (type(e).__name__, str(e)[:300])
 
     def kernels(self, message, fds):
         inputs = self.values(message, fds)

@@ -426,6 +426,40 @@ class TimedCallsTest(unittest.TestCase):
         self.assertIsNone(judge.check_timing_claim([0.0825] * 101, 88.8, 44.9))
 
 
+class GuardRegionsTest(unittest.TestCase):
+    """The arithmetic of guard_regions.py on a made-up allocator snapshot (reading device memory
+    needs a GPU: the corpus's write_past_output.py checks that on the node)."""
+
+    SNAPSHOT = [{"address": 0x10000, "blocks": [
+        {"size": 0x1000, "state": "active_allocated"},   # 0x10000: an output with slack
+        {"size": 0x0800, "state": "inactive"},           # 0x11000
+        {"size": 0x0200, "state": "active_allocated"}]},  # 0x11800: an output filling its block
+        {"address": 0x90000, "blocks": [{"size": 0x4000, "state": "active_allocated"}]}]
+
+    def test_blocks_in_address_order(self):
+        import guard_regions
+        self.assertEqual([(a, n) for a, n, _ in guard_regions.blocks_of(self.SNAPSHOT)],
+                         [(0x10000, 0x1000), (0x11000, 0x800), (0x11800, 0x200),
+                          (0x90000, 0x4000)])
+
+    def test_the_rest_of_the_block_inside_a_filler(self):
+        import guard_regions
+        blocks = guard_regions.blocks_of(self.SNAPSHOT)
+        fillers = [(0x10000, 0x2000)]
+        spans = [(0x10000, 0x0F00), (0x11800, 0x200), (0x90000, 0x100), (0x10000, 0x1000)]
+        self.assertEqual(guard_regions.guard_regions(spans, blocks, fillers),
+                         [(0x10F00, 0x100),  # the slack of its own block
+                          None,              # no byte past it in its block
+                          None,              # a block outside every filler: contents unknown
+                          None])             # the storage fills the block
+
+    def test_a_guard_is_bounded(self):
+        import guard_regions
+        blocks = [(0, 1 << 24, "active_allocated")]
+        self.assertEqual(guard_regions.guard_regions([(0, 16)], blocks, [(0, 1 << 24)]),
+                         [(16, guard_regions.MAX_GUARD_BYTES)])
+
+
 @unittest.skipIf(torch is None, "python3 has no torch")
 class RunnerHelpersTest(unittest.TestCase):
     def test_dense(self):
