@@ -214,6 +214,9 @@ class CompareTest(unittest.TestCase):
         self.assertTrue(scaled)
         self.assertAlmostEqual(atol, 1e-7)
         self.assertEqual(judge.informative_atol(torch, torch.zeros(4), 1e-2), (1e-2, False))
+        want = [torch.ones(4), torch.full((4,), 1e-5), 3]
+        self.assertEqual(judge.output_atols(torch, want, Options),
+                         judge.compare_outputs(torch, want, want, Options)[1])
         self.assertEqual(judge.informative_atol(torch, torch.arange(4), 1e-2), (1e-2, False))
         with self.assertRaises(judge.EvalFailure):  # zeros against a tiny reference
             judge.compare_outputs(torch, [torch.zeros(4)], [torch.full((4,), 1e-5)], Options)
