@@ -5,9 +5,13 @@
 // It holds CUPTI's one subscriber from before the candidate's code loads (attach), turns CUPTI's
 // callbacks on the runtime's and the driver's kernel launch calls on between start and stop, and
 // records the name of every kernel launched successfully meanwhile, with the file of the library
-// whose host stub launched it (dladdr of the `func` a runtime launch passes): the judge counts a
-// kernel as the candidate's own by that identity, not by a name anyone can copy (a dead kernel
-// named like one of torch's). Driver-API launches carry no host stub: their file is "?".
+// that launched it: the judge counts a kernel as the candidate's own by that identity, not by a
+// name anyone can copy (a dead kernel named like one of torch's). The launcher is the library of
+// the host stub a runtime launch names (dladdr of its `func`) or, where the launch names no stub
+// (driver-API launches, CUDA 13's <<<>>>, which passes a cudaKernel_t), the library of the
+// nearest caller on the launching thread's stack that is not CUDA's own (libcuda, libcudart,
+// CUPTI, this probe): a cuBLAS launch is cuBLAS's even when the candidate called cuBLAS. "?" when
+// neither answers (a stack that cannot be unwound).
 // torch's profiler answers the same question from CUPTI's activity API, whose first session cost
 // 4.8-5.7 CPU-s per process on the H200 node; this one's cost 0.04-0.12 CPU-s (BENCHMARKS.md,
 // session 9). CUDA graph launches carry no kernel name: they are reported as kGraphLaunchLine so
@@ -15,6 +19,7 @@
 #include <cupti.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -99,6 +104,31 @@ std::string library_of(const void* address) {
   return info.dli_fname;
 }
 
+// Libraries that sit between a launching caller and this callback: CUDA's driver, runtime and
+// CUPTI, and this probe. Matched on the file's base name.
+bool is_cuda_stack_library(const std::string& file) {
+  const std::string base = file.substr(file.rfind('/') + 1);
+  for (const char* prefix : {"libcuda.so", "libcudart.so", "libcupti.so", "dice_launch_probe"}) {
+    if (base.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The library of the nearest caller on this thread's stack outside CUDA's own libraries, or "?".
+std::string launching_library() {
+  void* frames[64];
+  const int depth = backtrace(frames, static_cast<int>(std::size(frames)));
+  for (int i = 1; i < depth; ++i) {
+    // A return address points after the call: step back into the calling instruction.
+    const auto* pc = static_cast<const char*>(frames[i]) - 1;
+    Dl_info info{};
+    if (dladdr(pc, &info) == 0 || info.dli_fname == nullptr) continue;
+    const std::string file = info.dli_fname;
+    if (!is_cuda_stack_library(file)) return file;
+  }
+  return "?";
+}
+
 // Runtime and driver calls both return an int-sized enum whose 0 is success.
 bool call_succeeded(const CUpti_CallbackData* data) {
   return data->functionReturnValue == nullptr ||
@@ -109,12 +139,17 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                         const void* payload) {
   const auto* data = static_cast<const CUpti_CallbackData*>(payload);
   if (data->callbackSite != CUPTI_API_EXIT || !call_succeeded(data)) return;
-  std::lock_guard<std::mutex> lock(g_mutex);
   if (is_graph_launch(domain, id)) {
+    std::lock_guard<std::mutex> lock(g_mutex);
     g_graph_launched = true;
-  } else if (data->symbolName != nullptr && data->symbolName[0] != '\0') {
-    g_names.emplace(data->symbolName, library_of(launched_stub(domain, id, data)));
+    return;
   }
+  if (data->symbolName == nullptr || data->symbolName[0] == '\0') return;
+  // Unwound outside the lock: backtrace may load libgcc_s the first time.
+  std::string file = library_of(launched_stub(domain, id, data));
+  if (file == "?") file = launching_library();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_names.emplace(data->symbolName, std::move(file));
 }
 
 std::string demangled(const std::string& name) {
