@@ -52,6 +52,7 @@ Result<LearnerTask> read_task(const json::value& item, TaskKind kind, const Prom
   if (task.reference_source.empty()) {
     return Status::invalid_argument(where + ": \"pytorch_code\" is empty");
   }
+  DICE_ASSIGN_OR_RETURN(task.shape_variants, read_shape_variants(entry, where));
   if (kind == TaskKind::kInfill) {
     DICE_ASSIGN_OR_RETURN(task.infill_prefix, string_field(entry, "prefix", true, where));
     DICE_ASSIGN_OR_RETURN(task.infill_suffix, string_field(entry, "suffix", true, where));
@@ -142,6 +143,7 @@ void fill_task(const LearnerTask& task, schema::Task::Builder out) {
   out.setReferenceSource(task.reference_source);
   out.setInfillPrefix(task.infill_prefix);
   out.setInfillSuffix(task.infill_suffix);
+  set_shape_variants(task.shape_variants, out);
 }
 
 std::vector<const LearnerTask*> TaskCursor::next(std::size_t count) {

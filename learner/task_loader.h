@@ -6,7 +6,8 @@
 //   infill:     {"id": "6995", "pytorch_code": "...", "prefix": "...", "suffix": "...", ...}
 // The id is "id" or else "idx" (a string or a non-negative integer); "level" is optional (a digit
 // string or an integer 0..255; absent = no level, taken as level 0 in the Task message); infill
-// tasks need "prefix" and "suffix". Other keys are ignored. Every problem is reported as
+// tasks need "prefix" and "suffix"; "shape_variants" is optional (the task's other shapes,
+// common/task/shape_variants.h). Other keys are ignored. Every problem is reported as
 // "<file>:[<index>]: what".
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/task/shape_variants.h"
 #include "learner/curriculum_options.h"
 #include "learner/prompt_template.h"
 #include "schemas/task.capnp.h"
@@ -33,6 +35,7 @@ struct LearnerTask {
   std::string infill_suffix;      // infill only
   std::string prompt;             // rendered from the kind's template
   std::string origin;             // "<file>:[<index>]", for logs
+  std::vector<ShapeVariant> shape_variants;  // other shapes the kernel must hold for
 };
 
 // Reads one task file. InvalidArgument "<file>:[<index>]: what" for a bad entry, or naming the

@@ -315,10 +315,7 @@ std::string stderr_tail(const char* heading, const SandboxResult& run, size_t n)
 
 }  // namespace
 
-Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
-                                            const std::string& candidate_source,
-                                            const std::vector<CompileOutcome>& modules,
-                                            const std::vector<std::string>& kernels,
+Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
                                             const EvaluatorOptions& options,
                                             EvaluatorPrestart* prestart) {
   // Two processes of one kind of sandbox, each with its scripts copied into its scratch folder
@@ -359,10 +356,10 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
   // The runner's files: the candidate and its built modules (copies: the sandbox uid cannot touch
   // the cached originals). The judge's: the reference and the nonce.
   std::vector<std::pair<std::string, std::string>> runner_files = {
-      {"candidate.py", candidate_source}};
+      {"candidate.py", job.candidate_source}};
   const std::string nonce = random_nonce();
   std::vector<std::pair<std::string, std::string>> judge_files = {
-      {"reference.py", reference_source}, {"nonce", nonce + "\n"}};
+      {"reference.py", job.reference_source}, {"nonce", nonce + "\n"}};
   std::vector<std::string> args = {"--reference",
                                    "reference.py",
                                    "--runner-candidate",
@@ -385,18 +382,21 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
                                    format_double(options.peak_gbps),
                                    "--answer-seconds",
                                    format_double(options.sandbox.timeout_seconds)};
-  for (const auto& m : modules) {
+  for (const auto& m : job.modules) {
     DICE_ASSIGN_OR_RETURN(auto copied, read_files_for_sandbox("", {m.module_path}));
     const std::string local = "module_" + m.module_name + "_" + copied[0].first;
     runner_files.emplace_back(local, std::move(copied[0].second));
     args.push_back("--runner-module");
     args.push_back(m.module_name + "=./" + local);
   }
-  if (!kernels.empty()) {
+  if (!job.kernels.empty()) {
     std::string list;
-    for (const auto& k : kernels) list += (list.empty() ? "" : ",") + k;
+    for (const auto& k : job.kernels) list += (list.empty() ? "" : ",") + k;
     args.push_back("--kernels");
     args.push_back(list);
+  }
+  for (const auto& variant : job.shape_variants) {
+    args.insert(args.end(), {"--shape-variant", variant});
   }
   if (options.timing.enabled) {
     args.insert(args.end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
@@ -423,9 +423,9 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
   close(channel[1]);
   // Arguments NUL-separated (no escaping needed; none holds a newline), then a newline; stdin
   // stays open for the timing turn's reply when there is one.
-  std::string job;
-  for (const auto& a : args) job += a + '\0';
-  job += '\n';
+  std::string job_line;
+  for (const auto& a : args) job_line += a + '\0';
+  job_line += '\n';
   // The candidate runs on the GPU from here: alongside other candidates' checks, never alongside
   // a timing (which waits for the shared turns to end, and holds new ones back).
   GpuTurn turn(take_turns ? options.gpu_turns : nullptr);
@@ -433,7 +433,7 @@ Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
     DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
   }
   const auto sent_at = SteadyClock::now();
-  Status sent = judge->send_input(job, /*keep_open=*/take_turns, channel[0]);
+  Status sent = judge->send_input(job_line, /*keep_open=*/take_turns, channel[0]);
   close(channel[0]);
   // The runner's output is drained while the judge works (a full pipe would stall it); it is
   // read for the log only, never for a result.

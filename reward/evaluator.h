@@ -117,13 +117,19 @@ KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_pr
 // names that are not in the schema.
 schema::FailureClass failure_class_from_name(const std::string& name);
 
-// Judges one candidate: its runner and judge, joined by their channel. `modules` are the
-// successful builds of its extensions; `kernels` its __global__ names (from the static check).
-// With `prestart`, the processes come from it (and their successors start); else they start now.
-Result<EvaluationReport> evaluate_candidate(const std::string& reference_source,
-                                            const std::string& candidate_source,
-                                            const std::vector<CompileOutcome>& modules,
-                                            const std::vector<std::string>& kernels,
+// What one evaluation judges.
+struct EvaluationJob {
+  std::string reference_source;             // the task's PyTorch reference
+  std::vector<std::string> shape_variants;  // the task's other shapes, "batch_size=3,dim=9"
+                                            // each (shape_variant_args, common/task)
+  std::string candidate_source;             // the candidate's Python file
+  std::vector<CompileOutcome> modules;      // the successful builds of its extensions
+  std::vector<std::string> kernels;         // its __global__ names (from the static check)
+};
+
+// Judges one candidate: its runner and judge, joined by their channel. With `prestart`, the
+// processes come from it (and their successors start); else they start now.
+Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
                                             const EvaluatorOptions& options,
                                             EvaluatorPrestart* prestart = nullptr);
 

@@ -191,6 +191,7 @@ JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& c
         task.setInfillPrefix(item.prefix);
         task.setInfillSuffix(item.suffix);
       }
+      set_shape_variants(item.shape_variants, task);
       auto candidate = request.initCandidate();
       candidate.setText(judge_response_text(item));
       candidate.setSampleIndex(static_cast<uint32_t>(i));

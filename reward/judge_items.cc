@@ -1,43 +1,40 @@
 #include "reward/judge_items.h"
 
+#include <boost/json.hpp>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "reward/json_value.h"
+#include "common/json/parse_text.h"
 
 namespace dice {
 namespace {
 
-using JsonReader = capnp::json::Value::Reader;
+namespace json = boost::json;
 
 // The string member `key`; InvalidArgument naming the field when it is missing or not a string.
-Result<std::string> required_string(JsonReader object, const std::string& key,
+Result<std::string> required_string(const json::object& object, const char* key,
                                     const std::string& where) {
-  JsonReader value;
-  if (!json_member(object, key, &value)) {
+  const json::value* value = object.if_contains(key);
+  if (value == nullptr) {
     return Status::invalid_argument(where + ": \"" + key + "\" is missing");
   }
-  if (!value.isString()) {
+  if (!value->is_string()) {
     return Status::invalid_argument(where + ": \"" + key + "\" is not a string");
   }
-  auto text = value.getString();
-  return std::string(text.cStr(), text.size());
+  return std::string(value->get_string());
 }
 
-bool has_member(JsonReader object, const std::string& key) {
-  JsonReader value;
-  return json_member(object, key, &value);
-}
-
-Result<std::string> item_id(JsonReader object, const std::string& where) {
-  JsonReader value;
-  if (!json_member(object, "id", &value)) {
-    return Status::invalid_argument(where + ": \"id\" is missing");
+Result<std::string> item_id(const json::object& object, const std::string& where) {
+  const json::value* value = object.if_contains("id");
+  if (value == nullptr) return Status::invalid_argument(where + ": \"id\" is missing");
+  if (value->is_string() && !value->get_string().empty()) {
+    return std::string(value->get_string());
   }
-  if (value.isString() && value.getString().size() > 0) return std::string(value.getString());
-  if (value.isNumber()) {
-    const double n = value.getNumber();
+  if (value->is_int64()) return std::to_string(value->get_int64());
+  if (value->is_uint64()) return std::to_string(value->get_uint64());
+  if (value->is_double()) {
+    const double n = value->get_double();
     if (std::floor(n) == n && std::fabs(n) < 1e15) {
       return std::to_string(static_cast<long long>(n));
     }
@@ -49,45 +46,44 @@ Result<std::string> item_id(JsonReader object, const std::string& where) {
 
 Result<std::vector<JudgeItem>> parse_judge_items(const std::string& text,
                                                  const std::string& where) {
-  auto doc = JsonDocument::parse(text, where);
-  if (!doc.ok()) return Status::invalid_argument(doc.status().message());
-  if (!doc->root().isArray()) {
+  boost::system::error_code error;
+  std::string position;
+  const json::value root = parse_json_text(text, &error, &position);
+  if (error) {
+    return Status::invalid_argument(where + ": not JSON (" + error.message() + " at " + position +
+                                    ")");
+  }
+  if (!root.is_array()) {
     return Status::invalid_argument(where + ": expected a JSON array of items");
   }
   std::vector<JudgeItem> items;
   size_t index = 0;
-  for (auto object : doc->root().getArray()) {
+  for (const json::value& value : root.get_array()) {
     std::string at = where + ": item " + std::to_string(index++);
-    if (!object.isObject()) return Status::invalid_argument(at + ": not a JSON object");
-    auto id = item_id(object, at);
-    if (!id.ok()) return id.status();
-    at += " (id " + id.value() + ")";
+    if (!value.is_object()) return Status::invalid_argument(at + ": not a JSON object");
+    const json::object& object = value.get_object();
+    DICE_ASSIGN_OR_RETURN(std::string id, item_id(object, at));
+    at += " (id " + id + ")";
     JudgeItem item;
-    item.id = id.value();
-    auto reference = required_string(object, "pytorch_code", at);
-    if (!reference.ok()) return reference.status();
-    item.reference = reference.value();
-    if (has_member(object, "middle") || has_member(object, "prefix") ||
-        has_member(object, "suffix")) {
+    item.id = std::move(id);
+    DICE_ASSIGN_OR_RETURN(item.reference, required_string(object, "pytorch_code", at));
+    DICE_ASSIGN_OR_RETURN(item.shape_variants, read_shape_variants(object, at));
+    if (object.contains("middle") || object.contains("prefix") || object.contains("suffix")) {
       item.infill = true;
       for (auto [key, field] :
            {std::pair{"prefix", &item.prefix}, std::pair{"middle", &item.middle},
             std::pair{"suffix", &item.suffix}}) {
-        auto value = required_string(object, key, at);
-        if (!value.ok()) return value.status();
-        *field = value.value();
+        DICE_ASSIGN_OR_RETURN(*field, required_string(object, key, at));
       }
     } else {
-      const char* key = has_member(object, "candidate") ? "candidate" : "cuda_code";
-      if (!has_member(object, key)) {
+      const char* key = object.contains("candidate") ? "candidate" : "cuda_code";
+      if (!object.contains(key)) {
         return Status::invalid_argument(
             at +
             ": no candidate: give \"prefix\"/\"middle\"/\"suffix\", \"cuda_code\" or "
             "\"candidate\"");
       }
-      auto source = required_string(object, key, at);
-      if (!source.ok()) return source.status();
-      item.full_source = source.value();
+      DICE_ASSIGN_OR_RETURN(item.full_source, required_string(object, key, at));
     }
     items.push_back(std::move(item));
   }

@@ -6,6 +6,8 @@
 //                                      prefix + middle + suffix, spliced and skeleton-checked
 //                                      as the reward pipeline does for phase 1
 //     "cuda_code": "..." or "candidate": "..."   or a whole candidate file (phase 2)
+//     "shape_variants": [{"batch_size": 3}]       optional: the task's other shapes
+//                                      (common/task/shape_variants.h)
 //    }, ...]
 // The dev data (kernel_infilling_dev.json) has both prefix/middle/suffix and cuda_code; the
 // infilling fields win, since they are what the model is trained on.
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/task/shape_variants.h"
 
 namespace dice {
 
@@ -26,6 +29,7 @@ struct JudgeItem {
   std::string prefix, middle, suffix;
   std::string full_source;
   std::string edit;  // for a broken variant: the edit that broke it (judge_variants.h)
+  std::vector<ShapeVariant> shape_variants;  // the task's other shapes
 };
 
 // The items of the JSON text `text` read from `where` (a path, for messages). Errors name the

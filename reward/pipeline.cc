@@ -1,6 +1,7 @@
 #include "reward/pipeline.h"
 
 #include "common/log.h"
+#include "common/task/shape_variants.h"
 #include "reward/extract.h"
 #include "reward/reward_policy.h"
 #include "reward/sandbox_netns.h"
@@ -197,8 +198,9 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   }
   verdict.setGpuSlot(slot);
   auto prestart = prestarts_.find(slot);
-  auto report = evaluate_candidate(task.getReferenceSource().cStr(), extracted.source, modules,
-                                   checked->kernels, eval,
+  EvaluationJob job{task.getReferenceSource().cStr(), shape_variant_args(task), extracted.source,
+                    std::move(modules), checked->kernels};
+  auto report = evaluate_candidate(job, eval,
                                    prestart == prestarts_.end() ? nullptr : prestart->second.get());
   slots_.release(slot);
   if (!report.ok()) return finish(FC::INTERNAL_ERROR, report.status().to_string());

@@ -25,4 +25,19 @@ struct Task {
   infillSuffix @6 :Text;      # phase 1 only: fixed text after the core (cpp decls, load_inline,
                               # class ModelNew); else empty
   timeoutSeconds @7 :Float32; # per-task evaluation wall-clock limit; 0 = the reward service default
+  shapeVariants @8 :List(ShapeVariant);
+                              # other shapes the task's kernel must hold for (the task file's
+                              # shape_variants); empty: only the reference's own. Each is one more
+                              # input set the judge draws with those sizes set (judge.py)
+}
+
+# One other shape of a task: module-level integers of the reference (batch_size, dim, ...) set to
+# these values before get_inputs(). They vary the inputs only: get_init_inputs() must not change.
+struct ShapeVariant {
+  sizes @0 :List(SizeValue);
+}
+
+struct SizeValue {
+  name @0 :Text;   # a module-level integer of the reference source
+  value @1 :Int64;
 }

@@ -15,16 +15,24 @@ Arguments:
   sees them) [--kernels k1,k2] [--trials 3] [--tol-fp32 1e-2 --tol-fp16 1e-2 --tol-bf16 1e-2]
   [--seed -1] [--timing --timing-trials 100 --warmups 3] [--device cuda] [--nonce-file nonce]
   [--timing-turn] [--peak-gbps 4800] [--plausible-speedup 10] [--answer-seconds 600]
+  [--shape-variant NAME=INT,NAME=INT ...]
 
 --seed -1 (the default) draws the model and input seeds from os.urandom, so a candidate cannot
 know its inputs ahead; they are in the result ("seeds") to reproduce a verdict. --seed N >= 0
 draws them as KernelBench does from N.
 
+--shape-variant (repeatable; the task's shape_variants) sets module-level integers of the
+reference (batch_size=3,dim=129) before one more input set is drawn from get_inputs(): a kernel
+that only holds for the task's own shapes fails there. A variant must leave get_init_inputs()
+as it is (it varies the inputs, not the model); one that does not, or that names no integer of
+the reference, is the task's error (internalError), not the candidate's.
+
 Output: one line "DICE_EVAL_RESULT <nonce> <json>" on stdout, written by this process only (the
 runner's output is never read for a result). JSON keys: failure (a FailureClass name of
 schemas/verdict.capnp), detail, correct, trials, max_abs_error, findings [{check, detail, fatal}],
 kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup,
-eval_seconds, phases, seeds. The findings are listed in docs/SECURITY.md.
+eval_seconds, phases, seeds, shape_variants (how many were checked, with any). The findings are
+listed in docs/SECURITY.md.
 """
 
 import argparse
@@ -227,9 +235,11 @@ def mean_std(values):
 
 
 def draw_seeds(torch, args):
-    """{"init": model seed, "trials": [input seed per trial], "fresh": one more, "timing": [2]}:
-    from os.urandom with --seed -1, else drawn as KernelBench draws them from --seed."""
-    count = args.trials + 3
+    """{"init": model seed, "trials": [input seed per trial], "fresh": one more, "timing": [2],
+    "variants": [one per shape variant]}: from os.urandom with --seed -1, else drawn as
+    KernelBench draws them from --seed (the trials' seeds first, as KernelBench's)."""
+    variants = len(getattr(args, "shape_variant", []) or [])
+    count = args.trials + 3 + variants
     if args.seed < 0:
         values = [int.from_bytes(os.urandom(4), "little") for _ in range(count + 1)]
         init = values.pop() & 0x7FFFFFFF
@@ -238,7 +248,29 @@ def draw_seeds(torch, args):
         values = [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(count)]
         init = args.seed
     return {"init": init, "trials": values[:args.trials], "fresh": values[args.trials],
-            "timing": values[args.trials + 1:]}
+            "timing": values[args.trials + 1:args.trials + 3],
+            "variants": values[args.trials + 3:]}
+
+
+def parse_shape_variant(text):
+    """"batch_size=3,dim=129" -> {"batch_size": 3, "dim": 129}; ValueError naming what is
+    wrong."""
+    sizes = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise ValueError("%r is not NAME=INT" % part)
+        try:
+            sizes[name] = int(value)
+        except ValueError:
+            raise ValueError("%r: %r is not an integer" % (part, value))
+    return sizes
+
+
+def same_values(torch, a, b):
+    """Equal lists of constructor values (tensors bit for bit)."""
+    return len(a) == len(b) and same_tensors(torch, a, b)
 
 
 def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
@@ -447,6 +479,40 @@ class Judge:
                          "sets" % len(per_trial), True)
             raise EvalFailure("antiCheat", "the output does not depend on the inputs")
 
+    def check_shape_variants(self, ref, ref_model, init_inputs, seeds):
+        """The task's other shapes: each variant sets module-level sizes of the reference, draws
+        one input set from get_inputs() and compares as the trials do. The sizes are set back
+        afterwards, also when a variant fails."""
+        torch = self.torch
+        for k, (sizes, seed) in enumerate(zip(self.args.shape_variant, seeds["variants"])):
+            label = ",".join("%s=%d" % kv for kv in sizes.items())
+            saved = {}
+            for name in sizes:
+                old = getattr(ref, name, None)
+                if not isinstance(old, int) or isinstance(old, bool):
+                    raise EvalFailure("internalError", "shape variant %d (%s): the reference has "
+                                      "no module-level integer %r" % (k, label, name))
+                saved[name] = old
+            try:
+                for name, value in sizes.items():
+                    setattr(ref, name, value)
+                if not same_values(torch, list(ref.get_init_inputs()), list(init_inputs)):
+                    raise EvalFailure("internalError", "shape variant %d (%s) changes "
+                                      "get_init_inputs(): it names a size of the model, not of "
+                                      "its inputs" % (k, label))
+                inputs = self.timed("inputs", self.make_inputs, ref.get_inputs, seed)
+                want = self.reference(ref_model, inputs)
+                try:
+                    got = self.candidate(inputs, want)
+                    self.timed("compare", compare_outputs, torch, got, want, self.args)
+                except EvalFailure as e:
+                    self.finding("shape-variant", "%s: %s" % (label, e.detail[:400]), True)
+                    raise EvalFailure(e.failure, "with the task's other shape %s: %s" %
+                                      (label, e.detail))
+            finally:
+                for name, old in saved.items():
+                    setattr(ref, name, old)
+
     def check_kernels_ran(self, inputs, modules):
         if not self.cuda or not self.args.kernels:
             return
@@ -588,6 +654,10 @@ def evaluate(torch, args, link, result, clock, timing_turn=None):
     clock.lap("correctness")
     for what, seconds in judge.spent.items():
         result["phases"]["correctness_" + what] = round(seconds, 4)
+    if args.shape_variant:
+        judge.check_shape_variants(ref, ref_model, init_inputs, seeds)
+        result["shape_variants"] = len(args.shape_variant)
+        clock.lap("shape_variants")
     judge.check_kernels_ran(fresh, {os.path.basename(m) for m in modules})
     clock.lap("kernel_check")
     result["correct"] = True
@@ -640,6 +710,9 @@ def parse_args(argv):
     p.add_argument("--device", default="cuda")
     p.add_argument("--nonce-file", default="")
     p.add_argument("--timing-turn", action="store_true")
+    p.add_argument("--shape-variant", action="append", default=[], type=parse_shape_variant,
+                   help="NAME=INT,...: module-level sizes of the reference for one more input "
+                   "set")
     p.add_argument("--spawn-runner", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 

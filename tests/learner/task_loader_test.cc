@@ -125,6 +125,8 @@ TEST_F(TaskLoaderTest, BadFilesNameFileIndexAndProblem) {
       {"[3]", TaskKind::kEndToEnd, ":[0]: a task must be a JSON object"},
       {"{\"id\": 1}", TaskKind::kEndToEnd, "expected a JSON array of tasks"},
       {"[\n  {\"id\": 1,,}\n]", TaskKind::kEndToEnd, ".json:2:"},  // line of the syntax error
+      {"[{\"id\": \"a\", \"pytorch_code\": \"x\", \"shape_variants\": [{\"n\": \"3\"}]}]",
+       TaskKind::kEndToEnd, ":[0]: shape_variants[0]: \"n\" must be an integer"},
   };
   int n = 0;
   for (const Case& c : cases) {
@@ -139,6 +141,19 @@ TEST_F(TaskLoaderTest, BadFilesNameFileIndexAndProblem) {
   }
   auto missing = load_task_file((dir_ / "nope.json").string(), TaskKind::kEndToEnd, e2e);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+// A task's other shapes travel from its file into the Task message the reward worker judges.
+TEST_F(TaskLoaderTest, ShapeVariantsReachTheTaskMessage) {
+  const std::string path = write("shapes.json", R"([{"id": "relu-1", "pytorch_code": "x",
+      "shape_variants": [{"batch_size": 3}, {"batch_size": 1, "dim": 129}]}])");
+  auto tasks = load_task_file(path, TaskKind::kEndToEnd, builtin(TaskKind::kEndToEnd));
+  ASSERT_TRUE(tasks.ok()) << tasks.status().to_string();
+  capnp::MallocMessageBuilder message;
+  auto task = message.initRoot<schema::Task>();
+  fill_task(tasks->front(), task);
+  EXPECT_EQ(shape_variant_args(task.asReader()),
+            (std::vector<std::string>{"batch_size=3", "batch_size=1,dim=129"}));
 }
 
 TEST_F(TaskLoaderTest, DuplicateIdsAndEmptyLevelFilterAreErrors) {

@@ -195,8 +195,9 @@ TEST_F(AdversarialCpuTest, EveryAttackIsCaughtAndTheControlIsJudgedCorrect) {
     CompileOutcome module;
     module.module_name = c.softmax ? "softmax_ext" : "fused_ext";
     module.module_path = (kCorpus / "extensions" / c.extension).string();
-    auto evaluated = evaluate_candidate(read_file(c.softmax ? kSoftmaxReference : kAddReference),
-                                        source, {module}, {}, options());
+    auto evaluated = evaluate_candidate(
+        {read_file(c.softmax ? kSoftmaxReference : kAddReference), {}, source, {module}, {}},
+        options());
     ASSERT_TRUE(evaluated.ok()) << c.file << ": " << evaluated.status().to_string();
     const EvaluationReport& r = evaluated.value();
 

@@ -123,8 +123,9 @@ class EvaluateOnCpuTest : public ::testing::Test {
     CompileOutcome module;
     module.module_name = "fused_ext";
     module.module_path = (dir / extension).string();
-    auto r = evaluate_candidate(read_file(dir / "reference_add.py"), read_file(dir / candidate),
-                                {module}, {}, o, prestart);
+    auto r = evaluate_candidate(
+        {read_file(dir / "reference_add.py"), {}, read_file(dir / candidate), {module}, {}}, o,
+        prestart);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return r.ok() ? r.value() : EvaluationReport{};
   }
@@ -141,6 +142,33 @@ TEST_F(EvaluateOnCpuTest, WrongCandidate) {
   EvaluationReport r = run("candidate_add.py", "fake_extension_wrong.py");
   EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
   EXPECT_FALSE(r.correct);
+}
+
+// The task's other shapes reach the judge: a kernel fixed to the task's own batch size passes
+// without them and fails with one.
+TEST_F(EvaluateOnCpuTest, ShapeVariantsFailAKernelFixedToTheTasksShape) {
+  fs::path dir = fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures";
+  auto judge = [&](const char* extension, std::vector<std::string> variants) {
+    CompileOutcome module;
+    module.module_name = "rows_ext";
+    module.module_path = (dir / extension).string();
+    auto r = evaluate_candidate({read_file(dir / "reference_rows.py"),
+                                 std::move(variants),
+                                 read_file(dir / "candidate_rows.py"),
+                                 {module},
+                                 {}},
+                                options());
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return r.ok() ? r.value() : EvaluationReport{};
+  };
+  EvaluationReport fixed = judge("fake_extension_rows_fixed.py", {});
+  EXPECT_EQ(fixed.failure, FC::NONE) << fixed.detail << fixed.log_tail;
+  fixed = judge("fake_extension_rows_fixed.py", {"batch_size=7"});
+  EXPECT_EQ(fixed.failure, FC::INCORRECT) << fixed.detail << fixed.log_tail;
+  ASSERT_FALSE(fixed.findings.empty());
+  EXPECT_EQ(fixed.findings[0].check, "shape-variant");
+  EvaluationReport general = judge("fake_extension_rows_ok.py", {"batch_size=7", "dim=5"});
+  EXPECT_EQ(general.failure, FC::NONE) << general.detail << general.log_tail;
 }
 
 TEST_F(EvaluateOnCpuTest, InputMutationIsAntiCheat) {
@@ -397,8 +425,9 @@ TEST_F(EvaluateOnCpuTest, OutputsLargerThanTheFileSizeLimitCross) {
   CompileOutcome module;
   module.module_name = "big_ext";
   module.module_path = (dir / "fake_extension_big_ok.py").string();
-  auto r = evaluate_candidate(read_file(dir / "reference_big.py"),
-                              read_file(dir / "candidate_big.py"), {module}, {}, o);
+  auto r = evaluate_candidate(
+      {read_file(dir / "reference_big.py"), {}, read_file(dir / "candidate_big.py"), {module}, {}},
+      o);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->failure, FC::NONE) << r->detail << r->log_tail;
   EXPECT_TRUE(r->correct);

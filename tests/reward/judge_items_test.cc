@@ -41,6 +41,26 @@ TEST(JudgeItemsTest, MalformedInputIsNamed) {
   EXPECT_EQ(missing.status().message(), "/nonexistent/items.json: cannot open the items file");
 }
 
+TEST(JudgeItemsTest, ShapeVariantsAreReadAndMalformedOnesNamed) {
+  auto items = parse_judge_items(
+      R"([{"id": 1, "pytorch_code": "r", "candidate": "c",
+           "shape_variants": [{"batch_size": 3}, {"batch_size": 1, "dim": 129}]}])",
+      "items.json");
+  ASSERT_TRUE(items.ok()) << items.status().to_string();
+  const ShapeVariant first{{"batch_size", 3}}, second{{"batch_size", 1}, {"dim", 129}};
+  EXPECT_EQ((*items)[0].shape_variants, (std::vector<ShapeVariant>{first, second}));
+  const std::string item = R"([{"id": 1, "pytorch_code": "r", "candidate": "c", )";
+  EXPECT_EQ(error_of(item + R"("shape_variants": {"n": 3}}])"),
+            "items.json: item 0 (id 1): \"shape_variants\" must be an array of objects");
+  EXPECT_EQ(error_of(item + R"("shape_variants": [{}]}])"),
+            "items.json: item 0 (id 1): shape_variants[0]: must be a non-empty object of size "
+            "-> integer");
+  EXPECT_EQ(error_of(item + R"("shape_variants": [{"n": 2}, {"n": 1.5}]}])"),
+            "items.json: item 0 (id 1): shape_variants[1]: \"n\" must be an integer, got 1.5E0");
+  EXPECT_EQ(error_of(item + R"("shape_variants": [{"2n": 2}]}])"),
+            "items.json: item 0 (id 1): shape_variants[0]: \"2n\" is not a Python identifier");
+}
+
 TEST(JudgeItemsTest, InfillAndWholeFileItems) {
   auto items = parse_judge_items(R"([
     {"id": 12, "pytorch_code": "ref", "prefix": "import torch\n", "middle": "core = 1",

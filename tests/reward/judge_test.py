@@ -127,6 +127,36 @@ class JudgeFlowTest(unittest.TestCase):
         self.assertEqual(r["failure"], "antiCheat", r)
         self.assertEqual(checks(r), ["stale-output"])
 
+    def test_shape_variants_pass_a_general_kernel(self):
+        r = run_judge("candidate_rows.py", "fake_extension_rows_ok.py", "--shape-variant",
+                      "batch_size=7", "--shape-variant", "batch_size=1,dim=33",
+                      reference="reference_rows.py", module="rows_ext")
+        self.assertEqual(r["failure"], "none", r)
+        self.assertEqual(r["shape_variants"], 2)
+        self.assertEqual(len(r["seeds"]["variants"]), 2)
+        self.assertIn("shape_variants", r["phases"])
+
+    def test_shape_variants_fail_a_kernel_fixed_to_the_tasks_shape(self):
+        fixed = ("candidate_rows.py", "fake_extension_rows_fixed.py")
+        plain = run_judge(*fixed, reference="reference_rows.py", module="rows_ext")
+        self.assertEqual(plain["failure"], "none", plain)  # right at the task's own shape
+        r = run_judge(*fixed, "--shape-variant", "batch_size=7", reference="reference_rows.py",
+                      module="rows_ext")
+        self.assertEqual(r["failure"], "incorrect", r)
+        self.assertIn("batch_size=7", r["detail"])
+        self.assertEqual(checks(r), ["shape-variant"])
+
+    def test_a_shape_variant_that_changes_the_model_is_the_tasks_error(self):
+        ok = ("candidate_rows.py", "fake_extension_rows_ok.py")
+        r = run_judge(*ok, "--shape-variant", "scale=3", reference="reference_rows.py",
+                      module="rows_ext")
+        self.assertEqual(r["failure"], "internalError", r)  # scale is a float: no size
+        self.assertIn("no module-level integer 'scale'", r["detail"])
+        r = run_judge(*ok, "--shape-variant", "width=3", reference="reference_rows.py",
+                      module="rows_ext")
+        self.assertEqual(r["failure"], "internalError", r)
+        self.assertIn("'width'", r["detail"])
+
     def test_forward_raises(self):
         r = run_judge("candidate_raises.py", "fake_extension_ok.py")
         self.assertEqual(r["failure"], "runtimeError")
@@ -227,6 +257,13 @@ class CompareTest(unittest.TestCase):
         a = [torch.tensor([1.0, float("nan")])]
         self.assertTrue(judge.same_tensors(torch, a, [a[0].clone()]))
         self.assertFalse(judge.same_tensors(torch, a, [torch.tensor([1.0, 2.0])]))
+
+    def test_shape_variant_text(self):
+        self.assertEqual(judge.parse_shape_variant("batch_size=3, dim=129"),
+                         {"batch_size": 3, "dim": 129})
+        for bad in ("batch_size", "3=3", "dim=1.5", "a=1,,b=2"):
+            with self.assertRaises(ValueError, msg=bad):
+                judge.parse_shape_variant(bad)
 
     def test_kernelbench_seeds(self):
         class Args:
