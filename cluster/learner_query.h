@@ -1,7 +1,7 @@
 // What the learner knows about its workers, for `dice-cluster status`: each worker's heartbeat
 // age and completed work, read from the learner's Prometheus /metrics endpoint (the series
 // dice_learner_transport_worker_silent_seconds and dice_learner_transport_worker_completed_total
-// that common/service/transport_metrics.h exports, labelled worker="<node>/<role>/<index>").
+// that net/service/transport_metrics.h exports, labelled worker="<node>/<role>/<index>").
 #pragma once
 
 #include <map>

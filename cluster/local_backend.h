@@ -9,8 +9,8 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/status_table.h"
-#include "common/config/dice_config.h"
 #include "common/status.h"
+#include "options/dice_config.h"
 
 namespace dice::cluster {
 

@@ -4,6 +4,7 @@
 //   dice-cluster status (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //   dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //   dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
+//   dice-cluster wait [--timeout SECONDS] (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //
 // up: loads CONFIG and starts every service. cluster.backend local: a supervisor daemon runs them
 //   as child processes (cluster/supervisor.h); ssh: the same supervisor runs one ssh client per
@@ -16,6 +17,8 @@
 //   down: stops the run (local: SIGTERM, then SIGKILL; ssh: the same, sent to each service on its
 //   node over ssh; slurm: scancel) and waits until none of its processes (or its Slurm job)
 //   remain. They follow the backend recorded in the state file.
+// wait: blocks until the run's learner has ended, printing its log lines as they come
+//   (cluster/wait_run.h); exit 0 when it exited cleanly, 1 when it failed or the timeout passed.
 // --dry-run prints what up would run (local: each service's command line; ssh: each service's ssh
 // command; slurm: the sbatch script) and starts nothing.
 // Exit status: 0 ok; 1 the operation failed (a timeout, an I/O error); 2 bad usage, a bad config or
@@ -31,9 +34,10 @@
 #include "cluster/slurm_backend.h"
 #include "cluster/slurm_script.h"
 #include "cluster/ssh_backend.h"
-#include "common/config/dice_config.h"
+#include "cluster/wait_run.h"
 #include "common/config/load.h"
 #include "common/log.h"
+#include "options/dice_config.h"
 
 namespace {
 
@@ -47,6 +51,8 @@ constexpr const char* kUsage =
     "       dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE "
     "...])\n"
     "       dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])\n"
+    "       dice-cluster wait [--timeout SECONDS] (--state-dir DIR | --config CONFIG [KEY=VALUE "
+    "...])\n"
     "The state dir is cluster.local.state_dir (default <folder of run.reward_log_path>/cluster);\n"
     "`up` prints it. Exit status: 0 ok, 1 failed, 2 bad usage, config or state dir.\n";
 
@@ -57,6 +63,7 @@ struct Args {
   std::string state_dir;
   std::string service;
   int lines = 100;
+  double timeout_seconds = 0;
   bool dry_run = false;
 };
 
@@ -82,8 +89,8 @@ std::string parse_args(int argc, char** argv, Args* args) {
   if (argc < 2) return "missing command";
   args->command = argv[1];
   if (args->command != "up" && args->command != "status" && args->command != "logs" &&
-      args->command != "down") {
-    return "unknown command '" + args->command + "' (expected up, status, logs or down)";
+      args->command != "down" && args->command != "wait") {
+    return "unknown command '" + args->command + "' (expected up, status, logs, down or wait)";
   }
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
@@ -101,6 +108,15 @@ std::string parse_args(int argc, char** argv, Args* args) {
         }
         args->lines = static_cast<int>(n);
       }
+    } else if (arg == "--timeout" && args->command == "wait") {
+      if (!has_value) return arg + " needs a value";
+      const std::string value = argv[++i];
+      char* end = nullptr;
+      const double seconds = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(seconds > 0)) {
+        return "--timeout expects a positive number of seconds, got '" + value + "'";
+      }
+      args->timeout_seconds = seconds;
     } else if (arg == "--dry-run" && args->command == "up") {
       args->dry_run = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -201,6 +217,11 @@ int run(const Args& args) {
   if (args.command == "status") {
     return status_exit(slurm ? dice::cluster::slurm_status(state_dir, std::cout)
                              : dice::cluster::local_status(state_dir, std::cout));
+  }
+  if (args.command == "wait") {
+    dice::cluster::WaitOptions wait;
+    wait.timeout_seconds = args.timeout_seconds;
+    return status_exit(dice::cluster::wait_for_learner(state_dir, wait, std::cout));
   }
   if (args.command == "logs") {
     return status_exit(

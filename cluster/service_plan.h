@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/cluster_options.h"
 #include "common/status.h"
+#include "options/cluster_options.h"
 
 namespace dice::cluster {
 

@@ -98,6 +98,99 @@ Status refuse_if_active(const std::string& state_dir) {
   return check_no_active_slurm_job(state_dir);
 }
 
+// The state folder's logs/ and an empty steps/.
+Status prepare_state_dir(const std::string& state_dir) {
+  std::error_code error;
+  std::filesystem::create_directories(state_dir + "/logs", error);
+  // Step files of an earlier run would read as this run's services having started.
+  std::filesystem::remove_all(state_dir + "/steps", error);
+  std::filesystem::create_directories(state_dir + "/steps", error);
+  if (error) return Status::io_error("cannot prepare " + state_dir + ": " + error.message());
+  return Status::ok_status();
+}
+
+// Submits the batch script; the job id sbatch prints.
+Result<std::string> submit_batch_job(const std::string& script_path, const DiceConfig& config,
+                                     const std::string& config_path) {
+  std::vector<std::string> argv = {"sbatch", "--parsable", script_path};
+  DICE_ASSIGN_OR_RETURN(CommandResult submitted, run_command(argv));
+  std::string job_id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+  if (submitted.exit_code != 0 || job_id.empty() ||
+      job_id.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::unavailable(
+        "sbatch rejected " + script_path + " (exit " + std::to_string(submitted.exit_code) +
+        "): " + trim(submitted.err + submitted.out) + " (partition cluster.slurm.partition='" +
+        config.cluster.slurm.partition + "', see cluster.slurm in " + config_path + ")");
+  }
+  return job_id;
+}
+
+// The state of a just-submitted job: PENDING, each service not yet started.
+ClusterState submitted_state(const DiceConfig& config, const std::string& config_path,
+                             const std::string& run_id, const std::string& job_id,
+                             const std::vector<ServiceSpec>& services,
+                             const std::string& state_dir) {
+  ClusterState state;
+  state.backend = "slurm";
+  state.run_id = run_id;
+  state.config_path = config_path;
+  state.supervisor_state = "slurm";
+  state.drain_timeout_ms = config.cluster.slurm.down_timeout_s * 1000;
+  state.slurm_job_id = job_id;
+  state.slurm_job_state = "PENDING";
+  for (const auto& spec : services) {
+    ServiceState s;
+    s.name = spec.name;
+    s.role = config::enum_to_name(spec.role);
+    s.node = spec.node;
+    s.worker_index = spec.worker_index;
+    s.log_path = state_dir + "/logs/" + spec.name + ".log";
+    state.services.push_back(s);
+  }
+  return state;
+}
+
+// The names of the services not launched yet, each after a space.
+std::string services_not_launched(const ClusterState& state) {
+  // Launched: its step is listed, or it already ended (a crashing service may never be seen).
+  std::string waiting;
+  for (const auto& s : state.services) {
+    bool launched = s.state != ServiceRunState::kStarting &&
+                    (s.state != ServiceRunState::kRunning || !s.step.empty());
+    if (!launched) waiting += " " + s.name;
+  }
+  return waiting;
+}
+
+// Polls the job until it runs with every service launched, or is still queued at the start
+// timeout; an error when it ends first or runs without its services by then.
+Result<ClusterState> wait_for_services(const DiceConfig& config, const std::string& state_dir,
+                                       const std::string& job_id, ClusterState state) {
+  std::int64_t deadline = monotonic_ms() + config.cluster.local.start_timeout_ms;
+  while (true) {
+    DICE_ASSIGN_OR_RETURN(SlurmJobInfo job, refresh(state_dir, &state));
+    if (!slurm_state_active(state.slurm_job_state)) {
+      std::string output = batch_output_path(state_dir, state);
+      return Status::unavailable("slurm job " + job_id + " ended " + state.slurm_job_state +
+                                 (job.reason.empty() ? "" : " (reason " + job.reason + ")") +
+                                 " before its services started; batch output " + output + ":\n" +
+                                 file_tail(output, kOutputTailLines));
+    }
+    const std::string waiting = services_not_launched(state);
+    if (state.slurm_job_state == "RUNNING" && waiting.empty()) return state;
+    if (monotonic_ms() >= deadline) {
+      if (state.slurm_job_state == "PENDING") return state;  // queued: status will follow it
+      return Status::timeout("slurm job " + job_id + " is " + state.slurm_job_state +
+                             " but these services did not start within "
+                             "cluster.local.start_timeout_ms=" +
+                             std::to_string(config.cluster.local.start_timeout_ms) +
+                             " ms:" + waiting + "; see " + batch_output_path(state_dir, state) +
+                             " (stop with dice-cluster down --state-dir " + state_dir + ")");
+    }
+    poll_pause();
+  }
+}
+
 }  // namespace
 
 Status check_no_active_slurm_job(const std::string& state_dir) {
@@ -128,78 +221,19 @@ Result<ClusterState> slurm_up(const DiceConfig& config, const std::string& confi
                     config.run.id.empty() ? run_id_from_clock() : config.run.id, self_executable()};
   DICE_ASSIGN_OR_RETURN(std::vector<ServiceSpec> services, plan_services(config.cluster, inputs));
 
-  std::error_code error;
-  std::filesystem::create_directories(state_dir + "/logs", error);
-  // Step files of an earlier run would read as this run's services having started.
-  std::filesystem::remove_all(state_dir + "/steps", error);
-  std::filesystem::create_directories(state_dir + "/steps", error);
-  if (error) return Status::io_error("cannot prepare " + state_dir + ": " + error.message());
+  DICE_RETURN_IF_ERROR(prepare_state_dir(state_dir));
 
   std::string script_path = state_dir + "/job.sbatch";
   std::string work_dir = config::working_directory();
   DICE_RETURN_IF_ERROR(
       write_text(script_path,
                  slurm_batch_script(config.cluster, services, work_dir, state_dir, inputs.run_id)));
+  DICE_ASSIGN_OR_RETURN(std::string job_id, submit_batch_job(script_path, config, config_path));
 
-  std::vector<std::string> argv = {"sbatch", "--parsable", script_path};
-  DICE_ASSIGN_OR_RETURN(CommandResult submitted, run_command(argv));
-  std::string job_id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
-  if (submitted.exit_code != 0 || job_id.empty() ||
-      job_id.find_first_not_of("0123456789") != std::string::npos) {
-    return Status::unavailable(
-        "sbatch rejected " + script_path + " (exit " + std::to_string(submitted.exit_code) +
-        "): " + trim(submitted.err + submitted.out) + " (partition cluster.slurm.partition='" +
-        config.cluster.slurm.partition + "', see cluster.slurm in " + config_path + ")");
-  }
-
-  ClusterState state;
-  state.backend = "slurm";
-  state.run_id = inputs.run_id;
-  state.config_path = config_path;
-  state.supervisor_state = "slurm";
-  state.drain_timeout_ms = config.cluster.slurm.down_timeout_s * 1000;
-  state.slurm_job_id = job_id;
-  state.slurm_job_state = "PENDING";
-  for (const auto& spec : services) {
-    ServiceState s;
-    s.name = spec.name;
-    s.role = config::enum_to_name(spec.role);
-    s.node = spec.node;
-    s.worker_index = spec.worker_index;
-    s.log_path = state_dir + "/logs/" + spec.name + ".log";
-    state.services.push_back(s);
-  }
+  ClusterState state =
+      submitted_state(config, config_path, inputs.run_id, job_id, services, state_dir);
   DICE_RETURN_IF_ERROR(write_state_file(state_dir, state));
-
-  std::int64_t deadline = monotonic_ms() + config.cluster.local.start_timeout_ms;
-  while (true) {
-    DICE_ASSIGN_OR_RETURN(SlurmJobInfo job, refresh(state_dir, &state));
-    if (!slurm_state_active(state.slurm_job_state)) {
-      std::string output = batch_output_path(state_dir, state);
-      return Status::unavailable("slurm job " + job_id + " ended " + state.slurm_job_state +
-                                 (job.reason.empty() ? "" : " (reason " + job.reason + ")") +
-                                 " before its services started; batch output " + output + ":\n" +
-                                 file_tail(output, kOutputTailLines));
-    }
-    // Launched: its step is listed, or it already ended (a crashing service may never be seen).
-    std::string waiting;
-    for (const auto& s : state.services) {
-      bool launched = s.state != ServiceRunState::kStarting &&
-                      (s.state != ServiceRunState::kRunning || !s.step.empty());
-      if (!launched) waiting += " " + s.name;
-    }
-    if (state.slurm_job_state == "RUNNING" && waiting.empty()) return state;
-    if (monotonic_ms() >= deadline) {
-      if (state.slurm_job_state == "PENDING") return state;  // queued: status will follow it
-      return Status::timeout("slurm job " + job_id + " is " + state.slurm_job_state +
-                             " but these services did not start within "
-                             "cluster.local.start_timeout_ms=" +
-                             std::to_string(config.cluster.local.start_timeout_ms) +
-                             " ms:" + waiting + "; see " + batch_output_path(state_dir, state) +
-                             " (stop with dice-cluster down --state-dir " + state_dir + ")");
-    }
-    poll_pause();
-  }
+  return wait_for_services(config, state_dir, job_id, std::move(state));
 }
 
 Status slurm_status(const std::string& state_dir, std::ostream& out) {

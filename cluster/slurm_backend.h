@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cluster/cluster_state.h"
-#include "common/config/dice_config.h"
 #include "common/status.h"
+#include "options/dice_config.h"
 
 namespace dice::cluster {
 

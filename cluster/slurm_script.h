@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/cluster_options.h"
 #include "cluster/service_plan.h"
+#include "options/cluster_options.h"
 
 namespace dice::cluster {
 

@@ -20,8 +20,8 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/service_plan.h"
-#include "common/config/dice_config.h"
 #include "common/status.h"
+#include "options/dice_config.h"
 
 namespace dice::cluster {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cluster/process.h"
-#include "common/config/dice_config.h"
+#include "options/dice_config.h"
 
 namespace dice::cluster {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "cluster/cluster_options.h"
 #include "cluster/cluster_state.h"
 #include "cluster/service_plan.h"
+#include "options/cluster_options.h"
 
 namespace dice::cluster {
 

@@ -1,4 +1,4 @@
-# CUPTI for the reward service's cheap kernel check (reward/cupti/launch_probe.cc, loaded by
+# CUPTI for the reward service's cheap kernel check (reward/evaluate/cupti/launch_probe.cc, loaded by
 # reward/python/runner.py under reward.kernel_check: cupti). Optional: without it the kernel check
 # uses torch's profiler, and asking for cupti is a configuration error naming this.
 #

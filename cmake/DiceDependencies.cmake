@@ -27,7 +27,7 @@ find_package(yaml-cpp CONFIG REQUIRED)
 find_package(Boost 1.75 CONFIG REQUIRED)
 
 # LibTorch: a PyTorch install (2.x, CUDA) when python3 has torch, else Debian's libtorch-dev
-# (1.13, CPU). common/torch_compat.h hides the API differences between the two.
+# (1.13, CPU). model/torch_compat.h hides the API differences between the two.
 if(NOT DICE_TORCH_PREFIX)
   find_program(DICE_PYTHON3 python3)
   if(DICE_PYTHON3)

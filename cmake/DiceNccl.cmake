@@ -1,5 +1,5 @@
-# NCCL for the weight broadcast (common/nccl). Optional: a build without it still pushes weights
-# as checkpoint folders, and common/nccl answers Unavailable("built without NCCL").
+# NCCL for the weight broadcast (model/nccl). Optional: a build without it still pushes weights
+# as checkpoint folders, and model/nccl answers Unavailable("built without NCCL").
 #
 #   DICE_NCCL=AUTO (default)  use NCCL when nccl.h, libnccl and the CUDA runtime are found
 #   DICE_NCCL=ON              the same, but a missing piece is a configure error

@@ -6,6 +6,8 @@ function(dice_add_test)
   add_executable(${T_NAME} ${T_SOURCES})
   dice_target_warnings(${T_NAME})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  # The public DICE task data the repository holds (data/README.md), for the tests that use it.
+  target_compile_definitions(${T_NAME} PRIVATE DICE_RL_DATA_DIR="${PROJECT_SOURCE_DIR}/data/dice-rl")
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()

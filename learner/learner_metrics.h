@@ -1,9 +1,9 @@
 // The learner's own /metrics series (the dispatcher's are exported beside them on each scrape,
-// prefix dice_learner_transport; see common/service/transport_metrics.h).
+// prefix dice_learner_transport; see net/service/transport_metrics.h).
 #pragma once
 
-#include "common/service/metrics_registry.h"
 #include "common/status.h"
+#include "net/service/metrics_registry.h"
 
 namespace dice {
 

@@ -6,16 +6,16 @@
 #include <thread>
 
 #include "common/log.h"
-#include "common/rewardlog/reader.h"
-#include "common/rewardlog/writer.h"
-#include "common/service/metrics_server.h"
-#include "common/service/shutdown_signal.h"
-#include "common/service/transport_metrics.h"
-#include "common/transport/work_dispatcher.h"
-#include "common/wire/envelope.h"
 #include "learner/policy_updater.h"
 #include "learner/run_loop.h"
 #include "learner/sft_run.h"
+#include "net/service/metrics_server.h"
+#include "net/service/shutdown_signal.h"
+#include "net/service/transport_metrics.h"
+#include "net/transport/work_dispatcher.h"
+#include "net/wire/envelope.h"
+#include "rewardlog/reader.h"
+#include "rewardlog/writer.h"
 
 #ifndef DICE_GIT_REVISION
 #define DICE_GIT_REVISION ""
@@ -64,11 +64,16 @@ Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& confi
   record.setConfigYaml(print_dice_config(config));
   record.setGitRevision(DICE_GIT_REVISION);
   record.setHost(host_name());
-  record.setNote(config.learner.mode == TrainMode::kSft ? std::string("SFT")
-                 : config.learner.update_policy
-                     ? std::string("policy update: TraceRL")
-                     : std::string("policy update: ") + kNoPolicyUpdate +
-                           " (rollouts, verdicts and advantages are real)");
+  std::string note = config.learner.mode == TrainMode::kSft ? std::string("SFT")
+                     : config.learner.update_policy
+                         ? std::string("policy update: TraceRL")
+                         : std::string("policy update: ") + kNoPolicyUpdate +
+                               " (rollouts, verdicts and advantages are real)";
+  if (config.reward.mode != RewardMode::kFull) {
+    note += "; reward.mode " + dice::config::enum_to_name(config.reward.mode) +
+            ": no GPU judged these candidates, so no reward means a correct kernel";
+  }
+  record.setNote(note);
   return log.append_record(record.asReader());
 }
 
@@ -126,6 +131,59 @@ void shut_down_workers(transport::WorkDispatcher& dispatcher, const DiceConfig& 
                  << kv("reason", reason);
 }
 
+// Bad input for a missing or invalid file or setting, else a failure.
+int input_exit_code(const Status& status) {
+  const StatusCode code = status.code();
+  return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? kExitBadInput
+                                                                               : kExitFailure;
+}
+
+// /metrics on all interfaces, at --metrics-port or cluster.learner.metrics_port.
+service::MetricsServerOptions learner_metrics_options(const service::ServiceContext& context) {
+  service::MetricsServerOptions metrics_options;
+  metrics_options.host = "0.0.0.0";
+  metrics_options.port = static_cast<std::uint16_t>(
+      context.metrics_port.value_or(context.config.cluster.learner.metrics_port));
+  return metrics_options;
+}
+
+transport::DispatcherOptions dispatcher_options_for(const DiceConfig& config) {
+  transport::DispatcherOptions dispatcher_options;
+  const int port = config.cluster.learner.port;
+  dispatcher_options.bind_endpoint =
+      "tcp://*:" + (port == 0 ? std::string("*") : std::to_string(port));
+  dispatcher_options.run_id = config.run.id;
+  transport::apply_cluster_settings(config.cluster, dispatcher_options);
+  return dispatcher_options;
+}
+
+void warn_if_drain_outlasts_local_cluster(const DiceConfig& config) {
+  if (config.cluster.backend == ClusterBackend::kLocal &&
+      config.learner.drain_timeout_seconds * 1000 > config.cluster.local.drain_timeout_ms) {
+    DICE_LOG(Warn) << "dice-cluster down kills the learner before its drain can end; what was "
+                      "written to the reward log stays"
+                   << kv("learner.drain_timeout_seconds", config.learner.drain_timeout_seconds)
+                   << kv("cluster.local.drain_timeout_ms", config.cluster.local.drain_timeout_ms);
+  }
+}
+
+RunLoopOptions run_loop_options(const DiceConfig& config, PolicyStages stages,
+                                WeightsPusher push_weights) {
+  RunLoopOptions loop_options;
+  loop_options.run_id = config.run.id;
+  loop_options.group_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(config.learner.group_timeout_seconds * 1000));
+  loop_options.drain_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(config.learner.drain_timeout_seconds * 1000));
+  loop_options.update = std::move(stages.update);
+  loop_options.sft = std::move(stages.sft);
+  loop_options.finish_phase = std::move(stages.finish_phase);
+  loop_options.abort_in_flight = config.rollout.abort_on_weight_update;
+  loop_options.push_weights = std::move(push_weights);
+  loop_options.reward_mode = dice::config::enum_to_name(config.reward.mode);
+  return loop_options;
+}
+
 // learner.mode sft: no workers, no socket; the reward log gets the RunRecord and the SFT metric
 // series, /metrics the progress.
 int run_sft_service(service::ServiceContext& context) {
@@ -133,10 +191,7 @@ int run_sft_service(service::ServiceContext& context) {
   auto shutdown = service::ShutdownSignal::install();
   if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
   service::MetricsRegistry registry;
-  service::MetricsServerOptions metrics_options;
-  metrics_options.host = "0.0.0.0";
-  metrics_options.port = static_cast<std::uint16_t>(
-      context.metrics_port.value_or(config.cluster.learner.metrics_port));
+  service::MetricsServerOptions metrics_options = learner_metrics_options(context);
   auto server = service::MetricsServer::start(metrics_options, &registry);
   if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
   OpenedLog opened = open_run_log(config);
@@ -146,13 +201,7 @@ int run_sft_service(service::ServiceContext& context) {
   auto summary = run_sft(config, log, registry, [&signal] { return signal.requested(); });
   Status closed = log.close();
   (*server)->stop();
-  if (!summary.ok()) {
-    const StatusCode code = summary.status().code();
-    return fail(code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound
-                    ? kExitBadInput
-                    : kExitFailure,
-                "SFT", summary.status());
-  }
+  if (!summary.ok()) return fail(input_exit_code(summary.status()), "SFT", summary.status());
   if (!closed.ok()) return fail(kExitFailure, "reward log close", closed);
   DICE_LOG(Info) << "SFT done" << kv("steps", summary->steps) << kv("stopped", summary->stopped)
                  << kv("checkpoint", summary->checkpoint);
@@ -173,40 +222,23 @@ int run_learner_service(service::ServiceContext& context) {
   if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
 
   // The policy before the socket: a model that does not load is bad input, found at once.
-  PolicyUpdater update;
+  PolicyStages stages;
   WeightsPusher push_weights;  // stays empty for rollout.weight_sync checkpoint
   if (config.learner.update_policy) {
-    auto made = make_policy_updater(config, &push_weights);
-    if (!made.ok()) {
-      const StatusCode code = made.status().code();
-      return fail(code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound
-                      ? kExitBadInput
-                      : kExitFailure,
-                  "policy", made.status());
-    }
-    update = std::move(made).value();
+    auto made = make_policy_stages(config, &push_weights);
+    if (!made.ok()) return fail(input_exit_code(made.status()), "policy", made.status());
+    stages = std::move(made).value();
   }
 
   // The work socket first: a run that cannot be reached is not worth a RunRecord.
-  transport::DispatcherOptions dispatcher_options;
-  const int port = config.cluster.learner.port;
-  dispatcher_options.bind_endpoint =
-      "tcp://*:" + (port == 0 ? std::string("*") : std::to_string(port));
-  dispatcher_options.run_id = config.run.id;
-  dispatcher_options.heartbeat_interval_ms = config.cluster.heartbeat.interval_ms;
-  dispatcher_options.misses_before_dead = config.cluster.heartbeat.misses_before_dead;
-  dispatcher_options.poll_spin_us = config.cluster.transport.poll_spin_us;
-  auto dispatcher = transport::WorkDispatcher::start(dispatcher_options);
+  auto dispatcher = transport::WorkDispatcher::start(dispatcher_options_for(config));
   if (!dispatcher.ok()) return fail(kExitFailure, "work socket", dispatcher.status());
   DICE_LOG(Info) << "learner listening for workers" << kv("endpoint", (*dispatcher)->endpoint());
 
   service::MetricsRegistry registry;
   auto metrics = LearnerMetrics::create(registry);
   if (!metrics.ok()) return fail(kExitFailure, "metrics", metrics.status());
-  service::MetricsServerOptions metrics_options;
-  metrics_options.host = "0.0.0.0";
-  metrics_options.port = static_cast<std::uint16_t>(
-      context.metrics_port.value_or(config.cluster.learner.metrics_port));
+  service::MetricsServerOptions metrics_options = learner_metrics_options(context);
   transport::WorkDispatcher* dispatcher_ptr = dispatcher->get();
   metrics_options.before_scrape = [dispatcher_ptr, &registry] {
     service::export_dispatcher_stats(dispatcher_ptr->stats(), "dice_learner_transport", &registry)
@@ -220,22 +252,9 @@ int run_learner_service(service::ServiceContext& context) {
   if (!opened.log) return fail(opened.exit_code, "reward log", opened.status);
   std::unique_ptr<rewardlog::RewardLogWriter>& log = opened.log;
 
-  if (config.cluster.backend == ClusterBackend::kLocal &&
-      config.learner.drain_timeout_seconds * 1000 > config.cluster.local.drain_timeout_ms) {
-    DICE_LOG(Warn) << "dice-cluster down kills the learner before its drain can end; what was "
-                      "written to the reward log stays"
-                   << kv("learner.drain_timeout_seconds", config.learner.drain_timeout_seconds)
-                   << kv("cluster.local.drain_timeout_ms", config.cluster.local.drain_timeout_ms);
-  }
-  RunLoopOptions loop_options;
-  loop_options.run_id = config.run.id;
-  loop_options.group_timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(config.learner.group_timeout_seconds * 1000));
-  loop_options.drain_timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(config.learner.drain_timeout_seconds * 1000));
-  loop_options.update = std::move(update);
-  loop_options.abort_in_flight = config.rollout.abort_on_weight_update;
-  loop_options.push_weights = std::move(push_weights);
+  warn_if_drain_outlasts_local_cluster(config);
+  RunLoopOptions loop_options =
+      run_loop_options(config, std::move(stages), std::move(push_weights));
   service::ShutdownSignal& signal = **shutdown;
   auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, *log,
                             metrics.value(), [&signal] { return signal.requested(); });

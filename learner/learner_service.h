@@ -9,7 +9,7 @@
 // 2 bad configuration or task files, or a run id the reward log already holds.
 #pragma once
 
-#include "common/service/service_flags.h"
+#include "net/service/service_flags.h"
 
 namespace dice {
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "common/model/qwen3.h"
-#include "learner/learner_options.h"
+#include "model/qwen3.h"
+#include "options/learner_options.h"
 
 namespace torch::optim {
 class AdamW;

@@ -3,10 +3,10 @@
 #include <ATen/ATen.h>
 
 #include "common/log.h"
-#include "common/weights/weight_specs.h"
-#include "common/wire/envelope.h"
 #include "learner/run_loop.h"
 #include "learner/weight_sync_plan.h"
+#include "model/weights/weight_specs.h"
+#include "net/wire/envelope.h"
 
 namespace dice {
 namespace {

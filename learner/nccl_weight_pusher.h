@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "common/model/qwen3.h"
-#include "common/nccl/nccl_communicator.h"
 #include "common/status.h"
-#include "common/transport/work_dispatcher.h"
 #include "learner/policy_update.h"
-#include "rollout/rollout_options.h"
+#include "model/nccl/nccl_communicator.h"
+#include "model/qwen3.h"
+#include "net/transport/work_dispatcher.h"
+#include "options/rollout_options.h"
 
 namespace dice {
 

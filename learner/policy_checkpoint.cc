@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "common/model/weights.h"
 #include "common/remove_tree.h"
+#include "model/weights.h"
 
 namespace dice {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "common/model/qwen3.h"
 #include "common/status.h"
+#include "model/qwen3.h"
 
 namespace dice {
 

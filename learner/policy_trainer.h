@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/model/qwen3.h"
 #include "common/status.h"
-#include "learner/learner_options.h"
 #include "learner/master_weights.h"
 #include "learner/trace_layout.h"
+#include "model/qwen3.h"
+#include "options/learner_options.h"
 
 namespace dice {
 

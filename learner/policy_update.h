@@ -14,6 +14,9 @@ namespace dice {
 namespace transport {
 class WorkDispatcher;
 }
+namespace rewardlog {
+class RewardLogWriter;
+}
 
 // What one policy update did.
 struct PolicyUpdate {
@@ -34,6 +37,20 @@ struct PolicyUpdate {
 // before it. An error ends the run (a learner that silently stops learning is worse).
 using PolicyUpdater = std::function<Result<PolicyUpdate>(
     std::vector<TraceSample> samples, std::uint64_t step, std::uint64_t version)>;
+
+// Supervised fine-tuning as a curriculum phase (CurriculumPhase type sft): trains the weights
+// the learner holds (policy `version`) on `data_file` for `epochs` and returns them as the next
+// version, checkpointed (ran false: nothing trained, e.g. stopped before the first step). Its
+// metrics go to `log`; it ends after the step in hand once `stop_requested` says so.
+using SftStage = std::function<Result<PolicyUpdate>(
+    const std::string& phase, const std::string& data_file, int epochs, std::uint64_t version,
+    rewardlog::RewardLogWriter& log, const std::function<bool()>& stop_requested)>;
+
+// Writes the checkpoint that ends phase `phase`: the weights of policy `version`, from
+// `weights_dir` (empty: the initial policy) or from the learner's model when it has newer ones;
+// a folder retention never deletes. Returns the folder.
+using PhaseCheckpointer = std::function<Result<std::string>(
+    const std::string& phase, std::uint64_t version, const std::string& weights_dir)>;
 
 // Tells the workers about a new version (learner/nccl_weight_pusher.h, or a checkpoint folder
 // push when empty). An error ends the run.

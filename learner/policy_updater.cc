@@ -9,20 +9,24 @@
 #include <memory>
 
 #include "common/log.h"
-#include "common/model/weights.h"
 #include "common/remove_tree.h"
-#include "common/torch_compat.h"
 #include "learner/nccl_weight_pusher.h"
 #include "learner/policy_checkpoint.h"
 #include "learner/policy_trainer.h"
+#include "learner/sft_run.h"
 #include "learner/weight_sync_plan.h"
+#include "model/torch_compat.h"
+#include "model/weights.h"
 
 namespace dice {
 namespace {
 
 // State shared by the calls of one run's updater.
 struct Updater {
-  std::unique_ptr<PolicyTrainer> trainer;
+  Qwen3LM model = nullptr;  // the learner's weights, trained in place
+  PolicyTrainerOptions trainer_options;
+  std::unique_ptr<PolicyTrainer> trainer;  // made when an update needs it (an sft phase drops it)
+  const DiceConfig* config = nullptr;      // the run's (outlives the updater)
   std::string source_dir;  // the initial policy's folder (side files come from there)
   std::string base_dir;    // <checkpoint.dir>/<run id>
   CheckpointOptions checkpoint;
@@ -34,7 +38,7 @@ struct Updater {
   }
 
   Status save(std::uint64_t version) {
-    return save_policy_checkpoint(*trainer->model(), source_dir, dir_of(version));
+    return save_policy_checkpoint(*model, source_dir, dir_of(version));
   }
 
   // Retention (see the header); a failed delete is logged, never fatal.
@@ -59,11 +63,109 @@ struct Updater {
       }
     }
   }
+
+  // One TraceRL step on `samples` at policy `version`; when it ran, the new version is saved and
+  // old checkpoints pruned.
+  Result<PolicyUpdate> update(const std::vector<TraceSample>& samples, std::uint64_t step,
+                              std::uint64_t version) {
+    const auto started = std::chrono::steady_clock::now();
+    PolicyUpdate out;
+    out.policy_version = version;
+    // A candidate whose trace does not fit the model (a broken or foreign rollout worker) is
+    // left out, named in the log, rather than failing the whole step.
+    std::vector<std::pair<std::size_t, Status>> left_out;
+    if (!trainer) {  // first update, or the first after an sft phase: the masters of now
+      DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
+    }
+    DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, trainer->update(samples, &left_out));
+    for (const auto& [index, why] : left_out) {
+      DICE_LOG(Warn) << "sample left out of the update: its trace does not fit" << kv("step", step)
+                     << kv("sample", index) << kv("error", why.to_string());
+    }
+    if (stats.sequences == 0) return out;  // nothing to learn from: no step, no push
+    out.ran = true;
+    out.policy_version = version + 1;
+    out.sequences = stats.sequences;
+    out.scored_tokens = stats.scored_tokens;
+    out.loss = stats.loss;
+    out.kl = stats.kl;
+    out.grad_norm = stats.grad_norm;
+    out.clip_fraction = stats.clip_fraction;
+    out.mean_ratio = stats.mean_ratio;
+    DICE_RETURN_IF_ERROR(
+        save(out.policy_version).with_context("checkpoint of step " + std::to_string(step)));
+    out.checkpoint_dir = dir_of(out.policy_version);
+    prune(out.policy_version);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return out;
+  }
+
+  // An sft phase on the model as it is; the RL trainer (and its optimizer state) is dropped
+  // first, so the two never hold their masters at once, and is made again from the new weights.
+  Result<PolicyUpdate> sft(const std::string& phase, const std::string& data_file, int epochs,
+                           std::uint64_t version, rewardlog::RewardLogWriter& log,
+                           const std::function<bool()>& stop_requested) {
+    const auto started = std::chrono::steady_clock::now();
+    trainer.reset();
+    SftJob job;
+    job.data_file = data_file;
+    job.epochs = epochs;
+    job.tokenizer_dir = source_dir;
+    DICE_ASSIGN_OR_RETURN(SftRunSummary summary,
+                          train_sft(model, *config, job, log, stop_requested));
+    PolicyUpdate out;
+    out.policy_version = version;
+    if (summary.steps == 0) return out;
+    out.ran = true;
+    out.policy_version = version + 1;
+    DICE_RETURN_IF_ERROR(save(out.policy_version).with_context("checkpoint of sft phase " + phase));
+    out.checkpoint_dir = dir_of(out.policy_version);
+    prune(out.policy_version);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return out;
+  }
+
+  // The phase's closing checkpoint: the model holds the newest weights (updates and sft train
+  // it in place). Its name is not a version's, so retention (prune) never touches it.
+  Result<std::string> finish_phase(const std::string& phase) {
+    const std::string dir = base_dir + "/phase-" + phase;
+    DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source_dir, dir)
+                             .with_context("checkpoint at the end of phase " + phase));
+    return dir;
+  }
 };
+
+// For rollout.weight_sync other than checkpoint: `*push` broadcasts the weights over NCCL.
+void install_nccl_pusher(const DiceConfig& config, const Qwen3LM& model, WeightsPusher* push) {
+  NcclPushOptions push_options;
+  push_options.mode = config.rollout.weight_sync;
+  push_options.timeout = std::chrono::milliseconds(config.rollout.weight_sync_timeout_ms);
+  push_options.abort_in_flight = config.rollout.abort_on_weight_update;
+  push_options.run_id = config.run.id;
+  auto pusher = std::make_shared<NcclWeightPusher>(model, push_options);
+  *push = [pusher](const PolicyUpdate& update, transport::WorkDispatcher& dispatcher) {
+    return pusher->push(update, dispatcher);
+  };
+}
+
+PolicyTrainerOptions policy_trainer_options(const DiceConfig& config, const ModelConfig& shape) {
+  const LearnerOptions& learner = config.learner;
+  PolicyTrainerOptions trainer_options;
+  trainer_options.loss = learner.loss;
+  trainer_options.optimizer = learner.optimizer;
+  trainer_options.layout.block_size = shape.block_size;
+  trainer_options.layout.mask_token_id = shape.mask_token_id;
+  trainer_options.layout.denoising_steps = config.rollout.sampling.denoising_steps;
+  trainer_options.layout.shrink = learner.loss.trace_shrink;
+  trainer_options.temperature = config.rollout.sampling.temperature;
+  trainer_options.activation_checkpointing = learner.activation_checkpointing;
+  trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;
+  return trainer_options;
+}
 
 }  // namespace
 
-Result<PolicyUpdater> make_policy_updater(const DiceConfig& config, WeightsPusher* push) {
+Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher* push) {
   const LearnerOptions& learner = config.learner;
   const std::string source =
       learner.init_checkpoint.empty() ? config.rollout.model_path : learner.init_checkpoint;
@@ -79,33 +181,18 @@ Result<PolicyUpdater> make_policy_updater(const DiceConfig& config, WeightsPushe
                       "models finish a step there)"
                    << kv("model", source);
   }
-
   DICE_RETURN_IF_ERROR(
       check_weight_sync_setting(config.rollout.weight_sync, gpu, nccl::built_with_nccl()));
   if (push != nullptr && config.rollout.weight_sync != WeightSync::kCheckpoint) {
-    NcclPushOptions push_options;
-    push_options.mode = config.rollout.weight_sync;
-    push_options.timeout = std::chrono::milliseconds(config.rollout.weight_sync_timeout_ms);
-    push_options.abort_in_flight = config.rollout.abort_on_weight_update;
-    push_options.run_id = config.run.id;
-    auto pusher = std::make_shared<NcclWeightPusher>(*model, push_options);
-    *push = [pusher](const PolicyUpdate& update, transport::WorkDispatcher& dispatcher) {
-      return pusher->push(update, dispatcher);
-    };
+    install_nccl_pusher(config, *model, push);
   }
-
-  PolicyTrainerOptions trainer_options;
-  trainer_options.loss = learner.loss;
-  trainer_options.optimizer = learner.optimizer;
-  trainer_options.layout.block_size = (*model)->config().block_size;
-  trainer_options.layout.mask_token_id = (*model)->config().mask_token_id;
-  trainer_options.layout.denoising_steps = config.rollout.sampling.denoising_steps;
-  trainer_options.layout.shrink = learner.loss.trace_shrink;
-  trainer_options.temperature = config.rollout.sampling.temperature;
-  trainer_options.activation_checkpointing = learner.activation_checkpointing;
-  trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;
   auto updater = std::make_shared<Updater>();
-  DICE_ASSIGN_OR_RETURN(updater->trainer, PolicyTrainer::create(*model, trainer_options));
+  updater->model = *model;
+  updater->trainer_options = policy_trainer_options(config, (*model)->config());
+  // Made now, so that bad trainer options are found at start (the first update reuses it).
+  DICE_ASSIGN_OR_RETURN(updater->trainer,
+                        PolicyTrainer::create(updater->model, updater->trainer_options));
+  updater->config = &config;
   updater->source_dir = source;
   updater->base_dir = learner.checkpoint.dir + "/" + config.run.id;
   updater->checkpoint = learner.checkpoint;
@@ -119,37 +206,20 @@ Result<PolicyUpdater> make_policy_updater(const DiceConfig& config, WeightsPushe
                  << kv("device", gpu ? "cuda:0" : "cpu")
                  << kv("dtype", learner.dtype == TrainDtype::kBf16 ? "bf16" : "fp32")
                  << kv("checkpoints", updater->base_dir);
-
-  return PolicyUpdater([updater](std::vector<TraceSample> samples, std::uint64_t step,
-                                 std::uint64_t version) -> Result<PolicyUpdate> {
-    const auto started = std::chrono::steady_clock::now();
-    PolicyUpdate out;
-    out.policy_version = version;
-    // A candidate whose trace does not fit the model (a broken or foreign rollout worker) is
-    // left out, named in the log, rather than failing the whole step.
-    std::vector<std::pair<std::size_t, Status>> left_out;
-    DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, updater->trainer->update(samples, &left_out));
-    for (const auto& [index, why] : left_out) {
-      DICE_LOG(Warn) << "sample left out of the update: its trace does not fit" << kv("step", step)
-                     << kv("sample", index) << kv("error", why.to_string());
-    }
-    if (stats.sequences == 0) return out;  // nothing to learn from: no step, no push
-    out.ran = true;
-    out.policy_version = version + 1;
-    out.sequences = stats.sequences;
-    out.scored_tokens = stats.scored_tokens;
-    out.loss = stats.loss;
-    out.kl = stats.kl;
-    out.grad_norm = stats.grad_norm;
-    out.clip_fraction = stats.clip_fraction;
-    out.mean_ratio = stats.mean_ratio;
-    DICE_RETURN_IF_ERROR(updater->save(out.policy_version)
-                             .with_context("checkpoint of step " + std::to_string(step)));
-    out.checkpoint_dir = updater->dir_of(out.policy_version);
-    updater->prune(out.policy_version);
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    return out;
-  });
+  PolicyStages stages;
+  stages.update = [updater](std::vector<TraceSample> samples, std::uint64_t step,
+                            std::uint64_t version) {
+    return updater->update(samples, step, version);
+  };
+  stages.sft = [updater](const std::string& phase, const std::string& data_file, int epochs,
+                         std::uint64_t version, rewardlog::RewardLogWriter& log,
+                         const std::function<bool()>& stop_requested) {
+    return updater->sft(phase, data_file, epochs, version, log, stop_requested);
+  };
+  stages.finish_phase = [updater](const std::string& phase, std::uint64_t, const std::string&) {
+    return updater->finish_phase(phase);
+  };
+  return stages;
 }
 
 }  // namespace dice

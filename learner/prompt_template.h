@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "learner/curriculum_options.h"
+#include "options/curriculum_options.h"
 
 namespace dice {
 

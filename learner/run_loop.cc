@@ -8,42 +8,15 @@
 #include <unordered_set>
 
 #include "common/log.h"
-#include "common/wire/envelope.h"
+#include "learner/eval_tally.h"
 #include "learner/step_records.h"
+#include "net/wire/envelope.h"
+#include "net/wire/sampling_params.h"
 
 namespace dice {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-schema::Remasking to_schema(Remasking remasking) {
-  switch (remasking) {
-    case Remasking::kLowConfidenceStatic:
-      return schema::Remasking::LOW_CONFIDENCE_STATIC;
-    case Remasking::kSequential:
-      return schema::Remasking::SEQUENTIAL;
-    case Remasking::kEntropyBounded:
-      return schema::Remasking::ENTROPY_BOUNDED;
-    case Remasking::kLowConfidenceDynamic:
-      break;
-  }
-  return schema::Remasking::LOW_CONFIDENCE_DYNAMIC;
-}
-
-std::function<void(schema::SamplingParams::Builder)> sampling_filler(const SamplingOptions& s) {
-  return [s](schema::SamplingParams::Builder out) {
-    out.setTemperature(static_cast<float>(s.temperature));
-    out.setTopP(static_cast<float>(s.top_p));
-    out.setTopK(static_cast<std::uint32_t>(s.top_k));
-    out.setMaxNewTokens(static_cast<std::uint32_t>(s.max_new_tokens));
-    out.setBlockSize(static_cast<std::uint32_t>(s.block_size));
-    out.setDenoisingSteps(static_cast<std::uint32_t>(s.denoising_steps));
-    out.setRemasking(to_schema(s.remasking));
-    out.setThreshold(static_cast<float>(s.threshold));
-    auto stops = out.initStopTokenIds(static_cast<unsigned>(s.stop_token_ids.size()));
-    for (unsigned i = 0; i < stops.size(); ++i) stops.set(i, s.stop_token_ids[i]);
-  };
-}
 
 std::string fixed(double value, int digits) {
   std::ostringstream out;
@@ -61,7 +34,18 @@ struct StepRun {
   std::unordered_set<std::string>& seen_hashes;
   bool* stopping;                    // set once a stop was requested (shared across steps)
   std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
+  EvalTally* tally = nullptr;        // an eval phase's table, fed every finished group
 };
+
+// A finished group as one task of the evaluation table: its samples in sample order.
+void tally_group(const FinishedGroup& group, int k, EvalTally* tally) {
+  std::vector<EvalTally::Sample> samples;
+  for (const FinishedSample& sample : group.samples) {
+    auto verdict = sample.verdict.root().getBody().getVerdict();
+    samples.push_back({verdict.getCorrect(), verdict.getSpeedup()});
+  }
+  tally->add_task(group.task->level, samples, k);
+}
 
 // Writes the finished groups' records (queued; flushed at the end of the step).
 Status write_groups(StepTracker& tracker, StepRun& run) {
@@ -74,6 +58,10 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
     DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.seen_hashes,
                                                       wire::unix_millis_now()));
     if (!records.empty()) DICE_RETURN_IF_ERROR(run.log.enqueue(std::move(records)));
+    if (run.tally != nullptr) {
+      tally_group(group, static_cast<int>(tracker.settings().samples_per_task), run.tally);
+      continue;  // an evaluation trains nothing
+    }
     if (group.complete && !group.dropped && run.options.update) {
       for (const FinishedSample& sample : group.samples) run.traces->push_back(sample.trace);
     }
@@ -136,6 +124,92 @@ Result<bool> drive_step(StepTracker& tracker, StepRun& run) {
   return interrupted;
 }
 
+// What StepTracker needs to know about step `global_step` of `plan`.
+StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& config,
+                           const PhasePlan& plan, std::uint64_t global_step,
+                           std::uint64_t policy_version, const std::string& weights_dir) {
+  StepSettings settings;
+  settings.run_id = options.run_id;
+  settings.learner_id = options.learner_id;
+  settings.step = global_step;
+  settings.samples_per_task = static_cast<std::uint32_t>(plan.samples_per_task);
+  settings.policy_version = policy_version;
+  settings.weights_dir = weights_dir;
+  settings.max_staleness = static_cast<std::uint64_t>(config.learner.max_staleness);
+  settings.drop_constant_groups = config.learner.loss.drop_constant_groups;
+  settings.fill_sampling = [sampling = phase_sampling(config.rollout.sampling, plan.decoding)](
+                               auto out) { wire::fill_sampling_params(sampling, out); };
+  settings.phase_name = plan.name;
+  settings.evaluation = plan.type == PhaseType::kEval;
+  settings.reward_mode = options.reward_mode;
+  return settings;
+}
+
+// New weights (an update or an sft phase that ran) become current, and go to the workers.
+Status adopt_and_push(const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
+                      const LearnerMetrics& metrics, const PolicyUpdate& update,
+                      std::uint64_t* policy_version, std::string* weights_dir) {
+  if (!update.ran) return Status::ok_status();
+  *policy_version = update.policy_version;
+  *weights_dir = update.checkpoint_dir;
+  metrics.policy_version->set(static_cast<double>(*policy_version));
+  if (update.checkpoint_dir.empty()) return Status::ok_status();
+  return options.push_weights
+             ? options.push_weights(update, dispatcher)
+             : push_checkpoint_weights(dispatcher, options.learner_id, options.run_id, update,
+                                       options.abort_in_flight);
+}
+
+// The policy update on the step's traces (none without an updater or traces); when it ran, the
+// new version and its checkpoint folder become current and the weights go to the workers.
+Result<PolicyUpdate> update_and_push(const RunLoopOptions& options,
+                                     transport::WorkDispatcher& dispatcher,
+                                     const LearnerMetrics& metrics,
+                                     std::vector<TraceSample>& traces, std::uint64_t global_step,
+                                     std::uint64_t* policy_version, std::string* weights_dir) {
+  PolicyUpdate update;
+  if (!options.update || traces.empty()) return update;
+  DICE_ASSIGN_OR_RETURN(update, options.update(std::move(traces), global_step, *policy_version));
+  traces.clear();
+  DICE_RETURN_IF_ERROR(
+      adopt_and_push(options, dispatcher, metrics, update, policy_version, weights_dir));
+  return update;
+}
+
+// The StepRecord and the step's metric records, in one append.
+Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
+                           const StepSettings& settings, TaskKind kind, const StepTiming& timing,
+                           const PolicyUpdate& update) {
+  DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord step_rec,
+                        step_record(c, settings, kind, timing, update));
+  DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> records,
+                        metric_records(c, settings, timing, update));
+  records.push_back(std::move(step_rec));
+  return log.append(std::move(records));
+}
+
+// The progress line of step `k` of `plan`, which took `seconds`.
+void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
+                   double seconds, double eta, std::uint64_t policy_version,
+                   const PolicyUpdate& update, const RunLoopOptions& options) {
+  DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
+                 << kv("step", global_step) << kv("candidates", c.verdicts)
+                 << kv("candidates_per_s", fixed(c.candidates / std::max(seconds, 1e-3), 2))
+                 << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
+                 << kv("mean_reward", fixed(mean_reward(c), 3))
+                 << kv("groups_dropped", c.groups_dropped) << kv("groups_skipped", c.groups_skipped)
+                 << kv("stale", c.stale_dropped)
+                 << kv("worker_errors", c.rollout_errors + c.eval_errors)
+                 << kv("seconds", fixed(seconds, 1)) << kv("eta_s", fixed(eta, 0))
+                 << kv("policy_version", policy_version)
+                 << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
+                 << kv("update_s", fixed(update.seconds, 1))
+                 << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
+                                        : options.update              ? "TraceRL"
+                                                                      : kNoPolicyUpdate)
+                 << kv("reward_mode", options.reward_mode);
+}
+
 }  // namespace
 
 Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std::string& learner_id,
@@ -152,6 +226,56 @@ Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std:
   return Status::ok_status();
 }
 
+SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding) {
+  SamplingOptions s = sampling;
+  if (decoding == Decoding::kGreedy) {
+    s.temperature = 0.0;
+    s.top_k = 0;
+    s.top_p = 1.0;
+    s.remasking = Remasking::LOW_CONFIDENCE_STATIC;
+  }
+  return s;
+}
+
+namespace {
+
+// One phase of the curriculum as it will run (tasks loaded for rl and eval phases).
+Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& config,
+                             const std::map<TaskKind, PromptTemplate>& prompts) {
+  PhasePlan plan;
+  plan.name = phase.name;
+  plan.type = phase.type;
+  plan.kind = phase.kind;
+  if (phase.type == PhaseType::kSft) {
+    plan.sft_data = phase.sft_data;
+    plan.epochs = phase.epochs.value_or(config.learner.sft.epochs);
+    DICE_LOG(Info) << "phase planned" << kv("phase", plan.name) << kv("type", "sft")
+                   << kv("data", plan.sft_data) << kv("epochs", plan.epochs);
+    return plan;
+  }
+  const bool eval = phase.type == PhaseType::kEval;
+  plan.decoding = phase.decoding.value_or(eval ? Decoding::kGreedy : Decoding::kSample);
+  plan.steps = eval ? std::max(1, phase.steps) : phase.steps;
+  plan.samples_per_task = phase.samples_per_task.value_or(eval ? 1 : config.learner.group_size);
+  DICE_ASSIGN_OR_RETURN(plan.tasks, load_phase_tasks(phase, prompts));
+  const int wanted_tasks = phase.tasks_per_step.value_or(eval ? static_cast<int>(plan.tasks.size())
+                                                              : config.learner.tasks_per_step);
+  plan.tasks_per_step = std::min<int>(wanted_tasks, static_cast<int>(plan.tasks.size()));
+  if (plan.tasks_per_step < wanted_tasks) {
+    DICE_LOG(Warn) << "phase has fewer tasks than tasks_per_step; each step takes every task once"
+                   << kv("phase", phase.name) << kv("tasks", plan.tasks.size())
+                   << kv("tasks_per_step", wanted_tasks);
+  }
+  DICE_LOG(Info) << "phase planned" << kv("phase", plan.name) << kv("type", eval ? "eval" : "rl")
+                 << kv("tasks", plan.tasks.size()) << kv("steps", plan.steps)
+                 << kv("tasks_per_step", plan.tasks_per_step)
+                 << kv("samples_per_task", plan.samples_per_task)
+                 << kv("decoding", plan.decoding == Decoding::kGreedy ? "greedy" : "sample");
+  return plan;
+}
+
+}  // namespace
+
 Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
                                            const std::map<TaskKind, PromptTemplate>& prompts) {
   const auto& wanted = config.learner.phases;
@@ -167,134 +291,175 @@ Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
     if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), phase.name) == wanted.end()) {
       continue;
     }
-    PhasePlan plan;
-    plan.name = phase.name;
-    plan.kind = phase.kind;
-    plan.steps = phase.steps;
-    plan.samples_per_task = phase.samples_per_task.value_or(config.learner.group_size);
-    DICE_ASSIGN_OR_RETURN(plan.tasks, load_phase_tasks(phase, prompts));
-    const int wanted_tasks = phase.tasks_per_step.value_or(config.learner.tasks_per_step);
-    plan.tasks_per_step = std::min<int>(wanted_tasks, static_cast<int>(plan.tasks.size()));
-    if (plan.tasks_per_step < wanted_tasks) {
-      DICE_LOG(Warn) << "phase has fewer tasks than tasks_per_step; each step takes every task once"
-                     << kv("phase", phase.name) << kv("tasks", plan.tasks.size())
-                     << kv("tasks_per_step", wanted_tasks);
-    }
-    DICE_LOG(Info) << "phase planned" << kv("phase", plan.name) << kv("tasks", plan.tasks.size())
-                   << kv("steps", plan.steps) << kv("tasks_per_step", plan.tasks_per_step)
-                   << kv("samples_per_task", plan.samples_per_task);
+    DICE_ASSIGN_OR_RETURN(PhasePlan plan, plan_phase(phase, config, prompts));
     plans.push_back(std::move(plan));
   }
   return plans;
 }
+
+namespace {
+
+// What the phases of one run share: ids, the step counter, the weights held, the ETA's clock.
+struct RunState {
+  std::uint64_t next_work_id = 1;
+  std::uint64_t next_group_id = 1;
+  std::uint64_t global_step = 0;
+  std::uint64_t policy_version = 0;
+  std::string weights_dir;  // checkpoint folder of policy_version; empty: the initial policy
+  int total_steps = 0;      // of the rl and eval phases, for the ETA
+  double seconds_so_far = 0.0;
+};
+
+// The evaluation table of an eval phase: one line in the log, and eval/<phase>/... metrics
+// (exec, fast_1, fast_2, per level and for all tasks) at the phase's last step.
+Status report_evaluation(const PhasePlan& plan, const EvalTally& tally, const RunState& state,
+                         const RunLoopOptions& options, rewardlog::RewardLogWriter& log) {
+  DICE_LOG(Info) << "evaluation of phase " << plan.name << ": " << tally.summary()
+                 << kv("policy_version", state.policy_version)
+                 << kv("reward_mode", options.reward_mode);
+  const std::int64_t now = wire::unix_millis_now();
+  const std::uint64_t step = state.global_step == 0 ? 0 : state.global_step - 1;
+  std::vector<rewardlog::LogRecord> records;
+  auto add = [&](const std::string& where, const EvalCell& cell) -> Status {
+    for (const auto& [name, value] : {std::pair<const char*, double>{"exec", cell.exec()},
+                                      {"fast_1", cell.fast(1)},
+                                      {"fast_2", cell.fast(2)},
+                                      {"tasks", cell.tasks},
+                                      {"geo_mean_speedup", cell.geo_mean_speedup()}}) {
+      DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
+                            metric_record(options.run_id, "eval/" + plan.name + where + "/" + name,
+                                          step, value, now));
+      records.push_back(std::move(r));
+    }
+    return Status::ok_status();
+  };
+  for (const auto& [level, cell] : tally.levels()) {
+    DICE_RETURN_IF_ERROR(add("/level_" + (level.empty() ? std::string("none") : level), cell));
+  }
+  DICE_RETURN_IF_ERROR(add("", tally.all()));
+  return log.append(std::move(records));
+}
+
+// An sft phase: its weights become the next version and go to the workers.
+Status run_sft_phase(const PhasePlan& plan, const RunLoopOptions& options, StepRun& run,
+                     RunState* state) {
+  if (!options.sft) {
+    DICE_LOG(Warn) << "sft phase skipped: this learner updates no policy" << kv("phase", plan.name)
+                   << kv("learner.update_policy", "false");
+    return Status::ok_status();
+  }
+  DICE_ASSIGN_OR_RETURN(PolicyUpdate update,
+                        options.sft(plan.name, plan.sft_data, plan.epochs, state->policy_version,
+                                    run.log, run.stop_requested));
+  DICE_LOG(Info) << "sft phase done" << kv("phase", plan.name) << kv("trained", update.ran)
+                 << kv("policy_version", update.ran ? update.policy_version : state->policy_version)
+                 << kv("seconds", fixed(update.seconds, 1));
+  return adopt_and_push(options, run.dispatcher, run.metrics, update, &state->policy_version,
+                        &state->weights_dir);
+}
+
+}  // namespace
+
+namespace {
+
+// The steps of an rl or eval phase. Returns false when the run stops here (a stop request, or
+// a step cut short).
+Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
+                            const RunLoopOptions& options, StepRun& run, RunState* state,
+                            RunSummary* summary) {
+  const bool eval = plan.type == PhaseType::kEval;
+  EvalTally tally;
+  run.tally = eval ? &tally : nullptr;
+  TaskCursor cursor(&plan.tasks);
+  for (int k = 1; k <= plan.steps; ++k, ++state->global_step) {
+    if (*run.stopping || run.stop_requested()) {
+      summary->stopped = true;
+      return false;
+    }
+    const StepSettings settings = step_settings(options, config, plan, state->global_step,
+                                                state->policy_version, state->weights_dir);
+    run.metrics.step->set(static_cast<double>(state->global_step));
+    const auto started = Clock::now();
+    StepTiming timing;
+    timing.started_ms = wire::unix_millis_now();
+    run.traces->clear();
+    StepTracker tracker(settings, &state->next_work_id, &state->next_group_id);
+    tracker.start(cursor.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
+    DICE_ASSIGN_OR_RETURN(bool interrupted, drive_step(tracker, run));
+    DICE_RETURN_IF_ERROR(run.log.flush());  // every candidate of the step is durable
+    timing.finished_ms = wire::unix_millis_now();
+    const StepCounts& c = tracker.counts();
+    if (interrupted) {
+      summary->interrupted = true;
+      summary->stopped = true;
+      DICE_LOG(Warn) << "step cut short by the stop (drain timeout, or no worker left): its "
+                        "verdicts are logged, no StepRecord"
+                     << kv("step", state->global_step) << kv("phase", plan.name)
+                     << kv("verdicts", c.verdicts) << kv("groups_skipped", c.groups_skipped);
+      return false;
+    }
+    PolicyUpdate update;
+    if (!eval) {
+      DICE_ASSIGN_OR_RETURN(
+          update, update_and_push(options, run.dispatcher, run.metrics, *run.traces,
+                                  state->global_step, &state->policy_version, &state->weights_dir));
+    }
+    timing.finished_ms = wire::unix_millis_now();
+    DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, timing, update));
+    run.metrics.steps->add();
+    ++summary->steps_completed;
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    state->seconds_so_far += seconds;
+    const double eta = state->seconds_so_far / summary->steps_completed *
+                       (state->total_steps - summary->steps_completed);
+    log_step_line(k, plan, state->global_step, c, seconds, eta, state->policy_version, update,
+                  options);
+  }
+  run.tally = nullptr;
+  if (eval) {
+    DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, run.log));
+  }
+  return true;
+}
+
+}  // namespace
 
 Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceConfig& config,
                               const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
                               rewardlog::RewardLogWriter& log, const LearnerMetrics& metrics,
                               const std::function<bool()>& stop_requested) {
   RunSummary summary;
-  std::uint64_t next_work_id = 1;
-  std::uint64_t next_group_id = 1;
-  std::uint64_t global_step = 0;
-  std::uint64_t policy_version = 0;
-  std::string weights_dir;  // checkpoint folder of policy_version; empty: the initial policy
+  RunState state;
   std::unordered_set<std::string> seen_hashes;
   bool stopping = false;
-  int total_steps = 0;
-  for (const PhasePlan& plan : phases) total_steps += plan.steps;
-  double seconds_so_far = 0.0;
-  metrics.policy_version->set(static_cast<double>(policy_version));
+  for (const PhasePlan& plan : phases) {
+    if (plan.type != PhaseType::kSft) state.total_steps += plan.steps;
+  }
+  metrics.policy_version->set(static_cast<double>(state.policy_version));
   const char* update_mode = options.update ? "TraceRL" : kNoPolicyUpdate;
-  DICE_LOG(Info) << "policy update: " << update_mode << kv("policy_version", policy_version)
-                 << kv("phases", phases.size()) << kv("steps", total_steps);
+  DICE_LOG(Info) << "policy update: " << update_mode << kv("policy_version", state.policy_version)
+                 << kv("phases", phases.size()) << kv("steps", state.total_steps)
+                 << kv("reward_mode", options.reward_mode);
 
   std::vector<TraceSample> traces;
   StepRun run{dispatcher, log, metrics, options, stop_requested, seen_hashes, &stopping, &traces};
   for (const PhasePlan& plan : phases) {
-    TaskCursor cursor(&plan.tasks);
-    for (int k = 1; k <= plan.steps; ++k, ++global_step) {
-      if (stopping || stop_requested()) {
-        summary.stopped = true;
-        return summary;
-      }
-      StepSettings settings;
-      settings.run_id = options.run_id;
-      settings.learner_id = options.learner_id;
-      settings.step = global_step;
-      settings.samples_per_task = static_cast<std::uint32_t>(plan.samples_per_task);
-      settings.policy_version = policy_version;
-      settings.weights_dir = weights_dir;
-      settings.max_staleness = static_cast<std::uint64_t>(config.learner.max_staleness);
-      settings.drop_constant_groups = config.learner.loss.drop_constant_groups;
-      settings.fill_sampling = sampling_filler(config.rollout.sampling);
-      metrics.step->set(static_cast<double>(global_step));
-
-      const auto started = Clock::now();
-      StepTiming timing;
-      timing.started_ms = wire::unix_millis_now();
-      traces.clear();
-      StepTracker tracker(settings, &next_work_id, &next_group_id);
-      tracker.start(cursor.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
-      DICE_ASSIGN_OR_RETURN(bool interrupted, drive_step(tracker, run));
-      DICE_RETURN_IF_ERROR(log.flush());  // every candidate of the step is durable
-      timing.finished_ms = wire::unix_millis_now();
-      const StepCounts& c = tracker.counts();
-      if (interrupted) {
-        summary.interrupted = true;
-        summary.stopped = true;
-        DICE_LOG(Warn) << "step cut short by the stop (drain timeout, or no worker left): its "
-                          "verdicts are logged, no "
-                          "StepRecord"
-                       << kv("step", global_step) << kv("phase", plan.name)
-                       << kv("verdicts", c.verdicts) << kv("groups_skipped", c.groups_skipped);
-        return summary;
-      }
-      PolicyUpdate update;
-      if (options.update && !traces.empty()) {
-        DICE_ASSIGN_OR_RETURN(update,
-                              options.update(std::move(traces), global_step, policy_version));
-        traces.clear();
-        if (update.ran) {
-          policy_version = update.policy_version;
-          weights_dir = update.checkpoint_dir;
-          metrics.policy_version->set(static_cast<double>(policy_version));
-          if (!update.checkpoint_dir.empty()) {
-            DICE_RETURN_IF_ERROR(options.push_weights
-                                     ? options.push_weights(update, dispatcher)
-                                     : push_checkpoint_weights(dispatcher, options.learner_id,
-                                                               options.run_id, update,
-                                                               options.abort_in_flight));
-          }
-        }
-      }
-      timing.finished_ms = wire::unix_millis_now();
-      DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord step_rec,
-                            step_record(c, settings, plan.kind, timing, update));
-      DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> records,
-                            metric_records(c, settings, timing, update));
-      records.push_back(std::move(step_rec));
-      DICE_RETURN_IF_ERROR(log.append(std::move(records)));
-      metrics.steps->add();
-      ++summary.steps_completed;
-
-      const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-      seconds_so_far += seconds;
-      const double eta =
-          seconds_so_far / summary.steps_completed * (total_steps - summary.steps_completed);
-      DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
-                     << kv("step", global_step) << kv("candidates", c.verdicts)
-                     << kv("candidates_per_s", fixed(c.candidates / std::max(seconds, 1e-3), 2))
-                     << kv("correct_rate",
-                           fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
-                     << kv("mean_reward", fixed(mean_reward(c), 3))
-                     << kv("groups_dropped", c.groups_dropped)
-                     << kv("groups_skipped", c.groups_skipped) << kv("stale", c.stale_dropped)
-                     << kv("worker_errors", c.rollout_errors + c.eval_errors)
-                     << kv("seconds", fixed(seconds, 1)) << kv("eta_s", fixed(eta, 0))
-                     << kv("policy_version", policy_version)
-                     << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
-                     << kv("update_s", fixed(update.seconds, 1))
-                     << kv("policy_update", options.update ? "TraceRL" : kNoPolicyUpdate);
+    if (stopping || stop_requested()) {
+      summary.stopped = true;
+      return summary;
+    }
+    if (plan.type == PhaseType::kSft) {
+      DICE_RETURN_IF_ERROR(run_sft_phase(plan, options, run, &state));
+    } else {
+      DICE_ASSIGN_OR_RETURN(bool go_on,
+                            run_step_phase(plan, config, options, run, &state, &summary));
+      if (!go_on) return summary;
+    }
+    if (options.finish_phase) {
+      DICE_ASSIGN_OR_RETURN(std::string dir, options.finish_phase(plan.name, state.policy_version,
+                                                                  state.weights_dir));
+      DICE_LOG(Info) << "phase checkpoint written" << kv("phase", plan.name) << kv("dir", dir)
+                     << kv("policy_version", state.policy_version);
     }
   }
   return summary;

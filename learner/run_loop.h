@@ -1,6 +1,13 @@
-// The learner's run loop: for each selected curriculum phase, for each of its steps, a StepTracker
-// fed by the WorkDispatcher (rollout requests out, candidates in, evaluation requests out,
-// verdicts in), its records written to the reward log, and one progress line per step.
+// The learner's run loop: for each selected curriculum phase (options/curriculum_options.h), by
+// its type:
+//   rl    for each of its steps, a StepTracker fed by the WorkDispatcher (rollout requests out,
+//         candidates in, evaluation requests out, verdicts in), its records written to the reward
+//         log, one progress line per step, and the policy update;
+//   eval  the same steps without an update, decoded as the phase says (greedy by default), and
+//         at the end the field's table (learner/eval_tally.h) in the log and as eval/ metrics;
+//   sft   the SftStage on the phase's data; its weights become the next version, pushed to the
+//         workers like an update's;
+// and after every phase its checkpoint (RunLoopOptions::finish_phase).
 //
 //   phase -> step -> [StepTracker] -> backlog -> dispatcher.submit()
 //                          ^                          |
@@ -23,26 +30,34 @@
 #include <string>
 #include <vector>
 
-#include "common/config/dice_config.h"
-#include "common/rewardlog/writer.h"
 #include "common/status.h"
-#include "common/transport/work_dispatcher.h"
 #include "learner/learner_metrics.h"
 #include "learner/policy_update.h"
 #include "learner/prompt_template.h"
 #include "learner/task_loader.h"
+#include "net/transport/work_dispatcher.h"
+#include "options/dice_config.h"
+#include "rewardlog/writer.h"
 
 namespace dice {
 
 // One phase as it will run: its tasks (ordered) and its resolved sizes.
 struct PhasePlan {
   std::string name;
+  PhaseType type = PhaseType::kRl;
   TaskKind kind = TaskKind::kEndToEnd;
-  std::vector<LearnerTask> tasks;
-  int steps = 0;
-  int tasks_per_step = 0;  // capped at tasks.size()
+  std::vector<LearnerTask> tasks;  // rl and eval
+  int steps = 0;                   // rl and eval (eval: at least 1)
+  int tasks_per_step = 0;          // capped at tasks.size()
   int samples_per_task = 0;
+  Decoding decoding = Decoding::kSample;
+  std::string sft_data;  // sft
+  int epochs = 0;        // sft
 };
+
+// The sampling a phase's rollouts use: `sampling` (rollout.sampling), or for greedy decoding
+// DICE's evaluation settings on top of it: temperature 0 and low_confidence_static.
+SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding);
 
 // The phases learner.phases selects (all when empty), in curriculum order, with their tasks
 // loaded. InvalidArgument for a learner.phases name the curriculum does not have, or a bad task
@@ -67,6 +82,14 @@ struct RunLoopOptions {
   // checkpoint folder as fallback); an error ends the run. Empty: push_checkpoint_weights().
   // Default: empty
   WeightsPusher push_weights;
+  // Runs an sft phase; empty (no policy update): sft phases are skipped, saying so. Default:
+  // empty
+  SftStage sft;
+  // Writes each phase's closing checkpoint; empty: none is written. Default: empty
+  PhaseCheckpointer finish_phase;
+  // Named in every step line and the evaluation table: how verdicts are reached
+  // (reward.mode: full, compile_only, extraction_only). Default: "full"
+  std::string reward_mode = "full";
 };
 
 // Tells every worker (rollout workers act on it, reward workers ignore it) that

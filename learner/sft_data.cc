@@ -1,7 +1,7 @@
 #include "learner/sft_data.h"
 
-#include "common/tokenizer/chat_template.h"
 #include "learner/json_file.h"
+#include "model/tokenizer/chat_template.h"
 
 namespace dice {
 namespace {
@@ -33,11 +33,54 @@ Result<std::vector<std::int64_t>> id_list(const json::object& entry, const char*
   return ids;
 }
 
+// A fenced code block as the model answers (the reward service extracts the first one).
+std::string fenced(const std::string& code) {
+  return "```python\n" + code + (!code.empty() && code.back() == '\n' ? "" : "\n") + "```";
+}
+
+// The prompt and response texts of a text item: a phase-2 pair, a phase-1 task with its core,
+// or a prompt and response as they are.
+Result<std::pair<std::string, std::string>> text_item(
+    const json::object& entry, const std::map<TaskKind, PromptTemplate>& templates,
+    const std::string& id, const std::string& where) {
+  if (entry.contains("pytorch_code")) {
+    PromptFields fields;
+    DICE_ASSIGN_OR_RETURN(fields.reference, string_field(entry, "pytorch_code", true, where));
+    fields.task_id = id;
+    const bool infill = entry.contains("middle");
+    std::string code;
+    if (infill) {
+      DICE_ASSIGN_OR_RETURN(fields.prefix, string_field(entry, "prefix", true, where));
+      DICE_ASSIGN_OR_RETURN(fields.suffix, string_field(entry, "suffix", true, where));
+      DICE_ASSIGN_OR_RETURN(code, string_field(entry, "middle", true, where));
+      if (code.empty()) return Status::invalid_argument(where + ": \"middle\" is empty");
+    } else {
+      DICE_ASSIGN_OR_RETURN(code, string_field(entry, "cuda_code", true, where));
+      if (code.empty()) return Status::invalid_argument(where + ": \"cuda_code\" is empty");
+    }
+    auto kind = templates.find(infill ? TaskKind::kInfill : TaskKind::kEndToEnd);
+    if (kind == templates.end()) {
+      return Status::internal(where + ": no prompt template for the item's kind");
+    }
+    return std::make_pair(kind->second.render(fields), fenced(code));
+  }
+  if (entry.contains("prompt")) {
+    DICE_ASSIGN_OR_RETURN(std::string prompt, string_field(entry, "prompt", true, where));
+    DICE_ASSIGN_OR_RETURN(std::string response, string_field(entry, "response", true, where));
+    return std::make_pair(std::move(prompt), std::move(response));
+  }
+  return Status::invalid_argument(where +
+                                  ": expected pytorch_code + cuda_code, pytorch_code + prefix + "
+                                  "middle + suffix, prompt + response, or prompt_ids + "
+                                  "response_ids");
+}
+
 }  // namespace
 
 Result<SftData> load_sft_data(const std::string& path, const tokenizer::Tokenizer* tokenizer,
-                              const PromptTemplate& end_to_end, std::int64_t max_length,
-                              std::int64_t vocab_size, std::int64_t mask_token_id) {
+                              const std::map<TaskKind, PromptTemplate>& templates,
+                              std::int64_t max_length, std::int64_t vocab_size,
+                              std::int64_t mask_token_id) {
   DICE_ASSIGN_OR_RETURN(json::value root, parse_json_file(path, "SFT data"));
   if (!root.is_array()) {
     return Status::invalid_argument("SFT data " + path + ": expected a JSON array of items");
@@ -62,26 +105,8 @@ Result<SftData> load_sft_data(const std::string& path, const tokenizer::Tokenize
       DICE_ASSIGN_OR_RETURN(sample.prompt, id_list(entry, "prompt_ids", limits, where));
       DICE_ASSIGN_OR_RETURN(sample.response, id_list(entry, "response_ids", limits, where));
     } else {
-      std::string prompt, response;
-      if (entry.contains("pytorch_code")) {
-        DICE_ASSIGN_OR_RETURN(std::string reference,
-                              string_field(entry, "pytorch_code", true, where));
-        DICE_ASSIGN_OR_RETURN(std::string code, string_field(entry, "cuda_code", true, where));
-        if (code.empty()) return Status::invalid_argument(where + ": \"cuda_code\" is empty");
-        PromptFields fields;
-        fields.reference = reference;
-        fields.task_id = sample.id;
-        prompt = end_to_end.render(fields);
-        response = "```python\n" + code + (code.back() == '\n' ? "" : "\n") + "```";
-      } else if (entry.contains("prompt")) {
-        DICE_ASSIGN_OR_RETURN(prompt, string_field(entry, "prompt", true, where));
-        DICE_ASSIGN_OR_RETURN(response, string_field(entry, "response", true, where));
-      } else {
-        return Status::invalid_argument(
-            where +
-            ": expected pytorch_code + cuda_code, prompt + response, or prompt_ids + "
-            "response_ids");
-      }
+      DICE_ASSIGN_OR_RETURN(auto text, text_item(entry, templates, sample.id, where));
+      const auto& [prompt, response] = text;
       if (tokenizer == nullptr) {
         return Status::invalid_argument(where + ": a text item needs the model's tokenizer.json");
       }

@@ -3,6 +3,9 @@
 //
 //   {"pytorch_code": P, "cuda_code": C}      prompt: the end_to_end template with P as
 //                                              {reference}; response: C in a ```python fence
+//   {"pytorch_code": P, "prefix": A, "middle": M, "suffix": Z}
+//                                            a phase-1 task: the infill template with P, A and
+//                                              Z; response: the core M in a ```python fence
 //   {"prompt": text, "response": text}        used as they are
 //   {"prompt_ids": [..], "response_ids": [..]}  already tokenized (no tokenizer needed)
 //
@@ -12,12 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
-#include "common/tokenizer/tokenizer.h"
 #include "learner/prompt_template.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace dice {
 
@@ -37,7 +41,8 @@ struct SftData {
 // a non-negative integer below `vocab_size` or is `mask_token_id`), or a text item without a
 // tokenizer; NotFound / IOError for the file.
 Result<SftData> load_sft_data(const std::string& path, const tokenizer::Tokenizer* tokenizer,
-                              const PromptTemplate& end_to_end, std::int64_t max_length,
-                              std::int64_t vocab_size, std::int64_t mask_token_id);
+                              const std::map<TaskKind, PromptTemplate>& templates,
+                              std::int64_t max_length, std::int64_t vocab_size,
+                              std::int64_t mask_token_id);
 
 }  // namespace dice

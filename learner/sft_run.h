@@ -14,10 +14,11 @@
 #include <functional>
 #include <string>
 
-#include "common/config/dice_config.h"
-#include "common/rewardlog/writer.h"
-#include "common/service/metrics_registry.h"
 #include "common/status.h"
+#include "model/qwen3.h"
+#include "net/service/metrics_registry.h"
+#include "options/dice_config.h"
+#include "rewardlog/writer.h"
 
 namespace dice {
 
@@ -31,5 +32,25 @@ struct SftRunSummary {
 Result<SftRunSummary> run_sft(const DiceConfig& config, rewardlog::RewardLogWriter& log,
                               service::MetricsRegistry& registry,
                               const std::function<bool()>& stop_requested);
+
+// One SFT job on a model already loaded (learner.mode sft, and the curriculum's sft phases).
+struct SftJob {
+  std::string data_file;  // learner/sft_data.h
+  int epochs = 1;
+  std::string tokenizer_dir;  // the folder whose tokenizer.json tokenizes text items
+  // Called every learner.checkpoint.interval_steps steps (not after the last): writes a
+  // checkpoint. Empty: none in between.
+  std::function<Status(std::int64_t steps)> save_every;
+  // The SFT gauges (dice_learner_sft_step, _loss); null: none.
+  service::MetricsRegistry* registry = nullptr;
+};
+
+// Trains `model` in place on the job's data (sft_trainer.h), steps of learner.sft.batch_size at
+// learner.sft.lr after its warm-up, a progress line per step, sft/loss, sft/lr and sft/grad_norm
+// in the reward log. Returns after the last step or the first one after a stop request; the
+// caller writes the final checkpoint (summary.checkpoint stays empty). Errors as run_sft's.
+Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const SftJob& job,
+                                rewardlog::RewardLogWriter& log,
+                                const std::function<bool()>& stop_requested);
 
 }  // namespace dice

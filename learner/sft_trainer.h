@@ -18,11 +18,11 @@
 #include <random>
 #include <vector>
 
-#include "common/model/qwen3.h"
 #include "common/status.h"
-#include "learner/learner_options.h"
 #include "learner/master_weights.h"
 #include "learner/sft_data.h"
+#include "model/qwen3.h"
+#include "options/learner_options.h"
 
 namespace dice {
 

@@ -5,24 +5,10 @@
 #include <cmath>
 #include <limits>
 
-#include "common/rewardlog/keys.h"
-#include "reward/extract.h"
+#include "rewardlog/keys.h"
 
 namespace dice {
 namespace {
-
-// A verdict names each compiled extension's hash, comma-separated.
-std::vector<std::string> split_hashes(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
 
 double rate(std::uint32_t part, std::uint32_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / whole;
@@ -50,29 +36,24 @@ Result<std::vector<rewardlog::LogRecord>> group_records(
     v.setGroup(group.group);
     v.setSampleIndex(sample.sample_index);
     record.setResponseText(sample.response_text);
-    // The file the reward service ran, rebuilt with its own extraction rule (deterministic), so
-    // the log shows it without shipping it back in every verdict.
-    const bool infill = group.task->kind == TaskKind::kInfill;
-    ExtractedSource extracted =
-        extract_candidate(sample.response_text, infill ? group.task->infill_prefix : "",
-                          infill ? group.task->infill_suffix : "");
-    if (extracted.failure == schema::FailureClass::NONE)
-      record.setEvaluatedSource(extracted.source);
+    // The file the reward service ran, as its verdict names it.
+    record.setEvaluatedSource(verdict.getEvaluatedSource());
     record.setAdvantage(static_cast<float>(sample.advantage));
+    record.setWeightsChecksum(sample.weights_checksum);
     record.setWrittenUnixMillis(now_ms);
     DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
                           rewardlog::encode_record(record.asReader()));
     records.push_back(std::move(encoded));
 
-    for (const std::string& hash : split_hashes(verdict.getSourceHash().cStr())) {
+    for (auto build : verdict.getBuilds()) {
+      const std::string hash = build.getSourceHash().cStr();
       if (!rewardlog::check_source_hash(hash).ok() || !seen_hashes->insert(hash).second) continue;
       capnp::MallocMessageBuilder kernel_message;
       auto kernel = kernel_message.initRoot<schema::KernelRecord>();
       kernel.setSourceHash(hash);
-      // The verdict carries no compiled source or full compile log; what it has is recorded.
-      kernel.setCompiled(verdict.getCompiled());
-      if (!verdict.getCompiled()) kernel.setCompileLog(verdict.getLogExcerpt());
-      kernel.setCompileSeconds(verdict.getTimings().getCompileSeconds());
+      kernel.setCompiled(build.getCompiled());
+      kernel.setCompileLog(build.getLog());
+      kernel.setCompileSeconds(build.getCompileSeconds());
       kernel.setFirstSeenRunId(settings.run_id);
       kernel.setFirstSeenUnixMillis(now_ms);
       DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded_kernel,
@@ -104,6 +85,9 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
   record.setGradNorm(update.ran ? static_cast<float>(update.grad_norm) : not_computed);
   record.setStartedUnixMillis(timing.started_ms);
   record.setFinishedUnixMillis(timing.finished_ms);
+  record.setPhaseName(settings.phase_name);
+  record.setEvaluation(settings.evaluation);
+  record.setRewardMode(settings.reward_mode);
   return rewardlog::encode_record(record.asReader());
 }
 

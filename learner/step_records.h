@@ -8,10 +8,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/rewardlog/record_codec.h"
 #include "common/status.h"
 #include "learner/policy_update.h"
 #include "learner/step_tracker.h"
+#include "rewardlog/record_codec.h"
 
 namespace dice {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "common/log.h"
-#include "common/wire/envelope.h"
+#include "net/wire/envelope.h"
 
 namespace dice {
 
@@ -107,6 +107,7 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   }
   ++counts_.candidates;
   sample.response_text = candidate.getText().cStr();
+  sample.weights_checksum = candidate.getWeightsChecksum();
   sample.trace = trace_of(candidate);
   const std::uint64_t eval_id = (*next_work_id_)++;
   sample.eval_work_id = eval_id;
@@ -130,9 +131,6 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   out.setSampleIndex(index);
   out.setPolicyVersion(version);
   out.setText(candidate.getText());
-  out.setFinishReason(candidate.getFinishReason());
-  out.setGenerationSeconds(candidate.getGenerationSeconds());
-  out.setRolloutWorker(candidate.getRolloutWorker());
   outbox_.push_back(transport::WorkItem{eval_id, wire::encode(message), schema::Role::REWARD});
 }
 
@@ -224,7 +222,8 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
     if (!sample.verdict) continue;
     rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
     out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
-                                         std::move(*sample.verdict), 0.0, std::move(sample.trace)});
+                                         std::move(*sample.verdict), 0.0, std::move(sample.trace),
+                                         sample.weights_checksum});
     sample.verdict.reset();
     if (sample.eval_work_id) evals_.erase(sample.eval_work_id);
   }

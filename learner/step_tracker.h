@@ -22,10 +22,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/transport/dispatcher_state.h"
 #include "learner/advantage.h"
 #include "learner/task_loader.h"
 #include "learner/trace_layout.h"
+#include "net/transport/dispatcher_state.h"
 #include "schemas/rollout.capnp.h"
 
 namespace dice {
@@ -41,6 +41,10 @@ struct StepSettings {
   std::uint64_t max_staleness = 1;   // candidates older than policy_version - this are dropped
   bool drop_constant_groups = true;
   std::function<void(schema::SamplingParams::Builder)> fill_sampling;  // may be empty
+  // For the StepRecord: the phase's name, whether it evaluates only, and the reward mode.
+  std::string phase_name;
+  bool evaluation = false;
+  std::string reward_mode = "full";
 };
 
 // Counts of one step, for the StepRecord, metrics and the progress line.
@@ -67,6 +71,7 @@ struct FinishedSample {
   wire::Decoded<schema::Envelope> verdict;  // body.verdict
   double advantage = 0.0;
   TraceSample trace;  // the candidate's tokens and trace; trace.advantage == advantage
+  std::uint64_t weights_checksum = 0;  // of the weights that sampled it (Candidate's)
 };
 
 struct FinishedGroup {
@@ -101,6 +106,7 @@ class StepTracker {
   struct Sample {
     std::string response_text;
     TraceSample trace;
+    std::uint64_t weights_checksum = 0;
     std::uint64_t eval_work_id = 0;
     std::optional<wire::Decoded<schema::Envelope>> verdict;
     bool lost = false;  // will never get a verdict

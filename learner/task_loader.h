@@ -7,7 +7,7 @@
 // The id is "id" or else "idx" (a string or a non-negative integer); "level" is optional (a digit
 // string or an integer 0..255; absent = no level, taken as level 0 in the Task message); infill
 // tasks need "prefix" and "suffix"; "shape_variants" is optional (the task's other shapes,
-// common/task/shape_variants.h). Other keys are ignored. Every problem is reported as
+// tasks/shape_variants.h). Other keys are ignored. Every problem is reported as
 // "<file>:[<index>]: what".
 #pragma once
 
@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "common/task/shape_variants.h"
-#include "learner/curriculum_options.h"
 #include "learner/prompt_template.h"
+#include "options/curriculum_options.h"
 #include "schemas/task.capnp.h"
+#include "tasks/shape_variants.h"
 
 namespace dice {
 

@@ -13,7 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "learner/learner_options.h"
+#include "options/learner_options.h"
 
 namespace dice {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "rollout/rollout_options.h"
+#include "options/rollout_options.h"
 
 namespace dice {
 

@@ -5,14 +5,15 @@
 //
 // GPUs: the CUDA ordinals in CUDA_VISIBLE_DEVICES (the cluster sets it per worker), else GPU 0;
 // reward.gpu_slots candidates run on each at once. Without a GPU the worker says so and exits 3:
-// a verdict without an evaluation would be a fake one.
+// a verdict without an evaluation would be a fake one. reward.mode compile_only or
+// extraction_only (machines without a GPU) stop earlier, and every verdict says so.
 #include <chrono>
 #include <cstdlib>
 #include <future>
 #include <iostream>
 
 #include "common/log.h"
-#include "common/service/worker_loop.h"
+#include "net/service/worker_loop.h"
 #include "reward/reward_worker.h"
 
 namespace {
@@ -20,7 +21,10 @@ namespace {
 int run(dice::service::ServiceContext& context) {
   using namespace dice;
   const RewardOptions& options = context.config.reward;
-  auto toolchain = probe_reward_toolchain(options);
+  const bool extraction_only = options.mode == RewardMode::kExtractionOnly;
+  // Extraction-only compiles nothing: no compiler or torch headers to find.
+  auto toolchain =
+      extraction_only ? Result<Toolchain>(Toolchain{}) : probe_reward_toolchain(options);
   if (!toolchain.ok()) {
     DICE_LOG(Error) << "cannot judge candidates on this machine"
                     << kv("error", toolchain.status().to_string());
@@ -53,11 +57,17 @@ int run(dice::service::ServiceContext& context) {
   RewardWorker worker(options, toolchain.value(),
                       PipelineIdentity{loop_options->transport.worker_id, slots}, registry);
   DICE_LOG(Info) << "reward worker ready" << kv("arch", toolchain->arch)
-                 << kv("torch", toolchain->torch_version) << kv("slots", slots.size());
+                 << kv("torch", toolchain->torch_version) << kv("slots", slots.size())
+                 << kv("mode", dice::config::enum_to_name(options.mode));
+  if (options.mode != RewardMode::kFull) {
+    DICE_LOG(Warn) << "reward.mode is not full: rewards do not mean correct kernels"
+                   << kv("mode", dice::config::enum_to_name(options.mode));
+  }
   // The binding headers' PCHs are built beside the first work, not before it: the worker serves
   // at once, and builds that start meanwhile compile without them. Destroyed (joined) before
   // the worker: a SIGTERM in the worker's first seconds waits for them (21.8 s on the H200).
-  auto prepared = std::async(std::launch::async, [&worker] {
+  auto prepared = std::async(std::launch::async, [&worker, extraction_only] {
+    if (extraction_only) return;
     const auto start = std::chrono::steady_clock::now();
     const int ready = worker.compiler().prepare_binding_headers();
     DICE_LOG(Info)

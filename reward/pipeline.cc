@@ -1,10 +1,10 @@
 #include "reward/pipeline.h"
 
 #include "common/log.h"
-#include "common/task/shape_variants.h"
 #include "reward/extract.h"
 #include "reward/reward_policy.h"
-#include "reward/sandbox_netns.h"
+#include "reward/sandbox/sandbox_netns.h"
+#include "tasks/shape_variants.h"
 
 namespace dice {
 namespace {
@@ -34,6 +34,85 @@ void set_findings(schema::Verdict::Builder verdict, const std::vector<StaticFind
 
 std::string clip(const std::string& text, size_t n = 4000) {
   return text.size() <= n ? text : text.substr(0, n) + "...";
+}
+
+// The end of the pipeline for a candidate that failed at some stage.
+void finish(schema::Verdict::Builder verdict, FC failure, const std::string& excerpt) {
+  verdict.setFailure(failure);
+  verdict.setLogExcerpt(clip(excerpt));
+}
+
+// Who and what the verdict is about, copied from the request; no reward yet.
+void start_verdict(schema::EvalRequest::Reader request, const std::string& worker_id,
+                   schema::Verdict::Builder verdict) {
+  auto task = request.getTask();
+  auto candidate = request.getCandidate();
+  verdict.setWorkId(request.getWorkId());
+  verdict.setRunId(candidate.getRunId());
+  verdict.setStep(candidate.getStep());
+  verdict.setTaskId(task.getId());
+  verdict.setGroup(candidate.getGroup());
+  verdict.setSampleIndex(candidate.getSampleIndex());
+  verdict.setPolicyVersion(candidate.getPolicyVersion());
+  verdict.setRewardWorker(worker_id);
+  verdict.setReward(0);
+}
+
+// The evaluator's options for `task`: the reward options' trials, tolerances, timing and sandbox
+// limits, with the task's own timeout where it has one. No GPU slot yet.
+EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::Reader task) {
+  EvaluatorOptions eval;
+  eval.python = options.python_path;
+  eval.trials = options.correctness_trials;
+  eval.seed = options.input_seed;
+  eval.tolerance = options.tolerance;
+  eval.timing = options.timing;
+  eval.kernel_check = options.kernel_check;
+  const double timeout =
+      task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options.timeout_seconds;
+  eval.sandbox = sandbox_from_options(options.sandbox, timeout);
+  return eval;
+}
+
+// The evaluation's outcome into the verdict: findings, timings, correctness and the reward.
+void record_report(const EvaluationReport& report, const RewardPolicyOptions& policy,
+                   std::vector<StaticFinding> findings, schema::Verdict::Builder verdict) {
+  findings.insert(findings.end(), report.findings.begin(), report.findings.end());
+  set_findings(verdict, findings);
+  auto timings = verdict.getTimings();
+  timings.setEvalSeconds(static_cast<float>(report.eval_seconds));
+  timings.setKernelMsMean(static_cast<float>(report.kernel_ms_mean));
+  timings.setKernelMsStd(static_cast<float>(report.kernel_ms_std));
+  timings.setReferenceMsMean(static_cast<float>(report.reference_ms_mean));
+  timings.setReferenceMsStd(static_cast<float>(report.reference_ms_std));
+  timings.setTimingTrials(static_cast<unsigned>(report.timing_trials));
+  verdict.setCorrect(report.correct);
+  verdict.setSpeedup(static_cast<float>(report.speedup));
+  verdict.setCorrectnessTrials(static_cast<unsigned>(report.trials));
+  verdict.setMaxAbsError(static_cast<float>(report.max_abs_error));
+  bool fatal = false;
+  for (const auto& f : findings) fatal |= f.fatal;
+  verdict.setReward(compute_reward(policy, {true, report.correct, report.speedup, fatal}));
+  if (report.failure != FC::NONE) {
+    return finish(verdict, report.failure, report.detail + "\n" + report.log_tail);
+  }
+  verdict.setFailure(FC::NONE);
+}
+
+// Outside reward.mode full, the stage where the mode stops: a non-fatal `reward-mode` finding
+// that says what was not checked, reward 1, correct false.
+void stop_at_reward_mode(RewardMode mode, std::vector<StaticFinding> findings,
+                         schema::Verdict::Builder verdict) {
+  findings.push_back({"reward-mode",
+                      mode == RewardMode::kCompileOnly
+                          ? "compile_only: compiled, never run (no GPU): correctness not checked"
+                          : "extraction_only: extracted and statically checked, never compiled or "
+                            "run (no GPU, no nvcc): correctness not checked",
+                      false, 0});
+  set_findings(verdict, findings);
+  verdict.setCorrect(false);
+  verdict.setReward(1.0f);
+  verdict.setFailure(FC::NONE);
 }
 
 }  // namespace
@@ -117,77 +196,88 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
                               schema::Verdict::Builder verdict) {
   auto task = request.getTask();
   auto candidate = request.getCandidate();
-  verdict.setWorkId(request.getWorkId());
-  verdict.setRunId(candidate.getRunId());
-  verdict.setStep(candidate.getStep());
-  verdict.setTaskId(task.getId());
-  verdict.setGroup(candidate.getGroup());
-  verdict.setSampleIndex(candidate.getSampleIndex());
-  verdict.setPolicyVersion(candidate.getPolicyVersion());
-  verdict.setRewardWorker(identity_.worker_id);
-  verdict.setReward(0);
-  auto finish = [&](FC failure, const std::string& excerpt) {
-    verdict.setFailure(failure);
-    verdict.setLogExcerpt(clip(excerpt));
-  };
+  start_verdict(request, identity_.worker_id, verdict);
 
   // 1. The file to evaluate.
   const bool infill = task.getPhase() == schema::Phase::INFILL;
   ExtractedSource extracted =
       extract_candidate(candidate.getText().cStr(), infill ? task.getInfillPrefix().cStr() : "",
                         infill ? task.getInfillSuffix().cStr() : "");
-  if (extracted.failure != FC::NONE) return finish(extracted.failure, extracted.detail);
+  if (extracted.failure != FC::NONE) return finish(verdict, extracted.failure, extracted.detail);
+  verdict.setEvaluatedSource(extracted.source);
 
   // 2. Static checks.
   StaticCheckOptions static_options;
   static_options.python = options_.python_path;
   auto checked = run_static_check(extracted.source, static_options);
-  if (!checked.ok()) return finish(FC::INTERNAL_ERROR, checked.status().to_string());
+  if (!checked.ok()) return finish(verdict, FC::INTERNAL_ERROR, checked.status().to_string());
   std::vector<StaticFinding> findings = checked->findings;
   set_findings(verdict, findings);
-  if (checked->failure() != FC::NONE) return finish(checked->failure(), checked->summary());
+  if (checked->failure() != FC::NONE) {
+    return finish(verdict, checked->failure(), checked->summary());
+  }
+  if (options_.mode == RewardMode::kExtractionOnly) {
+    return stop_at_reward_mode(options_.mode, std::move(findings), verdict);
+  }
 
   // 3. Sources and compile.
-  auto sources = extract_extension_sources(extracted.source, options_.python_path,
-                                           DICE_REWARD_PYTHON_DIR, static_options.sandbox);
+  std::vector<CompileOutcome> modules;
+  if (!compile_candidate(extracted.source, static_options.sandbox, verdict, &modules)) return;
+  verdict.setCompiled(true);
+  if (options_.mode == RewardMode::kCompileOnly) {
+    return stop_at_reward_mode(options_.mode, std::move(findings), verdict);
+  }
+
+  // 4. Evaluate.
+  evaluate_compiled(task, extracted.source, std::move(modules), checked->kernels,
+                    std::move(findings), verdict);
+}
+
+bool RewardPipeline::compile_candidate(const std::string& source, const SandboxSpec& parser,
+                                       schema::Verdict::Builder verdict,
+                                       std::vector<CompileOutcome>* modules) {
+  auto sources =
+      extract_extension_sources(source, options_.python_path, DICE_REWARD_PYTHON_DIR, parser);
   if (!sources.ok()) {
-    return finish(sources.status().code() == StatusCode::kInvalidArgument ? FC::COMPILE_ERROR
-                                                                          : FC::INTERNAL_ERROR,
-                  sources.status().message());
+    finish(verdict,
+           sources.status().code() == StatusCode::kInvalidArgument ? FC::COMPILE_ERROR
+                                                                   : FC::INTERNAL_ERROR,
+           sources.status().message());
+    return false;
   }
   // One budget for all of the candidate's modules (compile_limits.h).
   auto budget = std::make_shared<CompileBudget>(options_.compile_budget_seconds);
   std::vector<std::shared_future<CompileOutcome>> futures;
   for (const auto& ext : sources.value()) futures.push_back(compiler_.submit(ext, budget));
-  std::vector<CompileOutcome> modules;
-  double compile_seconds = 0;
-  std::string hashes;
+  // The builds in order, up to the first that failed (the later ones are not waited for).
   for (auto& f : futures) {
-    CompileOutcome out = f.get();
-    compile_seconds += out.seconds;
-    hashes += (hashes.empty() ? "" : ",") + out.source_hash;
-    if (out.failure != FC::NONE) {
-      verdict.setSourceHash(hashes);
-      verdict.getTimings().setCompileSeconds(static_cast<float>(compile_seconds));
-      return finish(out.failure, out.log_excerpt);
-    }
-    modules.push_back(std::move(out));
+    modules->push_back(f.get());
+    if (modules->back().failure != FC::NONE) break;
   }
-  verdict.setSourceHash(hashes);
-  verdict.setCompiled(true);
+  double compile_seconds = 0;
+  auto builds = verdict.initBuilds(static_cast<unsigned>(modules->size()));
+  for (unsigned i = 0; i < modules->size(); ++i) {
+    const CompileOutcome& out = (*modules)[i];
+    compile_seconds += out.seconds;
+    builds[i].setSourceHash(out.source_hash);
+    builds[i].setCompiled(out.failure == FC::NONE);
+    builds[i].setCompileSeconds(static_cast<float>(out.seconds));
+    if (out.failure != FC::NONE) builds[i].setLog(clip(out.log_excerpt));
+  }
   verdict.getTimings().setCompileSeconds(static_cast<float>(compile_seconds));
+  if (!modules->empty() && modules->back().failure != FC::NONE) {
+    finish(verdict, modules->back().failure, modules->back().log_excerpt);
+    return false;
+  }
+  return true;
+}
 
-  // 4. Evaluate.
-  EvaluatorOptions eval;
-  eval.python = options_.python_path;
-  eval.trials = options_.correctness_trials;
-  eval.seed = options_.input_seed;
-  eval.tolerance = options_.tolerance;
-  eval.timing = options_.timing;
-  eval.kernel_check = options_.kernel_check;
-  const double timeout =
-      task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options_.timeout_seconds;
-  eval.sandbox = sandbox_from_options(options_.sandbox, timeout);
+void RewardPipeline::evaluate_compiled(schema::Task::Reader task, const std::string& source,
+                                       std::vector<CompileOutcome> modules,
+                                       const std::vector<std::string>& kernels,
+                                       std::vector<StaticFinding> findings,
+                                       schema::Verdict::Builder verdict) {
+  EvaluatorOptions eval = evaluator_options(options_, task);
   const std::string slot = slots_.acquire();
   if (!slot.empty()) {
     eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
@@ -198,35 +288,15 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   }
   verdict.setGpuSlot(slot);
   auto prestart = prestarts_.find(slot);
-  EvaluationJob job{task.getReferenceSource().cStr(), shape_variant_args(task), extracted.source,
-                    std::move(modules), checked->kernels};
+  EvaluationJob job{task.getReferenceSource().cStr(), shape_variant_args(task), source,
+                    std::move(modules), kernels};
   auto report = evaluate_candidate(job, eval,
                                    prestart == prestarts_.end() ? nullptr : prestart->second.get());
   slots_.release(slot);
-  if (!report.ok()) return finish(FC::INTERNAL_ERROR, report.status().to_string());
+  if (!report.ok()) return finish(verdict, FC::INTERNAL_ERROR, report.status().to_string());
   DICE_LOG(Debug) << "evaluated" << kv("slot", slot) << kv("seconds", report->eval_seconds)
                   << kv("phases", report->phases);
-  findings.insert(findings.end(), report->findings.begin(), report->findings.end());
-  set_findings(verdict, findings);
-  auto timings = verdict.getTimings();
-  timings.setEvalSeconds(static_cast<float>(report->eval_seconds));
-  timings.setKernelMsMean(static_cast<float>(report->kernel_ms_mean));
-  timings.setKernelMsStd(static_cast<float>(report->kernel_ms_std));
-  timings.setReferenceMsMean(static_cast<float>(report->reference_ms_mean));
-  timings.setReferenceMsStd(static_cast<float>(report->reference_ms_std));
-  timings.setTimingTrials(static_cast<unsigned>(report->timing_trials));
-  verdict.setCorrect(report->correct);
-  verdict.setSpeedup(static_cast<float>(report->speedup));
-  verdict.setCorrectnessTrials(static_cast<unsigned>(report->trials));
-  verdict.setMaxAbsError(static_cast<float>(report->max_abs_error));
-  bool fatal = false;
-  for (const auto& f : findings) fatal |= f.fatal;
-  verdict.setReward(
-      compute_reward(options_.policy, {true, report->correct, report->speedup, fatal}));
-  if (report->failure != FC::NONE) {
-    return finish(report->failure, report->detail + "\n" + report->log_tail);
-  }
-  verdict.setFailure(FC::NONE);
+  record_report(*report, options_.policy, std::move(findings), verdict);
 }
 
 }  // namespace dice

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "reward/compile.h"
-#include "reward/evaluator.h"
-#include "reward/reward_options.h"
+#include "options/reward_options.h"
+#include "reward/compile/compile.h"
+#include "reward/compile/toolchain.h"
+#include "reward/evaluate/evaluator.h"
 #include "reward/static_check.h"
-#include "reward/toolchain.h"
 #include "schemas/verdict.capnp.h"
 
 namespace dice {
@@ -69,6 +69,17 @@ class RewardPipeline {
   Compiler& compiler() { return compiler_; }
 
  private:
+  // Stage 3 of evaluate(): the candidate's load_inline sources (read with the `parser` sandbox)
+  // built against one budget, into `modules` and the verdict's builds. False when a build failed
+  // and the verdict was finished.
+  bool compile_candidate(const std::string& source, const SandboxSpec& parser,
+                         schema::Verdict::Builder verdict, std::vector<CompileOutcome>* modules);
+  // Stage 4: the compiled candidate evaluated on a GPU slot, its report into the verdict.
+  void evaluate_compiled(schema::Task::Reader task, const std::string& source,
+                         std::vector<CompileOutcome> modules,
+                         const std::vector<std::string>& kernels,
+                         std::vector<StaticFinding> findings, schema::Verdict::Builder verdict);
+
   RewardOptions options_;
   PipelineIdentity identity_;
   GpuSlotPool slots_;

@@ -3,7 +3,7 @@
 // speedup >= min_speedup (which needs timing enabled; RewardOptions::validate checks that).
 #pragma once
 
-#include "reward/reward_options.h"
+#include "options/reward_options.h"
 
 namespace dice {
 

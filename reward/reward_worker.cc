@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "common/log.h"
-#include "common/wire/enum_name.h"
+#include "net/wire/enum_name.h"
 
 namespace dice {
 std::vector<std::string> gpu_slot_names(const std::vector<int>& gpus, int per_gpu) {

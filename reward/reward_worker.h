@@ -1,13 +1,13 @@
 // dice-reward's work handler: an EvalRequest envelope in, one Verdict envelope out, through the
-// RewardPipeline; the service loop (common/service/worker_loop.h) does the rest. Verdicts are
+// RewardPipeline; the service loop (net/service/worker_loop.h) does the rest. Verdicts are
 // counted by failure class for /metrics.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "common/service/metrics_registry.h"
-#include "common/service/worker_loop.h"
+#include "net/service/metrics_registry.h"
+#include "net/service/worker_loop.h"
 #include "reward/pipeline.h"
 
 namespace dice {

@@ -1,6 +1,6 @@
 #include "reward/static_check.h"
 
-#include "reward/json_value.h"
+#include "common/json/fields.h"
 
 namespace dice {
 
@@ -26,17 +26,16 @@ std::string StaticCheckResult::summary() const {
 }
 
 Result<StaticCheckResult> parse_static_check_output(const std::string& json) {
-  DICE_ASSIGN_OR_RETURN(JsonDocument doc, JsonDocument::parse(json, "static_check.py output"));
-  auto root = doc.root();
-  if (!root.isObject()) return Status::corruption("static_check.py output: not a JSON object");
+  DICE_ASSIGN_OR_RETURN(const boost::json::value root, parse_json(json, "static_check.py output"));
+  if (!root.is_object()) return Status::corruption("static_check.py output: not a JSON object");
   StaticCheckResult result;
   result.syntax_error = !json_is_null(root, "syntax_error");
   result.kernels = json_strings(root, "kernels");
   result.launched = json_strings(root, "launched");
   result.extension = json_string(root, "extension");
-  capnp::json::Value::Reader findings;
-  if (json_member(root, "findings", &findings) && findings.isArray()) {
-    for (auto f : findings.getArray()) {
+  const boost::json::value* findings = json_member(root, "findings");
+  if (findings != nullptr && findings->is_array()) {
+    for (const auto& f : findings->get_array()) {
       StaticFinding finding;
       finding.check = json_string(f, "check");
       finding.detail = json_string(f, "detail");

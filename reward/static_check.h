@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "reward/sandbox.h"
+#include "reward/sandbox/sandbox.h"
 #include "schemas/verdict.capnp.h"
 
 namespace dice {

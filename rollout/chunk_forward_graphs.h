@@ -31,8 +31,8 @@
 #include <memory>
 #include <utility>
 
-#include "common/model/kv_cache.h"
-#include "common/model/qwen3.h"
+#include "model/kv_cache.h"
+#include "model/qwen3.h"
 
 namespace dice {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "rollout/rollout_options.h"
+#include "options/rollout_options.h"
 
 namespace dice {
 
@@ -42,7 +42,8 @@ struct SamplerOptions {
   uint64_t seed = 0;
 };
 
-// The options a rollout worker's config gives a sampler.
+// The options a rollout worker's config gives a sampler (see also sampler_options_for in
+// rollout_worker.h, which takes the model's mask token and stop tokens).
 inline SamplerOptions sampler_options_from(const RolloutOptions& rollout) {
   SamplerOptions o;
   o.sampling = rollout.sampling;
@@ -51,6 +52,14 @@ inline SamplerOptions sampler_options_from(const RolloutOptions& rollout) {
   o.max_sequence_length = rollout.max_sequence_length;
   o.cuda_graphs = rollout.cuda_graphs;
   return o;
+}
+
+// Whether two samplings draw alike (the engine batches groups of equal sampling together).
+inline bool same_sampling(const SamplingOptions& a, const SamplingOptions& b) {
+  return a.temperature == b.temperature && a.top_p == b.top_p && a.top_k == b.top_k &&
+         a.max_new_tokens == b.max_new_tokens && a.block_size == b.block_size &&
+         a.denoising_steps == b.denoising_steps && a.remasking == b.remasking &&
+         a.threshold == b.threshold && a.stop_token_ids == b.stop_token_ids;
 }
 
 struct GenerationRequest {
@@ -62,7 +71,7 @@ struct GenerationRequest {
   std::optional<std::vector<uint32_t>> stop_token_ids;
 };
 
-enum class FinishReason { kStopToken, kMaxTokens };
+using FinishReason = schema::Candidate::FinishReason;
 
 struct GenerationResult {
   uint64_t id = 0;
@@ -74,7 +83,7 @@ struct GenerationResult {
   std::vector<int32_t> unmask_steps;
   // Per token: log p(token) under the distribution it was drawn from (token_draw.h).
   std::vector<float> log_probs;
-  FinishReason finish_reason = FinishReason::kMaxTokens;
+  FinishReason finish_reason = FinishReason::MAX_TOKENS;
   // The rest of the final block after the end: tokens the sampler committed there (with their
   // steps) that are not part of the response. The last block's tokens were drawn with them in
   // context, so TraceRL needs them to rebuild that context (learner/trace_layout.h).

@@ -6,14 +6,16 @@
 //   dice-rollout --config configs/local.yaml --worker-index 0 [--metrics-port 9200] [overrides]
 //
 // Without a CUDA device it says so and exits 3: sampling a 4B model on the CPU would not finish a
-// step, and a rollout worker never pretends.
+// step, and a rollout worker never pretends. rollout.device cpu samples on the CPU instead, in
+// fp32, for the tiny models of tests and toy runs (tools/up on a machine without a GPU).
 #include <torch/cuda.h>
 
 #include <iostream>
 
 #include "common/log.h"
-#include "common/model/weights.h"
-#include "common/service/worker_loop.h"
+#include "model/checkpoint/weights_checksum.h"
+#include "model/weights.h"
+#include "net/service/worker_loop.h"
 #include "rollout/rollout_worker.h"
 
 namespace {
@@ -21,12 +23,17 @@ namespace {
 int run(dice::service::ServiceContext& context) {
   using namespace dice;
   const RolloutOptions& options = context.config.rollout;
-  if (!torch::cuda::is_available()) {
+  const bool cpu = options.device == RolloutDevice::kCpu;
+  if (!cpu && !torch::cuda::is_available()) {
     std::cerr << "dice-rollout: no CUDA device visible (CUDA_VISIBLE_DEVICES='"
               << (std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "")
               << "', LibTorch built " << (torch::cuda::device_count() ? "with" : "with or without")
-              << " CUDA): a rollout worker needs a GPU; not starting\n";
+              << " CUDA): a rollout worker needs a GPU (rollout.device cpu samples tiny models "
+                 "on the CPU); not starting\n";
     return 3;
+  }
+  if (cpu) {
+    DICE_LOG(Warn) << "rollout.device cpu: sampling on the CPU in fp32 (tiny models only)";
   }
   auto tokenizer = tokenizer::Tokenizer::load(options.model_path + "/tokenizer.json");
   if (!tokenizer.ok()) {
@@ -35,12 +42,21 @@ int run(dice::service::ServiceContext& context) {
   }
   torch::NoGradGuard no_grad;
   auto model = load_qwen3_lm(options.model_path,
-                             c10::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0));
+                             cpu ? c10::TensorOptions().dtype(at::kFloat)
+                                 : c10::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0));
   if (!model.ok()) {
     std::cerr << "dice-rollout: " << model.status().to_string() << "\n";
     return 2;
   }
-  auto engine = RolloutEngine::start(model.value(), sampler_options_from(options), 0);
+  auto sampler = sampler_options_for(options, (*model)->config(), tokenizer.value());
+  if (!sampler.ok()) {
+    std::cerr << "dice-rollout: " << sampler.status().to_string() << "\n";
+    return 2;
+  }
+  // The initial policy's checksum, reported with every candidate until new weights come.
+  auto checkpoint = Checkpoint::open(options.model_path);
+  const std::uint64_t checksum = checkpoint.ok() ? weights_checksum(checkpoint.value()) : 0;
+  auto engine = RolloutEngine::start(model.value(), sampler.value(), 0, checksum);
   if (!engine.ok()) {
     std::cerr << "dice-rollout: " << engine.status().to_string() << "\n";
     return 2;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "common/weights/weight_specs.h"
+#include "model/weights/weight_specs.h"
 
 namespace dice {
 

@@ -19,9 +19,9 @@
 #include <memory>
 #include <string>
 
-#include "common/model/qwen3.h"
-#include "common/nccl/nccl_communicator.h"
 #include "common/status.h"
+#include "model/nccl/nccl_communicator.h"
+#include "model/qwen3.h"
 #include "rollout/rollout_engine.h"
 #include "schemas/control.capnp.h"
 

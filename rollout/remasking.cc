@@ -37,16 +37,16 @@ at::Tensor select_commits(Remasking strategy, const at::Tensor& masked,
   at::Tensor left = masked.sum(1);  // int64
   at::Tensor q = at::minimum(at::clamp_min(quota, 1), left);
   switch (strategy) {
-    case Remasking::kLowConfidenceStatic:
+    case Remasking::LOW_CONFIDENCE_STATIC:
       return top_confident(masked, confidence, q);
-    case Remasking::kLowConfidenceDynamic: {
+    case Remasking::LOW_CONFIDENCE_DYNAMIC: {
       at::Tensor above = masked & (confidence >= threshold);
       at::Tensor enough = (above.sum(1) >= q).unsqueeze(1);
       return at::where(enough, above, top_confident(masked, confidence, q));
     }
-    case Remasking::kSequential:
+    case Remasking::SEQUENTIAL:
       return masked & (masked.to(at::kLong).cumsum(1) <= q.unsqueeze(1));
-    case Remasking::kEntropyBounded: {
+    case Remasking::ENTROPY_BOUNDED: {
       const double inf = std::numeric_limits<double>::infinity();
       at::Tensor key = entropy.masked_fill(masked.logical_not(), inf);
       auto [sorted, order] = at::sort(key, /*stable=*/true, /*dim=*/1, /*descending=*/false);

@@ -4,16 +4,19 @@
 
 #include <torch/csrc/autograd/grad_mode.h>
 
-#include "common/checkpoint/checkpoint.h"
 #include "common/log.h"
-#include "common/model/weights.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/weights_checksum.h"
+#include "model/weights.h"
 #include "rollout/sampler.h"
 
 namespace dice {
 
 Result<std::unique_ptr<RolloutEngine>> RolloutEngine::start(Qwen3LM model, SamplerOptions options,
-                                                            std::uint64_t policy_version) {
+                                                            std::uint64_t policy_version,
+                                                            std::uint64_t weights_checksum) {
   std::unique_ptr<RolloutEngine> engine(new RolloutEngine(model, options, policy_version));
+  engine->weights_checksum_ = weights_checksum;
   DICE_ASSIGN_OR_RETURN(engine->sampler_, BlockDiffusionSampler::create(model, options));
   engine->thread_ = std::thread([e = engine.get()] { e->run(); });
   return engine;
@@ -39,10 +42,12 @@ RolloutEngine::~RolloutEngine() {
   group_done_.notify_all();
 }
 
-Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> requests) {
+Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> requests,
+                                            std::optional<SamplingOptions> sampling) {
   if (requests.empty()) return GroupResult{{}, policy_version()};
   auto group = std::make_shared<Group>();
   group->requests = requests;
+  group->sampling = sampling ? *sampling : options_.sampling;
   group->results.resize(requests.size());
   group->remaining = requests.size();
   std::unique_lock<std::mutex> lock(mutex_);
@@ -51,24 +56,36 @@ Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> reque
   work_ready_.notify_all();
   group_done_.wait(lock, [&] { return group->done; });
   if (!group->status.ok()) return group->status;
-  return GroupResult{std::move(group->results), group->policy_version};
+  return GroupResult{std::move(group->results), group->policy_version, group->weights_checksum};
 }
 
 void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version,
                                    bool abort_in_flight) {
-  WeightsLoader load = [dir = checkpoint_dir](Qwen3LMImpl& model) -> Status {
+  auto checksum = std::make_shared<std::uint64_t>(0);
+  WeightsLoader load = [dir = checkpoint_dir, checksum](Qwen3LMImpl& model) -> Status {
     DICE_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(dir));
-    return load_weights(checkpoint, model);
+    DICE_RETURN_IF_ERROR(load_weights(checkpoint, model));
+    *checksum = weights_checksum(checkpoint);
+    return Status::ok_status();
   };
-  update_weights_with(std::move(load), std::move(checkpoint_dir), version, abort_in_flight);
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_update(std::move(load), std::move(checkpoint_dir), version, abort_in_flight,
+               std::move(checksum));
+}
+
+void RolloutEngine::queue_update(WeightsLoader load, std::string source, std::uint64_t version,
+                                 bool abort_in_flight,
+                                 std::shared_ptr<const std::uint64_t> checksum) {
+  if (version <= version_ || (update_ && version <= update_->version)) return;
+  update_ = PendingUpdate{std::move(load), std::move(source), version, abort_in_flight,
+                          std::move(checksum)};
+  work_ready_.notify_all();
 }
 
 void RolloutEngine::update_weights_with(WeightsLoader load, std::string source,
                                         std::uint64_t version, bool abort_in_flight) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (version <= version_ || (update_ && version <= update_->version)) return;
-  update_ = PendingUpdate{std::move(load), std::move(source), version, abort_in_flight};
-  work_ready_.notify_all();
+  queue_update(std::move(load), std::move(source), version, abort_in_flight, nullptr);
 }
 
 std::uint64_t RolloutEngine::policy_version() const {
@@ -108,6 +125,45 @@ void RolloutEngine::restart_running() {
                  << kv("sequences", dropped.size()) << kv("groups", groups.size());
 }
 
+void RolloutEngine::fail_group(const std::shared_ptr<Group>& group, const Status& status) {
+  for (auto it = running_.begin(); it != running_.end();) {
+    it = it->second.first == group ? running_.erase(it) : std::next(it);
+  }
+  group->status = status;
+  group->done = true;
+  group_done_.notify_all();
+}
+
+void RolloutEngine::admit_queued() {
+  while (!queued_.empty()) {
+    const std::shared_ptr<Group>& next = queued_.front().first;
+    if (!same_sampling(next->sampling, sampler_->options().sampling)) {
+      // Another sampling: once the batch has drained (the sampler is then idle), it takes it.
+      if (!running_.empty() || !sampler_->idle()) return;
+      Status switched = sampler_->set_sampling(next->sampling);
+      if (!switched.ok()) {  // a bad sampling fails its own group only
+        auto group = queued_.front().first;
+        queued_.pop_front();
+        fail_group(group, switched);
+        continue;
+      }
+    }
+    auto [group, requests] = std::move(queued_.front());
+    queued_.pop_front();
+    group->policy_version = version_;
+    group->weights_checksum = weights_checksum_;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      requests[i].id = next_id_++;
+      Status added = sampler_->add_request(requests[i]);
+      if (!added.ok()) {  // a bad request fails its own group only
+        fail_group(group, added);
+        break;
+      }
+      running_[requests[i].id] = {group, i};
+    }
+  }
+}
+
 void RolloutEngine::fail_running(const Status& status) {
   for (auto& [id, entry] : running_) {
     entry.first->status = status;
@@ -117,6 +173,39 @@ void RolloutEngine::fail_running(const Status& status) {
   group_done_.notify_all();
 }
 
+// Runs the pending update's loader; a failed load keeps the old version.
+void RolloutEngine::load_pending_update(std::unique_lock<std::mutex>& lock) {
+  PendingUpdate update = std::move(*update_);
+  update_.reset();
+  lock.unlock();
+  Status loaded = update.load(*model_);
+  lock.lock();
+  if (loaded.ok()) {
+    version_ = update.version;
+    weights_checksum_ = update.checksum ? *update.checksum : 0;
+    DICE_LOG(Info) << "weights updated" << kv("policy_version", version_)
+                   << kv("from", update.source) << kv("checksum", checksum_hex(weights_checksum_));
+  } else {
+    DICE_LOG(Error) << "weights update failed; keeping the old weights"
+                    << kv("policy_version", version_) << kv("error", loaded.to_string());
+  }
+}
+
+// Each finished sequence's result into its group; a group whose last one arrived is done.
+void RolloutEngine::deliver_finished(std::vector<GenerationResult>& finished) {
+  for (GenerationResult& result : finished) {
+    auto it = running_.find(result.id);
+    if (it == running_.end()) continue;  // its group already failed
+    auto [group, index] = it->second;
+    running_.erase(it);
+    group->results[index] = std::move(result);
+    if (--group->remaining == 0) {
+      group->done = true;
+      group_done_.notify_all();
+    }
+  }
+}
+
 void RolloutEngine::run() {
   torch::NoGradGuard no_grad;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -124,42 +213,10 @@ void RolloutEngine::run() {
     // New weights once nothing runs on the old ones; nothing new is admitted meanwhile.
     if (update_ && update_->abort_in_flight && !running_.empty()) restart_running();
     if (update_ && running_.empty()) {
-      PendingUpdate update = std::move(*update_);
-      update_.reset();
-      lock.unlock();
-      Status loaded = update.load(*model_);
-      lock.lock();
-      if (loaded.ok()) {
-        version_ = update.version;
-        DICE_LOG(Info) << "weights updated" << kv("policy_version", version_)
-                       << kv("from", update.source);
-      } else {
-        DICE_LOG(Error) << "weights update failed; keeping the old weights"
-                        << kv("policy_version", version_) << kv("error", loaded.to_string());
-      }
+      load_pending_update(lock);
       continue;
     }
-    if (!update_) {
-      while (!queued_.empty()) {
-        auto [group, requests] = std::move(queued_.front());
-        queued_.pop_front();
-        group->policy_version = version_;
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-          requests[i].id = next_id_++;
-          Status added = sampler_->add_request(requests[i]);
-          if (!added.ok()) {  // a bad request fails its own group only
-            for (auto it = running_.begin(); it != running_.end();) {
-              it = it->second.first == group ? running_.erase(it) : std::next(it);
-            }
-            group->status = added;
-            group->done = true;
-            group_done_.notify_all();
-            break;
-          }
-          running_[requests[i].id] = {group, i};
-        }
-      }
-    }
+    if (!update_) admit_queued();
     if (running_.empty()) {
       work_ready_.wait(lock, [&] { return stopping_ || !queued_.empty() || update_.has_value(); });
       continue;
@@ -181,17 +238,7 @@ void RolloutEngine::run() {
       sampler_ = std::move(fresh).value();
       continue;
     }
-    for (GenerationResult& result : finished) {
-      auto it = running_.find(result.id);
-      if (it == running_.end()) continue;  // its group already failed
-      auto [group, index] = it->second;
-      running_.erase(it);
-      group->results[index] = std::move(result);
-      if (--group->remaining == 0) {
-        group->done = true;
-        group_done_.notify_all();
-      }
-    }
+    deliver_finished(finished);
   }
   // Stopped (or the sampler could not be rebuilt): nobody may wait forever.
   fail_running(Status::aborted("the rollout engine stopped"));

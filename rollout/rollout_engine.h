@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/model/qwen3.h"
 #include "common/status.h"
+#include "model/qwen3.h"
 #include "rollout/generation.h"
 
 namespace dice {
@@ -34,21 +34,28 @@ class BlockDiffusionSampler;
 struct GroupResult {
   std::vector<GenerationResult> results;  // in request order
   std::uint64_t policy_version = 0;
+  std::uint64_t weights_checksum = 0;  // of the weights that sampled it (0: came by NCCL)
 };
 
 class RolloutEngine {
  public:
   // Builds the sampler (checks `options` against the model) and starts the thread.
+  // `weights_checksum`: of the checkpoint `model` was loaded from (weights_checksum.h); the
+  // engine reports it with every group, and a checkpoint update replaces it.
   static Result<std::unique_ptr<RolloutEngine>> start(Qwen3LM model, SamplerOptions options,
-                                                      std::uint64_t policy_version);
+                                                      std::uint64_t policy_version,
+                                                      std::uint64_t weights_checksum = 0);
   ~RolloutEngine();  // stops the thread; waiting generate() calls get Aborted
   RolloutEngine(const RolloutEngine&) = delete;
   RolloutEngine& operator=(const RolloutEngine&) = delete;
 
-  // Queues `requests` (their ids are ignored) and waits until all have finished. Errors: the
-  // sampler's (InvalidArgument for a bad request, Internal for a LibTorch failure), Aborted after
-  // shutdown.
-  Result<GroupResult> generate(std::vector<GenerationRequest> requests);
+  // Queues `requests` (their ids are ignored) and waits until all have finished, sampled by
+  // `sampling` (none: the options the engine started with). Groups of equal sampling share the
+  // batch; a group of other sampling waits until the batch has drained, then the sampler takes
+  // its sampling. Errors: the sampler's (InvalidArgument for a bad request or sampling, Internal
+  // for a LibTorch failure), Aborted after shutdown.
+  Result<GroupResult> generate(std::vector<GenerationRequest> requests,
+                               std::optional<SamplingOptions> sampling = std::nullopt);
 
   // Loads `checkpoint_dir` as policy `version` once the running sequences have finished, or at
   // once when `abort_in_flight` (the groups running then start over on the new weights). A load
@@ -64,16 +71,20 @@ class RolloutEngine {
                            bool abort_in_flight = false);
 
   std::uint64_t policy_version() const;
+  // The sampling the engine started with: generate()'s default.
+  const SamplingOptions& configured_sampling() const { return options_.sampling; }
   SamplerStats stats() const;
   std::int64_t sequences_aborted() const;  // dropped by aborting updates, since start
 
  private:
   struct Group {
     std::vector<GenerationRequest> requests;  // kept to start the group over after an abort
+    SamplingOptions sampling;
     std::vector<GenerationResult> results;
     std::size_t remaining = 0;
     Status status;
     std::uint64_t policy_version = 0;
+    std::uint64_t weights_checksum = 0;
     bool done = false;
   };
   struct PendingUpdate {
@@ -81,12 +92,22 @@ class RolloutEngine {
     std::string source;
     std::uint64_t version;
     bool abort_in_flight;
+    std::shared_ptr<const std::uint64_t> checksum;  // set by a checkpoint load; null: unknown
   };
 
   RolloutEngine(Qwen3LM model, SamplerOptions options, std::uint64_t version);
   void run();
   void fail_running(const Status& status);  // caller holds mutex_
   void restart_running();                   // caller holds mutex_; engine thread only
+  // Makes an update pending (caller holds mutex_); an older version than one held or pending is
+  // ignored.
+  void queue_update(WeightsLoader load, std::string source, std::uint64_t version,
+                    bool abort_in_flight, std::shared_ptr<const std::uint64_t> checksum);
+  void admit_queued();  // caller holds mutex_; engine thread only
+  void fail_group(const std::shared_ptr<Group>& group, const Status& status);  // holds mutex_
+  // Engine thread only; `lock` holds mutex_ and is released while the loader runs.
+  void load_pending_update(std::unique_lock<std::mutex>& lock);
+  void deliver_finished(std::vector<GenerationResult>& finished);  // caller holds mutex_
 
   Qwen3LM model_;
   SamplerOptions options_;
@@ -100,6 +121,7 @@ class RolloutEngine {
   std::optional<PendingUpdate> update_;
   std::uint64_t next_id_ = 1;
   std::uint64_t version_ = 0;
+  std::uint64_t weights_checksum_ = 0;
   SamplerStats stats_;
   std::int64_t sequences_aborted_ = 0;
   bool stopping_ = false;

@@ -5,7 +5,8 @@
 #include <chrono>
 
 #include "common/log.h"
-#include "common/tokenizer/chat_template.h"
+#include "model/tokenizer/chat_template.h"
+#include "net/wire/sampling_params.h"
 
 namespace dice {
 
@@ -13,6 +14,30 @@ Result<std::vector<std::int64_t>> encode_rollout_prompt(const tokenizer::Tokeniz
                                                         const std::string& prompt) {
   if (prompt.empty()) return Status::invalid_argument("the task has an empty prompt");
   return tokenizer::encode_user_turn(tokenizer, prompt);
+}
+
+Result<SamplerOptions> sampler_options_for(const RolloutOptions& rollout, const ModelConfig& model,
+                                           const tokenizer::Tokenizer& tokenizer) {
+  SamplerOptions o = sampler_options_from(rollout);
+  if (static_cast<std::int64_t>(rollout.mask_token_id) != model.mask_token_id) {
+    DICE_LOG(Info) << "rollout.mask_token_id differs from the model's; the model's is used"
+                   << kv("rollout.mask_token_id", rollout.mask_token_id)
+                   << kv("model", model.mask_token_id);
+  }
+  o.mask_token_id = model.mask_token_id;
+  if (o.sampling.stop_token_ids.empty()) {
+    for (const char* stop : {"<|im_end|>", "<|endoftext|>"}) {
+      if (auto id = tokenizer.token_id(stop)) {
+        o.sampling.stop_token_ids.push_back(static_cast<std::uint32_t>(*id));
+      }
+    }
+    if (o.sampling.stop_token_ids.empty()) {
+      return Status::invalid_argument(
+          "the tokenizer has neither <|im_end|> nor <|endoftext|>: set "
+          "rollout.sampling.stop_token_ids");
+    }
+  }
+  return o;
 }
 
 RolloutWorker::RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& tokenizer,
@@ -31,6 +56,44 @@ RolloutWorker::RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& 
   if (seconds.ok()) seconds_ = seconds.value();
 }
 
+namespace {
+
+// The candidate's prompt ids and, for the response and its tail, token ids and unmask steps (and
+// the response's log-probs).
+void set_candidate_tokens(schema::Candidate::Builder candidate,
+                          const std::vector<std::int64_t>& prompt, const GenerationResult& result) {
+  auto prompt_ids = candidate.initPromptTokenIds(static_cast<unsigned>(prompt.size()));
+  for (unsigned j = 0; j < prompt.size(); ++j)
+    prompt_ids.set(j, static_cast<std::uint32_t>(prompt[j]));
+  const auto n = static_cast<unsigned>(result.tokens.size());
+  auto ids = candidate.initTokenIds(n);
+  auto steps = candidate.initUnmaskStep(n);
+  auto log_probs = candidate.initTokenLogProbs(n);
+  for (unsigned j = 0; j < n; ++j) {
+    ids.set(j, static_cast<std::uint32_t>(result.tokens[j]));
+    steps.set(j, static_cast<std::uint16_t>(result.unmask_steps[j]));
+    log_probs.set(j, result.log_probs[j]);
+  }
+  const auto tail = static_cast<unsigned>(result.tail_tokens.size());
+  auto tail_ids = candidate.initTailTokenIds(tail);
+  auto tail_steps = candidate.initTailUnmaskStep(tail);
+  for (unsigned j = 0; j < tail; ++j) {
+    tail_ids.set(j, static_cast<std::uint32_t>(result.tail_tokens[j]));
+    tail_steps.set(j, static_cast<std::uint16_t>(result.tail_unmask_steps[j]));
+  }
+}
+
+// The response as text: special tokens left out, invalid UTF-8 replaced.
+std::string response_text(const tokenizer::Tokenizer& tokenizer, const GenerationResult& result) {
+  std::vector<std::int32_t> text_ids(result.tokens.begin(), result.tokens.end());
+  tokenizer::DecodeOptions decode;
+  decode.skip_special_tokens = true;
+  decode.replace_invalid_utf8 = true;
+  return tokenizer.decode(text_ids, decode);
+}
+
+}  // namespace
+
 Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
                              service::ResultSink& sink) {
   auto body = work.root().getBody();
@@ -42,16 +105,15 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
   auto task = request.getTask();
   DICE_ASSIGN_OR_RETURN(std::vector<std::int64_t> prompt,
                         encode_rollout_prompt(tokenizer_, task.getPrompt().cStr()));
-  const auto sampling = request.getSampling();
-  std::vector<GenerationRequest> requests(request.getNumSamples());
-  for (auto& r : requests) {
-    r.prompt = prompt;
-    r.max_new_tokens = static_cast<int>(sampling.getMaxNewTokens());
-    if (sampling.getStopTokenIds().size() > 0) {
-      r.stop_token_ids.emplace();
-      for (std::uint32_t id : sampling.getStopTokenIds()) r.stop_token_ids->push_back(id);
-    }
+  // The group is sampled as the request says (the learner's rollout.sampling, or an
+  // evaluation's decoding); a request without sampling params gets the wire's defaults (DICE's).
+  DICE_ASSIGN_OR_RETURN(SamplingOptions sampling,
+                        wire::read_sampling_params(request.getSampling()));
+  if (sampling.stop_token_ids.empty()) {
+    sampling.stop_token_ids = engine_.configured_sampling().stop_token_ids;
   }
+  std::vector<GenerationRequest> requests(request.getNumSamples());
+  for (auto& r : requests) r.prompt = prompt;
   // Weights older than the request wants (a WeightsUpdate missed, e.g. across a restart): load
   // them first; the engine admits this group only after the update.
   const std::uint64_t wanted = request.getMinPolicyVersion();
@@ -59,7 +121,7 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
     engine_.update_weights(request.getWeightsDir().cStr(), wanted, abort_on_weight_update_);
   }
   const auto start = std::chrono::steady_clock::now();
-  DICE_ASSIGN_OR_RETURN(GroupResult group, engine_.generate(std::move(requests)));
+  DICE_ASSIGN_OR_RETURN(GroupResult group, engine_.generate(std::move(requests), sampling));
   const float seconds =
       std::chrono::duration<float>(std::chrono::steady_clock::now() - start).count();
   if (seconds_) seconds_->add(seconds);
@@ -75,39 +137,16 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
     candidate.setGroup(request.getGroup());
     candidate.setSampleIndex(static_cast<std::uint32_t>(i));
     candidate.setPolicyVersion(group.policy_version);
-    auto prompt_ids = candidate.initPromptTokenIds(static_cast<unsigned>(prompt.size()));
-    for (unsigned j = 0; j < prompt.size(); ++j)
-      prompt_ids.set(j, static_cast<std::uint32_t>(prompt[j]));
-    const auto n = static_cast<unsigned>(result.tokens.size());
-    auto ids = candidate.initTokenIds(n);
-    auto steps = candidate.initUnmaskStep(n);
-    auto log_probs = candidate.initTokenLogProbs(n);
-    std::vector<std::int32_t> text_ids(result.tokens.begin(), result.tokens.end());
-    for (unsigned j = 0; j < n; ++j) {
-      ids.set(j, static_cast<std::uint32_t>(result.tokens[j]));
-      steps.set(j, static_cast<std::uint16_t>(result.unmask_steps[j]));
-      log_probs.set(j, result.log_probs[j]);
-    }
-    const auto tail = static_cast<unsigned>(result.tail_tokens.size());
-    auto tail_ids = candidate.initTailTokenIds(tail);
-    auto tail_steps = candidate.initTailUnmaskStep(tail);
-    for (unsigned j = 0; j < tail; ++j) {
-      tail_ids.set(j, static_cast<std::uint32_t>(result.tail_tokens[j]));
-      tail_steps.set(j, static_cast<std::uint16_t>(result.tail_unmask_steps[j]));
-    }
-    tokenizer::DecodeOptions decode;
-    decode.skip_special_tokens = true;
-    decode.replace_invalid_utf8 = true;
-    candidate.setText(tokenizer_.decode(text_ids, decode));
-    candidate.setFinishReason(result.finish_reason == FinishReason::kStopToken
-                                  ? schema::Candidate::FinishReason::STOP_TOKEN
-                                  : schema::Candidate::FinishReason::MAX_TOKENS);
+    candidate.setWeightsChecksum(group.weights_checksum);
+    set_candidate_tokens(candidate, prompt, result);
+    candidate.setText(response_text(tokenizer_, result));
+    candidate.setFinishReason(result.finish_reason);
     candidate.setGenerationSeconds(seconds);
     candidate.setRolloutWorker(worker_id_);
     const bool last = i + 1 == group.results.size();
     DICE_RETURN_IF_ERROR(last ? sink.send_last(message) : sink.send(message));
     if (samples_) samples_->add();
-    if (tokens_) tokens_->add(static_cast<double>(n));
+    if (tokens_) tokens_->add(static_cast<double>(result.tokens.size()));
   }
   DICE_LOG(Info) << "group generated" << kv("work", request.getWorkId())
                  << kv("task", task.getId().cStr()) << kv("samples", group.results.size())

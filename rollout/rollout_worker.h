@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "common/service/metrics_registry.h"
-#include "common/service/worker_loop.h"
-#include "common/tokenizer/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
+#include "net/service/metrics_registry.h"
+#include "net/service/worker_loop.h"
 #include "rollout/nccl_weight_receiver.h"
 #include "rollout/rollout_engine.h"
 
@@ -44,6 +44,13 @@ class RolloutWorker {
   service::Counter* tokens_ = nullptr;
   service::Counter* seconds_ = nullptr;
 };
+
+// A rollout worker's sampler options: the config's (sampler_options_from), with the model's own
+// <|MASK|> id (its config.json: a pruned vocabulary has its own; a config that says otherwise is
+// logged) and, where rollout.sampling.stop_token_ids is empty, the tokenizer's <|im_end|> and
+// <|endoftext|>. InvalidArgument when the tokenizer has neither.
+Result<SamplerOptions> sampler_options_for(const RolloutOptions& rollout, const ModelConfig& model,
+                                           const tokenizer::Tokenizer& tokenizer);
 
 // Applies one WeightsUpdate to `engine` (aborting in-flight sequences when the update or
 // `abort_on_weight_update` says so):

@@ -73,6 +73,21 @@ BlockDiffusionSampler::BlockDiffusionSampler(Qwen3LM model, const SamplerOptions
   }
 }
 
+Status BlockDiffusionSampler::set_sampling(const SamplingOptions& sampling) {
+  if (!idle()) {
+    return Status::invalid_argument("BlockDiffusionSampler::set_sampling: sequences in flight");
+  }
+  SamplerOptions next = options_;
+  next.sampling = sampling;
+  DICE_RETURN_IF_ERROR(check_sampler_options(next, model_->config()));
+  if (sampling.block_size != block_) {
+    return Status::invalid_argument("sampling.block_size " + std::to_string(sampling.block_size) +
+                                    " differs from this sampler's " + std::to_string(block_));
+  }
+  options_ = std::move(next);
+  return Status::ok_status();
+}
+
 Status BlockDiffusionSampler::add_request(GenerationRequest request) {
   DICE_RETURN_IF_ERROR(check_request(request, options_, model_->config()));
   waiting_.push_back(std::move(request));
@@ -117,7 +132,7 @@ Status BlockDiffusionSampler::step() {
     const SamplingOptions& s = options_.sampling;
     at::Tensor logits = forward_blocks();
     TokenDraw draw = draw_tokens(logits, s, options_.mask_token_id,
-                                 s.remasking == Remasking::kEntropyBounded, generator_);
+                                 s.remasking == Remasking::ENTROPY_BOUNDED, generator_);
     at::Tensor masked = blocks_.eq(options_.mask_token_id) & running_.unsqueeze(1);
     at::Tensor quota = step_quota(start_masks_, block_step_, s.denoising_steps);
     at::Tensor commit =
@@ -409,12 +424,12 @@ bool BlockDiffusionSampler::append_block(int64_t row, const int64_t* tokens, con
     r.log_probs.push_back(log_probs[i]);
     const auto& stops = slot.stop_token_ids;
     if (std::find(stops.begin(), stops.end(), static_cast<uint32_t>(tokens[i])) != stops.end()) {
-      r.finish_reason = FinishReason::kStopToken;
+      r.finish_reason = FinishReason::STOP_TOKEN;
       keep_tail(i + 1);
       return true;
     }
     if (static_cast<int64_t>(r.tokens.size()) >= slot.max_new_tokens) {
-      r.finish_reason = FinishReason::kMaxTokens;
+      r.finish_reason = FinishReason::MAX_TOKENS;
       keep_tail(i + 1);
       return true;
     }

@@ -64,9 +64,9 @@
 #include <memory>
 #include <vector>
 
-#include "common/model/kv_cache.h"
-#include "common/model/qwen3.h"
 #include "common/status.h"
+#include "model/kv_cache.h"
+#include "model/qwen3.h"
 #include "rollout/chunk_forward_graphs.h"
 #include "rollout/generation.h"
 
@@ -93,6 +93,11 @@ class BlockDiffusionSampler {
   // Drops every waiting and running sequence (their partial results are discarded and their slots
   // freed); returns their ids. Results already finished stay for take_finished().
   std::vector<uint64_t> cancel_all();
+
+  // Samples from now on by `sampling` (a group's own: RolloutRequest.sampling). Only while idle:
+  // InvalidArgument otherwise, and InvalidArgument naming the field for options the model cannot
+  // take (check_sampler_options: block_size must stay the model's).
+  Status set_sampling(const SamplingOptions& sampling);
 
   // Runs `requests` to completion (add_request, step until idle); results in request order.
   Result<std::vector<GenerationResult>> generate(std::vector<GenerationRequest> requests);

@@ -38,7 +38,7 @@ Status check_sampler_options(const SamplerOptions& o, const ModelConfig& model) 
     return invalid(where, "sampling.max_new_tokens must be >= 1, got ", s.max_new_tokens);
   }
   if (!(s.threshold > 0.0) || std::isinf(s.threshold) ||
-      (s.remasking == Remasking::kLowConfidenceDynamic && s.threshold > 1.0)) {
+      (s.remasking == Remasking::LOW_CONFIDENCE_DYNAMIC && s.threshold > 1.0)) {
     return invalid(where,
                    "sampling.threshold must be in (0, 1] (a confidence) or > 0 (an entropy "
                    "bound), got ",

@@ -2,8 +2,8 @@
 // offending field and value.
 #pragma once
 
-#include "common/checkpoint/model_config.h"
 #include "common/status.h"
+#include "model/checkpoint/model_config.h"
 #include "rollout/generation.h"
 
 namespace dice {

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "rollout/rollout_options.h"
+#include "options/rollout_options.h"
 
 namespace dice {
 

@@ -15,7 +15,10 @@ using import "verdict.capnp".Verdict;
 #    Credit; a version-1 learner would never get those credits back.
 # 3: a work item's last result may carry its Ack (Envelope.ack) instead of a separate Ack message;
 #    a version-2 learner would ignore it and never complete the item.
-const protocolVersion :UInt16 = 3;
+# 4: a Verdict names its builds in Verdict.builds and carries the evaluated file
+#    (Verdict.evaluatedSource) instead of comma-joined hashes in sourceHash; a version-3 learner
+#    would log no kernel records and no evaluated sources.
+const protocolVersion :UInt16 = 4;
 
 enum Role {
   learner @0;

@@ -36,6 +36,11 @@ struct StepRecord {
   gradNorm @12 :Float32;
   startedUnixMillis @13 :Int64;
   finishedUnixMillis @14 :Int64;
+  phaseName @15 :Text;           # the curriculum phase's name
+  evaluation @16 :Bool;          # an eval phase's step: judged only, no policy update
+  rewardMode @17 :Text;          # how verdicts were reached: "full" (compiled, run, compared on a
+                                 # GPU), "compile_only" or "extraction_only" (no GPU: see
+                                 # reward.mode); only "full" rewards mean correct kernels
 }
 
 # Column family "candidates", key = run id, 0x00, step (u64 BE), task id, 0x00, sample (u32 BE).
@@ -45,17 +50,18 @@ struct CandidateRecord {
   evaluatedSource @2 :Text;     # the file that was compiled and run (after extraction/splicing)
   advantage @3 :Float32;        # z-scored reward within the group; 0 if the group was dropped
   writtenUnixMillis @4 :Int64;
+  weightsChecksum @5 :UInt64;   # the sampling worker's weights (Candidate.weightsChecksum)
 }
 
 # Column family "kernels", key = source hash (hex text). One per distinct compiled source.
 struct KernelRecord {
   sourceHash @0 :Text;
-  source @1 :Text;              # the CUDA/C++ source as compiled
-  compileFlags @2 :Text;
-  toolchain @3 :Text;           # nvcc --version first line, GPU arch
+  obsoleteSource @1 :Text;        # never written: a candidate record holds the evaluated file
+  obsoleteCompileFlags @2 :Text;  # never written: the source hash covers the flags
+  obsoleteToolchain @3 :Text;     # never written: the source hash covers the toolchain
   compiled @4 :Bool;
   compileLog @5 :Text;          # trimmed compiler output
-  compileSeconds @6 :Float32;
+  compileSeconds @6 :Float32;   # the first build's wall clock (0: the compile cache held it)
   firstSeenRunId @7 :Text;
   firstSeenUnixMillis @8 :Int64;
 }

@@ -23,7 +23,8 @@ struct SamplingParams {
   denoisingSteps @5 :UInt32 = 4;  # steps per block
   remasking @6 :Remasking = lowConfidenceDynamic;
   threshold @7 :Float32 = 0.9;    # confidence threshold for lowConfidenceDynamic / entropy bound
-  seed @8 :UInt64;                # 0 = draw a fresh seed; otherwise samples are reproducible
+  obsoleteSeed @8 :UInt64;        # never read: a rollout worker's samples follow its sampler's
+                                  # own seed
   stopTokenIds @9 :List(UInt32);  # empty = the model's defaults (151645, 151643)
 }
 
@@ -61,6 +62,10 @@ struct Candidate {
                                     # maxNewTokens cut it): not part of the response, but context
                                     # the last block's tokens were drawn with (TraceRL rebuilds it)
   tailUnmaskStep @16 :List(UInt16);  # per tail token: the step that unmasked it
+  weightsChecksum @17 :UInt64;  # the checksum of the weights that sampled it, computed by the
+                                # worker from the checkpoint it loaded
+                                # (model/checkpoint/weights_checksum.h); 0: weights that came by
+                                # NCCL broadcast (no file to sum)
 
   enum FinishReason {
     stopToken @0;

@@ -70,9 +70,24 @@ struct Verdict {
   failure @12 :FailureClass;
   logExcerpt @13 :Text;          # trimmed compiler/runtime output explaining the failure
   findings @14 :List(Finding);   # anti-cheat findings, fatal or not
-  sourceHash @15 :Text;          # hex hash of the evaluated source + flags + toolchain
+  obsoleteSourceHash @15 :Text;  # protocol 3: the builds' hashes, comma-joined (now `builds`)
   correctnessTrials @16 :UInt32;
   maxAbsError @17 :Float32;      # largest |candidate - reference| seen over the trials
   rewardWorker @18 :Text;        # worker id, for debugging
   gpuSlot @19 :Text;             # e.g. "0" or "0/2" (GPU 0, share 2)
+  builds @20 :List(ModuleBuild); # one per load_inline extension of the candidate, in build order;
+                                 # empty when it failed before compiling (the reward log's kernel
+                                 # records come from these)
+  evaluatedSource @21 :Text;     # the Python file compiled and run (the response's code block,
+                                 # spliced into the skeleton in phase 1); empty when extraction
+                                 # failed
+}
+
+# One compiled extension of a candidate.
+struct ModuleBuild {
+  sourceHash @0 :Text;       # hex content hash of its sources + flags + toolchain: its key in the
+                             # reward log's kernels and in the compile cache
+  compiled @1 :Bool;
+  compileSeconds @2 :Float32;  # this build's wall clock; 0 when the compile cache held it
+  log @3 :Text;              # trimmed compiler output when it did not compile; else empty
 }

@@ -135,6 +135,53 @@ void decode_integer(const YAML::Node& node, T& out, const std::string& path, Dec
   }
 }
 
+// A std::vector: each item decoded at path[i].
+template <class T>
+void decode_list(const YAML::Node& node, T& out, const std::string& path, DecodeContext& ctx) {
+  if (!node.IsSequence()) {
+    ctx.error(path, "expected a list, got " + describe_node(node));
+    return;
+  }
+  T values;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    typename T::value_type value{};
+    std::string item_path = index_path(path, i);
+    ctx.locator->add_position(item_path, node_position(node[i]));
+    decode_value(node[i], value, item_path, ctx);
+    values.push_back(std::move(value));
+  }
+  out = std::move(values);
+}
+
+// A std::map keyed by string: plain-string keys, each once, each value decoded at path.key.
+template <class T>
+void decode_string_map(const YAML::Node& node, T& out, const std::string& path,
+                       DecodeContext& ctx) {
+  if (!node.IsMap()) {
+    ctx.error(path, "expected a map, got " + describe_node(node));
+    return;
+  }
+  T values;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) {
+      ctx.error(path, "keys must be plain strings, got " + describe_node(entry.first));
+      continue;
+    }
+    const std::string& key = entry.first.Scalar();
+    std::string item_path = join_path(path, key);
+    if (values.count(key) != 0) {
+      ctx.error(item_path, "duplicate key '" + key + "'");
+      continue;
+    }
+    ctx.locator->add_position(item_path, node_position(entry.first));
+    typename T::mapped_type value{};
+    decode_value(entry.second, value, item_path, ctx);
+    values.emplace(key, std::move(value));
+  }
+  out = std::move(values);
+}
+
+// One branch per field type an options struct may hold; containers recurse per item.
 template <class T>
 void decode_value(const YAML::Node& node, T& out, const std::string& path, DecodeContext& ctx) {
   if constexpr (IsOptional<T>::value) {
@@ -155,42 +202,9 @@ void decode_value(const YAML::Node& node, T& out, const std::string& path, Decod
     out.visit_fields(decoder);
     decoder.report_unknown_keys();
   } else if constexpr (IsVector<T>::value) {
-    if (!node.IsSequence()) {
-      ctx.error(path, "expected a list, got " + describe_node(node));
-      return;
-    }
-    T values;
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      typename T::value_type value{};
-      std::string item_path = index_path(path, i);
-      ctx.locator->add_position(item_path, node_position(node[i]));
-      decode_value(node[i], value, item_path, ctx);
-      values.push_back(std::move(value));
-    }
-    out = std::move(values);
+    decode_list(node, out, path, ctx);
   } else if constexpr (IsStringMap<T>::value) {
-    if (!node.IsMap()) {
-      ctx.error(path, "expected a map, got " + describe_node(node));
-      return;
-    }
-    T values;
-    for (const auto& entry : node) {
-      if (!entry.first.IsScalar()) {
-        ctx.error(path, "keys must be plain strings, got " + describe_node(entry.first));
-        continue;
-      }
-      const std::string& key = entry.first.Scalar();
-      std::string item_path = join_path(path, key);
-      if (values.count(key) != 0) {
-        ctx.error(item_path, "duplicate key '" + key + "'");
-        continue;
-      }
-      ctx.locator->add_position(item_path, node_position(entry.first));
-      typename T::mapped_type value{};
-      decode_value(entry.second, value, item_path, ctx);
-      values.emplace(key, std::move(value));
-    }
-    out = std::move(values);
+    decode_string_map(node, out, path, ctx);
   } else if constexpr (std::is_same_v<T, bool>) {
     if (!node.IsScalar() || !parse_bool_text(node.Scalar(), &out)) {
       ctx.error(path, "expected true or false, got " + describe_node(node));

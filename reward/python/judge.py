@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -47,185 +46,20 @@ import time
 import types
 
 import channel
+import kernel_check
 import timed_calls
+from compare import (EvalFailure, check_output_kinds, compare_outputs, is_constant,
+                     output_atols, same_tensors, same_values)
 
 RESULT_PREFIX = "DICE_EVAL_RESULT"
 READY_LINE = "DICE_EVAL_READY"
 TIMING_TURN_PREFIX = "DICE_TIMING_TURN"
-# Elements compared per step (bounded float64 temporaries for outputs of any size).
-COMPARE_CHUNK = 16 << 20
-# Kernels in the namespaces of torch and its libraries: matched by name only, they never count
-# as the candidate's own (a dead kernel of the candidate's named like one of torch's would).
-LIBRARY_NAMESPACE = re.compile(r"(^|[^A-Za-z0-9_])(at|c10|cub|cutlass|thrust|cublasLt|cudnn|"
-                               r"flash|xformers)::|cublas|cudnn|cutlass|sm\d+_xmma")
 # The index of the first timing warm-up call: far from the measured calls' (0..trials), so no
 # warm-up call's inputs are a measured call's.
 WARM_UP_FIRST = 1 << 20
-# Kernels of torch's that a candidate's extension may launch beside its own: allocation-side
-# work (fills, copies), not computation. Any other kernel not of the candidate's module is a
-# fallback to PyTorch (fatal).
-ALLOWED_FOREIGN_KERNEL = re.compile(
-    r"fill|copy|memset|memcpy|zero|FillFunctor|direct_copy|CatArrayBatchedCopy", re.IGNORECASE)
-
-
-class EvalFailure(Exception):
-    """Ends the evaluation with a failure class (FailureClass name) and a detail."""
-
-    def __init__(self, failure, detail):
-        super().__init__(detail)
-        self.failure = failure
-        self.detail = detail
 
 
 # ---- pure helpers (tested on the CPU) ------------------------------------------------------
-
-def tolerance_for(dtype, args):
-    name = str(dtype)
-    if "bfloat16" in name:
-        return args.tol_bf16
-    if "float16" in name or "half" in name:
-        return args.tol_fp16
-    return args.tol_fp32
-
-
-def informative_atol(torch, want, tol):
-    """The absolute tolerance at which comparing with `want` tells something: DICE's atol, unless
-    every reference value is within it of zero (an all-zero output would pass: a softmax over a
-    very wide row, values ~1e-6). Then atol is scaled to the reference's own magnitude:
-    tol * max|want|. Returns (atol, scaled?)."""
-    if not want.is_floating_point() and not want.is_complex():
-        return tol, False
-    finite = want[torch.isfinite(want)] if not want.is_complex() else want.abs()
-    if finite.numel() == 0:
-        return tol, False
-    largest = float(finite.abs().max())
-    if largest * (1 - tol) <= tol and largest > 0:
-        return tol * largest, True
-    return tol, False
-
-
-def compare_tensor(torch, g, w, atol, rtol, where):
-    """Compare two tensors of equal shape and dtype, chunk by chunk, on w's device. Raises
-    EvalFailure(incorrect); returns the largest absolute difference (0 for exact types, NaN when
-    every difference is NaN)."""
-    g_flat, w_flat = g.detach().reshape(-1), w.detach().reshape(-1)
-    exact = not w.is_floating_point() and not w.is_complex()
-    wide = torch.complex128 if w.is_complex() else torch.float64
-    bad = torch.zeros((), dtype=torch.int64, device=w.device)
-    largest = torch.full((), -1.0, dtype=torch.float64, device=w.device)
-    for start in range(0, w_flat.numel(), COMPARE_CHUNK):
-        gc = g_flat[start:start + COMPARE_CHUNK].to(w.device)
-        wc = w_flat[start:start + COMPARE_CHUNK]
-        if exact:
-            bad += (gc != wc).sum()
-            continue
-        g64, w64 = gc.to(wide), wc.to(wide)
-        diff = (g64 - w64).abs()
-        largest = torch.maximum(largest, diff.masked_fill(torch.isnan(diff), -1.0).max())
-        bad += (~torch.isclose(g64, w64, atol=atol, rtol=rtol, equal_nan=True)).sum()
-    bad, max_err = int(bad), float(largest)
-    if exact:
-        if bad:
-            raise EvalFailure("incorrect", "%s: %d of %d values differ (exact type %s)" %
-                              (where, bad, w.numel(), w.dtype))
-        return 0.0
-    if w.numel() > 0 and max_err < 0:
-        max_err = float("nan")
-    max_err = max(max_err, 0.0) if not math.isnan(max_err) else max_err
-    if bad:
-        raise EvalFailure("incorrect", "%s: %d of %d values outside tolerance (atol %g, rtol %g; "
-                          "max abs error %g)" % (where, bad, w.numel(), atol, rtol, max_err))
-    return max_err
-
-
-def check_output_kinds(torch, got, want, got_devices):
-    """Raise EvalFailure(shapeMismatch) unless every output has the reference's kind: a tensor of
-    the same dtype, shape and device type (a half-precision output for a float32 reference is not
-    the reference's output), or a plain value where the reference gives one."""
-    if len(got) != len(want):
-        raise EvalFailure("shapeMismatch", "the candidate returned %d outputs, the reference %d"
-                          % (len(got), len(want)))
-    for i, (g, w, device) in enumerate(zip(got, want, got_devices)):
-        where = "output %d" % i if len(want) > 1 else "output"
-        if not isinstance(w, torch.Tensor):
-            continue
-        if not isinstance(g, torch.Tensor):
-            raise EvalFailure("shapeMismatch", "%s: a plain value instead of a tensor" % where)
-        if g.dtype != w.dtype:
-            raise EvalFailure("shapeMismatch", "%s: dtype %s, reference %s" %
-                              (where, str(g.dtype).replace("torch.", ""),
-                               str(w.dtype).replace("torch.", "")))
-        if tuple(g.shape) != tuple(w.shape):
-            raise EvalFailure("shapeMismatch", "%s: shape %s, reference %s" %
-                              (where, tuple(g.shape), tuple(w.shape)))
-        if device != w.device.type:
-            raise EvalFailure("shapeMismatch", "%s: on %s, reference on %s" %
-                              (where, device, w.device.type))
-
-
-def compare_outputs(torch, got, want, args, scaled=None):
-    """Values of outputs of the right kinds. Returns (largest absolute difference, [atol per
-    output]). `scaled` collects the outputs whose atol was scaled (informative_atol)."""
-    max_err, atols = 0.0, []
-    for i, (g, w) in enumerate(zip(got, want)):
-        where = "output %d" % i if len(want) > 1 else "output"
-        if not isinstance(w, torch.Tensor):
-            atols.append(args.tol_fp32)
-            if isinstance(g, torch.Tensor):
-                g = g.item() if g.numel() == 1 else None
-            if isinstance(w, float) and isinstance(g, (int, float)) and not isinstance(g, bool):
-                if not math.isclose(g, w, rel_tol=args.tol_fp32, abs_tol=args.tol_fp32):
-                    raise EvalFailure("incorrect", "%s: %r vs reference %r" % (where, g, w))
-            elif g != w or type(g) is bool != (type(w) is bool):
-                raise EvalFailure("incorrect", "%s: %r vs reference %r" % (where, g, w))
-            continue
-        tol = tolerance_for(w.dtype, args)
-        atol, was_scaled = informative_atol(torch, w, tol)
-        if was_scaled and scaled is not None:
-            scaled.add(i)
-        atols.append(atol)
-        err = compare_tensor(torch, g, w, atol, tol, where)
-        max_err = float("nan") if math.isnan(err) else max(max_err, err)
-    return max_err, atols
-
-
-def output_atols(torch, want, args):
-    """The atol compare_outputs uses for each output of `want` (the timing digests' bound)."""
-    return [informative_atol(torch, w, tolerance_for(w.dtype, args))[0]
-            if isinstance(w, torch.Tensor) else args.tol_fp32 for w in want]
-
-
-def is_constant(torch, t):
-    return isinstance(t, torch.Tensor) and t.numel() > 1 and (
-        t.is_floating_point() or t.is_complex()) and bool((t == t.reshape(-1)[0]).all())
-
-
-def same_tensors(torch, a, b):
-    """Bit-for-bit equal lists of outputs (NaN equal to NaN)."""
-    for x, y in zip(a, b):
-        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
-            return False
-        if not isinstance(x, torch.Tensor):
-            if x != y:
-                return False
-            continue
-        if x.shape != y.shape or x.dtype != y.dtype:
-            return False
-        if not torch.equal(x.reshape(-1).view(torch.uint8) if x.numel() else x,
-                           y.reshape(-1).view(torch.uint8) if y.numel() else y):
-            return False
-    return True
-
-
-def kernel_names_ran(names, kernels):
-    """Which of the candidate's __global__ names appear in the launched kernels' names."""
-    found = set()
-    for name in names:
-        for k in kernels:
-            if re.search(r"(^|[^A-Za-z0-9_])%s([^A-Za-z0-9_]|$)" % re.escape(k), name):
-                found.add(k)
-    return found
-
 
 def mean_std(values):
     if not values:
@@ -266,11 +100,6 @@ def parse_shape_variant(text):
         except ValueError:
             raise ValueError("%r: %r is not an integer" % (part, value))
     return sizes
-
-
-def same_values(torch, a, b):
-    """Equal lists of constructor values (tensors bit for bit)."""
-    return len(a) == len(b) and same_tensors(torch, a, b)
 
 
 def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
@@ -533,16 +362,8 @@ class Judge:
         # The candidate's own kernels are those its own module launched, whatever their name.
         # A launch whose library the probe could not tell (a driver-API launch, the profiler)
         # counts by name, never for a name in torch's or its libraries' namespaces.
-        own, foreign, by_name = [], [], False
-        for name, path in launches:
-            if path in modules:
-                own.append(name)
-            elif path == "?" and kernel_names_ran([name], self.args.kernels) and \
-                    not LIBRARY_NAMESPACE.search(name):
-                own.append(name)
-                by_name = True
-            else:
-                foreign.append(name)
+        own, foreign, by_name = kernel_check.classify_launches(launches, modules,
+                                                               self.args.kernels)
         if by_name:
             self.finding("kernel-identity-by-name", "the launching library of some kernels is "
                          "unknown (%s): those matched by name" % answer.get("probe", "?"), False)
@@ -550,7 +371,7 @@ class Judge:
             self.finding("kernel-not-run", "no kernel of the candidate's module ran during forward"
                          " (saw: %s)" % "; ".join(sorted(set(foreign)))[:500], True)
             raise EvalFailure("antiCheat", "no kernel of the candidate ran during forward")
-        fallback = sorted({n for n in foreign if not ALLOWED_FOREIGN_KERNEL.search(n)})
+        fallback = kernel_check.fallbacks(foreign)
         if fallback:
             self.finding("torch-fallback", "PyTorch's own kernels computed part of forward: " +
                          "; ".join(fallback)[:500], True)

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cluster/cluster_options.h"
 #include "common/config/load.h"
+#include "options/cluster_options.h"
 
 namespace dice::cluster {
 namespace {

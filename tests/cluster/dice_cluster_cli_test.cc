@@ -163,6 +163,28 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
 
+// `wait` follows the learner's log until it exits: 0 when it finished, 1 when it failed.
+TEST_F(DiceClusterTest, WaitFollowsTheLearnerUntilItEnds) {
+  const std::string finishing =
+      std::string("cluster.local.executables={learner: finishing_service_test_double, rollout: ") +
+      kSleepy + ", reward: " + kSleepy + "}";
+  ASSERT_EQ(cli(up_args(kSleepy, {finishing})).rc, 0);
+  CliResult waited = cli({"wait", "--timeout", "60", "--state-dir", state_dir_});
+  EXPECT_EQ(waited.rc, 0) << waited.output;
+  EXPECT_NE(waited.output.find("step 1/2 of phase test"), std::string::npos) << waited.output;
+  EXPECT_NE(waited.output.find("learner done steps=2"), std::string::npos) << waited.output;
+  ASSERT_EQ(down().rc, 0);
+
+  const std::string crashing = std::string("cluster.local.executables={learner: ") + kCrashing +
+                               ", rollout: " + kSleepy + ", reward: " + kSleepy + "}";
+  ASSERT_EQ(cli(up_args(kSleepy, {crashing, "cluster.local.max_restarts=1"})).rc, 0);
+  waited = cli({"wait", "--timeout", "60", "--state-dir", state_dir_});
+  EXPECT_EQ(waited.rc, 1) << waited.output;
+  EXPECT_NE(waited.output.find("ended failed"), std::string::npos) << waited.output;
+  ASSERT_EQ(down().rc, 0);
+  EXPECT_EQ(cli({"wait", "--timeout", "0", "--state-dir", state_dir_}).rc, 2);
+}
+
 TEST_F(DiceClusterTest, DownKillsAServiceThatIgnoresSigtermAfterTheDrainTimeout) {
   ASSERT_EQ(cli(up_args(kStubborn, {"cluster.local.drain_timeout_ms=300"})).rc, 0);
   ASSERT_TRUE(doubles_handle_signals());

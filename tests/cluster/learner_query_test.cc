@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "cluster/status_table.h"
-#include "common/service/metrics_server.h"
-#include "common/service/transport_metrics.h"
+#include "net/service/metrics_server.h"
+#include "net/service/transport_metrics.h"
 
 namespace dice::cluster {
 namespace {

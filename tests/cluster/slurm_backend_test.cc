@@ -113,7 +113,6 @@ class SlurmBackendTest : public ::testing::Test {
             ", roles: [learner, rollout, reward], gpus: {learner: [0], rollout: [0, 1], "
             "reward: [0]}}]",
         "cluster.learner.port=" + std::to_string(learner_port_),
-        "cluster.learner.publish_port=" + std::to_string(learner_port_ + 1),
         "cluster.learner.metrics_port=" + std::to_string(learner_port_ + 2),
         "cluster.worker_metrics.rollout_base_port=" + std::to_string(learner_port_ + 10),
         "cluster.worker_metrics.reward_base_port=" + std::to_string(learner_port_ + 20),

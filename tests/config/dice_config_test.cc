@@ -1,7 +1,7 @@
 // DiceConfig and the checked-in configs: every file in configs/ loads, values match the released
 // DICE settings, print -> reload is the identity, files are checked against each other, and each
 // field's documented default is its real default.
-#include "common/config/dice_config.h"
+#include "options/dice_config.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -74,7 +74,7 @@ TEST(DiceConfigTest, LocalConfigHasTheReleasedSettings) {
   EXPECT_EQ(c.learner.loss.kl_estimator, KlEstimator::kK3);
   EXPECT_DOUBLE_EQ(c.learner.optimizer.lr, 1e-6);
   EXPECT_EQ(c.rollout.sampling.block_size, 4);
-  EXPECT_EQ(c.rollout.sampling.remasking, Remasking::kLowConfidenceDynamic);
+  EXPECT_EQ(c.rollout.sampling.remasking, Remasking::LOW_CONFIDENCE_DYNAMIC);
   EXPECT_EQ(c.rollout.mask_token_id, 151669u);
   EXPECT_EQ(c.reward.timeout_seconds, 300);
   EXPECT_EQ(c.reward.policy.kind, RewardPolicy::kBinary);
@@ -185,8 +185,8 @@ TEST(DiceConfigTest, ComponentChecksCatchBadCombinations) {
   EXPECT_NE(error_of({"cluster.nodes[0].roles=[rollout, reward]"})
                 .find("cluster.nodes: exactly one node must have role learner, found 0"),
             std::string::npos);
-  EXPECT_NE(error_of({"cluster.learner.publish_port=5555"})
-                .find("cluster.learner.publish_port: must differ from port"),
+  EXPECT_NE(error_of({"cluster.learner.metrics_port=5555"})
+                .find("cluster.learner.metrics_port: must differ from port"),
             std::string::npos);
   EXPECT_NE(error_of({"reward.sandbox.cpu_threads=40"})
                 .find("reward.sandbox.cpu_threads: at most half of max_processes (64)"),

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/rewardlog/reader.h"
+#include "rewardlog/reader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/free_port.h"
 
@@ -113,7 +113,7 @@ class LearnerIntegrationTest : public ::testing::Test {
         << "rollout:\n  model_path: " << (policy_dir.empty() ? "no-model-needed" : policy_dir)
         << "\n"
         << "cluster:\n  learner:\n    host: 127.0.0.1\n    port: " << port_
-        << "\n    publish_port: 0\n    metrics_port: " << metrics_port_
+        << "\n    metrics_port: " << metrics_port_
         << "\n  heartbeat:\n    interval_ms: 100\n    misses_before_dead: 20\n";
     return (dir_ / "dice.yaml").string();
   }
@@ -216,7 +216,8 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
               std::string::npos);
   }
   // One KernelRecord per distinct source hash the verdicts named.
-  const std::string hash = candidates->front().get().getVerdict().getSourceHash().cStr();
+  const std::string hash =
+      candidates->front().get().getVerdict().getBuilds()[0].getSourceHash().cStr();
   auto kernel = log->kernel(hash);
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   EXPECT_TRUE(kernel->get().getCompiled());

@@ -74,7 +74,7 @@ std::vector<TraceSample> sample_traces(Qwen3LM model, Remasking remasking) {
 }
 
 TEST(PolicyTrainerTest, TraceViewsReproduceTheSamplersLogProbs) {
-  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC}) {
     Qwen3LM model = random_lm(tiny_config(), 3);
     std::vector<TraceSample> samples = sample_traces(model, r);
     // Responses of 10 and 11 tokens end inside their final block: those carry a tail.
@@ -112,7 +112,7 @@ double mean(const std::vector<float>& v) {
 
 TEST(PolicyTrainerTest, AnUpdateMovesProbabilityTowardsPositiveAdvantages) {
   Qwen3LM model = random_lm(tiny_config(), 3);
-  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
   samples[0].advantage = 1.0;
   samples[1].advantage = -1.0;
   samples[2].advantage = 0.0;
@@ -145,7 +145,7 @@ TEST(PolicyTrainerTest, AnUpdateMovesProbabilityTowardsPositiveAdvantages) {
 
 TEST(PolicyTrainerTest, ClippedRatiosStopTheGradient) {
   Qwen3LM model = random_lm(tiny_config(), 3);
-  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
   // Old log-probs far below the policy's: every ratio is e^5 > 1 + eps, and with a positive
   // advantage the clipped branch (constant) is the minimum: no gradient at all.
   for (TraceSample& s : samples) {
@@ -165,7 +165,7 @@ TEST(PolicyTrainerTest, ClippedRatiosStopTheGradient) {
 
 TEST(PolicyTrainerTest, Bf16ModelTrainsThroughFloat32MasterWeights) {
   Qwen3LM model = random_lm(tiny_config(), 3);
-  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
   samples[0].advantage = 1.0;
   samples[1].advantage = -1.0;
   model->to(at::kBFloat16);
@@ -192,7 +192,7 @@ TEST(PolicyTrainerTest, OptimizerOnTheCpuStepsTheSameAsOnTheModelsDevice) {
   std::vector<at::Tensor> after;
   for (bool on_cpu : {false, true}) {
     Qwen3LM model = random_lm(tiny_config(), 3);
-    std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
     samples[0].advantage = 1.0;
     samples[1].advantage = -1.0;
     model->to(at::kBFloat16);
@@ -209,7 +209,7 @@ TEST(PolicyTrainerTest, OptimizerOnTheCpuStepsTheSameAsOnTheModelsDevice) {
 
 TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
   Qwen3LM model = random_lm(tiny_config(), 3);
-  std::vector<TraceSample> samples = sample_traces(model, Remasking::kLowConfidenceStatic);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
   samples[1].unmask_steps.push_back(0);
   auto trainer = PolicyTrainer::create(model, trainer_options());
   ASSERT_TRUE(trainer.ok());

@@ -5,7 +5,7 @@
 #include <functional>
 #include <sstream>
 
-#include "common/wire/envelope.h"
+#include "net/wire/envelope.h"
 #include "tests/learner/worker_test_double_main.h"
 
 namespace {
@@ -34,7 +34,11 @@ dice::Status answer(dice::transport::WorkerConnection& connection,
                           : dice::schema::FailureClass::INCORRECT);
   std::ostringstream hash;
   hash << std::hex << std::hash<std::string>()(request.getTask().getId().cStr()) << (even ? 0 : 1);
-  verdict.setSourceHash(hash.str());
+  auto build = verdict.initBuilds(1)[0];
+  build.setSourceHash(hash.str());
+  build.setCompiled(true);
+  // A test double: the response stands in for the file a real worker extracts and runs.
+  verdict.setEvaluatedSource(candidate.getText());
   verdict.setRewardWorker(connection.worker_id());
   DICE_RETURN_IF_ERROR(
       connection.send_result(dice::wire::encode(message), std::chrono::seconds(10)));

@@ -4,7 +4,7 @@
 // finishes the item. Its candidates claim the requested minPolicyVersion. Exits 0 on Shutdown.
 #include <string>
 
-#include "common/wire/envelope.h"
+#include "net/wire/envelope.h"
 #include "tests/learner/worker_test_double_main.h"
 
 namespace {

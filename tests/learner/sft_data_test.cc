@@ -1,4 +1,4 @@
-// load_sft_data: the three item forms, the length cut, and errors that name the item.
+// load_sft_data: the four item forms, the length cut, and errors that name the item.
 #include "learner/sft_data.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/tokenizer/chat_template.h"
+#include "model/tokenizer/chat_template.h"
 
 namespace dice {
 namespace {
@@ -19,9 +19,11 @@ class SftDataTest : public ::testing::Test {
   void SetUp() override {
     path_ = (fs::temp_directory_path() / ("dice_sft_data_" + std::to_string(::getpid()) + ".json"))
                 .string();
-    auto tmpl = PromptTemplate::builtin(TaskKind::kEndToEnd);
-    ASSERT_TRUE(tmpl.ok()) << tmpl.status().to_string();
-    template_ = std::make_unique<PromptTemplate>(std::move(tmpl).value());
+    for (TaskKind kind : {TaskKind::kEndToEnd, TaskKind::kInfill}) {
+      auto tmpl = PromptTemplate::builtin(kind);
+      ASSERT_TRUE(tmpl.ok()) << tmpl.status().to_string();
+      templates_.emplace(kind, std::move(tmpl).value());
+    }
     auto tok =
         tokenizer::Tokenizer::load(std::string(DICE_TOKENIZER_TESTDATA) + "/tiny_tokenizer.json");
     ASSERT_TRUE(tok.ok()) << tok.status().to_string();
@@ -31,11 +33,11 @@ class SftDataTest : public ::testing::Test {
   Result<SftData> load(const std::string& json, std::int64_t max_length = 100000,
                        bool with_tokenizer = true) {
     std::ofstream(path_) << json;
-    return load_sft_data(path_, with_tokenizer ? tokenizer_.get() : nullptr, *template_, max_length,
+    return load_sft_data(path_, with_tokenizer ? tokenizer_.get() : nullptr, templates_, max_length,
                          /*vocab_size=*/300, /*mask_token_id=*/299);
   }
   std::string path_;
-  std::unique_ptr<PromptTemplate> template_;
+  std::map<TaskKind, PromptTemplate> templates_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
 };
 
@@ -66,9 +68,34 @@ TEST_F(SftDataTest, TextItemsGoThroughTheChatTemplateAndEndWithImEnd) {
   PromptFields fields;
   fields.reference = "import torch";
   fields.task_id = "5";
-  auto rendered = tokenizer::encode_user_turn(*tokenizer_, template_->render(fields));
+  auto rendered =
+      tokenizer::encode_user_turn(*tokenizer_, templates_.at(TaskKind::kEndToEnd).render(fields));
   ASSERT_TRUE(rendered.ok());
   EXPECT_EQ(data->samples[1].prompt, *rendered);
+}
+
+// A phase-1 task with its core: the infill template's prompt, the core as the answer.
+TEST_F(SftDataTest, InfillItemsAnswerTheCoreUnderTheInfillTemplate) {
+  auto data = load(R"([{"id": "i1", "pytorch_code": "import torch", "prefix": "import torch\n",
+                        "middle": "src = 1", "suffix": "\nm = 2\n", "cuda_code": "ignored"}])");
+  ASSERT_TRUE(data.ok()) << data.status().to_string();
+  ASSERT_EQ(data->samples.size(), 1u);
+  std::vector<std::int32_t> fenced = tokenizer_->encode("```python\nsrc = 1\n```<|im_end|>");
+  EXPECT_EQ(data->samples[0].response, std::vector<std::int64_t>(fenced.begin(), fenced.end()));
+  PromptFields fields;
+  fields.reference = "import torch";
+  fields.prefix = "import torch\n";
+  fields.suffix = "\nm = 2\n";
+  fields.task_id = "i1";
+  auto rendered =
+      tokenizer::encode_user_turn(*tokenizer_, templates_.at(TaskKind::kInfill).render(fields));
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_EQ(data->samples[0].prompt, *rendered);
+  auto bad =
+      load(R"([{"id": "i2", "pytorch_code": "p", "prefix": "a", "middle": "", "suffix": "z"}])");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("(id i2): \"middle\" is empty"), std::string::npos)
+      << bad.status().to_string();
 }
 
 TEST_F(SftDataTest, ItemsLongerThanMaxLengthAreCountedAndLeftOut) {

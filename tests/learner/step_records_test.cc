@@ -5,13 +5,13 @@
 
 #include <cmath>
 
-#include "common/rewardlog/keys.h"
-#include "common/wire/envelope.h"
+#include "net/wire/envelope.h"
+#include "rewardlog/keys.h"
 
 namespace dice {
 namespace {
 
-FinishedSample judged(std::uint32_t index, const std::string& hash, float reward) {
+FinishedSample judged(std::uint32_t index, const std::vector<std::string>& hashes, float reward) {
   capnp::MallocMessageBuilder message;
   auto verdict = wire::init_envelope(message, "w", "run").getBody().initVerdict();
   // A confused worker: wrong run, step, task and sample.
@@ -21,7 +21,12 @@ FinishedSample judged(std::uint32_t index, const std::string& hash, float reward
   verdict.setSampleIndex(42);
   verdict.setReward(reward);
   verdict.setCompiled(true);
-  verdict.setSourceHash(hash);
+  auto builds = verdict.initBuilds(static_cast<unsigned>(hashes.size()));
+  for (unsigned i = 0; i < hashes.size(); ++i) {
+    builds[i].setSourceHash(hashes[i]);
+    builds[i].setCompiled(true);
+  }
+  verdict.setEvaluatedSource("import torch\n");
   auto decoded = wire::decode_envelope(wire::encode(message));
   EXPECT_TRUE(decoded.ok());
   return FinishedSample{index, "```python\nprint(1)\n```\n", std::move(decoded).value(),
@@ -36,8 +41,8 @@ TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
   group.group = 3;
   group.task = &task;
   group.complete = true;
-  group.samples.push_back(judged(0, "abc123,def456", 1.0f));
-  group.samples.push_back(judged(1, "abc123", 0.0f));
+  group.samples.push_back(judged(0, {"abc123", "def456"}, 1.0f));
+  group.samples.push_back(judged(1, {"abc123"}, 0.0f));
   StepSettings settings;
   settings.run_id = "run";
   settings.step = 5;

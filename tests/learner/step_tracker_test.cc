@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "common/wire/envelope.h"
+#include "net/wire/envelope.h"
 
 namespace dice {
 namespace {

@@ -15,10 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// <repo>/../shared/data/dice-rl, or $DICE_DATA.
+// <repo>/data/dice-rl, or $DICE_DATA.
 std::string data_dir() {
   if (const char* env = std::getenv("DICE_DATA")) return env;
-  return (fs::path(DICE_SOURCE_DIR) / ".." / "shared" / "data" / "dice-rl").string();
+  return (fs::path(DICE_SOURCE_DIR) / "data" / "dice-rl").string();
 }
 
 class TaskLoaderTest : public ::testing::Test {

@@ -5,7 +5,7 @@
 //   learner_tiny_policy_writer DIR
 #include <iostream>
 
-#include "common/model/weights.h"
+#include "model/weights.h"
 #include "tests/model/model_test_util.h"
 
 int main(int argc, char** argv) {

@@ -30,7 +30,7 @@ TEST(TraceRlToyTest, RewardClimbsWhenTheUpdateFollowsTheTraces) {
   sampling.sampling.temperature = 1.0;
   sampling.sampling.block_size = 4;
   sampling.sampling.denoising_steps = 4;
-  sampling.sampling.remasking = Remasking::kLowConfidenceStatic;
+  sampling.sampling.remasking = Remasking::LOW_CONFIDENCE_STATIC;
   sampling.sampling.max_new_tokens = 8;
   sampling.sampling.stop_token_ids = {};
   sampling.mask_token_id = tiny_config().mask_token_id;

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <thread>
 
-#include "common/transport/worker_connection.h"
+#include "net/transport/worker_connection.h"
 #include "tests/learner/worker_test_double_flags.h"
 
 namespace dice::test {

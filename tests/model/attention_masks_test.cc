@@ -1,4 +1,4 @@
-#include "common/model/attention_masks.h"
+#include "model/attention_masks.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "common/checkpoint/checkpoint.h"
+#include "model/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/checkpoint_writer.h"
 #include "common/remove_tree.h"
+#include "model/checkpoint/checkpoint_writer.h"
 
 namespace dice {
 namespace {

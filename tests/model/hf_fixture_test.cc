@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "common/model/weights.h"
+#include "model/weights.h"
 #include "tools/verify-model/reference_check.h"
 
 namespace dice {

@@ -1,6 +1,6 @@
 // Activation checkpointing (layer_checkpoint.h) changes memory, not math: the same training
 // forward with and without it gives the same loss and the same gradient for every parameter.
-#include "common/model/layer_checkpoint.h"
+#include "model/layer_checkpoint.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "common/checkpoint/model_config.h"
+#include "model/checkpoint/model_config.h"
 
 #include <gtest/gtest.h>
 

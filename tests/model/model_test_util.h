@@ -7,9 +7,9 @@
 
 #include <cmath>
 
-#include "common/checkpoint/model_config.h"
-#include "common/model/qwen3.h"
-#include "common/model/weights.h"
+#include "model/checkpoint/model_config.h"
+#include "model/qwen3.h"
+#include "model/weights.h"
 
 namespace dice {
 namespace testing_util {

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "common/model/attention_masks.h"
+#include "model/attention_masks.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

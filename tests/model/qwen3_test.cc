@@ -1,5 +1,5 @@
 // The model against a plain reference, and the three attention layouts against each other.
-#include "common/model/qwen3.h"
+#include "model/qwen3.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <functional>
 
-#include "common/model/attention_masks.h"
+#include "model/attention_masks.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

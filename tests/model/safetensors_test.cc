@@ -1,4 +1,4 @@
-#include "common/checkpoint/safetensors.h"
+#include "model/checkpoint/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/checkpoint_writer.h"
 #include "common/remove_tree.h"
+#include "model/checkpoint/checkpoint_writer.h"
 
 namespace dice {
 namespace {

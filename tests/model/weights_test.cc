@@ -1,4 +1,4 @@
-#include "common/model/weights.h"
+#include "model/weights.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

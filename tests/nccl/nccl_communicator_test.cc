@@ -1,7 +1,7 @@
 // The communicator of this build (real NCCL when cmake found it) where no GPU is needed: bad
 // arguments are refused before NCCL is touched, and a machine without a CUDA device gets
 // Unavailable, not a crash or a hang.
-#include "common/nccl/nccl_communicator.h"
+#include "model/nccl/nccl_communicator.h"
 
 #include <gtest/gtest.h>
 

@@ -16,9 +16,9 @@
 #include <iostream>
 #include <thread>
 
-#include "common/model/weights.h"
-#include "common/transport/worker_connection.h"
-#include "common/wire/envelope.h"
+#include "model/weights.h"
+#include "net/transport/worker_connection.h"
+#include "net/wire/envelope.h"
 #include "rollout/rollout_worker.h"
 #include "tests/model/model_test_util.h"
 

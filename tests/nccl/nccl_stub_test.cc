@@ -1,7 +1,7 @@
 // What a build without NCCL answers (the stub is built and tested in every build).
 #include <gtest/gtest.h>
 
-#include "common/nccl/nccl_communicator.h"
+#include "model/nccl/nccl_communicator.h"
 
 namespace dice::nccl {
 namespace {

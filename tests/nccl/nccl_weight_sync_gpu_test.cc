@@ -14,12 +14,12 @@
 #include <fstream>
 #include <thread>
 
-#include "common/model/weights.h"
 #include "common/remove_tree.h"
-#include "common/torch_compat.h"
-#include "common/transport/work_dispatcher.h"
 #include "learner/nccl_weight_pusher.h"
 #include "learner/weight_sync_plan.h"
+#include "model/torch_compat.h"
+#include "model/weights.h"
+#include "net/transport/work_dispatcher.h"
 #include "tests/model/model_test_util.h"
 #include "tests/support/child_process.h"
 

@@ -1,7 +1,7 @@
 // The broadcast's tensor list on a tiny random model (CPU): built in checkpoint order, checked
 // against a model with each kind of difference named, carried through the schema unchanged; and
 // what NCCL cannot take (CPU tensors) refused with the tensor named.
-#include "common/weights/weight_specs.h"
+#include "model/weights/weight_specs.h"
 
 #include <ATen/ATen.h>
 #include <capnp/message.h>

@@ -23,7 +23,7 @@
 #include <set>
 #include <sstream>
 
-#include "reward/sandbox.h"
+#include "reward/sandbox/sandbox.h"
 
 namespace dice::adversarial {
 namespace {

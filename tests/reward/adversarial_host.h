@@ -37,7 +37,7 @@ struct HostProcess {
   long uid = -1;
   std::string name;  // comm, then the command line
 };
-// Processes of a sandbox uid (reward/sandbox.h's range) whose name or command line holds
+// Processes of a sandbox uid (reward/sandbox/sandbox.h's range) whose name or command line holds
 // `mark`, still running `grace_seconds` from now (processes of a sandbox that just ended are
 // being killed with its PID namespace: each is given until then to go).
 std::vector<HostProcess> marked_processes(const std::string& mark, double grace_seconds);

@@ -24,8 +24,8 @@
 #include <set>
 #include <sstream>
 
-#include "reward/evaluator.h"
-#include "reward/reward_options.h"
+#include "options/reward_options.h"
+#include "reward/evaluate/evaluator.h"
 #include "reward/static_check.h"
 #include "tests/reward/adversarial_host.h"
 
@@ -39,7 +39,7 @@ const fs::path kCorpus = fs::path(DICE_REWARD_TEST_DIR) / "adversarial" / "cpu";
 const fs::path kAddReference =
     fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures" / "reference_add.py";
 const fs::path kSoftmaxReference = kCorpus / "reference_softmax_wide.py";
-// What read_compile_cache.py looks for: a folder like reward/compile.cc's cache (0755).
+// What read_compile_cache.py looks for: a folder like reward/compile/compile.cc's cache (0755).
 const fs::path kFakeCompileCache = "/tmp/dice-adversarial-compile-cache";
 
 std::string read_file(const fs::path& path) {
@@ -138,7 +138,7 @@ class AdversarialCpuTest : public ::testing::Test {
     auto started = SandboxProcess::start(other);
     ASSERT_TRUE(started.ok()) << started.status().to_string();
     other_candidate_ = std::move(started).value();
-    // A compile cache as reward/compile.cc leaves it, for read_compile_cache.py.
+    // A compile cache as reward/compile/compile.cc leaves it, for read_compile_cache.py.
     fs::create_directories(kFakeCompileCache / "0123abcd");
     fs::permissions(kFakeCompileCache, fs::perms(0755));
     fs::permissions(kFakeCompileCache / "0123abcd", fs::perms(0755));

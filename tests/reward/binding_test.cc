@@ -1,4 +1,4 @@
-#include "reward/binding.h"
+#include "reward/compile/binding.h"
 
 #include <unistd.h>
 

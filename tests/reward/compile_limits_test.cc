@@ -11,9 +11,9 @@
 
 #include "common/config/load.h"
 #include "common/seconds_since.h"
-#include "reward/compile_limits.h"
-#include "reward/compile_log.h"
-#include "reward/reward_options.h"
+#include "options/reward_options.h"
+#include "reward/compile/compile_limits.h"
+#include "reward/compile/compile_log.h"
 
 namespace dice {
 namespace {

@@ -1,7 +1,7 @@
 // Real compiles: extract_sources.py on a candidate, nvcc + the host compiler in the sandbox, the
 // content-hash cache. Needs nvcc and a python3 with torch (Debian: python3-torch); skips with a
 // message otherwise. Without a GPU the target is sm_90.
-#include "reward/compile.h"
+#include "reward/compile/compile.h"
 
 #include <unistd.h>
 

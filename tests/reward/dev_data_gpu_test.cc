@@ -22,7 +22,7 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
-#include "reward/json_value.h"
+#include "common/json/fields.h"
 #include "reward/pipeline.h"
 #include "reward/reward_worker.h"
 
@@ -35,14 +35,14 @@ std::string env_or(const char* name, const std::string& fallback) {
 }
 
 TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
-  const std::string path =
-      env_or("DICE_DEV_DATA", "/work/shared/data/dice-rl/kernel_infilling_dev.json");
+  const std::string path = env_or("DICE_DEV_DATA", DICE_RL_DATA_DIR "/kernel_infilling_dev.json");
   std::ifstream in(path, std::ios::binary);
   if (!in) GTEST_SKIP() << "no dev data at " << path << " (set DICE_DEV_DATA)";
   std::stringstream ss;
   ss << in.rdbuf();
-  auto doc = JsonDocument::parse(ss.str(), path);
+  auto doc = parse_json(ss.str(), path);
   ASSERT_TRUE(doc.ok()) << doc.status().to_string();
+  ASSERT_TRUE(doc->is_array()) << path << ": not a JSON array";
 
   RewardOptions options;
   options.python_path = env_or("DICE_PYTHON", "python3");
@@ -62,12 +62,8 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
     std::string id, pytorch, prefix, middle, suffix;
   };
   std::vector<Item> items;
-  for (auto e : doc->root().getArray()) {
-    capnp::json::Value::Reader id;
-    json_member(e, "id", &id);
-    items.push_back({id.isNumber() ? std::to_string(static_cast<long long>(id.getNumber()))
-                                   : json_string(e, "id"),
-                     json_string(e, "pytorch_code"), json_string(e, "prefix"),
+  for (const auto& e : doc->get_array()) {
+    items.push_back({json_id(e), json_string(e, "pytorch_code"), json_string(e, "prefix"),
                      json_string(e, "middle"), json_string(e, "suffix")});
   }
   const size_t limit = std::stoul(env_or("DICE_DEV_LIMIT", std::to_string(items.size())));

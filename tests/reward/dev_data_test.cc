@@ -2,7 +2,7 @@
 // the CPU side of the pipeline: the core (middle) as a model response is spliced back between
 // prefix and suffix; the whole file passes the static checks (except id 6936, which calls
 // cuDNN and writes no kernel of its own); its load_inline sources read statically.
-// The data file comes from DICE_DEV_DATA or the default shared location; skipped if absent.
+// The data file comes from DICE_DEV_DATA or the repository's data/dice-rl.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "reward/compile.h"
+#include "common/json/fields.h"
+#include "reward/compile/compile.h"
 #include "reward/extract.h"
-#include "reward/json_value.h"
 #include "reward/static_check.h"
 
 namespace dice {
@@ -24,7 +24,7 @@ struct DevItem {
 
 std::vector<DevItem> load_dev_items(std::string* why) {
   const char* env = std::getenv("DICE_DEV_DATA");
-  std::string path = env ? env : "/work/shared/data/dice-rl/kernel_infilling_dev.json";
+  std::string path = env ? env : DICE_RL_DATA_DIR "/kernel_infilling_dev.json";
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *why = "no dev data at " + path + " (set DICE_DEV_DATA)";
@@ -32,19 +32,15 @@ std::vector<DevItem> load_dev_items(std::string* why) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  auto doc = JsonDocument::parse(ss.str(), path);
-  if (!doc.ok() || !doc->root().isArray()) {
+  auto doc = parse_json(ss.str(), path);
+  if (!doc.ok() || !doc->is_array()) {
     *why = "cannot read " + path;
     return {};
   }
   std::vector<DevItem> items;
-  for (auto e : doc->root().getArray()) {
+  for (const auto& e : doc->get_array()) {
     DevItem item;
-    capnp::json::Value::Reader id;
-    if (json_member(e, "id", &id)) {
-      item.id = id.isNumber() ? std::to_string(static_cast<long long>(id.getNumber()))
-                              : json_string(e, "id");
-    }
+    item.id = json_id(e);
     item.cuda_code = json_string(e, "cuda_code");
     item.prefix = json_string(e, "prefix");
     item.middle = json_string(e, "middle");

@@ -1,4 +1,4 @@
-#include "reward/evaluator.h"
+#include "reward/evaluate/evaluator.h"
 
 #include <chrono>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "reward/gpu_turns.h"
+#include "reward/evaluate/gpu_turns.h"
 
 #include <atomic>
 #include <chrono>

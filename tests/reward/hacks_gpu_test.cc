@@ -30,7 +30,7 @@
 #include <sstream>
 #include <thread>
 
-#include "reward/evaluator.h"
+#include "reward/evaluate/evaluator.h"
 #include "reward/pipeline.h"
 #include "reward/reward_worker.h"
 #include "tests/reward/adversarial_host.h"

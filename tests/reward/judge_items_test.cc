@@ -1,6 +1,6 @@
-// dice-judge's input (reward/judge_items.h) and output (reward/judge.h): every malformed input
-// is named by file, item and field; the splice and the dumped sources are what the pipeline
-// evaluates.
+// dice-judge's input (reward/judge/judge_items.h) and output (reward/judge/judge.h): every
+// malformed input is named by file, item and field; the splice and the dumped sources are what the
+// pipeline evaluates.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,8 +8,8 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
-#include "reward/json_value.h"
-#include "reward/judge.h"
+#include "common/json/fields.h"
+#include "reward/judge/judge.h"
 
 namespace dice {
 namespace {
@@ -92,11 +92,11 @@ TEST(JudgeItemsTest, DumpSourcesWritesManifestAndFiles) {
   std::ifstream manifest(dir / "manifest.jsonl");
   std::string line;
   ASSERT_TRUE(std::getline(manifest, line));
-  auto doc = JsonDocument::parse(line, "manifest");
+  auto doc = parse_json(line, "manifest");
   ASSERT_TRUE(doc.ok()) << line;
-  EXPECT_EQ(json_string(doc->root(), "id"), "a\"1");
-  EXPECT_EQ(json_string(doc->root(), "variant"), "original");
-  std::ifstream candidate(dir / json_string(doc->root(), "candidate"));
+  EXPECT_EQ(json_string(doc.value(), "id"), "a\"1");
+  EXPECT_EQ(json_string(doc.value(), "variant"), "original");
+  std::ifstream candidate(dir / json_string(doc.value(), "candidate"));
   std::stringstream text;
   text << candidate.rdbuf();
   EXPECT_EQ(text.str(), "import torch\n");
@@ -132,15 +132,15 @@ TEST(JudgeItemsTest, VerdictLineIsJson) {
   finding.setCheck("kernel-not-launched");
   finding.setFatal(true);
   const std::string line = verdict_json(item, verdict.asReader(), true);
-  auto doc = JsonDocument::parse(line, "verdict");
+  auto doc = parse_json(line, "verdict");
   ASSERT_TRUE(doc.ok()) << line;
-  EXPECT_EQ(json_string(doc->root(), "failure"), "incorrect");
-  EXPECT_EQ(json_string(doc->root(), "variant"), "wrong_value");
-  EXPECT_TRUE(json_bool(doc->root(), "compiled"));
-  EXPECT_FALSE(json_bool(doc->root(), "correct", true));
-  EXPECT_EQ(json_number(doc->root(), "compile_seconds"), 1.5);
-  EXPECT_TRUE(json_is_null(doc->root(), "speedup"));  // not correct: no speedup
-  EXPECT_EQ(json_string(doc->root(), "log_excerpt"), "max error 0.5\n\"quoted\"");
+  EXPECT_EQ(json_string(doc.value(), "failure"), "incorrect");
+  EXPECT_EQ(json_string(doc.value(), "variant"), "wrong_value");
+  EXPECT_TRUE(json_bool(doc.value(), "compiled"));
+  EXPECT_FALSE(json_bool(doc.value(), "correct", true));
+  EXPECT_EQ(json_number(doc.value(), "compile_seconds"), 1.5);
+  EXPECT_TRUE(json_is_null(doc.value(), "speedup"));  // not correct: no speedup
+  EXPECT_EQ(json_string(doc.value(), "log_excerpt"), "max error 0.5\n\"quoted\"");
   EXPECT_NE(line.find("\"check\": \"kernel-not-launched\""), std::string::npos);
 }
 

@@ -225,10 +225,10 @@ class VerdictTest(unittest.TestCase):
             self.assertIsNone(v["speedup"])
         v = kb_judge.verdict_from_result(self.c, cases[3][0], 1.0, False)
         self.assertEqual(v["max_abs_error"], 1.25)
-        # Same keys as dice-judge's lines (reward/judge.h).
+        # Same keys as dice-judge's lines (reward/judge/judge.h).
         self.assertEqual(set(v), {"id", "variant", "compiled", "correct", "failure", "reward",
                                   "findings", "compile_seconds", "eval_seconds", "speedup",
-                                  "max_abs_error", "source_hash", "edit", "log_excerpt"})
+                                  "max_abs_error", "source_hashes", "edit", "log_excerpt"})
 
 
 class CompareTest(unittest.TestCase):

@@ -22,7 +22,9 @@ except ImportError:
     torch = None
 
 import channel  # noqa: E402
+import compare  # noqa: E402
 import judge  # noqa: E402
+import kernel_check  # noqa: E402
 import timed_calls  # noqa: E402
 
 
@@ -181,82 +183,82 @@ class Options:
 class CompareTest(unittest.TestCase):
     def test_tuple_elementwise_and_integer_exact(self):
         want = [torch.ones(3), torch.tensor([1, 2, 3])]
-        judge.compare_outputs(torch, [torch.ones(3) + 1e-4, torch.tensor([1, 2, 3])], want,
+        compare.compare_outputs(torch, [torch.ones(3) + 1e-4, torch.tensor([1, 2, 3])], want,
                               Options)
-        with self.assertRaises(judge.EvalFailure) as e:
-            judge.compare_outputs(torch, [torch.ones(3), torch.tensor([1, 2, 4])], want, Options)
+        with self.assertRaises(compare.EvalFailure) as e:
+            compare.compare_outputs(torch, [torch.ones(3), torch.tensor([1, 2, 4])], want, Options)
         self.assertEqual(e.exception.failure, "incorrect")
 
     def test_kinds(self):
         cpu = ["cpu", "cpu"]
-        with self.assertRaises(judge.EvalFailure) as e:
-            judge.check_output_kinds(torch, [torch.ones(3)], [torch.ones(3), torch.ones(3)], cpu)
+        with self.assertRaises(compare.EvalFailure) as e:
+            compare.check_output_kinds(torch, [torch.ones(3)], [torch.ones(3), torch.ones(3)], cpu)
         self.assertEqual(e.exception.failure, "shapeMismatch")
-        with self.assertRaises(judge.EvalFailure) as e:
-            judge.check_output_kinds(torch, [torch.ones(3, 1)], [torch.ones(3)], cpu)
+        with self.assertRaises(compare.EvalFailure) as e:
+            compare.check_output_kinds(torch, [torch.ones(3, 1)], [torch.ones(3)], cpu)
         self.assertIn("shape", e.exception.detail)
-        with self.assertRaises(judge.EvalFailure) as e:
-            judge.check_output_kinds(torch, [torch.ones(3).double()], [torch.ones(3)], cpu)
+        with self.assertRaises(compare.EvalFailure) as e:
+            compare.check_output_kinds(torch, [torch.ones(3).double()], [torch.ones(3)], cpu)
         self.assertIn("dtype float64, reference float32", e.exception.detail)
-        with self.assertRaises(judge.EvalFailure) as e:
-            judge.check_output_kinds(torch, [torch.ones(3)], [torch.ones(3)], ["cuda"])
+        with self.assertRaises(compare.EvalFailure) as e:
+            compare.check_output_kinds(torch, [torch.ones(3)], [torch.ones(3)], ["cuda"])
         self.assertIn("on cuda, reference on cpu", e.exception.detail)
-        with self.assertRaises(judge.EvalFailure):
-            judge.check_output_kinds(torch, [1.0], [torch.ones(1)], cpu)
+        with self.assertRaises(compare.EvalFailure):
+            compare.check_output_kinds(torch, [1.0], [torch.ones(1)], cpu)
 
     def test_tolerance_by_dtype(self):
         want = torch.ones(4, dtype=torch.bfloat16)
-        judge.compare_outputs(torch, [want * 1.025], [want], Options)  # within 2e-2 + 2e-2
-        with self.assertRaises(judge.EvalFailure):
-            judge.compare_outputs(torch, [torch.ones(4) * 1.025], [torch.ones(4)], Options)
+        compare.compare_outputs(torch, [want * 1.025], [want], Options)  # within 2e-2 + 2e-2
+        with self.assertRaises(compare.EvalFailure):
+            compare.compare_outputs(torch, [torch.ones(4) * 1.025], [torch.ones(4)], Options)
 
     def test_nan_matches_nan_only(self):
         nan = torch.tensor([float("nan"), 1.0])
-        judge.compare_outputs(torch, [nan.clone()], [nan], Options)
-        with self.assertRaises(judge.EvalFailure):
-            judge.compare_outputs(torch, [torch.tensor([0.0, 1.0])], [nan], Options)
+        compare.compare_outputs(torch, [nan.clone()], [nan], Options)
+        with self.assertRaises(compare.EvalFailure):
+            compare.compare_outputs(torch, [torch.tensor([0.0, 1.0])], [nan], Options)
 
     def test_chunks_cover_the_whole_tensor(self):
-        saved = judge.COMPARE_CHUNK
-        judge.COMPARE_CHUNK = 3
+        saved = compare.COMPARE_CHUNK
+        compare.COMPARE_CHUNK = 3
         try:
             want = torch.arange(20, dtype=torch.float32).reshape(10, 2).t()[0] + 10
             got = want.clone()
             got[1] += 0.004
-            self.assertAlmostEqual(judge.compare_outputs(torch, [got], [want], Options)[0], 0.004,
+            self.assertAlmostEqual(compare.compare_outputs(torch, [got], [want], Options)[0], 0.004,
                                    places=5)
             got[9] += 5.0
-            with self.assertRaises(judge.EvalFailure) as e:
-                judge.compare_outputs(torch, [got], [want], Options)
+            with self.assertRaises(compare.EvalFailure) as e:
+                compare.compare_outputs(torch, [got], [want], Options)
             self.assertIn("1 of 10 values outside tolerance", e.exception.detail)
             ints = torch.arange(10)
             bad = ints.clone()
             bad[7] = -1
-            with self.assertRaises(judge.EvalFailure) as e:
-                judge.compare_outputs(torch, [bad], [ints], Options)
+            with self.assertRaises(compare.EvalFailure) as e:
+                compare.compare_outputs(torch, [bad], [ints], Options)
             self.assertIn("1 of 10 values differ", e.exception.detail)
         finally:
-            judge.COMPARE_CHUNK = saved
+            compare.COMPARE_CHUNK = saved
 
     def test_informative_atol(self):
-        self.assertEqual(judge.informative_atol(torch, torch.ones(4), 1e-2), (1e-2, False))
-        atol, scaled = judge.informative_atol(torch, torch.full((4,), 1e-5), 1e-2)
+        self.assertEqual(compare.informative_atol(torch, torch.ones(4), 1e-2), (1e-2, False))
+        atol, scaled = compare.informative_atol(torch, torch.full((4,), 1e-5), 1e-2)
         self.assertTrue(scaled)
         self.assertAlmostEqual(atol, 1e-7)
-        self.assertEqual(judge.informative_atol(torch, torch.zeros(4), 1e-2), (1e-2, False))
+        self.assertEqual(compare.informative_atol(torch, torch.zeros(4), 1e-2), (1e-2, False))
         want = [torch.ones(4), torch.full((4,), 1e-5), 3]
-        self.assertEqual(judge.output_atols(torch, want, Options),
-                         judge.compare_outputs(torch, want, want, Options)[1])
-        self.assertEqual(judge.informative_atol(torch, torch.arange(4), 1e-2), (1e-2, False))
-        with self.assertRaises(judge.EvalFailure):  # zeros against a tiny reference
-            judge.compare_outputs(torch, [torch.zeros(4)], [torch.full((4,), 1e-5)], Options)
+        self.assertEqual(compare.output_atols(torch, want, Options),
+                         compare.compare_outputs(torch, want, want, Options)[1])
+        self.assertEqual(compare.informative_atol(torch, torch.arange(4), 1e-2), (1e-2, False))
+        with self.assertRaises(compare.EvalFailure):  # zeros against a tiny reference
+            compare.compare_outputs(torch, [torch.zeros(4)], [torch.full((4,), 1e-5)], Options)
 
     def test_constant_and_same_tensors(self):
-        self.assertTrue(judge.is_constant(torch, torch.full((3,), 2.0)))
-        self.assertFalse(judge.is_constant(torch, torch.arange(3.0)))
+        self.assertTrue(compare.is_constant(torch, torch.full((3,), 2.0)))
+        self.assertFalse(compare.is_constant(torch, torch.arange(3.0)))
         a = [torch.tensor([1.0, float("nan")])]
-        self.assertTrue(judge.same_tensors(torch, a, [a[0].clone()]))
-        self.assertFalse(judge.same_tensors(torch, a, [torch.tensor([1.0, 2.0])]))
+        self.assertTrue(compare.same_tensors(torch, a, [a[0].clone()]))
+        self.assertFalse(compare.same_tensors(torch, a, [torch.tensor([1.0, 2.0])]))
 
     def test_shape_variant_text(self):
         self.assertEqual(judge.parse_shape_variant("batch_size=3, dim=129"),
@@ -311,12 +313,12 @@ class KernelCheckTest(unittest.TestCase):
     def test_dead_kernel_named_like_torchs_is_not_ours(self):
         # The candidate's module has a kernel named like torch's; torch's own launch of that name
         # comes from torch's library, so nothing of the candidate ran.
-        with self.assertRaises(judge.EvalFailure) as e:
+        with self.assertRaises(compare.EvalFailure) as e:
             self.check([[self.TORCH, "libtorch_cuda.so"]])
         self.assertEqual(e.exception.failure, "antiCheat")
 
     def test_torch_compute_beside_ours_is_a_fallback(self):
-        with self.assertRaises(judge.EvalFailure):
+        with self.assertRaises(compare.EvalFailure):
             self.check([[self.OURS, self.MODULE], [self.TORCH, "libtorch_cuda.so"]])
 
     def test_fills_and_copies_beside_ours_are_noted(self):
@@ -328,7 +330,7 @@ class KernelCheckTest(unittest.TestCase):
         j = self.check([[self.OURS, "?"]], probe="profiler")
         self.assertEqual(checks({"findings": j.findings}), ["kernel-identity-by-name"])
         # By name, a kernel in torch's namespaces is never the candidate's, whatever it shares.
-        with self.assertRaises(judge.EvalFailure) as e:
+        with self.assertRaises(compare.EvalFailure) as e:
             self.check([[self.TORCH, "?"]], probe="profiler")
         self.assertIn("no kernel of the candidate", e.exception.detail)
 
@@ -337,20 +339,20 @@ class KernelCheckTest(unittest.TestCase):
         self.assertEqual(checks({"findings": j.findings}), ["profiler-unavailable"])
 
     def test_malformed_answer(self):
-        with self.assertRaises(judge.EvalFailure):
+        with self.assertRaises(compare.EvalFailure):
             self.check([["name-only"]])
 
     def test_identity_where_known_and_names_where_not(self):
         # The candidate's kernel launched with no library known, cuBLAS's with one: ours by name,
         # cuBLAS's a fallback.
-        with self.assertRaises(judge.EvalFailure) as e:
+        with self.assertRaises(compare.EvalFailure) as e:
             self.check([[self.OURS, "?"], ["void cublasLt::splitKreduce_kernel<32>(...)",
                                            "libcublasLt.so.13"]])
         self.assertIn("fell back", e.exception.detail)
 
     def test_kernel_names_ran(self):
         names = [self.OURS, "my_scale_kernel_v2(float*)"]
-        self.assertEqual(judge.kernel_names_ran(names, ["scale_kernel", "other"]),
+        self.assertEqual(kernel_check.kernel_names_ran(names, ["scale_kernel", "other"]),
                          {"scale_kernel"})
 
 

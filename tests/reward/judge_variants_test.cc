@@ -1,5 +1,5 @@
-// The broken-variant generator (reward/judge_variants.h): which store it edits, and, over the 60
-// dev items, that every variant differs from its original and still parses as Python (a real
+// The broken-variant generator (reward/judge/judge_variants.h): which store it edits, and, over the
+// 60 dev items, that every variant differs from its original and still parses as Python (a real
 // python3 process runs ast.parse on them).
 #include <cstdio>
 #include <filesystem>
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "reward/judge.h"
-#include "reward/judge_variants.h"
+#include "reward/judge/judge.h"
+#include "reward/judge/judge_variants.h"
 
 namespace dice {
 namespace {
@@ -80,7 +80,7 @@ std::string python_rejects(const std::vector<std::string>& sources) {
 }
 
 TEST(JudgeVariantsTest, DevItemsVariantsDifferAndParse) {
-  const std::string path = "/work/shared/data/dice-rl/kernel_infilling_dev.json";
+  const std::string path = DICE_RL_DATA_DIR "/kernel_infilling_dev.json";
   auto items = load_judge_items(path);
   if (!items.ok()) GTEST_SKIP() << "no dev data: " << items.status().to_string();
   std::vector<std::string> without;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "reward/sandbox.h"
-#include "reward/sandbox_root.h"
+#include "reward/sandbox/sandbox.h"
+#include "reward/sandbox/sandbox_root.h"
 
 #include <gtest/gtest.h>
 

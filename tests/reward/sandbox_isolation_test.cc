@@ -17,8 +17,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "reward/sandbox.h"
-#include "reward/sandbox_cgroup.h"
+#include "reward/run_failure.h"
+#include "reward/sandbox/sandbox.h"
+#include "reward/sandbox/sandbox_cgroup.h"
 
 #include "tests/reward/sandbox_test_util.h"
 

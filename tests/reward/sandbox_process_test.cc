@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "reward/sandbox.h"
+#include "reward/sandbox/sandbox.h"
 
 #include <gtest/gtest.h>
 

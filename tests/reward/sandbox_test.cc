@@ -1,6 +1,7 @@
 // Integration tests of the sandbox with real child processes: each hostile program must end
 // classified, in bounded time, with this (the worker) process unharmed.
-#include "reward/sandbox.h"
+#include "reward/sandbox/sandbox.h"
+#include "reward/run_failure.h"
 
 #include <net/if.h>
 #include <netinet/in.h>
@@ -19,7 +20,7 @@
 #include <thread>
 
 #include "reward/pipeline.h"
-#include "reward/sandbox_netns.h"
+#include "reward/sandbox/sandbox_netns.h"
 
 #include "tests/reward/sandbox_test_util.h"
 

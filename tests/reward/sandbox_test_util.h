@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "reward/sandbox.h"
+#include "reward/sandbox/sandbox.h"
 
 #include <gtest/gtest.h>
 

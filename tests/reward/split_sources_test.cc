@@ -1,12 +1,12 @@
-// The split of cuda_sources into a device unit and a host part (reward/split_sources.h) on
+// The split of cuda_sources into a device unit and a host part (reward/compile/split_sources.h) on
 // hand-written sources: what the tokenizer must not be fooled by, where each item goes, how
 // launches become stub calls, and each case the split refuses. No compiler runs here; the real
 // compiles are in compile_test.cc.
-#include "reward/split_sources.h"
+#include "reward/compile/split_sources.h"
 
 #include <gtest/gtest.h>
 
-#include "reward/cuda_tokens.h"
+#include "reward/compile/cuda_tokens.h"
 
 namespace dice {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/rewardlog/reader.h"
-#include "common/rewardlog/writer.h"
+#include "rewardlog/reader.h"
+#include "rewardlog/writer.h"
 #include "tests/rewardlog/rewardlog_test_util.h"
 
 namespace dice::rewardlog {

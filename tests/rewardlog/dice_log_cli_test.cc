@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/rewardlog/writer.h"
+#include "rewardlog/writer.h"
 #include "tests/rewardlog/rewardlog_test_util.h"
 
 extern char** environ;

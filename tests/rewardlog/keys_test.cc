@@ -1,4 +1,4 @@
-#include "common/rewardlog/keys.h"
+#include "rewardlog/keys.h"
 
 #include <gtest/gtest.h>
 

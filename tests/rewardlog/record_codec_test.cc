@@ -1,4 +1,4 @@
-#include "common/rewardlog/record_codec.h"
+#include "rewardlog/record_codec.h"
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -52,7 +52,8 @@ TEST(RewardLogRecordCodecTest, DecodeRoundTripsEveryType) {
   ASSERT_TRUE(candidate.ok()) << candidate.status().to_string();
   EXPECT_EQ(candidate->key(), c.key);
   EXPECT_EQ(std::string(candidate->get().getResponseText().cStr()), "hello \"world\"");
-  EXPECT_EQ(std::string(candidate->get().getVerdict().getSourceHash().cStr()), "abc123");
+  EXPECT_EQ(std::string(candidate->get().getVerdict().getBuilds()[0].getSourceHash().cStr()),
+            "abc123");
   EXPECT_EQ(candidate->get().getVerdict().getFindings().size(), 1u);
 
   const LogRecord r = run_record("r1", "first try");
@@ -63,7 +64,7 @@ TEST(RewardLogRecordCodecTest, DecodeRoundTripsEveryType) {
   const LogRecord k = kernel_record("src");
   auto kernel = decode_record<schema::KernelRecord>(k.key, k.value);
   ASSERT_TRUE(kernel.ok());
-  EXPECT_EQ(std::string(kernel->get().getSource().cStr()), "src");
+  EXPECT_EQ(std::string(kernel->get().getCompileLog().cStr()), "nvcc: src");
 
   const LogRecord m = metric_record("r1", "reward/correct_rate", 12, 0.125);
   auto metric = decode_record<schema::MetricRecord>(m.key, m.value);

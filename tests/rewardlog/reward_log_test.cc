@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/rewardlog/reader.h"
-#include "common/rewardlog/writer.h"
+#include "rewardlog/reader.h"
+#include "rewardlog/writer.h"
 #include "tests/rewardlog/rewardlog_test_util.h"
 
 namespace dice::rewardlog {
@@ -106,7 +106,7 @@ TEST(RewardLogTest, WritesReadsAndReopens) {
   const std::string hash = kernel_record("__global__ void k(){}").key;
   auto kernel = reader->kernel(hash);
   ASSERT_TRUE(kernel.ok());
-  EXPECT_STREQ(kernel->get().getSource().cStr(), "__global__ void k(){}");
+  EXPECT_STREQ(kernel->get().getCompileLog().cStr(), "nvcc: __global__ void k(){}");
   EXPECT_EQ(reader->kernel(std::string(40, '0')).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(reader->run("nope").status().code(), StatusCode::kNotFound);
 

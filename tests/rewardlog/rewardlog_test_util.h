@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/hash/content_hash.h"
-#include "common/rewardlog/record_codec.h"
+#include "rewardlog/record_codec.h"
 
 namespace dice::rewardlog::testing {
 
@@ -89,7 +89,7 @@ inline LogRecord candidate_record(
   v.setCorrect(sample % 2 == 0);
   v.setReward(sample % 2 == 0 ? 1.0f : 0.0f);
   v.setFailure(sample % 2 == 0 ? schema::FailureClass::NONE : schema::FailureClass::INCORRECT);
-  v.setSourceHash(source_hash);
+  if (!source_hash.empty()) v.initBuilds(1)[0].setSourceHash(source_hash);
   v.initTimings().setKernelMsMean(0.125f);
   auto findings = v.initFindings(1);
   findings[0].setCheck("torch-op-in-forward");
@@ -103,9 +103,7 @@ inline LogRecord kernel_record(const std::string& source, const std::string& run
   capnp::MallocMessageBuilder m;
   auto k = m.initRoot<schema::KernelRecord>();
   k.setSourceHash(kernel_source_hash(source, "-O3", "nvcc 13.0 sm_90"));
-  k.setSource(source);
-  k.setCompileFlags("-O3");
-  k.setToolchain("nvcc 13.0 sm_90");
+  k.setCompileLog("nvcc: " + source);
   k.setCompiled(true);
   k.setCompileSeconds(44.5f);
   k.setFirstSeenRunId(run_id);

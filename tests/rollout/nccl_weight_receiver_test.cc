@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "common/model/weights.h"
 #include "common/remove_tree.h"
-#include "common/weights/weight_specs.h"
+#include "model/weights.h"
+#include "model/weights/weight_specs.h"
 #include "rollout/rollout_worker.h"
 #include "tests/model/model_test_util.h"
 

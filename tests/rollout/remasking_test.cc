@@ -39,7 +39,7 @@ TEST(RemaskingTest, QuotaSpreadsTheRemainderOverTheFirstSteps) {
 TEST(RemaskingTest, StaticCommitsTheMostConfidentTiesLeftmost) {
   at::Tensor masked = bools({{1, 1, 1, 1}, {0, 1, 1, 1}, {1, 1, 0, 1}});
   at::Tensor conf = floats({{0.1, 0.5, 0.3, 0.5}, {0.9, 0.2, 0.4, 0.3}, {0.2, 0.2, 0.9, 0.2}});
-  at::Tensor got = select_commits(Remasking::kLowConfidenceStatic, masked, conf, at::Tensor(),
+  at::Tensor got = select_commits(Remasking::LOW_CONFIDENCE_STATIC, masked, conf, at::Tensor(),
                                   longs({2, 1, 2}), 0.9);
   // Row 0: 0.5 at positions 1 and 3 (tie: both, since q = 2); row 1: the committed 0.9 at
   // position 0 is ignored; row 2: ties at 0.2, the two leftmost masked positions.
@@ -49,7 +49,7 @@ TEST(RemaskingTest, StaticCommitsTheMostConfidentTiesLeftmost) {
 TEST(RemaskingTest, DynamicTakesAllAboveThresholdOrTheTopQ) {
   at::Tensor masked = bools({{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 0, 0}});
   at::Tensor conf = floats({{0.95, 0.2, 0.9, 0.91}, {0.1, 0.95, 0.3, 0.2}, {0.5, 0.4, 1, 1}});
-  at::Tensor got = select_commits(Remasking::kLowConfidenceDynamic, masked, conf, at::Tensor(),
+  at::Tensor got = select_commits(Remasking::LOW_CONFIDENCE_DYNAMIC, masked, conf, at::Tensor(),
                                   longs({1, 2, 5}), 0.9);
   // Row 0: three above 0.9 (>= q = 1); row 1: one above, fewer than q = 2, so the top 2; row 2:
   // the quota is capped by the two masks left.
@@ -60,7 +60,7 @@ TEST(RemaskingTest, SequentialGoesLeftToRightAndAtLeastOne) {
   at::Tensor masked = bools({{0, 1, 1, 1}, {1, 1, 1, 1}, {0, 0, 0, 0}});
   at::Tensor conf = floats({{1, 0.1, 0.9, 0.9}, {0.1, 0.1, 0.9, 0.9}, {1, 1, 1, 1}});
   at::Tensor got =
-      select_commits(Remasking::kSequential, masked, conf, at::Tensor(), longs({2, 0, 1}), 0.9);
+      select_commits(Remasking::SEQUENTIAL, masked, conf, at::Tensor(), longs({2, 0, 1}), 0.9);
   EXPECT_TRUE(at::equal(got, bools({{0, 1, 1, 0}, {1, 0, 0, 0}, {0, 0, 0, 0}})));
 }
 
@@ -69,7 +69,7 @@ TEST(RemaskingTest, EntropyBoundedSumsTheLowestEntropies) {
   at::Tensor ent = floats({{0.1, 0.5, 0.2, 0.3}, {0.8, 0.7, 0.9, 0.9}, {0.0, 0.3, 0.2, 0.3}});
   at::Tensor conf = at::zeros({3, 4});
   at::Tensor got =
-      select_commits(Remasking::kEntropyBounded, masked, conf, ent, longs({1, 1, 2}), 0.6);
+      select_commits(Remasking::ENTROPY_BOUNDED, masked, conf, ent, longs({1, 1, 2}), 0.6);
   // Row 0: 0.1 + 0.2 + 0.3 = 0.6 <= 0.6, adding 0.5 exceeds; row 1: even the lowest exceeds,
   // so the quota (1); row 2: 0.2 + 0.3 (leftmost of the tied 0.3s) = 0.5, the committed
   // position 0 does not count.

@@ -10,8 +10,8 @@
 #include <future>
 #include <thread>
 
-#include "common/model/weights.h"
 #include "common/remove_tree.h"
+#include "model/weights.h"
 #include "rollout/sampler.h"
 #include "tests/model/model_test_util.h"
 
@@ -26,7 +26,7 @@ SamplerOptions greedy_options() {
   o.sampling.temperature = 0;
   o.sampling.block_size = 4;
   o.sampling.denoising_steps = 4;
-  o.sampling.remasking = Remasking::kLowConfidenceStatic;
+  o.sampling.remasking = Remasking::LOW_CONFIDENCE_STATIC;
   o.sampling.max_new_tokens = 12;
   o.sampling.stop_token_ids = {};
   o.mask_token_id = tiny_config().mask_token_id;

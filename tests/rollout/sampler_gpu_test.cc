@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "common/torch_compat.h"
+#include "model/torch_compat.h"
 #include "rollout/chunk_forward_graphs.h"
 #include "rollout/sampler.h"
 #include "tests/model/model_test_util.h"
@@ -70,8 +70,8 @@ TEST_F(SamplerGpuTest, GreedyOnCudaMatchesCpu) {
   Qwen3LM cpu = random_lm(config_, 11);
   Qwen3LM gpu = random_lm(config_, 11);
   gpu->to(at::kCUDA);
-  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic,
-                      Remasking::kEntropyBounded}) {
+  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC,
+                      Remasking::ENTROPY_BOUNDED}) {
     std::vector<GenerationResult> want = run(cpu, options(r));
     std::vector<GenerationResult> got = run(gpu, options(r));
     ASSERT_EQ(got.size(), want.size());
@@ -85,7 +85,7 @@ TEST_F(SamplerGpuTest, GreedyOnCudaMatchesCpu) {
 TEST_F(SamplerGpuTest, SeededCudaDrawsReproduce) {
   Qwen3LM gpu = random_lm(config_, 11);
   gpu->to(at::kCUDA);
-  SamplerOptions o = options(Remasking::kLowConfidenceDynamic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_DYNAMIC);
   o.sampling.temperature = 1.0;
   o.seed = 77;
   std::vector<GenerationResult> a = run(gpu, o), b = run(gpu, o);
@@ -106,7 +106,7 @@ TEST_F(SamplerGpuTest, SeededCudaDrawsReproduce) {
 TEST_F(SamplerGpuTest, Bf16WithContinuousBatching) {
   Qwen3LM gpu = random_lm(config_, 11);
   gpu->to(at::kCUDA, at::kBFloat16);
-  SamplerOptions o = options(Remasking::kLowConfidenceDynamic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_DYNAMIC);
   o.sampling.temperature = 1.0;
   o.max_batch = 2;
   std::vector<GenerationRequest> rs = requests();
@@ -163,7 +163,7 @@ TEST_F(SamplerGpuTest, GraphedChunkForwardMatchesEager) {
 TEST_F(SamplerGpuTest, GreedyFromGraphsMatchesEager) {
   Qwen3LM gpu = random_lm(config_, 11);
   gpu->to(at::kCUDA);
-  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC}) {
     SamplerOptions eager = options(r);
     eager.cuda_graphs = false;
     SamplerOptions graphed = options(r);

@@ -25,7 +25,7 @@ struct Reference {
   std::vector<int64_t> tokens;
   std::vector<int32_t> steps;
   std::vector<double> log_probs;
-  FinishReason finish = FinishReason::kMaxTokens;
+  FinishReason finish = FinishReason::MAX_TOKENS;
 };
 
 // One position's greedy draw under the policy of rollout/token_draw.h, in double.
@@ -101,9 +101,9 @@ std::vector<int64_t> choose(const SamplingOptions& s, const std::vector<int64_t>
     return v;
   };
   switch (s.remasking) {
-    case Remasking::kLowConfidenceStatic:
+    case Remasking::LOW_CONFIDENCE_STATIC:
       return first(order_by(masked, conf, true), q);
-    case Remasking::kLowConfidenceDynamic: {
+    case Remasking::LOW_CONFIDENCE_DYNAMIC: {
       std::vector<int64_t> above;
       for (int64_t i : masked) {
         if (conf[i] >= s.threshold) above.push_back(i);
@@ -111,9 +111,9 @@ std::vector<int64_t> choose(const SamplingOptions& s, const std::vector<int64_t>
       return static_cast<int64_t>(above.size()) >= q ? above
                                                      : first(order_by(masked, conf, true), q);
     }
-    case Remasking::kSequential:
+    case Remasking::SEQUENTIAL:
       return first(masked, q);
-    case Remasking::kEntropyBounded: {
+    case Remasking::ENTROPY_BOUNDED: {
       std::vector<int64_t> order = order_by(masked, ent, false);
       int64_t n = 0;
       double sum = 0;
@@ -173,7 +173,7 @@ Reference reference_decode(Qwen3LMImpl& lm, const std::vector<int64_t>& prompt,
       out.log_probs.push_back(logp_of[i]);
       const auto& stops = s.stop_token_ids;
       if (std::find(stops.begin(), stops.end(), static_cast<uint32_t>(block[i])) != stops.end()) {
-        out.finish = FinishReason::kStopToken;
+        out.finish = FinishReason::STOP_TOKEN;
         return out;
       }
       if (static_cast<int64_t>(out.tokens.size()) >= s.max_new_tokens) return out;
@@ -195,7 +195,7 @@ class SamplerTest : public ::testing::Test {
     o.sampling.block_size = 4;
     o.sampling.denoising_steps = steps;
     o.sampling.remasking = r;
-    o.sampling.threshold = r == Remasking::kEntropyBounded ? 0.6 : 0.2;
+    o.sampling.threshold = r == Remasking::ENTROPY_BOUNDED ? 0.6 : 0.2;
     o.sampling.stop_token_ids = {};
     o.mask_token_id = config_.mask_token_id;
     o.max_batch = 5;
@@ -255,9 +255,9 @@ class SamplerTest : public ::testing::Test {
   Qwen3LM lm_{nullptr};
 };
 
-const Remasking kAllStrategies[] = {Remasking::kLowConfidenceStatic,
-                                    Remasking::kLowConfidenceDynamic, Remasking::kSequential,
-                                    Remasking::kEntropyBounded};
+const Remasking kAllStrategies[] = {Remasking::LOW_CONFIDENCE_STATIC,
+                                    Remasking::LOW_CONFIDENCE_DYNAMIC, Remasking::SEQUENTIAL,
+                                    Remasking::ENTROPY_BOUNDED};
 
 const char* name_of(Remasking r) {
   for (const auto& e : kRemaskingNames) {
@@ -284,16 +284,16 @@ TEST_F(SamplerTest, GreedyMatchesUncachedReferenceForEveryStrategy) {
   }
   // The threshold rules did act: some step committed several tokens (all-step-0 traces would
   // also match a broken reference that ignores them).
-  EXPECT_NE(traces[Remasking::kLowConfidenceDynamic], traces[Remasking::kLowConfidenceStatic]);
-  EXPECT_NE(traces[Remasking::kEntropyBounded], traces[Remasking::kLowConfidenceStatic]);
+  EXPECT_NE(traces[Remasking::LOW_CONFIDENCE_DYNAMIC], traces[Remasking::LOW_CONFIDENCE_STATIC]);
+  EXPECT_NE(traces[Remasking::ENTROPY_BOUNDED], traces[Remasking::LOW_CONFIDENCE_STATIC]);
 }
 
 TEST_F(SamplerTest, GreedyMatchesReferenceWithTopKTopP) {
-  SamplerOptions o = options(Remasking::kLowConfidenceStatic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.sampling.top_k = 5;
   o.sampling.top_p = 0.6;
   (void)expect_matches_reference(o, "static top_k 5 top_p 0.6");
-  o.sampling.remasking = Remasking::kEntropyBounded;
+  o.sampling.remasking = Remasking::ENTROPY_BOUNDED;
   o.sampling.threshold = 0.3;
   (void)expect_matches_reference(o, "entropy top_k 5 top_p 0.6");
 }
@@ -345,7 +345,7 @@ TEST_F(SamplerTest, TracesFollowTheStrategy) {
           for (int k = 0; k < steps; ++k) {
             const int quota = m / steps + (k < m % steps ? 1 : 0);
             const int n = blocks[b][static_cast<size_t>(k)];
-            if (r == Remasking::kLowConfidenceStatic || r == Remasking::kSequential) {
+            if (r == Remasking::LOW_CONFIDENCE_STATIC || r == Remasking::SEQUENTIAL) {
               EXPECT_EQ(n, quota) << name_of(r) << " block " << b << " step " << k;
             } else if (done < m) {
               EXPECT_GE(n, 1) << name_of(r) << " block " << b << " step " << k;
@@ -358,7 +358,7 @@ TEST_F(SamplerTest, TracesFollowTheStrategy) {
           }
           EXPECT_EQ(done, m);
         }
-        if (r == Remasking::kSequential) {  // steps never decrease left to right in a block
+        if (r == Remasking::SEQUENTIAL) {  // steps never decrease left to right in a block
           for (size_t t = 1; t < g.unmask_steps.size(); ++t) {
             const bool same_block = (plen + static_cast<int64_t>(t)) % 4 != 0;
             if (same_block) {
@@ -372,7 +372,7 @@ TEST_F(SamplerTest, TracesFollowTheStrategy) {
 }
 
 TEST_F(SamplerTest, SeedReproducesSamples) {
-  SamplerOptions o = options(Remasking::kLowConfidenceDynamic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_DYNAMIC);
   o.sampling.temperature = 1.0;
   o.sampling.max_new_tokens = 20;
   o.seed = 1234;
@@ -400,7 +400,7 @@ TEST_F(SamplerTest, SeedReproducesSamples) {
 }
 
 TEST_F(SamplerTest, ContinuousBatchingMatchesRunningAlone) {
-  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC}) {
     SamplerOptions o = options(r);
     o.max_batch = 2;
     std::vector<GenerationRequest> rs = requests();
@@ -442,7 +442,7 @@ TEST_F(SamplerTest, ContinuousBatchingMatchesRunningAlone) {
 // slots in different phases: in most commit forwards only some slots commit, and slots go idle
 // as the short requests end. Packed forwards skip that padding and give the same samples.
 TEST_F(SamplerTest, PackedForwardsSkipPaddingOfMixedPhases) {
-  for (Remasking r : {Remasking::kLowConfidenceStatic, Remasking::kLowConfidenceDynamic}) {
+  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC}) {
     SamplerStats stats[2];
     std::vector<GenerationResult> out[2];
     for (int pack = 0; pack < 2; ++pack) {
@@ -481,7 +481,7 @@ TEST_F(SamplerTest, PackedForwardsSkipPaddingOfMixedPhases) {
 }
 
 TEST_F(SamplerTest, CancelAllFreesEverySlotForTheNextRequests) {
-  SamplerOptions o = options(Remasking::kLowConfidenceStatic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.max_batch = 2;
   std::vector<GenerationRequest> rs = requests();  // 5 requests: 2 run, 3 wait
   auto sampler = BlockDiffusionSampler::create(lm_, o);
@@ -511,14 +511,14 @@ TEST_F(SamplerTest, CancelAllFreesEverySlotForTheNextRequests) {
 }
 
 TEST_F(SamplerTest, StopTokensAndMaxNewTokensEndSequences) {
-  SamplerOptions o = options(Remasking::kLowConfidenceStatic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.sampling.max_new_tokens = 20;
   std::vector<GenerationRequest> rs = requests();
   std::vector<GenerationResult> full = run(o, rs);
   ASSERT_EQ(full.size(), rs.size());
   for (size_t i = 0; i < rs.size(); ++i) {
     EXPECT_EQ(full[i].tokens.size(), 20u);
-    EXPECT_EQ(full[i].finish_reason, FinishReason::kMaxTokens);
+    EXPECT_EQ(full[i].finish_reason, FinishReason::MAX_TOKENS);
   }
   // Stop on the 7th token of request 0: the output ends right after its first occurrence.
   const int64_t stop = full[0].tokens[6];
@@ -530,10 +530,10 @@ TEST_F(SamplerTest, StopTokensAndMaxNewTokensEndSequences) {
   short_one.max_new_tokens = 6;
   std::vector<GenerationResult> got = run(o, {q, short_one});
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].finish_reason, FinishReason::kStopToken);
+  EXPECT_EQ(got[0].finish_reason, FinishReason::STOP_TOKEN);
   EXPECT_EQ(got[0].tokens,
             std::vector<int64_t>(full[0].tokens.begin(), full[0].tokens.begin() + first + 1));
-  EXPECT_EQ(got[1].finish_reason, FinishReason::kMaxTokens);
+  EXPECT_EQ(got[1].finish_reason, FinishReason::MAX_TOKENS);
   EXPECT_EQ(got[1].tokens,
             std::vector<int64_t>(full[1].tokens.begin(), full[1].tokens.begin() + 6));
   EXPECT_EQ(got[1].unmask_steps.size(), 6u);
@@ -550,32 +550,32 @@ TEST_F(SamplerTest, BadOptionsAndRequestsGiveClearErrors) {
     EXPECT_FALSE(s.ok());
     return s.ok() ? std::string() : s.status().to_string();
   };
-  SamplerOptions o = options(Remasking::kLowConfidenceStatic);
+  SamplerOptions o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.sampling.denoising_steps = 5;
   EXPECT_NE(create_error(o).find("denoising_steps"), std::string::npos);
-  o = options(Remasking::kLowConfidenceStatic);
+  o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.sampling.block_size = 8;
   o.sampling.denoising_steps = 4;
   EXPECT_NE(create_error(o).find("block_size 8 differs from the model's 4"), std::string::npos);
-  o = options(Remasking::kLowConfidenceStatic);
+  o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.sampling.top_p = 0.0;
   EXPECT_NE(create_error(o).find("top_p"), std::string::npos);
-  o = options(Remasking::kLowConfidenceStatic);
+  o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.sampling.temperature = -1.0;
   EXPECT_NE(create_error(o).find("temperature"), std::string::npos);
-  o = options(Remasking::kLowConfidenceDynamic);
+  o = options(Remasking::LOW_CONFIDENCE_DYNAMIC);
   o.sampling.threshold = 1.5;
   EXPECT_NE(create_error(o).find("threshold"), std::string::npos);
-  o = options(Remasking::kLowConfidenceStatic);
+  o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.mask_token_id = 64;
   EXPECT_NE(create_error(o).find("mask_token_id 64"), std::string::npos);
-  o = options(Remasking::kLowConfidenceStatic);
+  o = options(Remasking::LOW_CONFIDENCE_STATIC);
   o.max_batch = 0;
   EXPECT_NE(create_error(o).find("max_batch"), std::string::npos);
   EXPECT_FALSE(
-      BlockDiffusionSampler::create(Qwen3LM(nullptr), options(Remasking::kSequential)).ok());
+      BlockDiffusionSampler::create(Qwen3LM(nullptr), options(Remasking::SEQUENTIAL)).ok());
 
-  auto sampler = BlockDiffusionSampler::create(lm_, options(Remasking::kSequential));
+  auto sampler = BlockDiffusionSampler::create(lm_, options(Remasking::SEQUENTIAL));
   ASSERT_TRUE(sampler.ok());
   BlockDiffusionSampler& s = **sampler;
   GenerationRequest r;

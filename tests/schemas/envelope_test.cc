@@ -1,5 +1,5 @@
 // Envelope helpers: header stamping, protocol version check, body names.
-#include "common/wire/envelope.h"
+#include "net/wire/envelope.h"
 
 #include <gtest/gtest.h>
 

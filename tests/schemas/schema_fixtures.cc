@@ -21,6 +21,12 @@ void fill_task(schema::Task::Builder b, std::uint32_t salt) {
   b.setInfillPrefix(txt("task.infillPrefix", salt));
   b.setInfillSuffix(txt("task.infillSuffix", salt));
   b.setTimeoutSeconds(f32(salt, 7));
+  auto variants = b.initShapeVariants(2);
+  for (unsigned i = 0; i < 2; ++i) {
+    auto size = variants[i].initSizes(1)[0];
+    size.setName(txt("task.sizeName", salt + i));
+    size.setValue(i64(salt, 8 + i));
+  }
 }
 void expect_task(schema::Task::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getId().cStr(), txt("task.id", salt));
@@ -31,6 +37,13 @@ void expect_task(schema::Task::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getInfillPrefix().cStr(), txt("task.infillPrefix", salt));
   EXPECT_EQ(r.getInfillSuffix().cStr(), txt("task.infillSuffix", salt));
   EXPECT_EQ(r.getTimeoutSeconds(), f32(salt, 7));
+  ASSERT_EQ(r.getShapeVariants().size(), 2u);
+  for (unsigned i = 0; i < 2; ++i) {
+    ASSERT_EQ(r.getShapeVariants()[i].getSizes().size(), 1u);
+    EXPECT_EQ(r.getShapeVariants()[i].getSizes()[0].getName().cStr(),
+              txt("task.sizeName", salt + i));
+    EXPECT_EQ(r.getShapeVariants()[i].getSizes()[0].getValue(), i64(salt, 8 + i));
+  }
 }
 
 void fill_sampling_params(schema::SamplingParams::Builder b, std::uint32_t salt) {
@@ -42,7 +55,7 @@ void fill_sampling_params(schema::SamplingParams::Builder b, std::uint32_t salt)
   b.setDenoisingSteps(2);
   b.setRemasking(schema::Remasking::ENTROPY_BOUNDED);
   b.setThreshold(0.75f);
-  b.setSeed(u64(salt, 8));
+  b.setObsoleteSeed(u64(salt, 8));
   set_list(b.initStopTokenIds(3), tokens(salt, 3));
 }
 void expect_sampling_params(schema::SamplingParams::Reader r, std::uint32_t salt) {
@@ -54,7 +67,7 @@ void expect_sampling_params(schema::SamplingParams::Reader r, std::uint32_t salt
   EXPECT_EQ(r.getDenoisingSteps(), 2u);
   EXPECT_EQ(r.getRemasking(), schema::Remasking::ENTROPY_BOUNDED);
   EXPECT_EQ(r.getThreshold(), 0.75f);
-  EXPECT_EQ(r.getSeed(), u64(salt, 8));
+  EXPECT_EQ(r.getObsoleteSeed(), u64(salt, 8));
   expect_list(r.getStopTokenIds(), tokens(salt, 3), "stopTokenIds");
 }
 
@@ -106,6 +119,7 @@ void fill_candidate(schema::Candidate::Builder b, std::uint32_t salt) {
   set_list(b.initTailTokenIds(2), tokens(salt + 2, 2));
   set_list(b.initTailUnmaskStep(2),
            std::vector<std::uint16_t>{static_cast<std::uint16_t>(salt % 4 + 1), 3});
+  b.setWeightsChecksum(u64(salt, 17));
 }
 void expect_candidate(schema::Candidate::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -131,6 +145,7 @@ void expect_candidate(schema::Candidate::Reader r, std::uint32_t salt) {
   ASSERT_EQ(r.getTailUnmaskStep().size(), 2u);
   EXPECT_EQ(r.getTailUnmaskStep()[0], salt % 4 + 1);
   EXPECT_EQ(r.getTailUnmaskStep()[1], 3u);
+  EXPECT_EQ(r.getWeightsChecksum(), u64(salt, 17));
 }
 
 void fill_eval_request(schema::EvalRequest::Builder b, std::uint32_t salt) {
@@ -192,11 +207,19 @@ void fill_verdict(schema::Verdict::Builder b, std::uint32_t salt) {
   auto findings = b.initFindings(2);
   fill_finding(findings[0], salt + 2);
   fill_finding(findings[1], salt + 3);
-  b.setSourceHash(txt("verdict.sourceHash", salt));
+  b.setObsoleteSourceHash(txt("verdict.sourceHash", salt));
   b.setCorrectnessTrials(u32(salt, 16));
   b.setMaxAbsError(f32(salt, 17));
   b.setRewardWorker(txt("verdict.rewardWorker", salt));
   b.setGpuSlot(txt("verdict.gpuSlot", salt));
+  auto builds = b.initBuilds(2);
+  for (unsigned i = 0; i < 2; ++i) {
+    builds[i].setSourceHash(txt("verdict.build.sourceHash", salt + i));
+    builds[i].setCompiled(true);
+    builds[i].setCompileSeconds(f32(salt, 20 + i));
+    builds[i].setLog(txt("verdict.build.log", salt + i));
+  }
+  b.setEvaluatedSource(txt("verdict.evaluatedSource", salt));
 }
 void expect_verdict(schema::Verdict::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -216,11 +239,19 @@ void expect_verdict(schema::Verdict::Reader r, std::uint32_t salt) {
   ASSERT_EQ(r.getFindings().size(), 2u);
   expect_finding(r.getFindings()[0], salt + 2);
   expect_finding(r.getFindings()[1], salt + 3);
-  EXPECT_EQ(r.getSourceHash().cStr(), txt("verdict.sourceHash", salt));
+  EXPECT_EQ(r.getObsoleteSourceHash().cStr(), txt("verdict.sourceHash", salt));
   EXPECT_EQ(r.getCorrectnessTrials(), u32(salt, 16));
   EXPECT_EQ(r.getMaxAbsError(), f32(salt, 17));
   EXPECT_EQ(r.getRewardWorker().cStr(), txt("verdict.rewardWorker", salt));
   EXPECT_EQ(r.getGpuSlot().cStr(), txt("verdict.gpuSlot", salt));
+  ASSERT_EQ(r.getBuilds().size(), 2u);
+  for (unsigned i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.getBuilds()[i].getSourceHash().cStr(), txt("verdict.build.sourceHash", salt + i));
+    EXPECT_TRUE(r.getBuilds()[i].getCompiled());
+    EXPECT_EQ(r.getBuilds()[i].getCompileSeconds(), f32(salt, 20 + i));
+    EXPECT_EQ(r.getBuilds()[i].getLog().cStr(), txt("verdict.build.log", salt + i));
+  }
+  EXPECT_EQ(r.getEvaluatedSource().cStr(), txt("verdict.evaluatedSource", salt));
 }
 
 }  // namespace dice::test

@@ -171,6 +171,9 @@ void fill_step_record(schema::StepRecord::Builder b, std::uint32_t salt) {
   b.setGradNorm(f32(salt, 12));
   b.setStartedUnixMillis(i64(salt, 13));
   b.setFinishedUnixMillis(i64(salt, 14));
+  b.setPhaseName(txt("step.phaseName", salt));
+  b.setEvaluation(true);
+  b.setRewardMode(txt("step.rewardMode", salt));
 }
 void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getRunId().cStr(), txt("step.runId", salt));
@@ -188,6 +191,9 @@ void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getGradNorm(), f32(salt, 12));
   EXPECT_EQ(r.getStartedUnixMillis(), i64(salt, 13));
   EXPECT_EQ(r.getFinishedUnixMillis(), i64(salt, 14));
+  EXPECT_EQ(r.getPhaseName().cStr(), txt("step.phaseName", salt));
+  EXPECT_TRUE(r.getEvaluation());
+  EXPECT_EQ(r.getRewardMode().cStr(), txt("step.rewardMode", salt));
 }
 
 void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t salt) {
@@ -196,6 +202,7 @@ void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t sal
   b.setEvaluatedSource(txt("cr.evaluatedSource", salt));
   b.setAdvantage(-f32(salt, 3));
   b.setWrittenUnixMillis(i64(salt, 4));
+  b.setWeightsChecksum(u64(salt, 5));
 }
 void expect_candidate_record(schema::CandidateRecord::Reader r, std::uint32_t salt) {
   expect_verdict(r.getVerdict(), salt + 1);
@@ -203,13 +210,14 @@ void expect_candidate_record(schema::CandidateRecord::Reader r, std::uint32_t sa
   EXPECT_EQ(r.getEvaluatedSource().cStr(), txt("cr.evaluatedSource", salt));
   EXPECT_EQ(r.getAdvantage(), -f32(salt, 3));
   EXPECT_EQ(r.getWrittenUnixMillis(), i64(salt, 4));
+  EXPECT_EQ(r.getWeightsChecksum(), u64(salt, 5));
 }
 
 void fill_kernel_record(schema::KernelRecord::Builder b, std::uint32_t salt) {
   b.setSourceHash(txt("kr.sourceHash", salt));
-  b.setSource(txt("kr.source", salt));
-  b.setCompileFlags(txt("kr.compileFlags", salt));
-  b.setToolchain(txt("kr.toolchain", salt));
+  b.setObsoleteSource(txt("kr.source", salt));
+  b.setObsoleteCompileFlags(txt("kr.compileFlags", salt));
+  b.setObsoleteToolchain(txt("kr.toolchain", salt));
   b.setCompiled(true);
   b.setCompileLog(txt("kr.compileLog", salt));
   b.setCompileSeconds(f32(salt, 6));
@@ -218,9 +226,9 @@ void fill_kernel_record(schema::KernelRecord::Builder b, std::uint32_t salt) {
 }
 void expect_kernel_record(schema::KernelRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getSourceHash().cStr(), txt("kr.sourceHash", salt));
-  EXPECT_EQ(r.getSource().cStr(), txt("kr.source", salt));
-  EXPECT_EQ(r.getCompileFlags().cStr(), txt("kr.compileFlags", salt));
-  EXPECT_EQ(r.getToolchain().cStr(), txt("kr.toolchain", salt));
+  EXPECT_EQ(r.getObsoleteSource().cStr(), txt("kr.source", salt));
+  EXPECT_EQ(r.getObsoleteCompileFlags().cStr(), txt("kr.compileFlags", salt));
+  EXPECT_EQ(r.getObsoleteToolchain().cStr(), txt("kr.toolchain", salt));
   EXPECT_TRUE(r.getCompiled());
   EXPECT_EQ(r.getCompileLog().cStr(), txt("kr.compileLog", salt));
   EXPECT_EQ(r.getCompileSeconds(), f32(salt, 6));

@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "common/wire/wire.h"
+#include "net/wire/wire.h"
 #include "tests/schemas/schema_fixtures.h"
 
 namespace dice::test {

@@ -1,5 +1,5 @@
 // MetricsRegistry: the exact exposition text, escaping, checks and concurrent updates.
-#include "common/service/metrics_registry.h"
+#include "net/service/metrics_registry.h"
 
 #include <gtest/gtest.h>
 

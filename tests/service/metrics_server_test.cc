@@ -1,5 +1,5 @@
 // MetricsServer over a real loopback socket, scraped by a plain POSIX socket client.
-#include "common/service/metrics_server.h"
+#include "net/service/metrics_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

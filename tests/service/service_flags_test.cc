@@ -1,6 +1,6 @@
 // Flag parsing (unit) and start-up against the repository's configs/local.yaml.
-#include "common/service/service_flags.h"
-#include "common/service/worker_loop.h"
+#include "net/service/service_flags.h"
+#include "net/service/worker_loop.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // ShutdownSignal in-process (request/wait) and in a real child process sent real signals.
-#include "common/service/shutdown_signal.h"
+#include "net/service/shutdown_signal.h"
 
 #include <fcntl.h>
 #include <poll.h>

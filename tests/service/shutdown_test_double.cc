@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "common/service/shutdown_signal.h"
+#include "net/service/shutdown_signal.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -1,5 +1,5 @@
 // Transport stats snapshots copied into registry series.
-#include "common/service/transport_metrics.h"
+#include "net/service/transport_metrics.h"
 
 #include <gtest/gtest.h>
 

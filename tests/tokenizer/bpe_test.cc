@@ -1,4 +1,4 @@
-#include "common/tokenizer/bpe.h"
+#include "model/tokenizer/bpe.h"
 
 #include <gtest/gtest.h>
 

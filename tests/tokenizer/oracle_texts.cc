@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "common/tokenizer/unicode.h"
+#include "model/tokenizer/unicode.h"
 
 namespace dice::tokenizer {
 namespace {

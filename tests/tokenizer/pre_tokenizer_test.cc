@@ -1,4 +1,4 @@
-#include "common/tokenizer/pre_tokenizer.h"
+#include "model/tokenizer/pre_tokenizer.h"
 
 #include <gtest/gtest.h>
 

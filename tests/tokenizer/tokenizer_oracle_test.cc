@@ -15,9 +15,9 @@
 #include <random>
 #include <sstream>
 
-#include "common/tokenizer/chat_template.h"
-#include "common/tokenizer/tokenizer.h"
-#include "common/tokenizer/unicode.h"
+#include "model/tokenizer/chat_template.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/unicode.h"
 #include "tests/tokenizer/oracle_texts.h"
 
 namespace dice::tokenizer {
@@ -202,12 +202,7 @@ Tokenizer load_qwen3(bool with_mask) {
 
 TEST(TokenizerOracleTest, TaskDataMatchesOracle) {
   SKIP_WITHOUT_ORACLE();
-  // The public task data sits beside the team's checkouts (../shared), not in a user's clone:
-  // without it (and without DICE_RL_DATA_DIR naming another place) there is nothing to compare.
-  if (!fs::is_directory(kDataDir) && std::getenv("DICE_RL_DATA_DIR") == nullptr) {
-    GTEST_SKIP() << "no task data at " << kDataDir << " (a clone without ../shared; set "
-                 << "DICE_RL_DATA_DIR to compare the tokenizer on it)";
-  }
+  // The public task data is in the repository (data/dice-rl).
   ASSERT_TRUE(fs::is_directory(kDataDir))
       << "task data not found at " << kDataDir << " (set DICE_RL_DATA_DIR)";
   std::vector<fs::path> files;

@@ -1,7 +1,7 @@
 // Tokenizer on testdata/tiny_tokenizer.json: 256 byte tokens (id = byte value), 17 merges
 // (h e, l l, he ll, hell o, Ġ w, o r, Ġw or, Ġwor ld, l d, b c, a b, a a, Ġ Ġ, ĠĠ ĠĠ, Ċ Ċ,
 // ' s, Ã ©) and three added tokens: <|im_end|> and <|im (special), <think> (not special).
-#include "common/tokenizer/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "common/tokenizer/unicode.h"
+#include "model/tokenizer/unicode.h"
 
 #include <gtest/gtest.h>
 

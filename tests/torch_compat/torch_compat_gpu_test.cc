@@ -1,7 +1,7 @@
-// GPU tests of common/torch_compat.h: on CUDA, scaled_dot_product_attention (SDPA's fused
+// GPU tests of model/torch_compat.h: on CUDA, scaled_dot_product_attention (SDPA's fused
 // kernels on LibTorch >= 2.1) must agree with the float32 math path, in fp32 and bf16, with the
 // block-causal mask of block diffusion and with grouped-query heads. Skips without a CUDA device.
-#include "common/torch_compat.h"
+#include "model/torch_compat.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/allclose.h>

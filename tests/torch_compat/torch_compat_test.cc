@@ -1,6 +1,6 @@
-// CPU tests of common/torch_compat.h: the math path against attention worked out by hand, masks
+// CPU tests of model/torch_compat.h: the math path against attention worked out by hand, masks
 // (including the block-causal pattern of block diffusion), grouped-query heads, and bad input.
-#include "common/torch_compat.h"
+#include "model/torch_compat.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/allclose.h>

@@ -1,6 +1,6 @@
 // tune_allocator_for_messages(): after it, a freed buffer of a few hundred KiB stays with the heap
 // instead of being trimmed (or mmapped and unmapped) on every message.
-#include "common/transport/allocator_tuning.h"
+#include "net/transport/allocator_tuning.h"
 
 #include <gtest/gtest.h>
 #include <malloc.h>

@@ -1,5 +1,5 @@
 // DispatcherState with a fake clock: credits, dead workers, duplicates, bounds, re-Hello.
-#include "common/transport/dispatcher_state.h"
+#include "net/transport/dispatcher_state.h"
 
 #include <gtest/gtest.h>
 

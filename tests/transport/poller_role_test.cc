@@ -1,6 +1,6 @@
 // PollerRole with a fake clock: who reads the shared socket, and when the background thread steps
 // in for consumers that stopped waiting.
-#include "common/transport/poller_role.h"
+#include "net/transport/poller_role.h"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "common/transport/work_dispatcher.h"
-#include "common/transport/worker_connection.h"
+#include "net/transport/work_dispatcher.h"
+#include "net/transport/worker_connection.h"
 
 namespace dice::transport {
 namespace {

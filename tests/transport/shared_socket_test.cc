@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/transport/work_dispatcher.h"
-#include "common/transport/worker_connection.h"
+#include "net/transport/work_dispatcher.h"
+#include "net/transport/worker_connection.h"
 
 namespace dice::transport {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/transport/work_dispatcher.h"
-#include "common/transport/worker_connection.h"
+#include "net/transport/work_dispatcher.h"
+#include "net/transport/worker_connection.h"
 #include "tests/support/child_process.h"
 
 namespace dice::transport {

@@ -1,6 +1,6 @@
 // Wakeup: the wait that sleeps on a socket's descriptor and an eventfd, with and without the spin
 // before it sleeps. A pipe stands in for ZeroMQ's descriptor.
-#include "common/transport/wakeup.h"
+#include "net/transport/wakeup.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 // WorkerConnection against a fake learner: a bare ROUTER socket in the test that reads and writes
 // envelopes by hand, over a real loopback socket.
-#include "common/transport/worker_connection.h"
+#include "net/transport/worker_connection.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/transport/zmq_frames.h"
+#include "net/transport/zmq_frames.h"
 
 namespace dice::transport {
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "common/transport/worker_connection.h"
+#include "net/transport/worker_connection.h"
 
 #ifndef DICE_TEST_DOUBLE_MODE
 #define DICE_TEST_DOUBLE_MODE "echo"

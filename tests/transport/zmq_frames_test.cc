@@ -1,6 +1,6 @@
 // The frame helpers' copy-avoiding paths: large payloads handed to ZeroMQ by reference, large
 // aligned frames decoded where they lie, and unaligned or malformed ones still handled safely.
-#include "common/transport/zmq_frames.h"
+#include "net/transport/zmq_frames.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/model_config.h"
+#include "model/checkpoint/model_config.h"
 
 namespace dice::bench {
 

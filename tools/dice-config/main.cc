@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/config/describe.h"
-#include "common/config/dice_config.h"
 #include "common/config/encode.h"
 #include "common/config/load.h"
+#include "options/dice_config.h"
 
 namespace {
 

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "common/rewardlog/export.h"
-#include "common/rewardlog/reader.h"
 #include "common/status.h"
-#include "common/wire/enum_name.h"
+#include "net/wire/enum_name.h"
+#include "rewardlog/export.h"
+#include "rewardlog/reader.h"
 
 namespace {
 
@@ -36,7 +36,7 @@ commands:
   steps LOG RUN                     one line per step of RUN
   candidates LOG RUN [--step N] [--task ID]
                                     one line per candidate of RUN (optionally one step/task)
-  kernel LOG HASH                   one compiled kernel: flags, toolchain, source, compile log
+  kernel LOG HASH                   one compiled kernel: compiled or not, seconds, compile log
   metrics LOG RUN [--name NAME]     one line per metric value of RUN
   export LOG RUN [--format jsonl|csv] [--table TABLE] [--out FILE]
                                     write RUN's records as JSON Lines (default) or CSV.
@@ -152,6 +152,13 @@ std::string cell(const char* text) {
   return out;
 }
 
+// "a,b,c" (a candidate's kernel keys in one cell).
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
 using dice::wire::enum_name;
 
 Result<std::unique_ptr<rl::RewardLogReader>> open_log(const std::string& path) {
@@ -203,7 +210,8 @@ Status cmd_candidates(rl::RewardLogReader& log, const std::string& run_id,
                   << '\t' << (v.getCompiled() ? "yes" : "no") << '\t'
                   << (v.getCorrect() ? "yes" : "no") << '\t' << num(v.getReward()) << '\t'
                   << num(c.get().getAdvantage()) << '\t' << enum_name(v.getFailure()) << '\t'
-                  << num(v.getSpeedup()) << '\t' << cell(v.getSourceHash().cStr()) << '\n';
+                  << num(v.getSpeedup()) << '\t'
+                  << cell(join(rl::verdict_kernel_keys(v), ",").c_str()) << '\n';
         return Status::ok_status();
       });
 }
@@ -214,12 +222,9 @@ Status cmd_kernel(rl::RewardLogReader& log, const std::string& hash) {
   std::cout << "source_hash: " << k.getSourceHash().cStr() << '\n'
             << "compiled: " << (k.getCompiled() ? "yes" : "no") << '\n'
             << "compile_seconds: " << num(k.getCompileSeconds()) << '\n'
-            << "compile_flags: " << k.getCompileFlags().cStr() << '\n'
-            << "toolchain: " << k.getToolchain().cStr() << '\n'
             << "first_seen_run: " << k.getFirstSeenRunId().cStr() << '\n'
             << "first_seen: " << utc_time(k.getFirstSeenUnixMillis()) << '\n'
-            << "--- source ---\n"
-            << k.getSource().cStr() << "\n--- compile log ---\n"
+            << "--- compile log ---\n"
             << k.getCompileLog().cStr() << '\n';
   return Status::ok_status();
 }

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "common/model/weights.h"
-#include "common/torch_compat.h"
+#include "model/torch_compat.h"
+#include "model/weights.h"
 #include "tools/verify-model/reference_check.h"
 
 namespace {

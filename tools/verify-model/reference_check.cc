@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/checkpoint/safetensors.h"
+#include "model/checkpoint/safetensors.h"
 
 namespace dice {
 namespace {

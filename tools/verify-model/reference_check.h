@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/model/qwen3.h"
 #include "common/status.h"
+#include "model/qwen3.h"
 
 namespace dice {
 

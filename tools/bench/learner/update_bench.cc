@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "common/torch_compat.h"
 #include "learner/policy_trainer.h"
+#include "model/torch_compat.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/sdar_shapes.h"
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "common/model/qwen3.h"
-#include "common/torch_compat.h"
+#include "model/qwen3.h"
+#include "model/torch_compat.h"
 #include "tools/bench/sdar_shapes.h"
 
 namespace {

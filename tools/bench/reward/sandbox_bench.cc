@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "reward/sandbox.h"
-#include "reward/sandbox_netns.h"
+#include "reward/sandbox/sandbox.h"
+#include "reward/sandbox/sandbox_netns.h"
 
 namespace {
 

@@ -1,5 +1,6 @@
 // split_compile_bench: the compile cost of the infilling dev items (kernel_infilling_dev.json)
-// with and without the split build (reward/split_sources.h), and which items the split takes.
+// with and without the split build (reward/compile/split_sources.h), and which items the split
+// takes.
 //
 //   split_compile_bench [--data FILE] [--ids 7498,6995,...] [--first N]
 //                       [--modes classify,split,split-before,lean] [--python /usr/bin/python3]
@@ -27,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "reward/compile.h"
-#include "reward/json_value.h"
-#include "reward/split_sources.h"
+#include "common/json/fields.h"
+#include "reward/compile/compile.h"
+#include "reward/compile/split_sources.h"
 
 namespace {
 
@@ -37,7 +38,7 @@ namespace fs = std::filesystem;
 using namespace dice;
 
 struct Flags {
-  std::string data = "/work/shared/data/dice-rl/kernel_infilling_dev.json";
+  std::string data = DICE_RL_DATA_DIR "/kernel_infilling_dev.json";
   std::vector<std::string> ids;  // empty = all (or --first)
   size_t first = 0;              // 0 = no limit
   std::vector<std::string> modes = {"classify"};
@@ -103,15 +104,12 @@ Result<std::vector<Item>> load_items(const Flags& f) {
   if (!in) return Status::not_found("no dev data at " + f.data);
   std::stringstream ss;
   ss << in.rdbuf();
-  DICE_ASSIGN_OR_RETURN(JsonDocument doc, JsonDocument::parse(ss.str(), f.data));
+  DICE_ASSIGN_OR_RETURN(const boost::json::value doc, parse_json(ss.str(), f.data));
+  if (!doc.is_array()) return Status::invalid_argument(f.data + ": not a JSON array of items");
   std::vector<Item> items;
-  for (auto e : doc.root().getArray()) {
-    capnp::json::Value::Reader id;
+  for (const auto& e : doc.get_array()) {
     Item item;
-    if (json_member(e, "id", &id)) {
-      item.id = id.isNumber() ? std::to_string(static_cast<long long>(id.getNumber()))
-                              : json_string(e, "id");
-    }
+    item.id = json_id(e);
     if (!f.ids.empty() && std::find(f.ids.begin(), f.ids.end(), item.id) == f.ids.end()) continue;
     if (f.first != 0 && items.size() >= f.first) break;
     SandboxSpec spec;

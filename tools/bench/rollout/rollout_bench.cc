@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "common/model/qwen3.h"
-#include "common/torch_compat.h"
+#include "model/qwen3.h"
+#include "model/torch_compat.h"
 #include "rollout/sampler.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/sdar_shapes.h"
@@ -110,56 +110,60 @@ dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& option
   return run;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Flags {
   std::string models = "1.7b,4b", batches = "1,16,64,128", strategies = "static,dynamic";
   std::string device_name = "cuda";
   int64_t new_tokens = 1024, prompt_len = 64, prompt_jitter = 0, min_new_tokens = 0;
   int block = 4, steps = 4;
   double temperature = 1.0, threshold = 0.9;
   bool tiny = false, pack = true, graphs = true;
+  std::vector<int64_t> batch_sizes;         // --batches, parsed by check_flags
+  std::vector<dice::Remasking> remaskings;  // --strategies, parsed by check_flags
+};
+
+// Reads the command line into `f`: 0, or usage()'s exit code.
+int parse_flags(int argc, char** argv, Flags* f) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--tiny") {
-      tiny = true;
+      f->tiny = true;
       continue;
     }
     if (arg == "--no-pack") {
-      pack = false;
+      f->pack = false;
       continue;
     }
     if (arg == "--no-graphs") {
-      graphs = false;
+      f->graphs = false;
       continue;
     }
     if (i + 1 >= argc) return usage("missing value for " + arg);
     std::string value = argv[++i];
     try {
       if (arg == "--models") {
-        models = value;
+        f->models = value;
       } else if (arg == "--batches") {
-        batches = value;
+        f->batches = value;
       } else if (arg == "--strategies") {
-        strategies = value;
+        f->strategies = value;
       } else if (arg == "--new-tokens") {
-        new_tokens = std::stoll(value);
+        f->new_tokens = std::stoll(value);
       } else if (arg == "--prompt") {
-        prompt_len = std::stoll(value);
+        f->prompt_len = std::stoll(value);
       } else if (arg == "--prompt-jitter") {
-        prompt_jitter = std::stoll(value);
+        f->prompt_jitter = std::stoll(value);
       } else if (arg == "--min-new-tokens") {
-        min_new_tokens = std::stoll(value);
+        f->min_new_tokens = std::stoll(value);
       } else if (arg == "--block") {
-        block = std::stoi(value);
+        f->block = std::stoi(value);
       } else if (arg == "--steps") {
-        steps = std::stoi(value);
+        f->steps = std::stoi(value);
       } else if (arg == "--temperature") {
-        temperature = std::stod(value);
+        f->temperature = std::stod(value);
       } else if (arg == "--threshold") {
-        threshold = std::stod(value);
+        f->threshold = std::stod(value);
       } else if (arg == "--device") {
-        device_name = value;
+        f->device_name = value;
       } else {
         return usage("unknown argument " + arg);
       }
@@ -167,127 +171,169 @@ int main(int argc, char** argv) {
       return usage(arg + ": not a number: " + value);
     }
   }
-  if (new_tokens < 1 || prompt_len < 1) return usage("--new-tokens and --prompt must be >= 1");
-  if (prompt_jitter < 0 || min_new_tokens < 0) {
+  return 0;
+}
+
+// Checks the values and parses the lists: 0, or usage()'s exit code.
+int check_flags(Flags* f) {
+  if (f->new_tokens < 1 || f->prompt_len < 1) {
+    return usage("--new-tokens and --prompt must be >= 1");
+  }
+  if (f->prompt_jitter < 0 || f->min_new_tokens < 0) {
     return usage("--prompt-jitter and --min-new-tokens must be >= 0");
   }
-  if (device_name != "cuda" && device_name != "cpu") return usage("--device must be cuda or cpu");
-  std::vector<int64_t> batch_sizes;
+  if (f->device_name != "cuda" && f->device_name != "cpu") {
+    return usage("--device must be cuda or cpu");
+  }
   std::string bad;
-  if (!dice::bench::parse_sizes(batches, &batch_sizes, &bad)) {
+  if (!dice::bench::parse_sizes(f->batches, &f->batch_sizes, &bad)) {
     return usage("--batches: not a positive integer: " + bad);
   }
-  std::vector<dice::Remasking> remaskings;
-  for (const std::string& s : split_list(strategies)) {
+  for (const std::string& s : split_list(f->strategies)) {
     if (s == "static") {
-      remaskings.push_back(dice::Remasking::kLowConfidenceStatic);
+      f->remaskings.push_back(dice::Remasking::LOW_CONFIDENCE_STATIC);
     } else if (s == "dynamic") {
-      remaskings.push_back(dice::Remasking::kLowConfidenceDynamic);
+      f->remaskings.push_back(dice::Remasking::LOW_CONFIDENCE_DYNAMIC);
     } else if (s == "sequential") {
-      remaskings.push_back(dice::Remasking::kSequential);
+      f->remaskings.push_back(dice::Remasking::SEQUENTIAL);
     } else if (s == "entropy") {
-      remaskings.push_back(dice::Remasking::kEntropyBounded);
+      f->remaskings.push_back(dice::Remasking::ENTROPY_BOUNDED);
     } else {
       return usage("--strategies: unknown " + s + " (static, dynamic, sequential, entropy)");
     }
   }
-  const bool cuda = device_name == "cuda";
-  if (cuda && !dice::compat::cuda_available()) {
-    std::printf("rollout_bench: skipped: needs a CUDA GPU (or --device cpu); this is %s\n",
-                dice::compat::describe_torch().c_str());
+  return 0;
+}
+
+// The model shapes --tiny or --models names: 0, or usage()'s exit code.
+int select_shapes(const Flags& f, std::vector<Shape>* shapes) {
+  if (f.tiny) {
+    shapes->push_back({"tiny", tiny_config()});
     return 0;
   }
-
-  std::vector<Shape> shapes;
-  if (tiny) {
-    shapes.push_back({"tiny", tiny_config()});
-  } else {
-    const std::vector<Shape> known = dice::bench::sdar_shapes();
-    for (const std::string& m : split_list(models)) {
-      auto it =
-          std::find_if(known.begin(), known.end(), [&](const Shape& s) { return s.name == m; });
-      if (it == known.end()) return usage("unknown model " + m + " (1.7b or 4b)");
-      shapes.push_back(*it);
-    }
+  const std::vector<Shape> known = dice::bench::sdar_shapes();
+  for (const std::string& m : split_list(f.models)) {
+    auto it = std::find_if(known.begin(), known.end(), [&](const Shape& s) { return s.name == m; });
+    if (it == known.end()) return usage("unknown model " + m + " (1.7b or 4b)");
+    shapes->push_back(*it);
   }
+  return 0;
+}
 
-  torch::NoGradGuard no_grad;
-  const auto options = at::TensorOptions()
-                           .dtype(cuda ? at::kBFloat16 : at::kFloat)
-                           .device(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
+void print_header(const Flags& f, bool cuda) {
   std::printf(
       "rollout_bench: %s; %s random weights, prompt %lld, %lld new tokens, block %d, %d steps, "
       "temperature %g, threshold %g, no stop tokens, prompt jitter %lld, min new tokens %lld, "
       "%s forwards, CUDA graphs %s\n",
       dice::compat::describe_torch().c_str(), cuda ? "bf16" : "fp32",
-      static_cast<long long>(prompt_len), static_cast<long long>(new_tokens), block, steps,
-      temperature, threshold, static_cast<long long>(prompt_jitter),
-      static_cast<long long>(min_new_tokens), pack ? "packed" : "padded", graphs ? "on" : "off");
+      static_cast<long long>(f.prompt_len), static_cast<long long>(f.new_tokens), f.block, f.steps,
+      f.temperature, f.threshold, static_cast<long long>(f.prompt_jitter),
+      static_cast<long long>(f.min_new_tokens), f.pack ? "packed" : "padded",
+      f.graphs ? "on" : "off");
   std::printf("%-6s %6s %-8s %12s %9s %8s %8s %9s %10s %11s %7s %10s\n", "model", "batch",
               "strategy", "tok/s", "seconds", "ms/fwd", "fwd/tok", "proc/tok", "MiB/seq",
               "KV MiB/seq", "graphs", "capture s");
+}
+
+// The sampler for one row, set up for the warm-up run (at most 8 new tokens).
+dice::SamplerOptions sampler_options(const Flags& f, const dice::ModelConfig& c, int64_t batch,
+                                     dice::Remasking remasking) {
+  dice::SamplerOptions o;
+  o.sampling.temperature = f.temperature;
+  o.sampling.top_p = 1.0;
+  o.sampling.top_k = 0;
+  o.sampling.block_size = f.block;
+  o.sampling.denoising_steps = f.steps;
+  o.sampling.remasking = remasking;
+  o.sampling.threshold = f.threshold;
+  o.sampling.stop_token_ids = {};
+  o.sampling.max_new_tokens = static_cast<int>(std::min<int64_t>(f.new_tokens, 8));
+  o.mask_token_id = c.mask_token_id;
+  o.max_batch = static_cast<int>(batch);
+  o.max_sequence_length = f.prompt_len + f.prompt_jitter + f.new_tokens + 2 * f.block;
+  o.pack_chunks = f.pack;
+  o.cuda_graphs = f.graphs;
+  return o;
+}
+
+Workload workload(const Flags& f, int64_t batch) {
+  Workload w;
+  w.batch = batch;
+  w.prompt_len = f.prompt_len;
+  w.prompt_jitter = f.prompt_jitter;
+  w.min_new_tokens = f.min_new_tokens;
+  return w;
+}
+
+// One line of the table: the measured run of `shape` at `batch` with `remasking`.
+void print_row(const Shape& shape, int64_t batch, dice::Remasking remasking, const Run& run,
+               const dice::SamplerOptions& o, const at::TensorOptions& options, bool cuda) {
+  const dice::ModelConfig& c = shape.config;
+  const dice::SamplerStats& s = run.stats;
+  const double committed = static_cast<double>(std::max<int64_t>(s.committed_tokens, 1));
+  const double kv_bytes = 2.0 * static_cast<double>(c.num_hidden_layers) *
+                          static_cast<double>(c.num_key_value_heads * c.head_dim) *
+                          static_cast<double>(o.max_sequence_length) *
+                          static_cast<double>(options.dtype().itemsize());
+  const double mib = 1024.0 * 1024.0;
+  char peak[32] = "-";  // no allocator statistics without CUDA
+  if (cuda && DICE_HAVE_C10_CUDA) {
+    std::snprintf(peak, sizeof peak, "%.1f", run.peak_bytes / mib / static_cast<double>(batch));
+  }
+  std::printf("%-6s %6lld %-8s %12.1f %9.2f %8.2f %8.3f %9.3f %10s %11.1f %7lld %10.2f\n",
+              shape.name.c_str(), static_cast<long long>(batch),
+              dice::Remasking::LOW_CONFIDENCE_STATIC == remasking    ? "static"
+              : dice::Remasking::LOW_CONFIDENCE_DYNAMIC == remasking ? "dynamic"
+              : dice::Remasking::SEQUENTIAL == remasking             ? "sequent."
+                                                                     : "entropy",
+              static_cast<double>(s.generated_tokens) / run.seconds, run.seconds,
+              run.seconds * 1e3 / static_cast<double>(std::max<int64_t>(s.steps, 1)),
+              static_cast<double>(s.row_forwards) / committed,
+              static_cast<double>(s.processed_tokens) / committed, peak, kv_bytes / mib,
+              static_cast<long long>(s.graphs), s.graph_capture_seconds);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (int code = parse_flags(argc, argv, &f)) return code;
+  if (int code = check_flags(&f)) return code;
+  const bool cuda = f.device_name == "cuda";
+  if (cuda && !dice::compat::cuda_available()) {
+    std::printf("rollout_bench: skipped: needs a CUDA GPU (or --device cpu); this is %s\n",
+                dice::compat::describe_torch().c_str());
+    return 0;
+  }
+  std::vector<Shape> shapes;
+  if (int code = select_shapes(f, &shapes)) return code;
+
+  torch::NoGradGuard no_grad;
+  const auto options = at::TensorOptions()
+                           .dtype(cuda ? at::kBFloat16 : at::kFloat)
+                           .device(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
+  print_header(f, cuda);
   for (Shape& shape : shapes) {
-    shape.config.block_size = block;
+    shape.config.block_size = f.block;
     dice::Qwen3LM lm(shape.config, options);
-    const dice::ModelConfig& c = shape.config;
-    for (int64_t batch : batch_sizes) {
-      for (dice::Remasking remasking : remaskings) {
-        dice::SamplerOptions o;
-        o.sampling.temperature = temperature;
-        o.sampling.top_p = 1.0;
-        o.sampling.top_k = 0;
-        o.sampling.block_size = block;
-        o.sampling.denoising_steps = steps;
-        o.sampling.remasking = remasking;
-        o.sampling.threshold = threshold;
-        o.sampling.stop_token_ids = {};
-        o.sampling.max_new_tokens = static_cast<int>(std::min<int64_t>(new_tokens, 8));
-        o.mask_token_id = c.mask_token_id;
-        o.max_batch = static_cast<int>(batch);
-        o.max_sequence_length = prompt_len + prompt_jitter + new_tokens + 2 * block;
-        o.pack_chunks = pack;
-        o.cuda_graphs = graphs;
-        Workload w;
-        w.batch = batch;
-        w.prompt_len = prompt_len;
-        w.prompt_jitter = prompt_jitter;
-        w.min_new_tokens = min_new_tokens;
+    for (int64_t batch : f.batch_sizes) {
+      for (dice::Remasking remasking : f.remaskings) {
+        dice::SamplerOptions o = sampler_options(f, shape.config, batch, remasking);
+        const Workload w = workload(f, batch);
         // Warm-up: kernels, cuBLAS handles, allocator pools.
         auto warm = run_once(lm, o, w, 1);
         if (!warm.ok()) {
           std::fprintf(stderr, "rollout_bench: %s\n", warm.status().to_string().c_str());
           return 1;
         }
-        o.sampling.max_new_tokens = static_cast<int>(new_tokens);
+        o.sampling.max_new_tokens = static_cast<int>(f.new_tokens);
         auto run = run_once(lm, o, w, 2);
         if (!run.ok()) {
           std::fprintf(stderr, "rollout_bench: %s\n", run.status().to_string().c_str());
           return 1;
         }
-        const dice::SamplerStats& s = run->stats;
-        const double committed = static_cast<double>(std::max<int64_t>(s.committed_tokens, 1));
-        const double kv_bytes = 2.0 * static_cast<double>(c.num_hidden_layers) *
-                                static_cast<double>(c.num_key_value_heads * c.head_dim) *
-                                static_cast<double>(o.max_sequence_length) *
-                                static_cast<double>(options.dtype().itemsize());
-        const double mib = 1024.0 * 1024.0;
-        char peak[32] = "-";  // no allocator statistics without CUDA
-        if (cuda && DICE_HAVE_C10_CUDA) {
-          std::snprintf(peak, sizeof peak, "%.1f",
-                        run->peak_bytes / mib / static_cast<double>(batch));
-        }
-        std::printf("%-6s %6lld %-8s %12.1f %9.2f %8.2f %8.3f %9.3f %10s %11.1f %7lld %10.2f\n",
-                    shape.name.c_str(), static_cast<long long>(batch),
-                    dice::Remasking::kLowConfidenceStatic == remasking    ? "static"
-                    : dice::Remasking::kLowConfidenceDynamic == remasking ? "dynamic"
-                    : dice::Remasking::kSequential == remasking           ? "sequent."
-                                                                          : "entropy",
-                    static_cast<double>(s.generated_tokens) / run->seconds, run->seconds,
-                    run->seconds * 1e3 / static_cast<double>(std::max<int64_t>(s.steps, 1)),
-                    static_cast<double>(s.row_forwards) / committed,
-                    static_cast<double>(s.processed_tokens) / committed, peak, kv_bytes / mib,
-                    static_cast<long long>(s.graphs), s.graph_capture_seconds);
-        std::fflush(stdout);
+        print_row(shape, batch, remasking, *run, o, options, cuda);
       }
     }
   }

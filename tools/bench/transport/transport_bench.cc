@@ -20,7 +20,7 @@
 // --threads on: after each row, every thread's CPU time per round trip in the throughput phase
 // (both processes with --worker process), which shows the thread that bounds round trips/s on a
 // machine with cores to spare.
-// --spin: the dice transport's poll_spin_us on both sides (see common/transport/wakeup.h); auto,
+// --spin: the dice transport's poll_spin_us on both sides (see net/transport/wakeup.h); auto,
 // the services' default, spins 50 us where the process may run on 8 or more CPUs, not below.
 //
 // Latency: one request at a time, p50/p99 of the round trip. Throughput: `window` requests kept
@@ -52,9 +52,9 @@
 
 #include "common/log.h"
 #include "common/thread_name.h"
-#include "common/transport/allocator_tuning.h"
-#include "common/transport/work_dispatcher.h"
-#include "common/transport/worker_connection.h"
+#include "net/transport/allocator_tuning.h"
+#include "net/transport/work_dispatcher.h"
+#include "net/transport/worker_connection.h"
 
 namespace {
 

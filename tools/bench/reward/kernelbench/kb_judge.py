@@ -16,7 +16,7 @@ Its modules import packages for LLM querying and logging (dotenv, openai, litell
 pydantic, tqdm) that the evaluation never uses; where one is missing (the air-gapped node) a
 small stand-in is installed so the import succeeds. numpy and torch must be real.
 
-Output: one JSON line per candidate in dice-judge's verdict format (reward/judge.h), and a
+Output: one JSON line per candidate in dice-judge's verdict format (reward/judge/judge.h), and a
 summary JSON with the compile and evaluation wall times. Work is resumable: --work keeps the
 build cache and the verdicts so far; with --deadline-seconds the run stops starting work when
 the time is up, or a build chunk the deadline would cut, and exits 4 ("run again to continue");
@@ -223,7 +223,7 @@ def verdict_from_result(candidate, result, eval_seconds, timed):
         "eval_seconds": round(eval_seconds, 3),
         "speedup": None,
         "max_abs_error": None,
-        "source_hash": "",
+        "source_hashes": [],
         "edit": "",
         "log_excerpt": "",
     }

@@ -13,7 +13,7 @@
 #   compare        compare.py: disagreements, throughput, OUT_DIR/summary.md (BENCHMARKS-ready)
 # State lives in DICE_COMPARE_STATE (default BUILD_DIR/kernelbench-compare), so stages can run
 # in separate commands on a machine that stays up; every command copies the results to OUT_DIR.
-# Knobs: DICE_DEV_DATA (default .device/data/kernel_infilling_dev.json), DICE_KERNELBENCH
+# Knobs: DICE_DEV_DATA (default data/dice-rl/kernel_infilling_dev.json), DICE_KERNELBENCH
 # (default .device/kernelbench), DICE_PYTHON (default /opt/torch/.venv/bin/python3),
 # DICE_TIMING on|off (default on: 100 timed runs, as KernelBench's measured run),
 # DICE_TRIALS (5), DICE_GPU_SLOTS (4), DICE_LOG_LEVEL (dice-judge's; debug logs each evaluation's
@@ -46,7 +46,7 @@ done
 mkdir -p "$out" || exit 2
 state="${DICE_COMPARE_STATE:-$build/kernelbench-compare}"
 mkdir -p "$state" || exit 2
-data="${DICE_DEV_DATA:-$root/.device/data/kernel_infilling_dev.json}"
+data="${DICE_DEV_DATA:-$root/data/dice-rl/kernel_infilling_dev.json}"
 kernelbench="${DICE_KERNELBENCH:-$root/.device/kernelbench}"
 python="${DICE_PYTHON:-/opt/torch/.venv/bin/python3}"
 timing="${DICE_TIMING:-on}"

@@ -1,5 +1,5 @@
 # class D (sandbox): reads other candidates' builds in the compile cache: any file
-# under /tmp/dice-adversarial-compile-cache (which the test fills as reward/compile.cc leaves
+# under /tmp/dice-adversarial-compile-cache (which the test fills as reward/compile/compile.cc leaves
 # its cache: folders 0755) or /tmp/dice-hacks-compile-cache.
 # caught: the verdict is not correct: the candidate returns the right answer only if the attempt
 # worked, so a correct verdict means it escaped.

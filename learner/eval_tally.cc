@@ -1,0 +1,46 @@
+#include "learner/eval_tally.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace dice {
+
+double EvalCell::geo_mean_speedup() const {
+  return timed ? std::exp(log_speedup_sum / timed) : 0.0;
+}
+
+void EvalTally::add_task(const std::string& level, const std::vector<Sample>& samples, int k) {
+  const bool first = !samples.empty() && samples.front().correct;
+  bool any = false;
+  for (int i = 0; i < static_cast<int>(samples.size()) && i < std::max(k, 1); ++i) {
+    any = any || samples[static_cast<std::size_t>(i)].correct;
+  }
+  const double speedup = first ? samples.front().speedup : 0.0;
+  for (EvalCell* cell : {&levels_[level], &all_}) {
+    ++cell->tasks;
+    cell->correct += first;
+    cell->pass_at_k += any;
+    cell->fast_1 += first && speedup > 1.0;
+    cell->fast_2 += first && speedup > 2.0;
+    if (first && speedup > 0) {
+      cell->log_speedup_sum += std::log(speedup);
+      ++cell->timed;
+    }
+  }
+}
+
+std::string EvalTally::summary() const {
+  auto cell_text = [](const std::string& name, const EvalCell& c) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%s: exec %.3f fast_1 %.3f fast_2 %.3f (%d tasks)",
+                  name.c_str(), c.exec(), c.fast(1), c.fast(2), c.tasks);
+    return std::string(text);
+  };
+  std::string out;
+  for (const auto& [level, cell] : levels_) {
+    out += cell_text(level.empty() ? "no level" : "level " + level, cell) + " | ";
+  }
+  return out + cell_text("all", all_);
+}
+
+}  // namespace dice

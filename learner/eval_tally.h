@@ -1,0 +1,58 @@
+// The table the field reports for a checkpoint (KernelBench's semantics, REFERENCE.md section 4),
+// from the verdicts of an evaluation phase (a curriculum phase with update_policy false):
+//
+//   per level: Exec   = correct tasks / all tasks
+//              fast_p = tasks whose kernel is correct AND faster than eager PyTorch by more than
+//                       p (speedup > p), over ALL tasks of the level; fast_0 = Exec
+//              geo-mean speedup of the correct kernels
+//
+// A task counts as correct when its first sample is (greedy decoding gives one sample; with more
+// samples, pass@k counts a task when any of its first k is). A task without a verdict (lost,
+// timed out) counts as not correct: the denominator is every task asked.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dice {
+
+struct EvalCell {
+  int tasks = 0;
+  int correct = 0;  // pass@1
+  int pass_at_k = 0;
+  int fast_1 = 0;
+  int fast_2 = 0;
+  double log_speedup_sum = 0;  // over the correct tasks that were timed
+  int timed = 0;
+
+  double exec() const { return tasks ? static_cast<double>(correct) / tasks : 0.0; }
+  double fast(int p) const {
+    return tasks ? static_cast<double>(p == 0 ? correct : p == 1 ? fast_1 : fast_2) / tasks : 0.0;
+  }
+  double geo_mean_speedup() const;  // 0 when none was timed
+};
+
+class EvalTally {
+ public:
+  // One task's samples, in sample order: correct, and the speedup (0: not timed).
+  struct Sample {
+    bool correct = false;
+    double speedup = 0;
+  };
+  // `level` as the task file names it ("" for none); `k` for pass@k (at least 1).
+  void add_task(const std::string& level, const std::vector<Sample>& samples, int k);
+
+  const std::map<std::string, EvalCell>& levels() const { return levels_; }
+  const EvalCell& all() const { return all_; }
+
+  // "level 1: exec 0.50 fast_1 0.25 fast_2 0.00 (8 tasks) | ... | all: ..." for the log.
+  std::string summary() const;
+
+ private:
+  std::map<std::string, EvalCell> levels_;
+  EvalCell all_;
+};
+
+}  // namespace dice

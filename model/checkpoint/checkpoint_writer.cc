@@ -1,0 +1,168 @@
+#include "model/checkpoint/checkpoint_writer.h"
+
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <set>
+
+namespace dice {
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+Status check_tensor(const TensorView& t) {
+  size_t numel = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) return Status::invalid_argument("tensor '" + t.name + "': negative dimension");
+    numel *= static_cast<size_t>(d);
+  }
+  if (numel * dtype_size(t.dtype) != t.nbytes) {
+    return Status::invalid_argument("tensor '" + t.name + "': " + std::to_string(t.nbytes) +
+                                    " bytes given, shape needs " +
+                                    std::to_string(numel * dtype_size(t.dtype)));
+  }
+  if (t.nbytes > 0 && t.data == nullptr) {
+    return Status::invalid_argument("tensor '" + t.name + "': no data");
+  }
+  return Status::ok_status();
+}
+
+// Writes `bytes` to `path` through a temporary file and a rename.
+Status write_file_atomically(const std::string& path,
+                             const std::function<Status(std::FILE*)>& write_body) {
+  const std::string tmp = path + ".tmp";
+  FilePtr file(std::fopen(tmp.c_str(), "wb"));
+  if (!file) return Status::io_error(tmp + ": cannot create: " + std::strerror(errno));
+  Status body = write_body(file.get());
+  if (!body.ok()) {
+    file.reset();
+    std::remove(tmp.c_str());
+    return body.with_context(path);
+  }
+  if (std::fflush(file.get()) != 0 || std::ferror(file.get())) {
+    int err = errno;
+    file.reset();
+    std::remove(tmp.c_str());
+    return Status::io_error(tmp + ": write failed: " + std::strerror(err));
+  }
+  if (std::fclose(file.release()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::io_error(tmp + ": close failed: " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return Status::io_error(path + ": rename failed: " + std::strerror(err));
+  }
+  return Status::ok_status();
+}
+
+Status write_all(std::FILE* f, const void* data, size_t n, const std::string& what) {
+  if (n > 0 && std::fwrite(data, 1, n, f) != n) {
+    return Status::io_error(what + ": write failed: " + std::strerror(errno));
+  }
+  return Status::ok_status();
+}
+
+Status make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return Status::ok_status();
+  return Status::io_error(dir + ": cannot create directory: " + std::strerror(errno));
+}
+
+std::string shard_name(size_t k, size_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "model-%05zu-of-%05zu.safetensors", k, n);
+  return buf;
+}
+
+}  // namespace
+
+Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  boost::json::object header;
+  boost::json::object meta;
+  for (const auto& kv : metadata) meta[kv.first] = kv.second;
+  meta["format"] = "pt";
+  header["__metadata__"] = std::move(meta);
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (const TensorView& t : tensors) {
+    DICE_RETURN_IF_ERROR(check_tensor(t).with_context(path));
+    if (!names.insert(t.name).second) {
+      return Status::invalid_argument(path + ": tensor '" + t.name + "' given twice");
+    }
+    boost::json::array shape;
+    for (int64_t d : t.shape) shape.push_back(d);
+    header[t.name] =
+        boost::json::object{{"dtype", dtype_name(t.dtype)},
+                            {"shape", std::move(shape)},
+                            {"data_offsets", boost::json::array{offset, offset + t.nbytes}}};
+    offset += t.nbytes;
+  }
+  std::string text = boost::json::serialize(header);
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
+  return write_file_atomically(path, [&](std::FILE* f) -> Status {
+    uint8_t len[8];
+    uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+    DICE_RETURN_IF_ERROR(write_all(f, len, 8, path));
+    DICE_RETURN_IF_ERROR(write_all(f, text.data(), text.size(), path));
+    for (const TensorView& t : tensors) {
+      DICE_RETURN_IF_ERROR(write_all(f, t.data, t.nbytes, path + ": tensor '" + t.name + "'"));
+    }
+    return Status::ok_status();
+  });
+}
+
+Status write_model_dir(const std::string& dir, const ModelConfig& config,
+                       const std::vector<TensorView>& tensors,
+                       const CheckpointWriterOptions& options) {
+  DICE_RETURN_IF_ERROR(config.validate("config for " + dir));
+  DICE_RETURN_IF_ERROR(make_dir(dir));
+  std::string config_text = model_config_to_json(config);
+  DICE_RETURN_IF_ERROR(write_file_atomically(dir + "/config.json", [&](std::FILE* f) {
+    return write_all(f, config_text.data(), config_text.size(), dir + "/config.json");
+  }));
+
+  // Greedy sharding in the given order, as transformers does.
+  std::vector<std::vector<TensorView>> shards(1);
+  uint64_t shard_bytes = 0, total_bytes = 0;
+  for (const TensorView& t : tensors) {
+    if (!shards.back().empty() && shard_bytes + t.nbytes > options.max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(t);
+    shard_bytes += t.nbytes;
+    total_bytes += t.nbytes;
+  }
+  if (shards.size() == 1) {
+    std::remove((dir + "/model.safetensors.index.json").c_str());  // a stale index would win
+    return write_safetensors(dir + "/model.safetensors", tensors);
+  }
+  boost::json::object weight_map;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    std::string name = shard_name(k + 1, shards.size());
+    DICE_RETURN_IF_ERROR(write_safetensors(dir + "/" + name, shards[k]));
+    for (const TensorView& t : shards[k]) weight_map[t.name] = name;
+  }
+  boost::json::object index{{"metadata", boost::json::object{{"total_size", total_bytes}}},
+                            {"weight_map", std::move(weight_map)}};
+  std::string index_text = boost::json::serialize(index);
+  std::string index_path = dir + "/model.safetensors.index.json";
+  DICE_RETURN_IF_ERROR(write_file_atomically(index_path, [&](std::FILE* f) {
+    return write_all(f, index_text.data(), index_text.size(), index_path);
+  }));
+  std::remove((dir + "/model.safetensors").c_str());  // a stale single file would confuse readers
+  return Status::ok_status();
+}
+
+}  // namespace dice

@@ -1,0 +1,49 @@
+// Writing Hugging Face model directories that `transformers` (from_pretrained) can load.
+//
+// Layout written (see checkpoint.h for the reader):
+//   config.json                      model_config_to_json(config)
+//   model.safetensors                when all tensors fit in one shard, else
+//   model-0000K-of-0000N.safetensors + model.safetensors.index.json
+//
+// Each safetensors file is:  [u64 LE header length][JSON header, space-padded to 8 bytes][data]
+// with tensors laid end to end in the order given, and __metadata__ {"format": "pt"} (transformers
+// refuses files without it). Files are written to "<name>.tmp" and renamed into place, so a
+// crash never leaves a half-written file under the final name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/checkpoint/model_config.h"
+#include "model/checkpoint/safetensors.h"
+
+namespace dice {
+
+// A tensor to write: row-major bytes owned by the caller, alive until the write returns.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t nbytes = 0;  // must equal prod(shape) * dtype_size(dtype)
+};
+
+struct CheckpointWriterOptions {
+  // Largest data size of one safetensors file before the tensors are split into shards; a tensor
+  // larger than this gets a shard of its own. Default: 5 GB (transformers' default).
+  uint64_t max_shard_bytes = 5'000'000'000ULL;
+};
+
+// Writes one safetensors file; `metadata` goes into __metadata__ ("format": "pt" is added).
+Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+
+// Writes config.json and the weights into `dir` (created if missing).
+Status write_model_dir(const std::string& dir, const ModelConfig& config,
+                       const std::vector<TensorView>& tensors,
+                       const CheckpointWriterOptions& options = {});
+
+}  // namespace dice

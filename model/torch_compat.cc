@@ -1,0 +1,124 @@
+// See model/torch_compat.h. The only translation unit of dice_torch_compat. It includes one
+// header per ATen operator it calls instead of all of <ATen/ATen.h>, to keep compiles short.
+#include "model/torch_compat.h"
+
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/softmax.h>
+#include <c10/util/Exception.h>
+#include <torch/cuda.h>
+#if DICE_TORCH_HAS_SDPA
+#include <ATen/ops/scaled_dot_product_attention.h>
+#endif
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace dice::compat {
+namespace {
+
+// Repeats each key/value head so that a grouped-query [.., kv_heads, S, E] tensor lines up with
+// [.., heads, S, E] queries.
+at::Tensor expand_kv_heads(const at::Tensor& kv, int64_t heads) {
+  const int64_t kv_heads = kv.size(-3);
+  if (kv_heads == heads) return kv;
+  TORCH_CHECK(heads % kv_heads == 0, "dice::compat attention: ", heads,
+              " query heads is not a multiple of ", kv_heads, " key/value heads");
+  return kv.repeat_interleave(heads / kv_heads, /*dim=*/-3);
+}
+
+void check_shapes(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                  const std::optional<at::Tensor>& attn_mask) {
+  TORCH_CHECK(q.dim() >= 3 && k.dim() == q.dim() && v.dim() == q.dim(),
+              "dice::compat attention: q, k, v need the same rank >= 3 ([..., heads, len, dim]); "
+              "got ",
+              q.sizes(), ", ", k.sizes(), ", ", v.sizes());
+  TORCH_CHECK(q.size(-1) == k.size(-1),
+              "dice::compat attention: q and k head dims differ: ", q.size(-1), " vs ", k.size(-1));
+  TORCH_CHECK(k.size(-2) == v.size(-2),
+              "dice::compat attention: k and v lengths differ: ", k.size(-2), " vs ", v.size(-2));
+  if (attn_mask) {
+    TORCH_CHECK(attn_mask->scalar_type() == at::kBool,
+                "dice::compat attention: attn_mask must be bool (true = attend), got ",
+                attn_mask->scalar_type());
+  }
+}
+
+}  // namespace
+
+at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const std::optional<at::Tensor>& attn_mask, std::optional<double> scale) {
+  check_shapes(q, k, v, attn_mask);
+  const int64_t heads = q.size(-3);
+  const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  const at::Tensor q32 = q.to(at::kFloat);
+  const at::Tensor k32 = expand_kv_heads(k, heads).to(at::kFloat);
+  const at::Tensor v32 = expand_kv_heads(v, heads).to(at::kFloat);
+  at::Tensor scores = at::matmul(q32, k32.transpose(-2, -1)).mul(s);
+  if (attn_mask) {
+    scores = scores.masked_fill(attn_mask->logical_not(), -std::numeric_limits<float>::infinity());
+  }
+  return at::matmul(at::softmax(scores, -1), v32).to(q.scalar_type());
+}
+
+at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k,
+                                        const at::Tensor& v,
+                                        const std::optional<at::Tensor>& attn_mask,
+                                        std::optional<double> scale) {
+#if DICE_TORCH_HAS_SDPA
+  check_shapes(q, k, v, attn_mask);
+  c10::optional<at::Tensor> mask;
+  if (attn_mask) mask = *attn_mask;
+  c10::optional<double> sdpa_scale;
+  if (scale) sdpa_scale = *scale;
+#if DICE_TORCH_HAS_SDPA_GQA
+  const bool gqa = k.size(-3) != q.size(-3);
+  return at::scaled_dot_product_attention(q, k, v, mask, /*dropout_p=*/0.0, /*is_causal=*/false,
+                                          sdpa_scale, /*enable_gqa=*/gqa);
+#else
+  const int64_t heads = q.size(-3);
+  return at::scaled_dot_product_attention(q, expand_kv_heads(k, heads), expand_kv_heads(v, heads),
+                                          mask, /*dropout_p=*/0.0, /*is_causal=*/false, sdpa_scale);
+#endif
+#else
+  return attention_math(q, k, v, attn_mask, scale);
+#endif
+}
+
+bool cuda_available() {
+  return torch::cuda::is_available();
+}
+
+int cuda_device_count() {
+  return cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
+bool cuda_bf16_supported(int device) {
+  if (device < 0 || device >= cuda_device_count()) return false;
+  try {
+    const auto options =
+        at::TensorOptions().dtype(at::kBFloat16).device(at::Device(at::kCUDA, device));
+    const at::Tensor a = at::ones({8, 8}, options);
+    const at::Tensor product = at::matmul(a, a);
+    return product.to(at::kFloat).sum().item<float>() == 8.0f * 64.0f;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
+std::string describe_torch() {
+  std::ostringstream out;
+  out << "LibTorch " << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "."
+      << TORCH_VERSION_PATCH;
+  const int devices = cuda_device_count();
+  if (devices > 0) {
+    out << " (CUDA, " << devices << (devices == 1 ? " device)" : " devices)");
+  } else {
+    out << " (CPU only)";
+  }
+  out << (DICE_TORCH_HAS_SDPA ? ", SDPA" : ", math attention");
+  return out.str();
+}
+
+}  // namespace dice::compat

@@ -1,0 +1,46 @@
+// Between Qwen3LM parameters and Hugging Face checkpoints (checkpoint.h): the name table,
+// validated loading, and saving a model directory transformers can load.
+//
+// Names (N = layer index):
+//   model.embed_tokens.weight                      [vocab, hidden]
+//   model.layers.N.input_layernorm.weight          [hidden]
+//   model.layers.N.self_attn.{q,k,v,o}_proj.weight [out, in]
+//   model.layers.N.self_attn.{q,k}_norm.weight     [head_dim]
+//   model.layers.N.post_attention_layernorm.weight [hidden]
+//   model.layers.N.mlp.{gate,up,down}_proj.weight  [out, in]
+//   model.norm.weight                              [hidden]
+//   lm_head.weight                                 [vocab, hidden]  (absent when tied)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/checkpoint/checkpoint.h"
+#include "model/checkpoint/checkpoint_writer.h"
+#include "model/qwen3.h"
+
+namespace dice {
+
+struct NamedParameter {
+  std::string name;   // Hugging Face checkpoint name
+  at::Tensor tensor;  // the model's parameter (shares storage with it)
+};
+
+// Every parameter of `lm` under its checkpoint name, in checkpoint order.
+std::vector<NamedParameter> hf_named_parameters(Qwen3LMImpl& lm);
+
+// Copies every checkpoint tensor into `lm`, converting dtype and device as needed. Missing,
+// unexpected, mis-shaped or non-floating-point tensors are errors naming the tensor and its file;
+// on error `lm` may be partly overwritten. A tied model ignores a stray lm_head.weight.
+Status load_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm);
+
+// Opens `dir`, builds a Qwen3LM from its config with `options` (dtype, device) and loads it.
+Result<Qwen3LM> load_qwen3_lm(const std::string& dir, const c10::TensorOptions& options = {});
+
+// Writes `lm` to `dir` as config.json + safetensors in the parameters' dtype (one parameter at a
+// time is copied to the CPU when the model is elsewhere).
+Status save_qwen3_lm(Qwen3LMImpl& lm, const std::string& dir,
+                     const CheckpointWriterOptions& options = {});
+
+}  // namespace dice

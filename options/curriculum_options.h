@@ -1,0 +1,161 @@
+// The curriculum: phases run in order, each starting from the weights the previous one ended
+// with. DICE's is kernel infilling, then end-to-end (configs/curriculum/dice.yaml); the small
+// recipe (configs/curriculum/tiny.yaml) puts supervised fine-tuning first and an evaluation of
+// held-out tasks after each stage. A phase is one of
+//   rl    (the default) TraceRL steps on its tasks;
+//   sft   supervised fine-tuning on sft_data for `epochs` (learner.sft gives the rest);
+//   eval  its tasks judged once with the weights as they are (no update), decoded greedily by
+//         default, reported as the field's table (Exec, fast_1, fast_2 per level).
+// An rl or eval phase draws its tasks by "sequential select": its task files are concatenated,
+// sorted stably by level_order (easy to hard; tasks keep file order within a level), and each
+// step takes the next tasks_per_step tasks, wrapping to the start when the list runs out. Each
+// phase ends with a checkpoint of its weights, <checkpoint.dir>/<run id>/phase-<name>, which
+// retention never deletes.
+//
+// Lives in its own YAML file, named by `curriculum_file` in the main config. Task file paths are
+// relative to the curriculum file's directory (or absolute); see common/config/load.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config/config_errors.h"
+#include "common/config/field_checks.h"
+
+namespace dice {
+
+// Which prompt and reward skeleton a task gets.
+enum class TaskKind { kInfill, kEndToEnd };
+inline constexpr config::EnumName<TaskKind> kTaskKindNames[] = {
+    {TaskKind::kInfill, "infill"}, {TaskKind::kEndToEnd, "end_to_end"}};
+constexpr const auto& enum_names(TaskKind) {
+  return kTaskKindNames;
+}
+
+// What a phase does (see the header comment).
+enum class PhaseType { kRl, kSft, kEval };
+inline constexpr config::EnumName<PhaseType> kPhaseTypeNames[] = {
+    {PhaseType::kRl, "rl"}, {PhaseType::kSft, "sft"}, {PhaseType::kEval, "eval"}};
+constexpr const auto& enum_names(PhaseType) {
+  return kPhaseTypeNames;
+}
+
+// How rollouts of a phase are decoded: `sample` by rollout.sampling (DICE's RL settings), or
+// `greedy`: DICE's evaluation decoding (temperature 0, low_confidence_static, the same block and
+// steps and max_new_tokens).
+enum class Decoding { kSample, kGreedy };
+inline constexpr config::EnumName<Decoding> kDecodingNames[] = {{Decoding::kSample, "sample"},
+                                                                {Decoding::kGreedy, "greedy"}};
+constexpr const auto& enum_names(Decoding) {
+  return kDecodingNames;
+}
+
+enum class TaskScheduling { kSequentialSelect };
+inline constexpr config::EnumName<TaskScheduling> kTaskSchedulingNames[] = {
+    {TaskScheduling::kSequentialSelect, "sequential_select"}};
+constexpr const auto& enum_names(TaskScheduling) {
+  return kTaskSchedulingNames;
+}
+
+struct CurriculumPhase {
+  std::string name;
+  PhaseType type = PhaseType::kRl;
+  TaskKind kind = TaskKind::kEndToEnd;
+  std::vector<std::string> task_files;
+  std::vector<std::string> level_order;
+  int steps = 0;
+  std::optional<int> tasks_per_step;
+  std::optional<int> samples_per_task;
+  std::optional<Decoding> decoding;
+  std::string sft_data;
+  std::optional<int> epochs;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("name", name, "Phase name, used in logs, checkpoints and learner.phases. Required.",
+            config::required(), config::non_empty());
+    v.field("type", type,
+            "rl: TraceRL steps; sft: supervised fine-tuning on sft_data; eval: judge the tasks "
+            "once, no update, and report Exec and fast_p per level. Default: rl");
+    v.field("kind", kind,
+            "infill: write the kernel core into a given skeleton; end_to_end: write the whole "
+            "ModelNew file (rl and eval phases say which). Default: end_to_end");
+    v.field("task_files", task_files,
+            "Task JSON files, concatenated in this order (rl and eval phases). Default: []",
+            config::is_path());
+    v.field("level_order", level_order,
+            "Task levels (the tasks' `level` values) from easy to hard; tasks of other levels are "
+            "left out; empty keeps file order. Default: []");
+    v.field("steps", steps,
+            "Steps of an rl phase (policy updates); an eval phase takes 1 when 0. Default: 0",
+            config::at_least(0));
+    v.field("tasks_per_step", tasks_per_step,
+            "Tasks per step; null = learner.tasks_per_step (rl), every task (eval). Default: null",
+            config::at_least(1));
+    v.field("samples_per_task", samples_per_task,
+            "Samples per task (group size); null = learner.group_size (rl), 1 (eval). Default: "
+            "null",
+            config::at_least(1));
+    v.field("decoding", decoding,
+            "sample (rollout.sampling) or greedy (DICE's evaluation decoding); null = sample for "
+            "rl, greedy for eval. Default: null");
+    v.field("sft_data", sft_data,
+            "SFT pairs of an sft phase (learner/sft_data.h: pytorch_code + cuda_code, or an "
+            "infilling task's prefix + middle + suffix). Default: empty",
+            config::is_path());
+    v.field("epochs", epochs, "Passes over sft_data; null = learner.sft.epochs. Default: null",
+            config::at_least(1));
+  }
+
+  void validate(config::Checker& c) const {
+    if (type == PhaseType::kSft) {
+      if (sft_data.empty()) c.error("sft_data", "required for an sft phase");
+      if (!task_files.empty()) c.error("task_files", "an sft phase trains on sft_data only");
+    } else {
+      if (task_files.empty()) c.error("task_files", "required for an rl or eval phase");
+      if (!sft_data.empty()) c.error("sft_data", "only an sft phase has SFT data");
+      if (type == PhaseType::kRl && steps < 1) {
+        c.error("steps", "an rl phase needs at least 1 step");
+      }
+      if (type == PhaseType::kRl && samples_per_task && *samples_per_task < 2) {
+        c.error("samples_per_task", "an rl phase needs at least 2 samples per task (a group)");
+      }
+    }
+    for (std::size_t i = 0; i < level_order.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (level_order[i] == level_order[j]) {
+          c.error("level_order[" + std::to_string(i) + "]",
+                  "level '" + level_order[i] + "' listed twice");
+        }
+      }
+    }
+  }
+};
+
+struct CurriculumOptions {
+  TaskScheduling scheduling = TaskScheduling::kSequentialSelect;
+  std::vector<CurriculumPhase> phases;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field(
+        "scheduling", scheduling,
+        "How a phase picks each step's tasks (see the header comment). Default: sequential_select");
+    v.field("phases", phases, "Phases, run in this order. Required.", config::required(),
+            config::non_empty());
+  }
+
+  void validate(config::Checker& c) const {
+    for (std::size_t i = 0; i < phases.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (phases[i].name == phases[j].name) {
+          c.error("phases[" + std::to_string(i) + "].name",
+                  "phase name '" + phases[i].name + "' used twice");
+        }
+      }
+    }
+  }
+};
+
+}  // namespace dice

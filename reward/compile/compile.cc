@@ -1,0 +1,266 @@
+#include "reward/compile/compile.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "common/hash/content_hash.h"
+#include "common/json/fields.h"
+#include "common/log.h"
+#include "common/seconds_since.h"
+#include "reward/compile/split_sources.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Part of the cache key of split builds (a module built another way is another module):
+// bindings with kSlim's headers, or kAten's first (CompileOptions::aten_binding_headers).
+constexpr char kSplitScheme[] = "split-v1";
+constexpr char kSplitAtenScheme[] = "split-v2-aten";
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<ExtensionSources>> extract_extension_sources(const std::string& candidate_source,
+                                                                const std::string& python,
+                                                                const std::string& script_dir,
+                                                                const SandboxSpec& sandbox) {
+  SandboxSpec spec = parser_sandbox(sandbox);
+  DICE_ASSIGN_OR_RETURN(
+      spec.files, read_files_for_sandbox(script_dir, {"extract_sources.py", "candidate_ast.py"}));
+  spec.files.emplace_back("candidate.py", candidate_source);
+  spec.argv = {python, "-E", "-s", "extract_sources.py", "candidate.py"};
+  DICE_ASSIGN_OR_RETURN(SandboxResult run, run_sandboxed(spec));
+  if (!run.succeeded()) {
+    return Status::internal("extract_sources.py failed (" + describe_sandbox_result(run) +
+                            "): " + run.stderr_text.substr(0, 2000));
+  }
+  DICE_ASSIGN_OR_RETURN(const boost::json::value root,
+                        parse_json(run.stdout_text, "extract_sources.py output"));
+  if (!json_bool(root, "ok")) {
+    return Status::invalid_argument("load_inline sources: " + json_string(root, "error"));
+  }
+  std::vector<ExtensionSources> out;
+  const boost::json::value* list = json_member(root, "extensions");
+  if (list == nullptr || !list->is_array()) {
+    return Status::corruption("extract_sources.py output: no extensions list");
+  }
+  for (const auto& e : list->get_array()) {
+    ExtensionSources ext;
+    ext.name = json_string(e, "name");
+    ext.cpp_sources = json_string(e, "cpp_sources");
+    ext.cuda_sources = json_string(e, "cuda_sources");
+    ext.functions = json_strings(e, "functions");
+    ext.extra_cuda_cflags = json_strings(e, "extra_cuda_cflags");
+    ext.extra_cflags = json_strings(e, "extra_cflags");
+    ext.extra_ldflags = json_strings(e, "extra_ldflags");
+    out.push_back(std::move(ext));
+  }
+  return out;
+}
+
+std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
+                           const std::string& optimization, const std::string& scheme) {
+  std::string source = content_hash_hex_parts(
+      {ext.name, ext.cpp_sources, ext.cuda_sources, join(ext.functions, ",")});
+  std::string flags = optimization + "|" + join(ext.extra_cuda_cflags, " ") + "|" +
+                      join(ext.extra_cflags, " ") + "|" + join(ext.extra_ldflags, " ");
+  if (!scheme.empty()) flags += "|" + scheme;
+  return kernel_source_hash(source, flags, toolchain.identity());
+}
+
+Compiler::Compiler(Toolchain toolchain, CompileOptions options)
+    : toolchain_(std::move(toolchain)),
+      options_(std::move(options)),
+      memory_(options_.memory_budget_mb > 0 ? options_.memory_budget_mb
+                                            : default_compile_memory_mb()) {
+  if (memory_.total_mb() < 2 * options_.memory_limit_mb) {
+    DICE_LOG(Warn) << "compile memory budget below one build's two compilers: builds run one at a "
+                      "time, and may still exceed it"
+                   << kv("memory_budget_mb", memory_.total_mb())
+                   << kv("memory_limit_mb", options_.memory_limit_mb);
+  }
+  // Headers every candidate may see (compile_log.h): torch's and Python's, CUDA's (nvcc's
+  // folder's parent), the system's and gcc's own.
+  public_include_roots_ = toolchain_.include_paths;
+  if (const fs::path nvcc(toolchain_.nvcc); nvcc.is_absolute()) {
+    public_include_roots_.push_back(nvcc.parent_path().parent_path().string());
+  }
+  for (const char* root : {"/usr/include", "/usr/lib/gcc", "/usr/local/include"}) {
+    public_include_roots_.emplace_back(root);
+  }
+  std::error_code ec;
+  // Absolute: nvcc and the evaluator run in other working directories (a relative cache path
+  // made every compile fail with "Could not open output file").
+  const fs::path absolute = fs::absolute(options_.cache_dir, ec);
+  if (!ec) options_.cache_dir = absolute.lexically_normal().string();
+  fs::create_directories(options_.cache_dir, ec);
+  // The unprivileged compilers create their build folders here.
+  fs::permissions(options_.cache_dir,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  if (options_.lean_kernel_headers)
+    aten_operators_ = per_operator_headers(toolchain_.include_paths);
+  binding_flags_ = {"-fPIC", "-std=c++17", options_.binding_optimization,
+                    "-DTORCH_API_INCLUDE_EXTENSION_H"};
+  binding_flags_.insert(binding_flags_.end(), toolchain_.defines.begin(), toolchain_.defines.end());
+  for (const auto& dir : toolchain_.include_paths) binding_flags_.push_back("-I" + dir);
+  if (options_.precompiled_binding_prelude) {
+    binding_pch_ = std::make_unique<BindingPch>(options_.cache_dir, toolchain_.cxx, binding_flags_,
+                                                toolchain_.identity());
+  }
+  for (int i = 0; i < std::max(1, options_.jobs); ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+  }
+}
+
+Compiler::~Compiler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+  memory_.close();  // builds waiting for memory end now
+  for (auto& t : workers_) t.join();
+  for (auto& job : queue_) {
+    CompileOutcome out;
+    out.failure = schema::FailureClass::INTERNAL_ERROR;
+    out.log_excerpt = "compiler shut down before the build started";
+    job.promise.set_value(out);
+  }
+}
+
+SandboxSpec Compiler::compiler_sandbox(int uid) const {
+  SandboxSpec spec;
+  spec.timeout_seconds = options_.timeout_seconds;
+  spec.memory_limit_mb = options_.memory_limit_mb;
+  spec.cpu_time_seconds = static_cast<int>(options_.timeout_seconds) + 10;
+  spec.max_processes = 256;
+  spec.max_output_mb = 512;  // object files of big kernels
+  spec.uid = uid;
+  spec.gid = uid;
+  // The toolchain read-only in the compiler's root; of the cache, only the build's own folder
+  // (workdir) and the binding preludes (added where they are chosen), never other builds.
+  spec.read_only_paths = options_.root_binds;
+  for (const auto* dirs : {&toolchain_.include_paths, &toolchain_.library_paths}) {
+    for (const auto& dir : *dirs) {
+      std::error_code ec;
+      if (fs::exists(dir, ec)) spec.read_only_paths.push_back(dir);
+    }
+  }
+  spec.cgroups = options_.cgroups;
+  return spec;
+}
+
+int Compiler::prepare_binding_headers() {
+  if (!binding_pch_) return 0;
+  std::vector<TorchHeaders> variants = {TorchHeaders::kSlim};
+  if (options_.split_host_device && options_.aten_binding_headers) {
+    variants.push_back(TorchHeaders::kAten);
+  }
+  std::vector<std::future<bool>> builds;
+  for (TorchHeaders headers : variants) {
+    builds.push_back(std::async(std::launch::async, [this, headers] {
+      // One compiler: one limit's worth of the memory budget.
+      Result<MemoryBudget::Reservation> memory =
+          memory_.reserve(options_.memory_limit_mb, options_.timeout_seconds);
+      if (!memory.ok()) return false;
+      std::optional<SandboxUid> uid_lease;
+      const int uid = compiler_uid(options_.uid, &uid_lease);
+      return !binding_pch_->header_for(headers, compiler_sandbox(uid)).empty();
+    }));
+  }
+  int ready = 0;
+  for (auto& b : builds) ready += b.get() ? 1 : 0;
+  return ready;
+}
+
+size_t Compiler::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+std::string Compiler::module_file(const std::string& hash, const std::string& name) const {
+  return options_.cache_dir + "/" + hash + "/" + name + toolchain_.ext_suffix;
+}
+
+std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolchain,
+                           const CompileOptions& options) {
+  // The binding's flag only where it differs from nvcc's, so keys from before it had its own
+  // stay what they were.
+  std::string optimization = options.optimization;
+  if (options.binding_optimization != options.optimization) {
+    optimization += " binding " + options.binding_optimization;
+  }
+  const char* scheme = !options.split_host_device     ? ""
+                       : options.aten_binding_headers ? kSplitAtenScheme
+                                                      : kSplitScheme;
+  return extension_hash(ext, toolchain, optimization, scheme);
+}
+
+std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext,
+                                                    std::shared_ptr<CompileBudget> budget) {
+  const std::string hash = extension_hash(ext, toolchain_, options_);
+  std::error_code ec;
+  if (fs::exists(module_file(hash, ext.name), ec)) {
+    CompileOutcome hit;
+    hit.source_hash = hash;
+    hit.module_name = ext.name;
+    hit.module_path = module_file(hash, ext.name);
+    hit.cache_hit = true;
+    std::promise<CompileOutcome> ready;
+    ready.set_value(hit);
+    return ready.get_future().share();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_flight_.find(hash);
+  if (it != in_flight_.end()) return it->second;
+  if (!budget) budget = std::make_shared<CompileBudget>(options_.timeout_seconds);
+  Job job{ext, hash, std::move(budget), {}};
+  std::shared_future<CompileOutcome> future = job.promise.get_future().share();
+  in_flight_[hash] = future;
+  queue_.push_back(std::move(job));
+  cv_.notify_one();
+  return future;
+}
+
+void Compiler::worker_loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+      if (closed_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    CompileOutcome outcome = build(job.ext, job.hash, *job.budget);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.erase(job.hash);
+    }
+    job.promise.set_value(std::move(outcome));
+  }
+}
+
+int Compiler::compiler_uid(int configured, std::optional<SandboxUid>* lease) {
+  if (configured != kUniqueSandboxUid) return configured;
+  if (geteuid() != 0) return -1;
+  lease->emplace();
+  return (*lease)->uid();
+}
+
+}  // namespace dice

@@ -1,0 +1,445 @@
+// One build of an extension, from its sources to a module in the compile cache (Compiler::build):
+//
+//   check names -> reserve memory for both compilers -> a build folder of its own ->
+//   the split build (kernels without torch headers, split_sources.h), where it applies ->
+//   else the header tiers: lean, slim, full (a plain compile error moves to the next tier; a
+//   timeout, the memory or a crash ends the build: compile_limits.h) -> link ->
+//   hand the folder to the worker's uid and rename it into the cache.
+//
+// Every compiler process runs sandboxed within what is left of the candidate's budget; a
+// failure's excerpt quotes only the candidate's files (compile_log.h).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "common/log.h"
+#include "common/seconds_since.h"
+#include "reward/compile/compile.h"
+#include "reward/compile/split_sources.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+using FC = schema::FailureClass;
+using SteadyClock = std::chrono::steady_clock;
+
+// nvcc flags every candidate was written against (load_inline's defaults): half/bfloat16
+// operators come from torch's headers, not CUDA's, and constexpr host functions are usable in
+// device code.
+const std::vector<std::string> kNvccBaseFlags = {"-D__CUDA_NO_HALF_OPERATORS__",
+                                                 "-D__CUDA_NO_HALF_CONVERSIONS__",
+                                                 "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                                                 "-D__CUDA_NO_HALF2_OPERATORS__",
+                                                 "--expt-relaxed-constexpr",
+                                                 "-std=c++17",
+                                                 "--compiler-options",
+                                                 "-fPIC"};
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+Status write_file(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary);
+  out << contents;
+  out.close();
+  if (!out) return Status::io_error("cannot write " + path);
+  return Status::ok_status();
+}
+
+// Removes the build folder unless it was renamed into the cache.
+struct FolderCleanup {
+  std::string dir;
+  ~FolderCleanup() {
+    std::error_code e;
+    if (!dir.empty()) fs::remove_all(dir, e);
+  }
+};
+
+}  // namespace
+
+class Compiler::Build {
+ public:
+  Build(Compiler& compiler, const ExtensionSources& ext, const std::string& hash,
+        CompileBudget& budget)
+      : c_(compiler), ext_(ext), hash_(hash), budget_(budget), start_(SteadyClock::now()) {
+    out_.source_hash = hash;
+    out_.module_name = ext.name;
+    module_name_ = ext.name + c_.toolchain_.ext_suffix;
+  }
+
+  CompileOutcome run() {
+    if (auto failed = check_names()) return *failed;
+    if (auto failed = reserve_memory()) return *failed;
+    if (auto failed = make_build_dir()) return *failed;
+    prepare();
+    budget_.start();
+    bool linked = false;
+    if (auto failed = build_split(&linked)) return *failed;
+    if (!linked) {
+      if (auto failed = build_with_torch_headers()) return *failed;
+    }
+    return publish();
+  }
+
+ private:
+  CompileOutcome fail(FC kind, std::string excerpt) {
+    out_.failure = kind;
+    out_.log_excerpt = std::move(excerpt);
+    out_.seconds = seconds_since(start_);
+    return out_;
+  }
+
+  std::optional<CompileOutcome> check_names() {
+    if (!is_identifier(ext_.name)) {
+      return fail(FC::COMPILE_ERROR, "extension name is not an identifier");
+    }
+    for (const auto& f : ext_.functions) {
+      if (!is_identifier(f))
+        return fail(FC::COMPILE_ERROR, "function " + f + " is not an identifier");
+    }
+    return std::nullopt;
+  }
+
+  // Memory for both compilers before anything runs (compile_limits.h). The wait is bounded: each
+  // build holding memory ends within its budget, and at most the other jobs' builds and the two
+  // prelude builds are ahead of this one.
+  std::optional<CompileOutcome> reserve_memory() {
+    const CompileOptions& o = c_.options_;
+    const double wait_limit = o.timeout_seconds * (std::max(1, o.jobs) + 2);
+    Result<MemoryBudget::Reservation> memory =
+        c_.memory_.reserve(2 * o.memory_limit_mb, wait_limit);
+    out_.memory_wait_seconds = seconds_since(start_);
+    if (!memory.ok())
+      return fail(FC::INTERNAL_ERROR, "compile memory: " + memory.status().message());
+    memory_ = std::move(memory).value();
+    if (out_.memory_wait_seconds > 1) {
+      DICE_LOG(Info) << "build waited for compile memory" << kv("hash", hash_)
+                     << kv("seconds", out_.memory_wait_seconds)
+                     << kv("budget_mb", c_.memory_.total_mb());
+    }
+    return std::nullopt;
+  }
+
+  // One uid for the whole build (both compilers and the link write the same folder).
+  std::optional<CompileOutcome> make_build_dir() {
+    build_uid_ = compiler_uid(c_.options_.uid, &uid_lease_);
+    {
+      std::lock_guard<std::mutex> lock(c_.mu_);
+      build_dir_ = c_.options_.cache_dir + "/" + hash_ + ".build-" + std::to_string(getpid()) +
+                   "-" + std::to_string(c_.build_counter_++);
+    }
+    std::error_code ec;
+    fs::remove_all(build_dir_, ec);
+    fs::create_directories(build_dir_, ec);
+    if (ec) return fail(FC::INTERNAL_ERROR, "cannot create " + build_dir_);
+    cleanup_.dir = build_dir_;
+    return std::nullopt;
+  }
+
+  // The compiler commands, the sandbox they share, and (before the candidate's clock starts) the
+  // split (pure text work) and the binding preludes it needs: a prelude's one-off build is the
+  // service's cost, not the candidate's.
+  void prepare() {
+    const Toolchain& tc = c_.toolchain_;
+    const std::string name_define = "-DTORCH_EXTENSION_NAME=" + ext_.name;
+    nvcc_ = {tc.nvcc,
+             "-c",
+             "kernels.cu",
+             "-o",
+             "kernels.o",
+             name_define,
+             "-DTORCH_API_INCLUDE_EXTENSION_H",
+             tc.defines[0],
+             c_.options_.optimization};
+    nvcc_.insert(nvcc_.end(), kNvccBaseFlags.begin(), kNvccBaseFlags.end());
+    const std::string arch = tc.arch.substr(3);
+    nvcc_.push_back("-gencode=arch=compute_" + arch + ",code=sm_" + arch);
+    for (const auto& dir : tc.include_paths) nvcc_.push_back("-I" + dir);
+    nvcc_.insert(nvcc_.end(), ext_.extra_cuda_cflags.begin(), ext_.extra_cuda_cflags.end());
+    cxx_ = {tc.cxx, "-c", "binding.cpp", "-o", "binding.o"};
+    cxx_.insert(cxx_.end(), c_.binding_flags_.begin(), c_.binding_flags_.end());
+    cxx_.push_back(name_define);
+    cxx_.insert(cxx_.end(), ext_.extra_cflags.begin(), ext_.extra_cflags.end());
+
+    base_ = c_.compiler_sandbox(build_uid_);
+    base_.workdir = build_dir_;
+    if (c_.options_.split_host_device) split_.emplace(split_host_device(ext_));
+    split_applies_ = split_ && split_->ok();
+    aten_ = split_applies_ && c_.options_.aten_binding_headers &&
+            aten_binding_applies(ext_.cpp_sources, split_->value().host_part);
+    // The precompiled prelude only where the flags are the shared ones (a candidate's own
+    // extra_cflags would make g++ ignore it anyway).
+    if (c_.binding_pch_ && ext_.extra_cflags.empty()) {
+      preludes_[TorchHeaders::kSlim] = c_.binding_pch_->header_for(TorchHeaders::kSlim, base_);
+      if (aten_) {
+        preludes_[TorchHeaders::kAten] = c_.binding_pch_->header_for(TorchHeaders::kAten, base_);
+      }
+    }
+    for (const auto& [headers, prelude] : preludes_) {
+      if (!prelude.empty()) {
+        base_.read_only_paths.push_back(fs::path(prelude).parent_path().string());
+      }
+    }
+    log_policy_.build_dir = build_dir_;
+    log_policy_.public_roots = c_.public_include_roots_;
+  }
+
+  // The budget left for the next compiler process, or a COMPILE_TIMEOUT outcome when none is.
+  std::optional<CompileOutcome> budget_left(double* seconds) {
+    *seconds = budget_.seconds_left();
+    if (*seconds > 0) return std::nullopt;
+    plain_error_ = false;
+    std::string tried;
+    for (const auto& t : out_.tiers) tried += (tried.empty() ? "" : ", ") + t;
+    return fail(FC::COMPILE_TIMEOUT,
+                "compile budget of " + std::to_string(static_cast<int>(budget_.seconds())) +
+                    " s spent (tiers tried: " + (tried.empty() ? "none" : tried) + ")");
+  }
+
+  // A compiler's failed run as the build's outcome (`which` names the compiler for the excerpt).
+  CompileOutcome compiler_failed(const SandboxResult& r, const std::string& which) {
+    const CompilerFailure why = classify_compiler_failure(r);
+    plain_error_ = why.plain_error;
+    if (why.failure == FC::COMPILE_TIMEOUT) {
+      return fail(why.failure, "compile budget of " +
+                                   std::to_string(static_cast<int>(budget_.seconds())) +
+                                   " s ran out in tier " + out_.tiers.back() + " (" + which +
+                                   describe_sandbox_result(r) + ")");
+    }
+    if (why.failure == FC::SANDBOX_UNAVAILABLE) {
+      return fail(why.failure, which + "not run: " + r.unavailable_reason);
+    }
+    const std::string how =
+        why.plain_error ? "" : "(" + describe_sandbox_result(r) + ", not retried) ";
+    return fail(why.failure, which + how +
+                                 compiler_log_excerpt(r.stderr_text + r.stdout_text, log_policy_,
+                                                      c_.options_.error_lines));
+  }
+
+  // kernels.cu (unless `binding_only`: it compiled in a call before) and binding.cpp for one tier,
+  // owned by the build's uid.
+  std::optional<CompileOutcome> write_sources(TorchHeaders headers, const SplitSources* split,
+                                              TorchHeaders binding_headers, bool binding_only) {
+    const auto prelude_it = preludes_.find(binding_headers);
+    const std::string prelude = prelude_it == preludes_.end() ? "" : prelude_it->second;
+    Status written =
+        binding_only ? Status::ok_status()
+                     : write_file(build_dir_ + "/kernels.cu",
+                                  split ? split->device_unit
+                                        : cuda_translation_unit(ext_, headers, c_.aten_operators_));
+    if (written.ok()) {
+      written = write_file(
+          build_dir_ + "/binding.cpp",
+          binding_translation_unit(ext_, binding_headers, prelude, split ? split->host_part : ""));
+    }
+    if (!written.ok()) return fail(FC::INTERNAL_ERROR, written.message());
+    if (geteuid() == 0 && build_uid_ >= 0) {
+      for (const auto& p : {build_dir_, build_dir_ + "/kernels.cu", build_dir_ + "/binding.cpp"}) {
+        if (chown(p.c_str(), build_uid_, build_uid_) != 0) {
+          return fail(FC::INTERNAL_ERROR, "cannot chown " + p);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Both translation units with one header set (or split: the kernels without torch, the host
+  // code in the binding file), compiled at the same time. With `binding_only` only the binding
+  // file compiles. An error result is the first failure, ready to return; `binding_failed` says
+  // whether it was the binding's compile error (the .cu compiled).
+  std::optional<CompileOutcome> compile_objects(const char* tier, TorchHeaders headers,
+                                                const SplitSources* split,
+                                                TorchHeaders binding_headers, bool binding_only,
+                                                bool* binding_failed) {
+    if (binding_failed != nullptr) *binding_failed = false;
+    plain_error_ = false;  // until a compiler says so: the service's own failures end the build
+    double seconds_left = 0;
+    if (auto spent = budget_left(&seconds_left)) return spent;
+    out_.tiers.emplace_back(tier);
+    if (auto failed = write_sources(headers, split, binding_headers, binding_only)) return failed;
+    SandboxSpec nvcc_spec = base_, cxx_spec = base_;
+    nvcc_spec.argv = nvcc_;
+    cxx_spec.argv = cxx_;
+    for (SandboxSpec* spec : {&nvcc_spec, &cxx_spec}) {
+      spec->timeout_seconds = std::min(spec->timeout_seconds, seconds_left);
+    }
+    auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
+    std::optional<Result<SandboxResult>> nvcc_run;  // none when binding_only: kernels.o is there
+    if (!binding_only) nvcc_run = run_sandboxed(nvcc_spec);
+    Result<SandboxResult> cxx_run = cxx_future.get();
+    const Result<SandboxResult>* plain = nullptr;  // the first plain compile error
+    for (const auto* run : {nvcc_run ? &*nvcc_run : nullptr, &cxx_run}) {
+      if (run == nullptr) continue;
+      if (!run->ok()) return fail(FC::INTERNAL_ERROR, run->status().message());
+      if (run->value().succeeded()) continue;
+      // A timeout, the memory or a crash of either compiler ends the build, even where the other
+      // one only had a plain error.
+      if (!classify_compiler_failure(run->value()).plain_error) {
+        return compiler_failed(run->value(), compiler_name(run == &cxx_run));
+      }
+      if (plain == nullptr) plain = run;
+    }
+    if (plain == nullptr) return std::nullopt;
+    if (binding_failed != nullptr) *binding_failed = plain == &cxx_run;
+    return compiler_failed(plain->value(), compiler_name(plain == &cxx_run));
+  }
+
+  static const char* compiler_name(bool binding) {
+    return binding ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ";
+  }
+
+  std::optional<CompileOutcome> link_module() {
+    plain_error_ = false;
+    double seconds_left = 0;
+    if (auto spent = budget_left(&seconds_left)) return spent;
+    const Toolchain& tc = c_.toolchain_;
+    std::vector<std::string> link = {tc.cxx,      "-shared", "kernels.o",
+                                     "binding.o", "-o",      module_name_};
+    for (const auto& dir : tc.library_paths) link.push_back("-L" + dir);
+    for (const auto& lib : tc.torch_libraries) link.push_back("-l" + lib);
+    link.insert(link.end(), ext_.extra_ldflags.begin(), ext_.extra_ldflags.end());
+    SandboxSpec link_spec = base_;
+    link_spec.argv = link;
+    link_spec.timeout_seconds = std::min(link_spec.timeout_seconds, seconds_left);
+    Result<SandboxResult> link_run = run_sandboxed(link_spec);
+    if (!link_run.ok()) return fail(FC::INTERNAL_ERROR, link_run.status().message());
+    if (!link_run->succeeded()) return compiler_failed(link_run.value(), "link: ");
+    return std::nullopt;
+  }
+
+  // The split build first: where it does not apply, or does not compile or link, the build goes
+  // on as if it had not been tried (*linked false), so its errors are never the candidate's. Only
+  // a plain compile error goes on: a split build that ran out of time or memory ends the build.
+  std::optional<CompileOutcome> build_split(bool* linked) {
+    *linked = false;
+    if (!split_) return std::nullopt;
+    std::optional<CompileOutcome> failed;
+    if (split_applies_) {
+      bool binding_failed = false;
+      failed = compile_objects("split", TorchHeaders::kSlim, &split_->value(),
+                               aten_ ? TorchHeaders::kAten : TorchHeaders::kSlim, false,
+                               &binding_failed);
+      if (failed && aten_ && binding_failed && plain_error_) {
+        // The host code needs more of torch than kAten has: kSlim's binding, same kernels.o.
+        DICE_LOG(Debug) << "binding failed with the ATen headers; retrying with the slim ones"
+                        << kv("hash", hash_);
+        ++c_.aten_binding_fallbacks_;
+        failed = compile_objects("split-slim-binding", TorchHeaders::kSlim, &split_->value(),
+                                 TorchHeaders::kSlim, true, nullptr);
+      }
+      if (!failed) failed = link_module();
+      if (failed && !plain_error_) return failed;  // out of time or memory, or the service's own
+      *linked = !failed;
+    }
+    if (!*linked) {
+      ++c_.split_fallbacks_;
+      DICE_LOG(Debug) << "split build not used; building with torch headers" << kv("hash", hash_)
+                      << kv("why", split_applies_ ? "it failed to build: " + failed->log_excerpt
+                                                  : split_->status().message());
+    }
+    return std::nullopt;
+  }
+
+  // The leanest headers first (most kernels need nothing else); a plain compile error there may
+  // only mean the source uses more of torch, so it gets the slim and then the full headers
+  // before it counts as the candidate's.
+  std::optional<CompileOutcome> build_with_torch_headers() {
+    std::optional<CompileOutcome> failed;
+    if (c_.options_.lean_kernel_headers && !c_.aten_operators_.empty()) {
+      // The binding file has no lean form (binding.h): kLean's is kSlim's.
+      failed = compile_objects("lean", TorchHeaders::kLean, nullptr, TorchHeaders::kSlim, false,
+                               nullptr);
+      if (failed && plain_error_) {
+        DICE_LOG(Debug) << "lean headers failed; retrying with the slim ones" << kv("hash", hash_);
+        ++c_.lean_header_fallbacks_;
+        failed = compile_objects("slim", TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false,
+                                 nullptr);
+      }
+    } else {
+      failed = compile_objects("slim", TorchHeaders::kSlim, nullptr, TorchHeaders::kSlim, false,
+                               nullptr);
+    }
+    if (failed && plain_error_) {
+      DICE_LOG(Debug) << "slim headers failed; retrying with torch/extension.h"
+                      << kv("hash", hash_);
+      failed = compile_objects("full", TorchHeaders::kFull, nullptr, TorchHeaders::kFull, false,
+                               nullptr);
+      if (!failed) ++c_.full_header_builds_;
+    }
+    if (!failed) failed = link_module();
+    return failed;
+  }
+
+  // Hands the build back to the worker's uid before it becomes visible (candidates run as the
+  // sandbox uid and must not be able to rewrite any cached module), then renames it into the
+  // cache.
+  CompileOutcome publish() {
+    out_.failure = FC::NONE;  // fail() recorded the failed attempts' errors
+    out_.log_excerpt.clear();
+    std::error_code ec;
+    fs::remove(build_dir_ + "/kernels.o", ec);
+    fs::remove(build_dir_ + "/binding.o", ec);
+    if (geteuid() == 0 && build_uid_ >= 0) {
+      for (auto& entry : fs::recursive_directory_iterator(build_dir_, ec)) {
+        if (lchown(entry.path().c_str(), 0, 0) != 0) break;
+      }
+      if (chown(build_dir_.c_str(), 0, 0) != 0) {
+        return fail(FC::INTERNAL_ERROR, "cannot chown " + build_dir_);
+      }
+    }
+    fs::permissions(build_dir_,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
+    const std::string final_dir = c_.options_.cache_dir + "/" + hash_;
+    fs::rename(build_dir_, final_dir, ec);
+    if (ec && !fs::exists(final_dir + "/" + module_name_)) {
+      return fail(FC::INTERNAL_ERROR,
+                  "cannot move " + build_dir_ + " to " + final_dir + ": " + ec.message());
+    }
+    out_.module_path = final_dir + "/" + module_name_;
+    out_.seconds = seconds_since(start_);
+    DICE_LOG(Info) << "compiled extension" << kv("name", ext_.name) << kv("hash", hash_)
+                   << kv("seconds", out_.seconds);
+    return out_;
+  }
+
+  Compiler& c_;
+  const ExtensionSources& ext_;
+  const std::string& hash_;
+  CompileBudget& budget_;
+  const SteadyClock::time_point start_;
+  CompileOutcome out_;
+  std::string module_name_;
+  MemoryBudget::Reservation memory_;  // held until the build ends
+  std::optional<SandboxUid> uid_lease_;
+  int build_uid_ = -1;
+  std::string build_dir_;
+  FolderCleanup cleanup_;  // after the rename there is nothing left to remove
+  std::vector<std::string> nvcc_, cxx_;
+  SandboxSpec base_;
+  std::optional<Result<SplitSources>> split_;
+  bool split_applies_ = false;
+  bool aten_ = false;
+  std::map<TorchHeaders, std::string> preludes_;
+  CompileLogPolicy log_policy_;
+  // Whether the last failure was a plain compile error (compile_log.h: CompilerFailure), the only
+  // kind a later tier may still turn into a build.
+  bool plain_error_ = false;
+};
+
+CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& hash,
+                               CompileBudget& budget) {
+  return Build(*this, ext, hash, budget).run();
+}
+
+}  // namespace dice

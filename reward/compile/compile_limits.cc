@@ -1,0 +1,109 @@
+#include "reward/compile/compile_limits.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/seconds_since.h"
+
+namespace dice {
+
+void CompileBudget::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_) started_ = std::chrono::steady_clock::now();
+}
+
+double CompileBudget::seconds_left() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return started_ ? seconds_ - seconds_since(*started_) : seconds_;
+}
+
+MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& other) noexcept {
+  if (this != &other) {
+    release();
+    budget_ = other.budget_;
+    mb_ = other.mb_;
+    other.budget_ = nullptr;
+    other.mb_ = 0;
+  }
+  return *this;
+}
+
+void MemoryBudget::Reservation::release() {
+  if (budget_ != nullptr) budget_->give_back(mb_);
+  budget_ = nullptr;
+  mb_ = 0;
+}
+
+MemoryBudget::MemoryBudget(std::int64_t total_mb)
+    : total_mb_(std::max<std::int64_t>(1, total_mb)) {}
+
+Result<MemoryBudget::Reservation> MemoryBudget::reserve(std::int64_t mb, double timeout_seconds) {
+  mb = std::clamp<std::int64_t>(mb, 0, total_mb_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closed_) return Status::aborted("compile memory budget closed");
+  const std::uint64_t ticket = next_ticket_++;
+  queue_.push_back(ticket);
+  // First come first served: a large request is not passed forever by small ones.
+  const bool served = freed_.wait_until(lock, deadline, [&] {
+    return closed_ || (queue_.front() == ticket && reserved_mb_ + mb <= total_mb_);
+  });
+  queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
+  if (!served || closed_) {
+    freed_.notify_all();  // the next in line may fit now that this one left the queue
+    if (closed_) return Status::aborted("compile memory budget closed");
+    return Status::timeout("no " + std::to_string(mb) + " MiB of compile memory free within " +
+                           std::to_string(static_cast<int>(timeout_seconds)) + " s (" +
+                           std::to_string(reserved_mb_) + " of " + std::to_string(total_mb_) +
+                           " MiB held)");
+  }
+  reserved_mb_ += mb;
+  freed_.notify_all();  // the next in line may fit beside this one
+  return Reservation(this, mb);
+}
+
+void MemoryBudget::give_back(std::int64_t mb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_mb_ -= mb;
+  freed_.notify_all();
+}
+
+void MemoryBudget::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  freed_.notify_all();
+}
+
+std::int64_t MemoryBudget::reserved_mb() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reserved_mb_;
+}
+
+size_t MemoryBudget::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+Result<std::int64_t> host_memory_mb() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemTotal:", 0) != 0) continue;
+    std::istringstream fields(line.substr(9));
+    std::int64_t kib = 0;
+    if (fields >> kib && kib > 0) return kib / 1024;
+    break;
+  }
+  return Status::io_error("/proc/meminfo: no MemTotal line");
+}
+
+std::int64_t default_compile_memory_mb() {
+  Result<std::int64_t> host = host_memory_mb();
+  return host.ok() ? host.value() * 3 / 4 : std::int64_t{16384};
+}
+
+}  // namespace dice

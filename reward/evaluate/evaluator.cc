@@ -1,0 +1,489 @@
+#include "reward/evaluate/evaluator.h"
+
+#include <capnp/schema.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/json/fields.h"
+#include "common/log.h"
+#include "common/seconds_since.h"
+#include "reward/run_failure.h"
+
+namespace dice {
+namespace {
+
+constexpr const char* kResultPrefix = "DICE_EVAL_RESULT ";
+
+std::string random_nonce() {
+  std::random_device rd;
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return buf;
+}
+
+std::string tail(const std::string& text, size_t n) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+std::string format_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+schema::FailureClass failure_class_from_name(const std::string& name) {
+  auto enumerants = capnp::Schema::from<schema::FailureClass>().getEnumerants();
+  for (auto e : enumerants) {
+    if (name == e.getProto().getName().cStr()) {
+      return static_cast<schema::FailureClass>(e.getOrdinal());
+    }
+  }
+  return schema::FailureClass::INTERNAL_ERROR;
+}
+
+EvaluationReport report_from_run(const SandboxResult& run, const std::string& nonce) {
+  EvaluationReport report;
+  report.eval_seconds = run.wall_seconds;
+  report.log_tail = tail(run.stderr_text, 2000);
+  const std::string marker = kResultPrefix + nonce + " ";
+  size_t pos = std::string::npos;
+  // The last matching line wins; only lines that start with the marker count.
+  for (size_t at = run.stdout_text.find(marker); at != std::string::npos;
+       at = run.stdout_text.find(marker, at + 1)) {
+    if (at == 0 || run.stdout_text[at - 1] == '\n') pos = at;
+  }
+  if (pos == std::string::npos) {
+    schema::FailureClass kind = classify_sandbox_failure(run);
+    report.failure = kind == schema::FailureClass::NONE ? schema::FailureClass::CRASHED : kind;
+    report.detail = "evaluation ended without a result: " + describe_sandbox_result(run);
+    return report;
+  }
+  size_t end = run.stdout_text.find('\n', pos);
+  std::string json = run.stdout_text.substr(pos + marker.size(), end == std::string::npos
+                                                                     ? std::string::npos
+                                                                     : end - pos - marker.size());
+  auto doc = parse_json(json, "judge.py result");
+  if (!doc.ok()) {
+    report.failure = schema::FailureClass::INTERNAL_ERROR;
+    report.detail = doc.status().message();
+    return report;
+  }
+  const boost::json::value& root = doc.value();
+  report.failure = failure_class_from_name(json_string(root, "failure", "internalError"));
+  report.detail = json_string(root, "detail");
+  report.correct = json_bool(root, "correct") && report.failure == schema::FailureClass::NONE;
+  report.trials = static_cast<int>(json_number(root, "trials"));
+  report.max_abs_error = json_number(root, "max_abs_error");
+  report.kernel_ms_mean = json_number(root, "kernel_ms_mean");
+  report.kernel_ms_std = json_number(root, "kernel_ms_std");
+  report.reference_ms_mean = json_number(root, "reference_ms_mean");
+  report.reference_ms_std = json_number(root, "reference_ms_std");
+  report.timing_trials = static_cast<int>(json_number(root, "timing_trials"));
+  report.speedup = json_number(root, "speedup");
+  const boost::json::value* phases = json_member(root, "phases");
+  if (phases != nullptr && phases->is_object()) {
+    for (const auto& field : phases->get_object()) {
+      if (!field.value().is_number()) continue;
+      std::ostringstream one;
+      one << std::string(field.key()) << "=" << json_as_number(field.value());
+      report.phases += (report.phases.empty() ? "" : " ") + one.str();
+    }
+  }
+  const boost::json::value* findings = json_member(root, "findings");
+  if (findings != nullptr && findings->is_array()) {
+    for (const auto& f : findings->get_array()) {
+      report.findings.push_back(
+          {json_string(f, "check"), json_string(f, "detail"), json_bool(f, "fatal", true), 0});
+    }
+  }
+  return report;
+}
+
+namespace {
+
+constexpr const char* kReadyLine = "DICE_EVAL_READY";
+constexpr const char* kLaunchProbeFile = "dice_launch_probe.so";
+// Printed with the nonce by a correct candidate's process about to be timed; it then waits for a
+// line on stdin (or its end) before timing.
+constexpr const char* kTimingTurnPrefix = "DICE_TIMING_TURN ";
+
+using SteadyClock = std::chrono::steady_clock;
+
+// What waiting for a process that takes turns at its GPU produced: the run, how long it waited
+// for the GPU alone (not counted against its timeout, nor in its evaluation's seconds), and a
+// finding when that turn did not come in time.
+struct TurnTakingRun {
+  SandboxResult run;
+  double turn_wait_seconds = 0;
+  std::vector<StaticFinding> findings;
+};
+
+// Waits for `process` (its job sent, stdin left open), giving it the GPU alone when it asks to be
+// timed: `turn` goes from shared to exclusive then, and is held until the process ends. A process
+// that never asks (not correct, crashed, no CUDA) is waited for as usual.
+TurnTakingRun wait_taking_turns(SandboxProcess& process, const std::string& nonce,
+                                const EvaluatorOptions& options, GpuTurn& turn) {
+  TurnTakingRun out;
+  const auto start = SteadyClock::now();
+  const double timeout = options.sandbox.timeout_seconds;
+  const Status asked = process.wait_for_line(kTimingTurnPrefix + nonce, timeout);
+  if (asked.ok()) {
+    const auto asked_at = SteadyClock::now();
+    if (!turn.take_alone(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+      out.findings.push_back({"timing-not-exclusive",
+                              "the GPU did not come free within " +
+                                  format_double(options.timing.turn_wait_seconds) +
+                                  " s: timed while other candidates ran on it",
+                              false, 0});
+    }
+    out.turn_wait_seconds = seconds_since(asked_at);
+  }
+  // The reply, or the end of stdin for a process still reading (it then times without its turn,
+  // instead of waiting for one until its timeout); a process gone already cannot take it.
+  (void)process.send_input(asked.ok() ? "go\n" : "");
+  const double spent = seconds_since(start) - out.turn_wait_seconds;
+  out.run = process.wait(std::max(0.0, timeout - spent));
+  return out;
+}
+
+// What makes two evaluation processes interchangeable before their work arrives: everything of
+// the spec but the timeout, which applies from SandboxProcess::wait().
+std::string prestart_key(const SandboxSpec& spec) {
+  std::ostringstream key;
+  for (const auto& a : spec.argv) key << a << '\0';
+  key << '\1';
+  for (const auto& e : spec.env) key << e << '\0';
+  key << '\1';
+  for (const auto& [name, contents] : spec.files) key << name << '\0' << contents << '\0';
+  key << '\1' << spec.workdir << '\0' << spec.scratch_root << '\0' << spec.memory_limit_mb << ' '
+      << spec.limit_data_not_address_space << ' ' << spec.cpu_time_seconds << ' '
+      << spec.max_output_mb << ' ' << spec.max_processes << ' ' << spec.max_open_files << ' '
+      << spec.isolate << spec.allow_network << spec.fresh_network_namespace << ' ' << spec.uid
+      << ' ' << spec.gid << ' ' << spec.input_pipe << ' ' << static_cast<int>(spec.cgroups) << ' '
+      << spec.tmpfs_size_mb << '\1';
+  for (const auto& p : spec.read_only_paths) key << p << '\0';
+  key << '\1';
+  for (int gpu : spec.gpu_devices) key << gpu << ' ';
+  return key.str();
+}
+
+// The service's own failure (not the candidate's): internalError with the process's stderr.
+EvaluationReport service_failure(std::string detail, const SandboxResult& run) {
+  EvaluationReport report;
+  report.failure = schema::FailureClass::INTERNAL_ERROR;
+  report.detail = std::move(detail);
+  report.log_tail = tail(run.stderr_text, 2000);
+  return report;
+}
+
+}  // namespace
+
+Status kernel_check_available(KernelCheck check, const std::string& launch_probe) {
+  if (check != KernelCheck::kCupti || !launch_probe.empty()) return Status::ok_status();
+  return Status::invalid_argument(
+      "reward.kernel_check: cupti needs dice_launch_probe.so, which this build lacks: CUPTI "
+      "(cupti.h and libcupti) was not found when it was configured (set DICE_CUPTI_ROOT and "
+      "build again, or use kernel_check: profiler)");
+}
+
+KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_probe) {
+  if (check != KernelCheck::kAuto) return check;
+  return launch_probe.empty() ? KernelCheck::kProfiler : KernelCheck::kCupti;
+}
+
+EvaluatorPrestart::EvaluatorPrestart(int ahead) : ahead_(std::max(1, ahead)) {}
+
+EvaluatorPrestart::~EvaluatorPrestart() = default;
+
+Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpec& spec) {
+  const std::string key = prestart_key(spec);
+  std::unique_ptr<SandboxProcess> taken;
+  int missing = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it =
+        std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
+    if (it == ready_.end()) {
+      // Processes of a third spec are of no use any more (the options changed): killed.
+      if (ready_.size() >= 2) ready_.pop_back();
+      ready_.push_front(Ready{key, {}});
+      it = ready_.begin();
+    }
+    if (!it->processes.empty()) {
+      taken = std::move(it->processes.front());
+      it->processes.pop_front();
+      ++warm_takes_;
+    }
+    missing = ahead_ - static_cast<int>(it->processes.size());
+  }
+  if (!taken) {
+    DICE_ASSIGN_OR_RETURN(taken, SandboxProcess::start(spec));
+  }
+  // The successors start now (a start returns once the child is forked); a failure shows again,
+  // and is reported, at a later take.
+  for (int i = 0; i < missing; ++i) {
+    auto next = SandboxProcess::start(spec);
+    if (!next.ok()) break;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it =
+        std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
+    if (it == ready_.end() || static_cast<int>(it->processes.size()) >= ahead_) break;
+    it->processes.push_back(std::move(next).value());
+  }
+  return taken;
+}
+
+int EvaluatorPrestart::warm_takes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return warm_takes_;
+}
+
+int EvaluatorPrestart::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int n = 0;
+  for (const auto& r : ready_) n += static_cast<int>(r.processes.size());
+  return n;
+}
+
+namespace {
+
+// A started process for `spec`, ready for its job: from `prestart` when given (one that died
+// while it waited is replaced by a fresh one: no reason to fail this candidate), else new. A
+// process that cannot get ready is the service's problem (python or torch broken, the GPU gone)
+// and gives `failed` an internalError report; a sandbox that could not be set up gives it
+// sandboxUnavailable (the candidate was not run).
+std::unique_ptr<SandboxProcess> ready_process(
+    const SandboxSpec& spec, const char* what, EvaluatorPrestart* prestart,
+    const std::vector<std::pair<std::string, std::string>>& files, EvaluationReport* failed) {
+  std::unique_ptr<SandboxProcess> process;
+  Status ready = Status::unavailable("not started");
+  if (prestart != nullptr) {
+    auto taken = prestart->take(spec);
+    if (taken.ok()) {
+      process = std::move(taken).value();
+      ready = process->add_files(files);
+      if (ready.ok()) ready = process->wait_for_line(kReadyLine, spec.timeout_seconds);
+      if (!ready.ok()) {
+        DICE_LOG(Warn) << "evaluator: a " << what << " started ahead did not get ready; starting "
+                       << "another" << kv("stderr", tail(process->wait(1).stderr_text, 300));
+        process.reset();
+      }
+    }
+  }
+  if (!process) {
+    auto started = SandboxProcess::start(spec);
+    if (!started.ok()) {
+      *failed = service_failure(
+          std::string("the ") + what + " did not start: " + started.status().to_string(),
+          SandboxResult{});
+      return nullptr;
+    }
+    process = std::move(started).value();
+    ready = process->add_files(files);
+    if (ready.ok()) ready = process->wait_for_line(kReadyLine, spec.timeout_seconds);
+  }
+  if (ready.ok()) return process;
+  const SandboxResult run = process->wait(1);
+  if (run.unavailable) {
+    failed->failure = schema::FailureClass::SANDBOX_UNAVAILABLE;
+    failed->detail = std::string("the ") + what +
+                     "'s sandbox could not be set up, so nothing ran: " + run.unavailable_reason;
+    return nullptr;
+  }
+  *failed =
+      service_failure(std::string("the ") + what + " did not start: " + ready.message() + " (" +
+                          describe_sandbox_result(run) + "): " + tail(run.stderr_text, 1000),
+                      run);
+  return nullptr;
+}
+
+// The end of a run's stderr, under a heading, for a report's log tail.
+std::string stderr_tail(const char* heading, const SandboxResult& run, size_t n) {
+  if (run.stderr_text.empty()) return "";
+  return std::string("[") + heading + "]\n" + tail(run.stderr_text, n) + "\n";
+}
+
+// The judge's and the runner's sandboxes: the options' limits, each with its scripts and command.
+Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec,
+                        SandboxSpec* runner_spec) {
+  // Two processes of one kind of sandbox, each with its scripts copied into its scratch folder
+  // (the sandbox uid needs no access to the install folder), each waiting for its job on stdin.
+  SandboxSpec base = options.sandbox;
+  if (options.device != "cpu") base.limit_data_not_address_space = true;
+  base.input_pipe = true;
+  *judge_spec = base;
+  *runner_spec = base;
+  // The judge makes the memfds that carry tensors both ways (python/channel.py), and a file
+  // grows only up to its maker's RLIMIT_FSIZE (max_output_mb): the judge's is as large as its
+  // memory limit (it runs no candidate code); the runner's stays small, so candidate code
+  // cannot fill a disk.
+  if (judge_spec->memory_limit_mb > judge_spec->max_output_mb) {
+    judge_spec->max_output_mb = judge_spec->memory_limit_mb;
+  }
+  DICE_ASSIGN_OR_RETURN(
+      judge_spec->files,
+      read_files_for_sandbox(options.script_dir, {"judge.py", "channel.py", "compare.py",
+                                                  "kernel_check.py", "timed_calls.py"}));
+  DICE_ASSIGN_OR_RETURN(
+      runner_spec->files,
+      read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",
+                                                  "shared_poison.py", "guard_regions.py"}));
+  judge_spec->argv = {options.python,     "-E",       "-s",          "judge.py",
+                      "--job-from-stdin", "--device", options.device};
+  runner_spec->argv = {options.python,     "-E",       "-s",          "runner.py",
+                       "--job-from-stdin", "--device", options.device};
+  const bool cupti =
+      resolve_kernel_check(options.kernel_check, options.launch_probe) == KernelCheck::kCupti;
+  if (cupti) {
+    // The probe travels like the scripts; the runner loads it while it starts, before any
+    // candidate code, and skips warming the profiler.
+    DICE_RETURN_IF_ERROR(kernel_check_available(options.kernel_check, options.launch_probe));
+    DICE_ASSIGN_OR_RETURN(auto probe, read_files_for_sandbox("", {options.launch_probe}));
+    runner_spec->files.emplace_back(kLaunchProbeFile, std::move(probe[0].second));
+    runner_spec->argv.insert(runner_spec->argv.end(), {"--launch-probe", kLaunchProbeFile});
+  }
+  return Status::ok_status();
+}
+
+// The judge's command-line arguments for `job`; the built modules they name are added to
+// `runner_files`.
+Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options, bool take_turns,
+                       std::vector<std::pair<std::string, std::string>>* runner_files,
+                       std::vector<std::string>* args) {
+  *args = {"--reference",
+           "reference.py",
+           "--runner-candidate",
+           "candidate.py",
+           "--nonce-file",
+           "nonce",
+           "--device",
+           options.device,
+           "--trials",
+           std::to_string(options.trials),
+           "--seed",
+           std::to_string(options.seed),
+           "--tol-fp32",
+           format_double(options.tolerance.fp32),
+           "--tol-fp16",
+           format_double(options.tolerance.fp16),
+           "--tol-bf16",
+           format_double(options.tolerance.bf16),
+           "--peak-gbps",
+           format_double(options.peak_gbps),
+           "--answer-seconds",
+           format_double(options.sandbox.timeout_seconds)};
+  for (const auto& m : job.modules) {
+    DICE_ASSIGN_OR_RETURN(auto copied, read_files_for_sandbox("", {m.module_path}));
+    const std::string local = "module_" + m.module_name + "_" + copied[0].first;
+    runner_files->emplace_back(local, std::move(copied[0].second));
+    args->push_back("--runner-module");
+    args->push_back(m.module_name + "=./" + local);
+  }
+  if (!job.kernels.empty()) {
+    std::string list;
+    for (const auto& k : job.kernels) list += (list.empty() ? "" : ",") + k;
+    args->push_back("--kernels");
+    args->push_back(list);
+  }
+  for (const auto& variant : job.shape_variants) {
+    args->insert(args->end(), {"--shape-variant", variant});
+  }
+  if (options.timing.enabled) {
+    args->insert(args->end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
+                               "--warmups", std::to_string(options.timing.warmups)});
+  }
+  if (take_turns) args->push_back("--timing-turn");
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
+                                            const EvaluatorOptions& options,
+                                            EvaluatorPrestart* prestart) {
+  SandboxSpec judge_spec, runner_spec;
+  DICE_RETURN_IF_ERROR(evaluation_specs(options, &judge_spec, &runner_spec));
+
+  // The runner's files: the candidate and its built modules (copies: the sandbox uid cannot touch
+  // the cached originals). The judge's: the reference and the nonce.
+  std::vector<std::pair<std::string, std::string>> runner_files = {
+      {"candidate.py", job.candidate_source}};
+  const std::string nonce = random_nonce();
+  std::vector<std::pair<std::string, std::string>> judge_files = {
+      {"reference.py", job.reference_source}, {"nonce", nonce + "\n"}};
+  const bool take_turns = options.timing.enabled && options.gpu_turns != nullptr;
+  std::vector<std::string> args;
+  DICE_RETURN_IF_ERROR(judge_arguments(job, options, take_turns, &runner_files, &args));
+
+  EvaluationReport failed;
+  std::unique_ptr<SandboxProcess> runner =
+      ready_process(runner_spec, "runner", prestart, runner_files, &failed);
+  if (!runner) return failed;
+  std::unique_ptr<SandboxProcess> judge =
+      ready_process(judge_spec, "judge", prestart, judge_files, &failed);
+  if (!judge) return failed;
+
+  // The channel: one end to each, with its job. Closed here once sent: the two then hold the
+  // only ends, so either one's death ends the other's reads.
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    return Status::io_error(std::string("evaluator: socketpair: ") + std::strerror(errno));
+  }
+  Status runner_sent = runner->send_input("channel\n", /*keep_open=*/false, channel[1]);
+  close(channel[1]);
+  // Arguments NUL-separated (no escaping needed; none holds a newline), then a newline; stdin
+  // stays open for the timing turn's reply when there is one.
+  std::string job_line;
+  for (const auto& a : args) job_line += a + '\0';
+  job_line += '\n';
+  // The candidate runs on the GPU from here: alongside other candidates' checks, never alongside
+  // a timing (which waits for the shared turns to end, and holds new ones back).
+  GpuTurn turn(take_turns ? options.gpu_turns : nullptr);
+  if (!turn.share(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+    DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
+  }
+  const auto sent_at = SteadyClock::now();
+  Status sent = judge->send_input(job_line, /*keep_open=*/take_turns, channel[0]);
+  close(channel[0]);
+  // The runner's output is drained while the judge works (a full pipe would stall it); it is
+  // read for the log only, never for a result.
+  SandboxResult runner_run;
+  std::thread runner_waiter([&] { runner_run = runner->wait(options.sandbox.timeout_seconds); });
+  TurnTakingRun waited;
+  if (take_turns && sent.ok()) {
+    waited = wait_taking_turns(*judge, nonce, options, turn);
+  } else {
+    waited.run = judge->wait(options.sandbox.timeout_seconds);
+  }
+  // The judge has its verdict (or died): the runner has nothing left to do.
+  runner->kill_now();
+  runner_waiter.join();
+  const SandboxResult& run = waited.run;
+  if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
+    return service_failure("the judge did not take its work: " + sent.message(), run);
+  }
+  if (!runner_sent.ok()) {
+    DICE_LOG(Warn) << "evaluator: the runner did not take its channel"
+                   << kv("why", runner_sent.message());
+  }
+  EvaluationReport report = report_from_run(run, nonce);
+  report.log_tail = stderr_tail("runner", runner_run, 1500) + stderr_tail("judge", run, 1000);
+  if (take_turns) {
+    report.eval_seconds = seconds_since(sent_at) - waited.turn_wait_seconds;
+    report.findings.insert(report.findings.end(), waited.findings.begin(), waited.findings.end());
+  }
+  return report;
+}
+
+}  // namespace dice

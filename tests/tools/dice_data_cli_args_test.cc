@@ -1,0 +1,75 @@
+// dice-data's argument parsing (tools/dice-data/cli.h): what each flag sets, and errors that name
+// the argument at fault.
+#include "tools/dice-data/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace dice::data {
+namespace {
+
+TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
+  auto r = parse_command_line({"curriculum", "--out", "d"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->out_dir, "d");
+  EXPECT_EQ(r->options.seed, 1u);
+  EXPECT_EQ(r->options.sft_pairs, 3000);
+  EXPECT_EQ(r->options.rl_tasks_per_level, 64);
+  EXPECT_EQ(r->options.heldout_per_level, 32);
+
+  r = parse_command_line({"curriculum", "--seed", "18446744073709551615", "--sft-pairs=10",
+                          "--rl-tasks-per-level", "0", "--heldout-per-level=5", "--out=x/y"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->options.seed, 18446744073709551615ull);
+  EXPECT_EQ(r->options.sft_pairs, 10);
+  EXPECT_EQ(r->options.rl_tasks_per_level, 0);
+  EXPECT_EQ(r->options.heldout_per_level, 5);
+  EXPECT_EQ(r->out_dir, "x/y");
+}
+
+TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"-h"}, {"curriculum", "--help"}, {"curriculum", "--seed", "x", "-h"}}) {
+    auto r = parse_command_line(args);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->help);
+  }
+  const std::string usage = usage_text();
+  for (const char* flag :
+       {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level", "--heldout-per-level", "sft.json",
+        "rl_infill.json", "rl_e2e.json", "heldout_infill.json", "heldout_e2e.json",
+        "verify_items.json", "MANIFEST.json", "Exit status"})
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+}
+
+TEST(DiceDataCliArgsTest, ErrorsNameTheArgument) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::vector<Case> cases = {
+      {{}, "missing the command"},
+      {{"generate"}, "'generate'"},
+      {{"curriculum"}, "--out"},
+      {{"curriculum", "--out", "d", "--bogus", "1"}, "--bogus"},
+      {{"curriculum", "--out", "d", "--seed"}, "--seed: missing its value"},
+      {{"curriculum", "--out", "d", "--seed", "abc"}, "--seed: expected an integer"},
+      {{"curriculum", "--out", "d", "--seed", "18446744073709551616"}, "--seed"},
+      {{"curriculum", "--out", "d", "--sft-pairs", "-1"}, "--sft-pairs: expected an integer"},
+      {{"curriculum", "--out", "d", "--rl-tasks-per-level=2000000"}, "--rl-tasks-per-level"},
+      {{"curriculum", "--out", "d", "--heldout-per-level="}, "--heldout-per-level"},
+      {{"curriculum", "--out="}, "--out"},
+      {{"curriculum", "d"}, "'d'"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_command_line(c.args);
+    ASSERT_FALSE(r.ok()) << c.names;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.names), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace dice::data

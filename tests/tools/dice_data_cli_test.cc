@@ -1,0 +1,163 @@
+// The dice-data executable end to end: exit codes and messages for bad arguments, the files it
+// writes (byte-identical for one seed), and the generated references run by PyTorch
+// (dice_data_check_references.py; skipped where /usr/bin/python3 has no torch).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace dice::data {
+namespace {
+
+const char kPython[] = "/usr/bin/python3";
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command line (arguments already quoted by the caller).
+Ran run(const std::string& command) {
+  Ran r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
+
+std::string dice_data(const std::string& args) {
+  return quoted(DICE_DATA_EXE) + " " + args;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "dice-data-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+const char* const kFiles[] = {
+    "sft.json",         "rl_infill.json",    "rl_e2e.json",  "heldout_infill.json",
+    "heldout_e2e.json", "verify_items.json", "MANIFEST.json"};
+
+TEST(DiceDataCliTest, HelpDocumentsEveryFlagAndExitsZero) {
+  const Ran r = run(dice_data("--help"));
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"curriculum", "--out", "--seed", "--sft-pairs", "--rl-tasks-per-level",
+                           "--heldout-per-level", "--help"})
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+}
+
+TEST(DiceDataCliTest, BadArgumentsExitTwoNamingTheArgument) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "missing the command"},
+      {"curriculum", "--out"},
+      {"curriculum --out /tmp/x --seed banana", "--seed"},
+      {"curriculum --out /tmp/x --sft-pairs -5", "--sft-pairs"},
+      {"curriculum --out /tmp/x --frobnicate 1", "--frobnicate"},
+      {"curriculum --out /tmp/x --heldout-per-level", "--heldout-per-level"},
+  };
+  for (const auto& [args, names] : cases) {
+    const Ran r = run(dice_data(args));
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.output.find(names), std::string::npos) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("--help"), std::string::npos) << r.output;
+  }
+}
+
+TEST(DiceDataCliTest, UnwritableOutputExitsOne) {
+  TempDir dir;
+  std::ofstream(dir.sub("file")) << "x";
+  const Ran r = run(dice_data("curriculum --sft-pairs 3 --out " + quoted(dir.sub("file/sub"))));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("file/sub"), std::string::npos) << r.output;
+}
+
+TEST(DiceDataCliTest, WritesEveryFileAndTheSameBytesForTheSameSeed) {
+  TempDir dir;
+  const std::string args =
+      "curriculum --seed 5 --sft-pairs 30 --rl-tasks-per-level 6 "
+      "--heldout-per-level 4 --out ";
+  Ran r = run(dice_data(args + quoted(dir.sub("a"))));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run(dice_data(args + quoted(dir.sub("b"))));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : kFiles) {
+    const std::string a = read_file(dir.sub("a") + "/" + f);
+    EXPECT_FALSE(a.empty()) << f;
+    EXPECT_EQ(a, read_file(dir.sub("b") + "/" + f)) << f;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.sub("a") + "/sft.json.tmp"));
+  EXPECT_NE(read_file(dir.sub("a") + "/MANIFEST.json").find("\"seed\": 5"), std::string::npos);
+}
+
+bool python_has_torch() {
+  return run(std::string(kPython) + " -c 'import torch'").exit_code == 0;
+}
+
+TEST(DiceDataCliTest, ReferencesRunUnderPyTorchForEveryShapeVariant) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: the references are not run";
+  TempDir dir;
+  Ran r =
+      run(dice_data("curriculum --seed 11 --sft-pairs 60 --rl-tasks-per-level 16 "
+                    "--heldout-per-level 8 --out " +
+                    quoted(dir.sub("c"))));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run(std::string(kPython) + " " + quoted(DICE_DATA_CHECK_SCRIPT) + " " + quoted(dir.sub("c")) +
+          " --sample 40");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checked 40 tasks"), std::string::npos) << r.output;
+}
+
+TEST(DiceDataCliTest, CandidatesPassTheRewardStaticChecks) {
+  // The reward service's static anti-cheat checks (standard-library Python) over every
+  // candidate: a correct pair must not be flagged (torch op in forward, no kernel launched...).
+  if (!std::filesystem::exists(DICE_DATA_STATIC_CHECK))
+    GTEST_SKIP() << DICE_DATA_STATIC_CHECK << " is not there";
+  TempDir dir;
+  Ran r =
+      run(dice_data("curriculum --seed 3 --sft-pairs 60 --rl-tasks-per-level 10 "
+                    "--heldout-per-level 5 --out " +
+                    quoted(dir.sub("s"))));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run(std::string(kPython) + " " + quoted(DICE_DATA_CHECK_SCRIPT) + " " + quoted(dir.sub("s")) +
+          " --static-check " + quoted(DICE_DATA_STATIC_CHECK));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("static checks passed"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace dice::data

@@ -1,0 +1,68 @@
+// Helpers shared by the dice-data tests: reading generated JSON and picking apart a candidate's
+// CUDA source.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/json/parse_text.h"
+
+namespace dice::data::testing {
+
+// The objects of a JSON array text; a test failure (and nothing) when it is not one.
+inline std::vector<boost::json::object> json_items(const std::string& text,
+                                                   const std::string& where) {
+  boost::system::error_code ec;
+  std::string position;
+  const boost::json::value v = parse_json_text(text, &ec, &position);
+  std::vector<boost::json::object> out;
+  if (ec || !v.is_array()) {
+    ADD_FAILURE() << where << ": not a JSON array (" << ec.message() << " at " << position << ")";
+    return out;
+  }
+  for (const auto& e : v.get_array()) {
+    if (!e.is_object()) {
+      ADD_FAILURE() << where << ": an item is not an object";
+      continue;
+    }
+    out.push_back(e.get_object());
+  }
+  return out;
+}
+
+inline std::string str(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+// The text of the CUDA source string of a middle: between the first and the last `"""`.
+inline std::string cuda_source_of(const std::string& middle) {
+  const auto open = middle.find("\"\"\"");
+  const auto close = middle.rfind("\"\"\"");
+  if (open == std::string::npos || close <= open) return "";
+  return middle.substr(open + 3, close - open - 3);
+}
+
+// The bodies ({...}) of every function whose declaration starts with `qualifier`
+// ("__global__", "__device__").
+inline std::vector<std::string> function_bodies(const std::string& src,
+                                                const std::string& qualifier) {
+  std::vector<std::string> bodies;
+  for (auto at = src.find(qualifier); at != std::string::npos; at = src.find(qualifier, at + 1)) {
+    const auto open = src.find('{', at);
+    if (open == std::string::npos) break;
+    int depth = 0;
+    std::size_t end = open;
+    for (; end < src.size(); ++end) {
+      if (src[end] == '{') ++depth;
+      if (src[end] == '}' && --depth == 0) break;
+    }
+    bodies.push_back(src.substr(open, end - open + 1));
+  }
+  return bodies;
+}
+
+}  // namespace dice::data::testing

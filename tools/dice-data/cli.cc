@@ -1,0 +1,114 @@
+#include "tools/dice-data/cli.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+namespace dice::data {
+namespace {
+
+// Each count is capped so that a typo cannot ask for a corpus of many gigabytes.
+constexpr long long kMaxCount = 1000000;
+
+Result<unsigned long long> parse_unsigned(const std::string& flag, const std::string& text,
+                                          unsigned long long max) {
+  const std::string what =
+      flag + ": expected an integer in [0, " + std::to_string(max) + "], got '" + text + "'";
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return Status::invalid_argument(what);
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || v > max) return Status::invalid_argument(what);
+  return v;
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return R"(Usage: dice-data curriculum --out DIR [options]
+
+Generates a deterministic curriculum of PyTorch -> CUDA kernel pairs for dice (SFT data, RL tasks
+for both phases, a held-out split, and dice-judge items that check every pair).
+
+Options:
+  --out DIR                  folder to write into (created if missing); required
+  --seed N                   seed of every draw; the same seed gives byte-identical files
+                             (default 1)
+  --sft-pairs N              pairs in sft.json, half end-to-end, half infilling, spread evenly
+                             over levels 1-3 (default 3000)
+  --rl-tasks-per-level N     tasks per level in each of rl_infill.json and rl_e2e.json
+                             (default 64)
+  --heldout-per-level N      tasks per level in each of heldout_infill.json and
+                             heldout_e2e.json (default 32)
+  -h, --help                 this text
+Counts are integers in [0, 1000000]; flags take "--flag value" or "--flag=value".
+
+Files written to DIR:
+  sft.json             [{id, level, pytorch_code, cuda_code}] and
+                       [{id, level, pytorch_code, prefix, middle, suffix}], alternating
+  rl_infill.json       phase-1 tasks {id, level, pytorch_code, prefix, suffix, middle, cuda_code,
+                       shape_variants}, sorted by level
+  rl_e2e.json          phase-2 tasks {id, level, pytorch_code, cuda_code, shape_variants}
+  heldout_infill.json  held-out tasks, as rl_infill.json
+  heldout_e2e.json     held-out tasks, as rl_e2e.json
+  verify_items.json    every pair once as dice-judge items {id, pytorch_code, cuda_code,
+                       shape_variants}: dice-judge --items verify_items.json checks them all
+  MANIFEST.json        seed, generator version, counts per file, level, family, dtype and op,
+                       and the held-out keys
+
+Levels: "1" single element-wise ops (families unary, binary), "2" fused chains of 2-4 ops
+(chain), "3" reductions along the last dimension and row normalisations (reduce, norm).
+Held-out keys (level-1 op parameter values and binary broadcasts, level-2 op combinations,
+level-3 (normalisation, dtype) and (reduction, keepdim) pairs) are reserved from the seed and
+never occur in sft.json or rl_*.json. Ids are <family>-<level>-<n>, unique over all files.
+
+Exit status: 0 written, 1 the files could not be written, 2 bad arguments.
+)";
+}
+
+Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
+  CliRequest req;
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      req.help = true;
+      return req;
+    }
+  if (args.empty()) return Status::invalid_argument("missing the command (curriculum)");
+  if (args[0] != "curriculum")
+    return Status::invalid_argument("unknown command '" + args[0] + "' (expected curriculum)");
+  bool have_out = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool inline_value = false;
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      inline_value = true;
+    }
+    const bool known = flag == "--out" || flag == "--seed" || flag == "--sft-pairs" ||
+                       flag == "--rl-tasks-per-level" || flag == "--heldout-per-level";
+    if (!known) return Status::invalid_argument("unknown argument '" + args[i] + "'");
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return Status::invalid_argument(flag + ": missing its value");
+      value = args[++i];
+    }
+    if (flag == "--out") {
+      if (value.empty()) return Status::invalid_argument("--out: expected a folder, got ''");
+      req.out_dir = value;
+      have_out = true;
+      continue;
+    }
+    const unsigned long long max =
+        flag == "--seed" ? std::numeric_limits<unsigned long long>::max() : kMaxCount;
+    DICE_ASSIGN_OR_RETURN(const unsigned long long n, parse_unsigned(flag, value, max));
+    if (flag == "--seed") req.options.seed = n;
+    if (flag == "--sft-pairs") req.options.sft_pairs = static_cast<int>(n);
+    if (flag == "--rl-tasks-per-level") req.options.rl_tasks_per_level = static_cast<int>(n);
+    if (flag == "--heldout-per-level") req.options.heldout_per_level = static_cast<int>(n);
+  }
+  if (!have_out) return Status::invalid_argument("--out: required (the folder to write into)");
+  return req;
+}
+
+}  // namespace dice::data

@@ -1,0 +1,182 @@
+#include "tools/dice-data/curriculum.h"
+
+#include <map>
+
+#include "tools/dice-data/chain_builder.h"
+#include "tools/dice-data/elementwise_family.h"
+#include "tools/dice-data/row_family.h"
+
+namespace dice::data {
+namespace {
+
+// How a split picks its tasks: training splits walk the families round-robin and avoid every
+// reserved key; the held-out split walks the reserved keys themselves.
+class TaskSource {
+ public:
+  TaskSource(const HeldOut& heldout, bool held) : heldout_(heldout), held_(held) {}
+
+  KernelPair next(const std::string& level, Prng& rng) {
+    const int k = counters_[level]++;
+    if (level == "1") return held_ ? held_level1(k, rng) : level1(k, rng);
+    if (level == "2") return render_elementwise(held_ ? held_chain(k, rng) : chain(rng), rng);
+    return render_row(held_ ? held_level3(k, rng) : level3(k, rng), rng);
+  }
+
+ private:
+  static Dtype draw_dtype(Prng& rng, int half_percent) {
+    if (!rng.chance(half_percent)) return Dtype::kFloat32;
+    return rng.chance(50) ? Dtype::kFloat16 : Dtype::kBFloat16;
+  }
+
+  // A value set of `op` that is not held out (any, for the held-out split).
+  int value_for(const UnaryOp& op, Prng& rng) const {
+    for (;;) {
+      const int v = rng.below(static_cast<int>(op.values.size()));
+      if (held_ || !heldout_.reserved(param_key(op, v))) return v;
+    }
+  }
+
+  KernelPair level1(int k, Prng& rng) {
+    ElementwiseTask t;
+    t.level = "1";
+    t.dtype = draw_dtype(rng, 30);
+    if (k % 3 != 2) {
+      t.family = "unary";
+      const UnaryOp& op = unary_ops()[static_cast<std::size_t>(unary_++) % unary_ops().size()];
+      t.steps.push_back({&op, op.params.empty() ? 0 : value_for(op, rng), rng.chance(70)});
+      return render_elementwise(t, rng);
+    }
+    t.family = "binary";
+    std::vector<std::pair<const BinaryOp*, Broadcast>> open;
+    for (const auto& op : binary_ops())
+      for (Broadcast b : kBroadcasts)
+        if (!heldout_.reserved(binary_key(op, b))) open.emplace_back(&op, b);
+    const auto& [op, b] = open[static_cast<std::size_t>(binary_++) % open.size()];
+    t.binary = op;
+    t.broadcast = b;
+    return render_elementwise(t, rng);
+  }
+
+  KernelPair held_level1(int k, Prng& rng) {
+    ElementwiseTask t;
+    t.level = "1";
+    t.dtype = draw_dtype(rng, 30);
+    const std::size_t slots = heldout_.params.size() + heldout_.binaries.size();
+    const std::size_t slot = static_cast<std::size_t>(k) % slots;
+    if (slot < heldout_.params.size()) {
+      t.family = "unary";
+      t.steps.push_back(
+          {heldout_.params[slot].first, heldout_.params[slot].second, rng.chance(70)});
+    } else {
+      t.family = "binary";
+      t.binary = heldout_.binaries[slot - heldout_.params.size()].first;
+      t.broadcast = heldout_.binaries[slot - heldout_.params.size()].second;
+    }
+    return render_elementwise(t, rng);
+  }
+
+  // Parameters, dtype and broadcast of a chain shape.
+  ElementwiseTask finish_chain(ElementwiseTask t, Prng& rng) const {
+    t.dtype = rng.chance(20) ? Dtype::kFloat16 : Dtype::kFloat32;
+    for (auto& step : t.steps) {
+      if (step.op->params.empty()) continue;
+      step.value_index = value_for(*step.op, rng);
+      step.init_arg = rng.chance(25);
+    }
+    return t;
+  }
+
+  ElementwiseTask chain(Prng& rng) const {
+    for (;;) {
+      ElementwiseTask t = draw_chain_shape(rng);
+      if (heldout_.reserved(chain_key(t))) continue;
+      if (t.binary && heldout_.reserved(binary_key(*t.binary, t.broadcast))) continue;
+      return finish_chain(t, rng);
+    }
+  }
+
+  ElementwiseTask held_chain(int k, Prng& rng) const {
+    return finish_chain(heldout_.chains[static_cast<std::size_t>(k) % heldout_.chains.size()], rng);
+  }
+
+  RowTask level3(int k, Prng& rng) {
+    RowTask t;
+    if (k % 2 == 0) {
+      std::vector<RowTask> open;
+      for (RowOp op : kReductions)
+        for (bool keepdim : {false, true})
+          if (!heldout_.reserved(reduce_key(op, keepdim))) open.push_back({op, keepdim});
+      t = open[static_cast<std::size_t>(reduce_++) % open.size()];
+      t.dtype = draw_dtype(rng, 40);
+      return t;
+    }
+    t.op = kNorms[norm_++ % 4];
+    do {
+      t.dtype = draw_dtype(rng, 40);
+    } while (heldout_.reserved(norm_key(t.op, t.dtype)));
+    return t;
+  }
+
+  // A reserved normalisation keeps its dtype (the key names it); a reserved reduction takes any.
+  RowTask held_level3(int k, Prng& rng) const {
+    RowTask t = heldout_.rows[static_cast<std::size_t>(k) % heldout_.rows.size()];
+    if (is_reduction(t.op)) t.dtype = draw_dtype(rng, 40);
+    return t;
+  }
+
+  const HeldOut& heldout_;
+  bool held_;
+  std::map<std::string, int> counters_;  // tasks drawn so far per level
+  int unary_ = 0, binary_ = 0, reduce_ = 0, norm_ = 0;
+};
+
+std::vector<KernelPair> by_level(const HeldOut& heldout, bool held, const std::string& stream,
+                                 int per_level, std::uint64_t seed) {
+  TaskSource source(heldout, held);
+  std::vector<KernelPair> out;
+  std::uint64_t index = 0;
+  for (const char* level : {"1", "2", "3"}) {
+    for (int i = 0; i < per_level; ++i) {
+      Prng rng(item_seed(seed, stream, index++));
+      out.push_back(source.next(level, rng));
+    }
+  }
+  return out;
+}
+
+// Ids in file order: "<family>-<level>-<n>", n counting per family and level over all files.
+void assign_ids(Curriculum& c) {
+  std::map<std::string, int> next;
+  auto name = [&next](KernelPair& p) {
+    const std::string stem = p.family + "-" + p.level;
+    p.id = stem + "-" + std::to_string(next[stem]++);
+  };
+  for (auto& item : c.sft) name(item.pair);
+  for (auto* list : {&c.rl_infill, &c.rl_e2e, &c.heldout_infill, &c.heldout_e2e})
+    for (auto& p : *list) name(p);
+}
+
+}  // namespace
+
+Curriculum generate_curriculum(const CurriculumOptions& options) {
+  Curriculum c;
+  c.options = options;
+  c.heldout = reserve_heldout(options.seed);
+  {
+    TaskSource source(c.heldout, false);
+    for (int i = 0; i < options.sft_pairs; ++i) {
+      Prng rng(item_seed(options.seed, "sft", static_cast<std::uint64_t>(i)));
+      const std::string level = std::to_string(1 + (i / 2) % 3);
+      c.sft.push_back({i % 2 == 1, source.next(level, rng)});
+    }
+  }
+  c.rl_infill = by_level(c.heldout, false, "rl_infill", options.rl_tasks_per_level, options.seed);
+  c.rl_e2e = by_level(c.heldout, false, "rl_e2e", options.rl_tasks_per_level, options.seed);
+  c.heldout_infill =
+      by_level(c.heldout, true, "heldout_infill", options.heldout_per_level, options.seed);
+  c.heldout_e2e = by_level(c.heldout, true, "heldout_e2e", options.heldout_per_level, options.seed);
+  assign_ids(c);
+  return c;
+}
+
+}  // namespace dice::data

@@ -1,0 +1,43 @@
+// The held-out split, reserved from the seed before anything is generated: level-1 (op,
+// parameter value) and (binary op, broadcast) pairs, level-2 op combinations, level-3
+// (normalisation, dtype) and (reduction, keepdim) pairs. No SFT or RL pair touches a reserved key
+// (KernelPair::keys); every held-out pair is built on one, so held-out accuracy measures
+// combinations the policy never saw.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/dice-data/elementwise_family.h"
+#include "tools/dice-data/op_table.h"
+#include "tools/dice-data/row_family.h"
+
+namespace dice::data {
+
+struct HeldOutEntry {
+  std::string level;  // "1", "2", "3"
+  std::string kind;   // "param", "binary", "chain", "norm_dtype", "reduce_keepdim"
+  std::string key;    // as in KernelPair::keys
+};
+
+struct HeldOut {
+  std::vector<HeldOutEntry> entries;  // in reservation order (the manifest lists them)
+  std::vector<std::pair<const UnaryOp*, int>> params;           // op, value index
+  std::vector<std::pair<const BinaryOp*, Broadcast>> binaries;  // op, broadcast
+  std::vector<ElementwiseTask> chains;                          // op combinations
+  std::vector<RowTask> rows;  // norms with their dtype, reductions with their keepdim
+  std::set<std::string> keys;
+
+  bool reserved(const std::string& key) const { return keys.count(key) > 0; }
+  // Whether any of `pair_keys` is reserved.
+  bool touches(const std::vector<std::string>& pair_keys) const;
+};
+
+// Level 1: 2 parametrised ops with one value each, 1 (binary op, broadcast); level 2: 8 chains;
+// level 3: 2 (normalisation, half dtype) and 2 (reduction, keepdim) pairs.
+HeldOut reserve_heldout(std::uint64_t seed);
+
+}  // namespace dice::data

@@ -1,0 +1,35 @@
+// dice-data: generates data for dice. One command, curriculum (cli.h, README.md).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/dice-data/cli.h"
+#include "tools/dice-data/curriculum.h"
+#include "tools/dice-data/curriculum_writer.h"
+
+int main(int argc, char** argv) {
+  using namespace dice::data;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto request = parse_command_line(args);
+  if (!request.ok()) {
+    std::cerr << "dice-data: " << request.status().message()
+              << "\nRun 'dice-data --help' for the usage.\n";
+    return 2;
+  }
+  if (request->help) {
+    std::cout << usage_text();
+    return 0;
+  }
+  const Curriculum curriculum = generate_curriculum(request->options);
+  const dice::Status written = write_curriculum(curriculum, request->out_dir);
+  if (!written.ok()) {
+    std::cerr << "dice-data: " << written.message() << "\n";
+    return 1;
+  }
+  std::cout << "dice-data: wrote " << request->out_dir << ": " << curriculum.sft.size()
+            << " SFT pairs, " << curriculum.rl_infill.size() << " + " << curriculum.rl_e2e.size()
+            << " RL tasks, " << curriculum.heldout_infill.size() << " + "
+            << curriculum.heldout_e2e.size() << " held-out tasks (seed " << request->options.seed
+            << ")\n";
+  return 0;
+}
