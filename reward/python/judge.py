@@ -245,9 +245,12 @@ class Judge:
         if isinstance(written_past, str):
             self.note_once("guard-regions-unavailable", written_past[:300])
         elif written_past:
-            self.finding("write-past-output", "forward wrote past the end of output(s) [output, "
-                         "bytes]: %s" % str(written_past)[:200], True)
-            raise EvalFailure("antiCheat", "the candidate wrote past the end of an output")
+            # A note, not a failure: bytes past an output's end in its allocator block also
+            # change when a temporary of the same forward used that block first (dev item 3139,
+            # a correct kernel, on the H200), and the attack they were for escaped them there
+            # (docs/SECURITY.md, known limits).
+            self.note_once("write-past-output", "bytes of the allocator block past output(s) "
+                           "changed [output, bytes]: %s" % str(written_past)[:200])
         modified = answer.get("inputs_modified", [])
         if modified:
             self.finding("inputs-modified", "forward changed input(s) %s" % (modified,)[:200],
