@@ -195,6 +195,7 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
   DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
                  << kv("step", global_step) << kv("candidates", c.verdicts)
                  << kv("candidates_per_s", fixed(c.candidates / std::max(seconds, 1e-3), 2))
+                 << kv("truncated", c.truncated)
                  << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
                  << kv("mean_reward", fixed(mean_reward(c), 3))
                  << kv("groups_dropped", c.groups_dropped) << kv("groups_skipped", c.groups_skipped)

@@ -40,6 +40,7 @@ Result<std::vector<rewardlog::LogRecord>> group_records(
     record.setEvaluatedSource(verdict.getEvaluatedSource());
     record.setAdvantage(static_cast<float>(sample.advantage));
     record.setWeightsChecksum(sample.weights_checksum);
+    record.setRolloutWorker(sample.rollout_worker);
     record.setWrittenUnixMillis(now_ms);
     DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
                           rewardlog::encode_record(record.asReader()));
@@ -101,6 +102,9 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
       {"reward/correct_rate", rate(counts.correct, counts.verdicts)},
       {"reward/compile_rate", rate(counts.compiled, counts.verdicts)},
       {"rollout/candidates_per_s", counts.candidates / seconds},
+      {"rollout/truncated_rate", rate(counts.truncated, counts.candidates)},
+      {"rollout/generation_seconds_mean",
+       counts.candidates ? counts.generation_seconds / counts.candidates : 0.0},
       {"learner/groups_dropped", counts.groups_dropped},
       {"learner/groups_skipped", counts.groups_skipped},
       {"learner/candidates_stale", counts.stale_dropped},

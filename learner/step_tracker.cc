@@ -108,6 +108,9 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   ++counts_.candidates;
   sample.response_text = candidate.getText().cStr();
   sample.weights_checksum = candidate.getWeightsChecksum();
+  sample.rollout_worker = candidate.getRolloutWorker().cStr();
+  counts_.truncated += candidate.getFinishReason() == schema::Candidate::FinishReason::MAX_TOKENS;
+  counts_.generation_seconds += candidate.getGenerationSeconds();
   sample.trace = trace_of(candidate);
   const std::uint64_t eval_id = (*next_work_id_)++;
   sample.eval_work_id = eval_id;
@@ -221,9 +224,9 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
   for (auto& [index, sample] : group.samples) {
     if (!sample.verdict) continue;
     rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
-    out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
-                                         std::move(*sample.verdict), 0.0, std::move(sample.trace),
-                                         sample.weights_checksum});
+    out.samples.push_back(FinishedSample{
+        index, std::move(sample.response_text), std::move(*sample.verdict), 0.0,
+        std::move(sample.trace), sample.weights_checksum, std::move(sample.rollout_worker)});
     sample.verdict.reset();
     if (sample.eval_work_id) evals_.erase(sample.eval_work_id);
   }

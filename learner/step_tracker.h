@@ -51,6 +51,8 @@ struct StepSettings {
 struct StepCounts {
   std::uint32_t tasks = 0;
   std::uint32_t candidates = 0;     // candidates received and sent for evaluation
+  std::uint32_t truncated = 0;      // of those, cut by maxNewTokens (Candidate.finishReason)
+  double generation_seconds = 0.0;  // their groups' sampling time (Candidate.generationSeconds)
   std::uint32_t stale_dropped = 0;  // candidates dropped for staleness
   std::uint32_t duplicate_candidates = 0;
   std::uint32_t verdicts = 0;
@@ -72,6 +74,7 @@ struct FinishedSample {
   double advantage = 0.0;
   TraceSample trace;  // the candidate's tokens and trace; trace.advantage == advantage
   std::uint64_t weights_checksum = 0;  // of the weights that sampled it (Candidate's)
+  std::string rollout_worker;          // who sampled it (Candidate.rolloutWorker)
 };
 
 struct FinishedGroup {
@@ -107,6 +110,7 @@ class StepTracker {
     std::string response_text;
     TraceSample trace;
     std::uint64_t weights_checksum = 0;
+    std::string rollout_worker;
     std::uint64_t eval_work_id = 0;
     std::optional<wire::Decoded<schema::Envelope>> verdict;
     bool lost = false;  // will never get a verdict

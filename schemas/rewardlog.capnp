@@ -51,6 +51,7 @@ struct CandidateRecord {
   advantage @3 :Float32;        # z-scored reward within the group; 0 if the group was dropped
   writtenUnixMillis @4 :Int64;
   weightsChecksum @5 :UInt64;   # the sampling worker's weights (Candidate.weightsChecksum)
+  rolloutWorker @6 :Text;       # the worker that sampled it (Candidate.rolloutWorker)
 }
 
 # Column family "kernels", key = source hash (hex text). One per distinct compiled source.

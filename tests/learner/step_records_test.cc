@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "net/wire/envelope.h"
 #include "rewardlog/keys.h"
@@ -29,8 +31,13 @@ FinishedSample judged(std::uint32_t index, const std::vector<std::string>& hashe
   verdict.setEvaluatedSource("import torch\n");
   auto decoded = wire::decode_envelope(wire::encode(message));
   EXPECT_TRUE(decoded.ok());
-  return FinishedSample{index, "```python\nprint(1)\n```\n", std::move(decoded).value(),
-                        reward > 0 ? 1.0 : -1.0, TraceSample{}};
+  return FinishedSample{index,
+                        "```python\nprint(1)\n```\n",
+                        std::move(decoded).value(),
+                        reward > 0 ? 1.0 : -1.0,
+                        TraceSample{},
+                        0x5eedu,
+                        "rollout-" + std::to_string(index)};
 }
 
 TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
@@ -51,7 +58,13 @@ TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
   ASSERT_TRUE(records.ok()) << records.status().to_string();
   std::vector<std::string> candidate_keys, kernel_keys;
   for (const auto& r : *records) {
-    if (r.family == rewardlog::Family::kCandidates) candidate_keys.push_back(r.key);
+    if (r.family == rewardlog::Family::kCandidates) {
+      candidate_keys.push_back(r.key);
+      auto candidate = rewardlog::decode_record<schema::CandidateRecord>(r.key, r.value);
+      ASSERT_TRUE(candidate.ok());
+      EXPECT_EQ(candidate->get().getWeightsChecksum(), 0x5eedu);
+      EXPECT_EQ(std::string(candidate->get().getRolloutWorker().cStr()).rfind("rollout-", 0), 0u);
+    }
     if (r.family == rewardlog::Family::kKernels) kernel_keys.push_back(r.key);
   }
   EXPECT_EQ(candidate_keys,
@@ -71,6 +84,9 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   counts.verdicts = 4;
   counts.correct = 1;
   counts.reward_sum = 1.0;
+  counts.candidates = 4;
+  counts.truncated = 1;
+  counts.generation_seconds = 6.0;
   StepSettings settings;
   settings.run_id = "run";
   settings.step = 1;
@@ -85,7 +101,15 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   EXPECT_TRUE(std::isnan(step.getGradNorm()));
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 8u);
+  EXPECT_EQ(metrics->size(), 10u);
+  std::map<std::string, double> series;
+  for (const auto& m : *metrics) {
+    auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
+    ASSERT_TRUE(metric.ok());
+    series[metric->get().getName().cStr()] = metric->get().getValue();
+  }
+  EXPECT_DOUBLE_EQ(series["rollout/truncated_rate"], 0.25);
+  EXPECT_DOUBLE_EQ(series["rollout/generation_seconds_mean"], 1.5);
 }
 
 TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
@@ -111,7 +135,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   EXPECT_FLOAT_EQ(decoded->get().getGradNorm(), 0.5f);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 15u);
+  EXPECT_EQ(metrics->size(), 17u);
   bool saw_version = false;
   for (const auto& m : *metrics) {
     auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);

@@ -203,6 +203,7 @@ void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t sal
   b.setAdvantage(-f32(salt, 3));
   b.setWrittenUnixMillis(i64(salt, 4));
   b.setWeightsChecksum(u64(salt, 5));
+  b.setRolloutWorker(txt("cr.rolloutWorker", salt));
 }
 void expect_candidate_record(schema::CandidateRecord::Reader r, std::uint32_t salt) {
   expect_verdict(r.getVerdict(), salt + 1);
@@ -211,6 +212,7 @@ void expect_candidate_record(schema::CandidateRecord::Reader r, std::uint32_t sa
   EXPECT_EQ(r.getAdvantage(), -f32(salt, 3));
   EXPECT_EQ(r.getWrittenUnixMillis(), i64(salt, 4));
   EXPECT_EQ(r.getWeightsChecksum(), u64(salt, 5));
+  EXPECT_EQ(r.getRolloutWorker().cStr(), txt("cr.rolloutWorker", salt));
 }
 
 void fill_kernel_record(schema::KernelRecord::Builder b, std::uint32_t salt) {
