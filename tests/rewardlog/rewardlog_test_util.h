@@ -5,36 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include "common/hash/content_hash.h"
 #include "rewardlog/record_codec.h"
+#include "tests/support/temp_dir.h"
 
 namespace dice::rewardlog::testing {
 
 // A fresh directory under $TMPDIR, removed with everything in it on destruction.
-class TempDir {
+class TempDir : public testing_util::TempDir {
  public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "dice-rewardlog-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : testing_util::TempDir("dice-rewardlog-test") {}
 };
 
 inline LogRecord must(Result<LogRecord> record) {

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace dice::data {
 namespace {
 
@@ -49,24 +51,10 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
-class TempDir {
+// A fresh folder per test, named for this suite.
+class TempDir : public testing_util::TempDir {
  public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "dice-data-test-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : testing_util::TempDir("dice-data-test") {}
 };
 
 const char* const kFiles[] = {
