@@ -89,12 +89,14 @@ class LearnerIntegrationTest : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
-  // Writes the run's config; `steps` steps of 3 tasks x 2 samples in one phase.
-  // Without `policy_dir` the run evaluates only (learner.update_policy false).
+  // Writes the run's config; `steps` steps of 3 tasks x 2 samples in one phase, after the
+  // phases of `first_phases` (curriculum YAML list items). Without `policy_dir` the run
+  // evaluates only (learner.update_policy false).
   std::string write_config(int steps, const std::string& task_file = "tasks.json",
-                           int group_timeout_s = 20, const std::string& policy_dir = "") {
+                           int group_timeout_s = 20, const std::string& policy_dir = "",
+                           const std::string& first_phases = "") {
     std::ofstream(dir_ / "curriculum.yaml") << "phases:\n"
-                                            << "  - name: e2e\n"
+                                            << first_phases << "  - name: e2e\n"
                                             << "    kind: end_to_end\n"
                                             << "    task_files: [" << task_file << "]\n"
                                             << "    level_order: [\"1\", \"2\"]\n"
@@ -277,6 +279,37 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
   EXPECT_NE(rollout_log.find("weights update policy_version=3 dir="), std::string::npos)
       << rollout_log;
   EXPECT_NE(log_text.find("weights pushed"), std::string::npos);
+}
+
+// Each phase ends in a checkpoint of its own, phase-<name>: also a phase in which no update ran
+// (an eval phase here), and retention, which deletes old policy-v<N> folders during the next
+// phase, never deletes one.
+TEST_F(LearnerIntegrationTest, EveryPhaseEndsInACheckpointThatRetentionKeeps) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  const std::string eval_phase =
+      "  - {name: look, type: eval, kind: end_to_end, task_files: [tasks.json]}\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(3, "tasks.json", 20, policy, eval_phase)));
+  const std::string log_text = learner_log();
+  EXPECT_NE(log_text.find("msg=\"phase checkpoint written\" phase=look"), std::string::npos)
+      << log_text;
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_GE(steps->size(), 4u) << log_text;
+  const auto first = (*steps)[0].get();
+  EXPECT_EQ(std::string(first.getPhaseName().cStr()), "look");
+  EXPECT_TRUE(first.getEvaluation());
+  EXPECT_EQ(first.getPolicyVersion(), 0u) << "an eval phase updates nothing";
+
+  const fs::path checkpoints = dir_ / "checkpoints" / "it-run";
+  for (const char* phase : {"phase-look", "phase-e2e"}) {
+    EXPECT_TRUE(fs::exists(checkpoints / phase / "config.json")) << phase;
+    EXPECT_TRUE(fs::exists(checkpoints / phase / "model.safetensors")) << phase;
+  }
+  EXPECT_FALSE(fs::exists(checkpoints / "policy-v1")) << "retention ran";
 }
 
 TEST_F(LearnerIntegrationTest, SftTrainsOnTheDataAndWritesCheckpoints) {
