@@ -41,6 +41,127 @@ bool one_code_point(const std::string& s) {
   return s.size() == n;
 }
 
+// The BPE model of a tokenizer.json: its vocabulary both ways and what each merge makes.
+struct BpeTables {
+  std::unordered_map<std::string, std::int64_t> vocab;
+  std::vector<const std::string*> token_of;  // by id; points into vocab
+  std::unordered_map<std::string, std::pair<std::string, std::string>> made_from;
+};
+
+Status read_bpe(json::object& model, const std::string& origin, BpeTables* out) {
+  for (const auto& [token, id] : model["vocab"].get_object()) {
+    if (!id.is_int64() || id.get_int64() < 0 || id.get_int64() > kMaxTokenId) {
+      return Status::invalid_argument(origin + ": model.vocab ids must be integers in [0, " +
+                                      std::to_string(kMaxTokenId) + "]");
+    }
+    out->vocab.emplace(std::string(token), id.get_int64());
+  }
+  for (const auto& [token, id] : out->vocab) {
+    if (out->token_of.size() <= static_cast<std::size_t>(id)) out->token_of.resize(id + 1, nullptr);
+    out->token_of[static_cast<std::size_t>(id)] = &token;
+  }
+  for (const json::value& entry : model["merges"].get_array()) {
+    std::string a, b;
+    if (!merge_parts(entry, &a, &b)) return Status::invalid_argument(origin + ": a bad merge");
+    out->made_from.emplace(a + b, std::make_pair(a, b));
+  }
+  return Status::ok_status();
+}
+
+// The tokens to keep: used by the texts, the base bytes, and the parts they are merged from
+// (a merge that makes a kept token must still apply, so its parts must exist).
+std::set<std::string> kept_tokens(const BpeTables& bpe, const Tokenizer& source,
+                                  const std::vector<std::string>& texts) {
+  std::vector<std::string> stack;
+  for (const auto& [token, id] : bpe.vocab) {
+    if (one_code_point(token)) stack.push_back(token);
+  }
+  for (const std::string& text : texts) {
+    for (std::int32_t id : source.encode(text)) {
+      const auto i = static_cast<std::size_t>(id);
+      if (i < bpe.token_of.size() && bpe.token_of[i] != nullptr) stack.push_back(*bpe.token_of[i]);
+    }
+  }
+  std::set<std::string> kept;
+  while (!stack.empty()) {
+    std::string token = std::move(stack.back());
+    stack.pop_back();
+    if (!bpe.vocab.count(token) || !kept.insert(token).second) continue;
+    auto parts = bpe.made_from.find(token);
+    if (parts != bpe.made_from.end()) {
+      stack.push_back(parts->second.first);
+      stack.push_back(parts->second.second);
+    }
+  }
+  return kept;
+}
+
+// Replaces model.vocab and model.merges by the kept tokens, numbered from 0 in their old order,
+// and the merges among them; out->source_ids gets each new id's old one.
+void rewrite_bpe(const BpeTables& bpe, const std::set<std::string>& kept, json::object& model,
+                 PrunedTokenizer* out) {
+  std::vector<std::pair<std::int64_t, std::string>> by_id;
+  for (const std::string& token : kept) by_id.emplace_back(bpe.vocab.at(token), token);
+  std::sort(by_id.begin(), by_id.end());
+  json::object new_vocab;
+  for (const auto& [old_id, token] : by_id) {
+    new_vocab[token] = static_cast<std::int64_t>(out->source_ids.size());
+    out->source_ids.push_back(static_cast<std::int32_t>(old_id));
+  }
+  json::array new_merges;
+  for (const json::value& entry : model["merges"].get_array()) {
+    std::string a, b;
+    merge_parts(entry, &a, &b);
+    if (kept.count(a) && kept.count(b) && kept.count(a + b)) new_merges.push_back(entry);
+  }
+  model["vocab"] = std::move(new_vocab);
+  model["merges"] = std::move(new_merges);
+}
+
+// The source's added token with this content; nullptr when it has none.
+const json::value* added_token(const json::object& root, const std::string& content) {
+  const json::value* list = root.if_contains("added_tokens");
+  if (list == nullptr || !list->is_array()) return nullptr;
+  const json::value* found = nullptr;
+  for (const json::value& t : list->get_array()) {
+    if (t.is_object() && t.get_object().contains("content") &&
+        t.get_object().at("content") == json::value(content)) {
+      found = &t;
+    }
+  }
+  return found;
+}
+
+// The added tokens asked for, numbered after the vocabulary, and <|MASK|> last where the source
+// lacks it.
+Result<json::array> renumbered_added_tokens(const json::object& root, const std::string& origin,
+                                            const std::vector<std::string>& specials,
+                                            PrunedTokenizer* out) {
+  json::array added;
+  std::vector<std::string> wanted = specials;
+  if (std::find(wanted.begin(), wanted.end(), kMaskToken) == wanted.end()) {
+    wanted.emplace_back(kMaskToken);
+  }
+  for (const std::string& content : wanted) {
+    json::object token;
+    const json::value* from = added_token(root, content);
+    if (from == nullptr && content != kMaskToken) {
+      return Status::invalid_argument(origin + ": has no added token " + content);
+    }
+    if (from != nullptr) {
+      token = from->get_object();
+      out->source_ids.push_back(static_cast<std::int32_t>(token["id"].to_number<std::int64_t>()));
+    } else {
+      token = {{"content", content}, {"single_word", false}, {"lstrip", false},
+               {"rstrip", false},    {"normalized", false},  {"special", true}};
+      out->source_ids.push_back(kMaskTokenId);
+    }
+    token["id"] = static_cast<std::int64_t>(out->source_ids.size() - 1);
+    added.push_back(std::move(token));
+  }
+  return added;
+}
+
 }  // namespace
 
 Result<PrunedTokenizer> prune_tokenizer(const std::string& source_json, const std::string& origin,
@@ -56,99 +177,12 @@ Result<PrunedTokenizer> prune_tokenizer(const std::string& source_json, const st
       !model->contains("merges") || !(*model)["merges"].is_array()) {
     return Status::invalid_argument(origin + ": model.vocab and model.merges are required");
   }
-  std::unordered_map<std::string, std::int64_t> vocab;
-  std::vector<const std::string*> token_of;  // by id
-  for (const auto& [token, id] : (*model)["vocab"].get_object()) {
-    if (!id.is_int64() || id.get_int64() < 0 || id.get_int64() > kMaxTokenId) {
-      return Status::invalid_argument(origin + ": model.vocab ids must be integers in [0, " +
-                                      std::to_string(kMaxTokenId) + "]");
-    }
-    vocab.emplace(std::string(token), id.get_int64());
-  }
-  for (const auto& [token, id] : vocab) {
-    if (token_of.size() <= static_cast<std::size_t>(id)) token_of.resize(id + 1, nullptr);
-    token_of[static_cast<std::size_t>(id)] = &token;
-  }
-  std::unordered_map<std::string, std::pair<std::string, std::string>> made_from;
-  for (const json::value& entry : (*model)["merges"].get_array()) {
-    std::string a, b;
-    if (!merge_parts(entry, &a, &b)) return Status::invalid_argument(origin + ": a bad merge");
-    made_from.emplace(a + b, std::make_pair(a, b));
-  }
-
-  // The tokens to keep: used by the texts, the base bytes, and the parts they are merged from.
-  std::vector<std::string> stack;
-  for (const auto& [token, id] : vocab) {
-    if (one_code_point(token)) stack.push_back(token);
-  }
-  for (const std::string& text : texts) {
-    for (std::int32_t id : source.encode(text)) {
-      const auto i = static_cast<std::size_t>(id);
-      if (i < token_of.size() && token_of[i] != nullptr) stack.push_back(*token_of[i]);
-    }
-  }
-  std::set<std::string> kept;
-  while (!stack.empty()) {
-    std::string token = std::move(stack.back());
-    stack.pop_back();
-    if (!vocab.count(token) || !kept.insert(token).second) continue;
-    auto parts = made_from.find(token);
-    if (parts != made_from.end()) {
-      stack.push_back(parts->second.first);
-      stack.push_back(parts->second.second);
-    }
-  }
-  std::vector<std::pair<std::int64_t, std::string>> by_id;
-  for (const std::string& token : kept) by_id.emplace_back(vocab.at(token), token);
-  std::sort(by_id.begin(), by_id.end());
-
+  BpeTables bpe;
+  DICE_RETURN_IF_ERROR(read_bpe(*model, origin, &bpe));
   PrunedTokenizer out;
-  json::object new_vocab;
-  for (const auto& [old_id, token] : by_id) {
-    new_vocab[token] = static_cast<std::int64_t>(out.source_ids.size());
-    out.source_ids.push_back(static_cast<std::int32_t>(old_id));
-  }
-  json::array new_merges;
-  for (const json::value& entry : (*model)["merges"].get_array()) {
-    std::string a, b;
-    merge_parts(entry, &a, &b);
-    if (kept.count(a) && kept.count(b) && kept.count(a + b)) new_merges.push_back(entry);
-  }
-  (*model)["vocab"] = std::move(new_vocab);
-  (*model)["merges"] = std::move(new_merges);
-
-  // The added tokens asked for, after the vocabulary, and <|MASK|> last where the source lacks it.
-  json::array added;
-  std::vector<std::string> wanted = specials;
-  if (std::find(wanted.begin(), wanted.end(), kMaskToken) == wanted.end()) {
-    wanted.emplace_back(kMaskToken);
-  }
-  for (const std::string& content : wanted) {
-    json::object token;
-    const json::value* from = nullptr;
-    const json::value* list = root.get_object().if_contains("added_tokens");
-    if (list != nullptr && list->is_array()) {
-      for (const json::value& t : list->get_array()) {
-        if (t.is_object() && t.get_object().contains("content") &&
-            t.get_object().at("content") == json::value(content)) {
-          from = &t;
-        }
-      }
-    }
-    if (from == nullptr && content != kMaskToken) {
-      return Status::invalid_argument(origin + ": has no added token " + content);
-    }
-    if (from != nullptr) {
-      token = from->get_object();
-      out.source_ids.push_back(static_cast<std::int32_t>(token["id"].to_number<std::int64_t>()));
-    } else {
-      token = {{"content", content}, {"single_word", false}, {"lstrip", false},
-               {"rstrip", false},    {"normalized", false},  {"special", true}};
-      out.source_ids.push_back(kMaskTokenId);
-    }
-    token["id"] = static_cast<std::int64_t>(out.source_ids.size() - 1);
-    added.push_back(std::move(token));
-  }
+  rewrite_bpe(bpe, kept_tokens(bpe, source, texts), *model, &out);
+  DICE_ASSIGN_OR_RETURN(json::array added,
+                        renumbered_added_tokens(root.get_object(), origin, specials, &out));
   root.get_object()["added_tokens"] = std::move(added);
   out.json = json::serialize(root);
   return out;
