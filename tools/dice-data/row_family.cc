@@ -278,17 +278,17 @@ std::string norm_key(RowOp op, Dtype dtype) {
   return std::string(row_op_name(op)) + "/" + dtype_name(dtype);
 }
 
-KernelPair render_row(const RowTask& task, Prng& rng) {
-  const bool reduction = is_reduction(task.op);
-  const std::string name = row_op_name(task.op);
-  const std::string label = reduction ? "row_" + name : name;
-  const CodeStyle style = draw_style(rng, label);
-  const bool three_d = !reduction && rng.chance(25);
-  const Sizes sizes = draw_sizes(rng, three_d);
-  const bool upcast = task.dtype != Dtype::kFloat32;  // norms with weights compute in float
-  const bool rms_weight = task.op == RowOp::kRmsNorm && rng.chance(60);
-  const bool dim_fixed = task.op == RowOp::kLayerNorm || rms_weight;
+namespace {
 
+// What a row task's reference and candidate are made of while the op's own part is drawn.
+struct RowDraft {
+  ReferenceSpec ref;
+  CandidateSpec cand;
+  std::string call;  // the candidate's call of the extension, without its closing ")"
+};
+
+// The kernel text's names; draws in a fixed order (the curriculum is byte-identical per seed).
+RowNames draw_row_names(const RowTask& task, const CodeStyle& style, bool rms_weight, Prng& rng) {
   RowNames n;
   n.type = cuda_type(task.dtype);
   n.r = style.restrict_ptrs ? " __restrict__ " : " ";
@@ -301,86 +301,129 @@ KernelPair render_row(const RowTask& task, Prng& rng) {
     n.weight = pair == 0 ? "weight" : pair == 1 ? "gamma" : "w";
     n.bias = pair == 0 ? "bias" : pair == 1 ? "beta" : "b";
   }
+  return n;
+}
 
-  ReferenceSpec ref;
-  ref.sizes = sizes.list();
-  ref.forward_args = {"x"};
-  std::string shape =
-      sizes.batch_name + (three_d ? ", " + sizes.seq_name : "") + ", " + sizes.dim_name;
-  ref.inputs = {python_cast(task.dtype, "torch.randn(" + shape + ")", rng.chance(30))};
-  CandidateSpec cand;
-  const std::string last = three_d ? rng.pick(std::vector<std::string>{"-1", "2"})
-                                   : rng.pick(std::vector<std::string>{"-1", "1"});
-  std::string call = style.ext_var + "." + style.host + "(x";
-  if (reduction) {
-    std::string dim = last;
-    if (rng.chance(30)) {
-      ref.init_args.push_back({"reduce_dim", "1"});
-      ref.init_body.push_back("self.reduce_dim = reduce_dim");
-      cand.init_body.push_back("self.reduce_dim = reduce_dim");
-      dim = "self.reduce_dim";
-    }
-    ref.forward_body = {"return " + reduce_call(task, dim, rng)};
-    ref.doc = std::string(task.op == RowOp::kMean ? "Mean" : "A " + name) +
-              " over the last dimension" + (task.keepdim ? ", keeping it." : ".");
-  } else if (task.op == RowOp::kSoftmax || task.op == RowOp::kLogSoftmax) {
-    const bool log = task.op == RowOp::kLogSoftmax;
-    const int form = rng.below(3);
-    ref.forward_body = {"return " +
-                        std::string(form == 0   ? "torch."
-                                    : form == 1 ? "torch.nn.functional."
-                                                : "x.") +
-                        name + (form == 2 ? "(dim=" : "(x, dim=") + last + ")"};
-    ref.doc = std::string(log ? "Log-softmax" : "Softmax") + " over the last dimension.";
-  } else if (task.op == RowOp::kLayerNorm) {
-    const std::string attr = rng.pick(std::vector<std::string>{"norm", "ln", "layer_norm"});
-    ref.init_args.push_back({sizes.dim_name, ""});
-    std::string ctor = "nn.LayerNorm(" + sizes.dim_name;
-    if (rng.chance(50)) {
-      ref.init_args.push_back({"eps", rng.pick(std::vector<std::string>{"1e-5", "1e-6"})});
-      ctor += ", eps=eps";
-    }
-    ref.init_body = {"self." + attr + " = " + ctor + ")"};
-    cand.init_body = ref.init_body;
-    ref.forward_body = {upcast ? "return self." + attr + "(x.float()).to(x.dtype)"
-                               : "return self." + attr + "(x)"};
-    call += ", self." + attr + ".weight, self." + attr + ".bias, self." + attr + ".eps";
-    ref.doc = "Layer normalisation over the last dimension.";
-  } else {
-    if (rms_weight) ref.init_args.push_back({sizes.dim_name, ""});
-    ref.init_args.push_back({"eps", rng.pick(std::vector<std::string>{"1e-5", "1e-6", "1e-8"})});
-    ref.init_body = {"self.eps = eps"};
-    if (rms_weight)
-      ref.init_body.push_back("self.weight = nn.Parameter(torch.ones(" + sizes.dim_name + "))");
-    cand.init_body = ref.init_body;
-    const std::string h = upcast ? "h" : "x";
-    if (upcast) ref.forward_body.push_back("h = x.float()");
-    const std::string scaled = rng.chance(50) ? h + " * torch.rsqrt(" + h +
-                                                    ".pow(2).mean(dim=-1, keepdim=True) + self.eps)"
-                                              : h + " / torch.sqrt(torch.mean(" + h + " * " + h +
-                                                    ", dim=-1, keepdim=True) + self.eps)";
-    std::string out = rms_weight ? scaled + " * self.weight" : scaled;
-    if (upcast) out = "(" + out + ").to(x.dtype)";
-    ref.forward_body.push_back("return " + out);
-    call += std::string(rms_weight ? ", self.weight" : "") + ", self.eps";
-    ref.doc = "RMS normalisation over the last dimension.";
+// sum, mean, max, ...: over `last`, or over a dim given at construction (30%).
+void reduction_forward(const RowTask& task, const std::string& last, RowDraft* d, Prng& rng) {
+  std::string dim = last;
+  if (rng.chance(30)) {
+    d->ref.init_args.push_back({"reduce_dim", "1"});
+    d->ref.init_body.push_back("self.reduce_dim = reduce_dim");
+    d->cand.init_body.push_back("self.reduce_dim = reduce_dim");
+    dim = "self.reduce_dim";
   }
-  cand.comment = reduction ? "Row-wise " + name + " reduction in CUDA" : "CUDA kernel for " + name;
-  cand.forward_body = {"return " + call + ")"};
+  d->ref.forward_body = {"return " + reduce_call(task, dim, rng)};
+  const std::string name = row_op_name(task.op);
+  d->ref.doc = std::string(task.op == RowOp::kMean ? "Mean" : "A " + name) +
+               " over the last dimension" + (task.keepdim ? ", keeping it." : ".");
+}
 
+// softmax / log_softmax in one of three spellings.
+void softmax_forward(const RowTask& task, const std::string& last, RowDraft* d, Prng& rng) {
+  const bool log = task.op == RowOp::kLogSoftmax;
+  const int form = rng.below(3);
+  d->ref.forward_body = {"return " +
+                         std::string(form == 0   ? "torch."
+                                     : form == 1 ? "torch.nn.functional."
+                                                 : "x.") +
+                         row_op_name(task.op) + (form == 2 ? "(dim=" : "(x, dim=") + last + ")"};
+  d->ref.doc = std::string(log ? "Log-softmax" : "Softmax") + " over the last dimension.";
+}
+
+// nn.LayerNorm, computed in float for half types (`upcast`).
+void layer_norm_forward(const Sizes& sizes, bool upcast, RowDraft* d, Prng& rng) {
+  const std::string attr = rng.pick(std::vector<std::string>{"norm", "ln", "layer_norm"});
+  d->ref.init_args.push_back({sizes.dim_name, ""});
+  std::string ctor = "nn.LayerNorm(" + sizes.dim_name;
+  if (rng.chance(50)) {
+    d->ref.init_args.push_back({"eps", rng.pick(std::vector<std::string>{"1e-5", "1e-6"})});
+    ctor += ", eps=eps";
+  }
+  d->ref.init_body = {"self." + attr + " = " + ctor + ")"};
+  d->cand.init_body = d->ref.init_body;
+  d->ref.forward_body = {upcast ? "return self." + attr + "(x.float()).to(x.dtype)"
+                                : "return self." + attr + "(x)"};
+  d->call += ", self." + attr + ".weight, self." + attr + ".bias, self." + attr + ".eps";
+  d->ref.doc = "Layer normalisation over the last dimension.";
+}
+
+// RMS normalisation written out, with a weight or without (`rms_weight`), in one of two forms.
+void rms_norm_forward(const Sizes& sizes, bool upcast, bool rms_weight, RowDraft* d, Prng& rng) {
+  if (rms_weight) d->ref.init_args.push_back({sizes.dim_name, ""});
+  d->ref.init_args.push_back({"eps", rng.pick(std::vector<std::string>{"1e-5", "1e-6", "1e-8"})});
+  d->ref.init_body = {"self.eps = eps"};
+  if (rms_weight)
+    d->ref.init_body.push_back("self.weight = nn.Parameter(torch.ones(" + sizes.dim_name + "))");
+  d->cand.init_body = d->ref.init_body;
+  const std::string h = upcast ? "h" : "x";
+  if (upcast) d->ref.forward_body.push_back("h = x.float()");
+  const std::string scaled =
+      rng.chance(50)
+          ? h + " * torch.rsqrt(" + h + ".pow(2).mean(dim=-1, keepdim=True) + self.eps)"
+          : h + " / torch.sqrt(torch.mean(" + h + " * " + h + ", dim=-1, keepdim=True) + self.eps)";
+  std::string out = rms_weight ? scaled + " * self.weight" : scaled;
+  if (upcast) out = "(" + out + ").to(x.dtype)";
+  d->ref.forward_body.push_back("return " + out);
+  d->call += std::string(rms_weight ? ", self.weight" : "") + ", self.eps";
+  d->ref.doc = "RMS normalisation over the last dimension.";
+}
+
+// The candidate's CUDA source and the host function's declaration.
+void row_extension(const RowTask& task, const CodeStyle& style, const RowNames& n, bool three_d,
+                   CandidateSpec* cand) {
+  const bool reduction = is_reduction(task.op);
   std::string src = "#include <torch/extension.h>\n";
   if (style.runtime_include) src += "#include <cuda_runtime.h>\n";
   src += cuda_header(task.dtype) + "\n";
   src += reduction ? reduce_kernel(task, style, n) + reduce_host(task, style)
                    : norm_kernel(task, style, n) + norm_host(task, style, n, three_d);
-  cand.cuda_source = src;
+  cand->cuda_source = src;
   std::string decl = "torch::Tensor " + style.host + "(torch::Tensor " + style.h_in;
   if (!n.weight.empty()) decl += ", torch::Tensor " + n.weight;
   if (task.op == RowOp::kLayerNorm) decl += ", torch::Tensor " + n.bias;
   if (!reduction && task.op != RowOp::kSoftmax && task.op != RowOp::kLogSoftmax)
     decl += ", double eps";
-  cand.declarations = {decl + ");"};
-  cand.functions = {style.host};
+  cand->declarations = {decl + ");"};
+  cand->functions = {style.host};
+}
+
+}  // namespace
+
+KernelPair render_row(const RowTask& task, Prng& rng) {
+  const bool reduction = is_reduction(task.op);
+  const std::string name = row_op_name(task.op);
+  const std::string label = reduction ? "row_" + name : name;
+  const CodeStyle style = draw_style(rng, label);
+  const bool three_d = !reduction && rng.chance(25);
+  const Sizes sizes = draw_sizes(rng, three_d);
+  const bool upcast = task.dtype != Dtype::kFloat32;  // norms with weights compute in float
+  const bool rms_weight = task.op == RowOp::kRmsNorm && rng.chance(60);
+  const bool dim_fixed = task.op == RowOp::kLayerNorm || rms_weight;
+  const RowNames n = draw_row_names(task, style, rms_weight, rng);
+
+  RowDraft d;
+  d.ref.sizes = sizes.list();
+  d.ref.forward_args = {"x"};
+  std::string shape =
+      sizes.batch_name + (three_d ? ", " + sizes.seq_name : "") + ", " + sizes.dim_name;
+  d.ref.inputs = {python_cast(task.dtype, "torch.randn(" + shape + ")", rng.chance(30))};
+  const std::string last = three_d ? rng.pick(std::vector<std::string>{"-1", "2"})
+                                   : rng.pick(std::vector<std::string>{"-1", "1"});
+  d.call = style.ext_var + "." + style.host + "(x";
+  if (reduction) {
+    reduction_forward(task, last, &d, rng);
+  } else if (task.op == RowOp::kSoftmax || task.op == RowOp::kLogSoftmax) {
+    softmax_forward(task, last, &d, rng);
+  } else if (task.op == RowOp::kLayerNorm) {
+    layer_norm_forward(sizes, upcast, &d, rng);
+  } else {
+    rms_norm_forward(sizes, upcast, rms_weight, &d, rng);
+  }
+  d.cand.comment =
+      reduction ? "Row-wise " + name + " reduction in CUDA" : "CUDA kernel for " + name;
+  d.cand.forward_body = {"return " + d.call + ")"};
+  row_extension(task, style, n, three_d, &d.cand);
 
   KernelPair pair;
   pair.family = reduction ? "reduce" : "norm";
@@ -388,10 +431,10 @@ KernelPair render_row(const RowTask& task, Prng& rng) {
   pair.dtype = dtype_name(task.dtype);
   pair.op = reduction ? reduce_key(task.op, task.keepdim) : name;
   pair.keys = {reduction ? reduce_key(task.op, task.keepdim) : norm_key(task.op, task.dtype)};
-  pair.pytorch_code = render_reference(ref, style);
-  pair.prefix = render_prefix(cand, style);
-  pair.middle = render_middle(cand, style);
-  pair.suffix = render_suffix(cand, ref, style);
+  pair.pytorch_code = render_reference(d.ref, style);
+  pair.prefix = render_prefix(d.cand, style);
+  pair.middle = render_middle(d.cand, style);
+  pair.suffix = render_suffix(d.cand, d.ref, style);
   pair.shape_variants = draw_variants(rng, sizes, dim_fixed, style.threads);
   return pair;
 }
