@@ -574,56 +574,64 @@ def spawn_runner(args):
     return here, proc
 
 
-def main(argv):
-    stdin = None
-    if argv[:1] == ["--job-from-stdin"]:
+class JobStart:
+    """How the job arrived: on the command line, or (--job-from-stdin) from the worker after
+    torch was imported ahead of it; `torch` is then the module or the import's exception."""
+
+    def __init__(self, argv):
+        self.argv, self.stdin, self.channel_fd = argv, None, -1
+        self.torch, self.import_seconds = None, 0.0
+        if argv[:1] != ["--job-from-stdin"]:
+            return
         options = dict(zip(argv[1::2], argv[2::2]))
         start = time.monotonic()
         try:
-            torch = import_torch(options.get("--device", "cuda"))
-        except Exception as e:  # noqa: BLE001 - reported with the job's nonce, below
-            torch = e
-        import_seconds = round(time.monotonic() - start, 4)
+            self.torch = import_torch(options.get("--device", "cuda"))
+        except Exception as e:  # noqa: BLE001 - reported with the job's nonce, by judge()
+            self.torch = e
+        self.import_seconds = round(time.monotonic() - start, 4)
         sys.stdout.write(READY_LINE + "\n")
         sys.stdout.flush()
-        stdin = socket.socket(fileno=0)
-        argv, channel_fd = read_job(stdin)
-    args = parse_args(argv)
-    proc = None
+        self.stdin = socket.socket(fileno=0)
+        self.argv, self.channel_fd = read_job(self.stdin)
+
+
+def open_runner(args, job):
+    """The channel to the runner, and its process where this judge started it."""
     if args.spawn_runner:
-        sock, proc = spawn_runner(args)
-    elif stdin is not None:
-        sock = channel.open_channel(channel_fd) if channel_fd >= 0 else None
-    else:
-        sock = None
-    nonce = ""
-    if args.nonce_file:
-        with open(args.nonce_file) as f:
-            nonce = f.read().strip()
-        os.unlink(args.nonce_file)
-    out = sys.stdout.buffer
+        return spawn_runner(args)
+    if job.stdin is not None and job.channel_fd >= 0:
+        return channel.open_channel(job.channel_fd), None
+    return None, None
 
-    def take_timing_turn():
-        """Asks the worker for the GPU to itself; the reply (or the end of stdin) is the go."""
-        out.write(("\n%s %s\n" % (TIMING_TURN_PREFIX, nonce)).encode("ascii", "replace"))
-        out.flush()
-        if stdin is not None:
-            stdin.recv(64)
 
-    result = {"failure": "internalError", "detail": "", "correct": False, "trials": 0,
-              "max_abs_error": 0.0, "findings": [], "kernel_ms_mean": 0.0, "kernel_ms_std": 0.0,
-              "reference_ms_mean": 0.0, "reference_ms_std": 0.0, "timing_trials": 0,
-              "speedup": 0.0, "eval_seconds": 0.0, "phases": {}}
-    start = time.monotonic()
-    clock = PhaseClock(result["phases"], start)
+def read_nonce(args):
+    if not args.nonce_file:
+        return ""
+    with open(args.nonce_file) as f:
+        nonce = f.read().strip()
+    os.unlink(args.nonce_file)
+    return nonce
+
+
+def empty_result():
+    return {"failure": "internalError", "detail": "", "correct": False, "trials": 0,
+            "max_abs_error": 0.0, "findings": [], "kernel_ms_mean": 0.0, "kernel_ms_std": 0.0,
+            "reference_ms_mean": 0.0, "reference_ms_std": 0.0, "timing_trials": 0,
+            "speedup": 0.0, "eval_seconds": 0.0, "phases": {}}
+
+
+def judge(args, job, sock, result, clock, take_timing_turn):
+    """Runs the evaluation through the runner, filling `result`; every failure lands in it."""
     try:
-        if stdin is None:
+        if job.stdin is None:
             torch = import_torch(args.device)
             clock.lap("import")
-        elif isinstance(torch, Exception):
-            raise torch
+        elif isinstance(job.torch, Exception):
+            raise job.torch
         else:
-            result["phases"]["import"] = import_seconds
+            torch = job.torch
+            result["phases"]["import"] = job.import_seconds
         if sock is None:
             raise EvalFailure("internalError", "no channel to the runner came with the job")
         link = RunnerLink(torch, sock, args.answer_seconds)
@@ -650,6 +658,9 @@ def main(argv):
         result["detail"] = "%s: %s" % (type(e).__name__, str(e)[:2000])
     if result["failure"] != "none":
         result["correct"] = False
+
+
+def close_runner(sock, proc):
     try:
         if sock is not None:
             channel.send(sock, {"op": "exit"})
@@ -660,6 +671,26 @@ def main(argv):
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def main(argv):
+    job = JobStart(argv)
+    args = parse_args(job.argv)
+    sock, proc = open_runner(args, job)
+    nonce = read_nonce(args)
+    out = sys.stdout.buffer
+
+    def take_timing_turn():
+        """Asks the worker for the GPU to itself; the reply (or the end of stdin) is the go."""
+        out.write(("\n%s %s\n" % (TIMING_TURN_PREFIX, nonce)).encode("ascii", "replace"))
+        out.flush()
+        if job.stdin is not None:
+            job.stdin.recv(64)
+
+    result = empty_result()
+    start = time.monotonic()
+    judge(args, job, sock, result, PhaseClock(result["phases"], start), take_timing_turn)
+    close_runner(sock, proc)
     result["eval_seconds"] = time.monotonic() - start
     if isinstance(result["max_abs_error"], float) and not math.isfinite(result["max_abs_error"]):
         result["max_abs_error"] = -1.0
