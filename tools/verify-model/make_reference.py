@@ -138,6 +138,8 @@ def load_prompts(path, count, length, vocab):
 
 
 def main():
+    # One pass in the order the reference is made (model, masks, per-dtype checks, file), kept
+    # whole: it runs only where transformers is installed, so a split could not be tried here.
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), required=True)
     parser.add_argument("--out", required=True, help="output directory (created)")

@@ -462,6 +462,8 @@ def write_outputs(args, chosen, verdicts, state, complete):
 
 
 def main(argv):
+    # The resumable run's two stages (build, then judge one at a time) share its state, deadline
+    # and verdict log; kept in one function so the resume logic reads top to bottom.
     args = parse_args(argv)
     started = time.monotonic()
     try:
