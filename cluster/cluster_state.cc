@@ -100,6 +100,7 @@ Status write_state_file(const std::string& state_dir, const ClusterState& state)
   supervisor["start_ticks"] = state.supervisor_start_ticks;
   supervisor["state"] = state.supervisor_state;
   supervisor["started_at"] = state.supervisor_started_at;
+  if (!state.stop_reason.empty()) supervisor["stop_reason"] = state.stop_reason;
   root["supervisor"] = supervisor;
   root["drain_timeout_ms"] = state.drain_timeout_ms;
   YAML::Node services(YAML::NodeType::Sequence);
@@ -152,6 +153,7 @@ Result<ClusterState> read_state_file(const std::string& state_dir) {
     state.supervisor_start_ticks = supervisor["start_ticks"].as<std::uint64_t>();
     state.supervisor_state = supervisor["state"].as<std::string>();
     state.supervisor_started_at = supervisor["started_at"].as<double>();
+    if (supervisor["stop_reason"]) state.stop_reason = supervisor["stop_reason"].as<std::string>();
     state.drain_timeout_ms = root["drain_timeout_ms"].as<int>();
     for (const auto& node : root["services"]) state.services.push_back(decode_service(node));
     if (YAML::Node slurm = root["slurm"]) {

@@ -5,6 +5,7 @@
 //   run_id: r1
 //   config: /abs/configs/local.yaml
 //   supervisor: {pid: 4242, start_ticks: 81723, state: running, started_at: 1764464521.5}
+//     (plus stop_reason: "..." once the supervisor stopped the run by itself)
 //   services:
 //     - {name: rollout-0, role: rollout, node: localhost, worker_index: 0, log:
 //     /abs/.../rollout-0.log,
@@ -80,6 +81,9 @@ struct ClusterState {
   std::string supervisor_state = "starting";  // starting, running, draining, stopped
   double supervisor_started_at = 0;
   int drain_timeout_ms = 0;  // cluster.local.drain_timeout_ms: tells `down` how long to wait
+  // Why the supervisor stopped the run by itself (every service of a role gave up); empty when
+  // it runs, or was stopped by `down`. Saved as supervisor.stop_reason.
+  std::string stop_reason;
   std::vector<ServiceState> services;
   // slurm backend only: the job, its state as squeue last gave it (RUNNING, PENDING, CANCELLED...,
   // or "gone" once Slurm no longer knows it) and its nodes.

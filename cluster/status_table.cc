@@ -36,6 +36,7 @@ std::string header(const ClusterState& state, double now) {
   out << "run " << state.run_id << "  supervisor pid " << state.supervisor_pid << " "
       << (up ? state.supervisor_state : std::string("not running")) << "  up "
       << (up ? format_duration(now - state.supervisor_started_at) : std::string("-")) << "\n";
+  if (!state.stop_reason.empty()) out << "stopped by the supervisor: " << state.stop_reason << "\n";
   return out.str();
 }
 

@@ -211,6 +211,7 @@ class Supervisor {
                       << kv("restarts_in_window", times.size())
                       << kv("window_s", local.restart_window_s) << kv("last_exit", why)
                       << kv("log", s.log_path);
+      stop_if_role_is_gone(s, why);
       return;
     }
     std::int64_t delay = local.restart_backoff_ms;
@@ -223,6 +224,23 @@ class Supervisor {
     s.state = ServiceRunState::kRestarting;
     DICE_LOG(Warn) << "service ended; restarting after backoff" << kv("service", s.name)
                    << kv("last_exit", why) << kv("backoff_ms", delay) << kv("log", s.log_path);
+  }
+
+  // Without any live service of a role the run cannot move (the learner would wait for a reward
+  // worker forever, and `wait` with it): drain the rest and say why, rather than hang.
+  void stop_if_role_is_gone(const ServiceState& failed, const std::string& why) {
+    for (const auto& s : setup_.state.services) {
+      if (s.role == failed.role && s.state != ServiceRunState::kFailed &&
+          s.state != ServiceRunState::kExited && s.state != ServiceRunState::kStopped) {
+        return;
+      }
+    }
+    if (draining_) return;
+    setup_.state.stop_reason = "no " + failed.role + " service left: " + failed.name +
+                               " gave up (" + why + "); its log: " + failed.log_path;
+    DICE_LOG(Error) << "stopping the run: a role has no service left" << kv("role", failed.role)
+                    << kv("reason", setup_.state.stop_reason);
+    begin_drain(0);
   }
 
   void reap() {

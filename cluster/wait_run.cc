@@ -57,7 +57,8 @@ Status wait_for_learner(const std::string& state_dir, const WaitOptions& options
         return Status::internal(
             "the learner of run '" + state.run_id + "' ended " + run_state_name(learner->state) +
             (learner->last_exit.empty() ? "" : " (" + learner->last_exit + ")") +
-            "; its log: " + learner->log_path);
+            "; its log: " + learner->log_path +
+            (state.stop_reason.empty() ? "" : "; the run was stopped: " + state.stop_reason));
       default:
         break;
     }

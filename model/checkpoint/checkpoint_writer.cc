@@ -1,11 +1,10 @@
 #include "model/checkpoint/checkpoint_writer.h"
 
-#include <sys/stat.h>
-
 #include <boost/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <set>
@@ -72,9 +71,13 @@ Status write_all(std::FILE* f, const void* data, size_t n, const std::string& wh
   return Status::ok_status();
 }
 
+// With its parents: a checkpoint folder is often named below folders no run has made yet
+// (tools/up writes runs/<recipe>/models/<name> on a fresh clone).
 Status make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) return Status::ok_status();
-  return Status::io_error(dir + ": cannot create directory: " + std::strerror(errno));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) return Status::ok_status();
+  return Status::io_error(dir + ": cannot create directory: " + ec.message());
 }
 
 std::string shard_name(size_t k, size_t n) {

@@ -150,13 +150,29 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
   const ServiceState* reward = service(s, "reward-0");
   EXPECT_EQ(reward->restarts, 2);
   EXPECT_EQ(reward->last_exit, "exit 1");
-  EXPECT_EQ(service(s, "learner-0")->state, ServiceRunState::kRunning);
 
+  // reward-0 was the run's only reward worker: the supervisor stops the run and says why,
+  // instead of leaving the learner waiting for verdicts that cannot come.
+  ASSERT_TRUE(poll_until([&] {
+    s = state();
+    return s.supervisor_state == "stopped";
+  })) << cli({"status", "--state-dir", state_dir_}).output;
+  EXPECT_EQ(service(s, "learner-0")->state, ServiceRunState::kStopped);
+  EXPECT_NE(s.stop_reason.find("no reward service left: reward-0 gave up (exit 1)"),
+            std::string::npos)
+      << s.stop_reason;
   CliResult logs = cli({"logs", "supervisor", "--state-dir", state_dir_});
   EXPECT_NE(logs.output.find("giving up on service"), std::string::npos) << logs.output;
   EXPECT_NE(logs.output.find("service=reward-0"), std::string::npos) << logs.output;
   CliResult status = cli({"status", "--state-dir", state_dir_});
   EXPECT_NE(status.output.find("failed"), std::string::npos) << status.output;
+  EXPECT_NE(status.output.find("stopped by the supervisor: no reward service left"),
+            std::string::npos)
+      << status.output;
+  CliResult waited = cli({"wait", "--timeout", "30", "--state-dir", state_dir_});
+  EXPECT_EQ(waited.rc, 1) << waited.output;
+  EXPECT_NE(waited.output.find("the run was stopped: no reward service left"), std::string::npos)
+      << waited.output;
 
   CliResult stopped = down();
   ASSERT_EQ(stopped.rc, 0) << stopped.output;

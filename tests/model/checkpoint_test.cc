@@ -79,6 +79,21 @@ TEST_F(CheckpointTest, SingleFileRoundTrip) {
   expect_tensors_match(*ckpt);
 }
 
+TEST_F(CheckpointTest, WritesBelowFoldersThatDoNotExistYet) {
+  const std::string nested = dir_ + "/runs/toy/models/sdar-toy";
+  ASSERT_TRUE(write_model_dir(nested, tiny_config(), views_).ok());
+  auto ckpt = Checkpoint::open(nested);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+  expect_tensors_match(*ckpt);
+}
+
+TEST_F(CheckpointTest, AFolderThatCannotBeMadeIsAnErrorNamingIt) {
+  write_text("a_file", "not a folder");
+  const Status s = write_model_dir(dir_ + "/a_file/model", tiny_config(), views_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.to_string().find("a_file/model"), std::string::npos) << s.to_string();
+}
+
 TEST_F(CheckpointTest, ShardedRoundTrip) {
   CheckpointWriterOptions options;
   options.max_shard_bytes = 100;  // 40 + 80 + 120 bytes: three shards
