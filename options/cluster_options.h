@@ -3,6 +3,7 @@
 // GPUs. Each field is documented once, in visit_fields.
 #pragma once
 
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -346,7 +347,7 @@ struct ClusterOptions {
                              worker_count(NodeRole::kReward)},
                             {"learner.port", learner.port, 1},
                             {"learner.metrics_port", learner.metrics_port, 1}};
-    for (int i = 0; i < 2; ++i) {
+    for (std::size_t i = 0; i < 2; ++i) {  // the two worker ranges, each against what follows
       const Range& r = ranges[i];
       if (r.first == 0 || r.count == 0) continue;
       int last = r.first + r.count - 1;
@@ -354,7 +355,7 @@ struct ClusterOptions {
         c.error(r.key, std::to_string(r.count) + " workers need ports " + std::to_string(r.first) +
                            ".." + std::to_string(last) + ", past 65535");
       }
-      for (int j = i + 1; j < 5; ++j) {
+      for (std::size_t j = i + 1; j < std::size(ranges); ++j) {
         const Range& o = ranges[j];
         if (o.first == 0 || o.count == 0) continue;
         if (r.first <= o.first + o.count - 1 && o.first <= last) {
