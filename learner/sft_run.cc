@@ -71,6 +71,7 @@ SftTrainerOptions sft_trainer_options(const LearnerOptions& learner) {
   options.optimizer_on_cpu = learner.optimizer_on_cpu;
   options.seed = learner.seed != 0 ? learner.seed : std::random_device{}();
   options.pack_length = learner.sft.packed ? learner.sft.max_length : 0;
+  options.rows_per_forward = learner.sft.rows_per_forward;
   return options;
 }
 

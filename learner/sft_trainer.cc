@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace dice {
@@ -77,35 +79,61 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
       rows.back().push_back(i);
       row_length += length;
     }
-    for (const std::vector<std::size_t>& row : rows) {
-      std::vector<std::int64_t> x_t, x_0, positions, lengths;
-      std::vector<float> token_weights;
-      for (std::size_t i : row) {
-        const auto offset = static_cast<std::int64_t>(x_0.size());
-        for (std::int64_t p : noised[i].masked) {
-          positions.push_back(offset + p);
-          token_weights.push_back(static_cast<float>(weights[i]));
+    // Forwards of up to rows_per_forward rows each, padded to their longest row with a filler
+    // sequence that sees only itself and that no loss term reads.
+    const auto per_forward = static_cast<std::size_t>(std::max(1, options_.rows_per_forward));
+    at::Tensor total_loss = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
+    for (std::size_t first = 0; first < rows.size(); first += per_forward) {
+      const std::size_t last = std::min(rows.size(), first + per_forward);
+      std::vector<std::vector<std::int64_t>> lengths(last - first);
+      std::int64_t width = 0;
+      for (std::size_t r = first; r < last; ++r) {
+        for (std::size_t i : rows[r]) {
+          lengths[r - first].push_back(static_cast<std::int64_t>(noised[i].x_0.size()));
         }
-        x_t.insert(x_t.end(), noised[i].x_t.begin(), noised[i].x_t.end());
-        x_0.insert(x_0.end(), noised[i].x_0.begin(), noised[i].x_0.end());
-        lengths.push_back(static_cast<std::int64_t>(noised[i].x_0.size()));
+        width = std::max<std::int64_t>(
+            width, std::accumulate(lengths[r - first].begin(), lengths[r - first].end(),
+                                   std::int64_t{0}));
       }
-      const auto length = static_cast<std::int64_t>(x_0.size());
-      at::Tensor xt = at::tensor(x_t, long_cpu).view({1, length}).to(device);
-      at::Tensor x0 = at::tensor(x_0, long_cpu).view({1, length}).to(device);
-      at::Tensor hidden = row.size() == 1 ? model_->hidden_training(xt, x0)
-                                          : model_->hidden_training_packed(xt, x0, lengths);
+      std::vector<std::int64_t> x_t, x_0, positions;
+      std::vector<float> token_weights;
+      for (std::size_t r = first; r < last; ++r) {
+        const auto row_start = static_cast<std::int64_t>(x_0.size());
+        for (std::size_t i : rows[r]) {
+          const auto offset = static_cast<std::int64_t>(x_0.size());
+          for (std::int64_t p : noised[i].masked) {
+            positions.push_back(offset + p);
+            token_weights.push_back(static_cast<float>(weights[i]));
+          }
+          x_t.insert(x_t.end(), noised[i].x_t.begin(), noised[i].x_t.end());
+          x_0.insert(x_0.end(), noised[i].x_0.begin(), noised[i].x_0.end());
+        }
+        const std::int64_t fill = row_start + width - static_cast<std::int64_t>(x_0.size());
+        if (fill > 0) {
+          x_t.insert(x_t.end(), fill, config.mask_token_id);
+          x_0.insert(x_0.end(), fill, config.mask_token_id);
+          lengths[r - first].push_back(fill);
+        }
+      }
+      const auto row_count = static_cast<std::int64_t>(last - first);
+      at::Tensor xt = at::tensor(x_t, long_cpu).view({row_count, width}).to(device);
+      at::Tensor x0 = at::tensor(x_0, long_cpu).view({row_count, width}).to(device);
+      at::Tensor hidden = lengths.size() == 1 && lengths[0].size() == 1
+                              ? model_->hidden_training(xt, x0)
+                              : model_->hidden_training_rows(xt, x0, lengths);
       at::Tensor at_masked = at::tensor(positions, long_cpu).to(device);
-      at::Tensor log_probs = model_->logits(hidden.squeeze(0).index_select(0, at_masked))
-                                 .to(at::kFloat)
-                                 .log_softmax(-1);
-      at::Tensor targets = x0.squeeze(0).index_select(0, at_masked).unsqueeze(1);
+      at::Tensor log_probs =
+          model_->logits(hidden.reshape({row_count * width, -1}).index_select(0, at_masked))
+              .to(at::kFloat)
+              .log_softmax(-1);
+      at::Tensor targets = x0.reshape({-1}).index_select(0, at_masked).unsqueeze(1);
       at::Tensor w = at::tensor(token_weights, at::TensorOptions().dtype(at::kFloat)).to(device);
       at::Tensor loss = -(log_probs.gather(1, targets).squeeze(1) * w).sum();
       loss.backward();
-      stats.loss += loss.item<double>();
+      total_loss += loss.detach();
       ++stats.forwards;
     }
+    stats.loss = total_loss.item<double>();  // one device sync per step, not one per forward
     stats.grad_norm = masters_->step(lr);
   } catch (const c10::Error& e) {
     return Status::internal(std::string("SftTrainer::step: ") + e.what_without_backtrace());

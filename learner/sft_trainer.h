@@ -6,8 +6,8 @@
 //                loss = sum over masked response tokens of -log p_theta(x_0 | x_t, x_0 blocks
 //                       before) / p, divided by the response length
 //   per step:    the mean over the batch's samples (one training-layout forward per sample, or
-//                per row of samples packed side by side that cannot see each other), then one
-//                AdamW step (master_weights.h)
+//                per row of samples packed side by side that cannot see each other, or per
+//                rows_per_forward such rows), then one AdamW step (master_weights.h)
 //
 // The noise comes from the trainer's own generator (seeded): the same seed, data order and
 // options give the same masks.
@@ -35,6 +35,9 @@ struct SftTrainerOptions {
   // the attention mask: attention_masks.h, packed training layout); 0 = one sample per forward.
   // Default: 0
   std::int64_t pack_length = 0;
+  // Rows run in one forward ([rows, length], padded to the longest): 1 suits a large model, whose
+  // one row fills the GPU; a small model needs many, or kernel launches bound the step. Default: 1
+  int rows_per_forward = 1;
 };
 
 struct SftStepStats {
@@ -42,7 +45,7 @@ struct SftStepStats {
   double grad_norm = 0.0;
   std::int64_t masked_tokens = 0;
   std::int64_t sequences = 0;
-  std::int64_t forwards = 0;  // rows run (packed: fewer than sequences)
+  std::int64_t forwards = 0;  // forwards run (packed or several rows each: fewer than sequences)
 };
 
 // One sample's noisy copy: x_t, x_0 (both padded to whole blocks), the masked positions and p.

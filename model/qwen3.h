@@ -183,6 +183,12 @@ class Qwen3LMImpl : public torch::nn::Module {
   // x_t half [1, L, hidden], each sequence's exactly as hidden_training() gives it alone.
   at::Tensor hidden_training_packed(const at::Tensor& x_t, const at::Tensor& x_0,
                                     const std::vector<int64_t>& lengths);
+  // (c) packed, several rows in one forward: x_t and x_0 [R, L], row r holding sequences of
+  // row_lengths[r] (whole blocks, summing to L; pad a shorter row with a filler sequence, which
+  // sees only itself). [R, L, hidden], each sequence's as hidden_training() gives it alone. One
+  // forward of R rows instead of R forwards: what a small model needs to fill a GPU.
+  at::Tensor hidden_training_rows(const at::Tensor& x_t, const at::Tensor& x_0,
+                                  const std::vector<std::vector<int64_t>>& row_lengths);
 
   // Final hidden states -> logits.
   at::Tensor logits(const at::Tensor& hidden);
@@ -194,7 +200,7 @@ class Qwen3LMImpl : public torch::nn::Module {
 
  private:
   // The training layouts' common part: [x_t, x_0] through the model with `mask` and `positions`
-  // ([2L]); the hidden states of the x_t half.
+  // ([2L], or [B, 2L] per row); the hidden states of the x_t half.
   at::Tensor hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0, const at::Tensor& mask,
                         const at::Tensor& positions);
   // forward_cached() up to the final hidden states [B, T, hidden].

@@ -170,17 +170,31 @@ at::Tensor Qwen3LMImpl::hidden_training_packed(const at::Tensor& x_t, const at::
   TORCH_CHECK(x_t.dim() == 2 && x_t.size(0) == 1 && x_t.sizes() == x_0.sizes(),
               "Qwen3LM: packed x_t and x_0 must both be [1, length], got ", x_t.sizes(), " and ",
               x_0.sizes());
-  int64_t total = 0;
-  for (int64_t n : lengths) {
-    TORCH_CHECK(n > 0 && n % config_.block_size == 0, "Qwen3LM: packed sequence length ", n,
-                " is not a positive multiple of block_size ", config_.block_size);
-    total += n;
-  }
+  return hidden_training_rows(x_t, x_0, {lengths});
+}
+
+at::Tensor Qwen3LMImpl::hidden_training_rows(const at::Tensor& x_t, const at::Tensor& x_0,
+                                             const std::vector<std::vector<int64_t>>& row_lengths) {
+  TORCH_CHECK(x_t.dim() == 2 && x_t.sizes() == x_0.sizes(),
+              "Qwen3LM: packed x_t and x_0 must both be [rows, length], got ", x_t.sizes(),
+              " and ", x_0.sizes());
+  TORCH_CHECK(static_cast<int64_t>(row_lengths.size()) == x_t.size(0), "Qwen3LM: ",
+              row_lengths.size(), " rows of lengths for ", x_t.size(0), " packed rows");
   const int64_t len = x_t.size(1);
-  TORCH_CHECK(total == len, "Qwen3LM: packed lengths sum to ", total, ", the row has ", len);
   const c10::Device device = x_t.device();
-  return hidden_x_t(x_t, x_0, packed_training_mask(lengths, config_.block_size, device),
-                    packed_training_positions(lengths, device));
+  std::vector<at::Tensor> masks, positions;
+  for (const std::vector<int64_t>& lengths : row_lengths) {
+    int64_t total = 0;
+    for (int64_t n : lengths) {
+      TORCH_CHECK(n > 0 && n % config_.block_size == 0, "Qwen3LM: packed sequence length ", n,
+                  " is not a positive multiple of block_size ", config_.block_size);
+      total += n;
+    }
+    TORCH_CHECK(total == len, "Qwen3LM: packed lengths sum to ", total, ", the row has ", len);
+    masks.push_back(packed_training_mask(lengths, config_.block_size, device));
+    positions.push_back(packed_training_positions(lengths, device));
+  }
+  return hidden_x_t(x_t, x_0, at::cat(masks, 0), at::stack(positions, 0));
 }
 
 at::Tensor Qwen3LMImpl::hidden_training(const at::Tensor& x_t, const at::Tensor& x_0) {
@@ -197,7 +211,8 @@ at::Tensor Qwen3LMImpl::hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0,
                                    const at::Tensor& mask, const at::Tensor& positions) {
   AttentionContext ctx;
   ctx.mask = mask;
-  at::Tensor hidden = model(at::cat({x_t, x_0}, 1), positions.unsqueeze(0), ctx);
+  at::Tensor hidden = model(at::cat({x_t, x_0}, 1),
+                            positions.dim() == 1 ? positions.unsqueeze(0) : positions, ctx);
   return hidden.narrow(1, 0, x_t.size(1));
 }
 

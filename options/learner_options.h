@@ -120,6 +120,7 @@ struct SftOptions {
   int max_length = 6144;
   int batch_size = 64;
   bool packed = true;
+  int rows_per_forward = 1;
 
   template <class V>
   void visit_fields(V& v) {
@@ -140,6 +141,11 @@ struct SftOptions {
     v.field("packed", packed,
             "Pack a step's samples side by side into rows of up to max_length tokens (each "
             "sample still sees only itself): fewer, fuller forwards. Default: true");
+    v.field("rows_per_forward", rows_per_forward,
+            "Rows (packed, or one sample each) run in one forward, padded to the longest: 1 "
+            "suits a large model, whose one row fills the GPU; a small one needs many, or "
+            "kernel launches bound the step (configs/tiny.yaml). Default: 1",
+            config::at_least(1));
   }
 };
 

@@ -13,10 +13,10 @@ namespace {
 using testing_util::random_lm;
 using testing_util::tiny_config;
 
-SftSample sample(std::int64_t first) {
+SftSample sample(std::int64_t first, std::int64_t response_length = 10) {
   SftSample s;
   s.prompt = {1, 2, 3, 4, 5};
-  for (std::int64_t i = 0; i < 10; ++i) s.response.push_back(first + i);
+  for (std::int64_t i = 0; i < response_length; ++i) s.response.push_back(first + i);
   return s;
 }
 
@@ -87,6 +87,38 @@ TEST(SftTrainerTest, PackingChangesTheForwardsNotTheLoss) {
   EXPECT_NEAR(stats[0].loss, stats[1].loss, 1e-4 * std::abs(stats[0].loss));
   EXPECT_NEAR(stats[0].grad_norm, stats[1].grad_norm, 1e-4 * stats[0].grad_norm);
   EXPECT_TRUE(at::allclose(weights[0], weights[1], 1e-5, 1e-6));
+}
+
+// Rows of different lengths (two 16-token samples, one 16-token sample, one 28-token sample) in
+// padded forwards: the same objective and update as a forward per row.
+TEST(SftTrainerTest, RowsSharingAForwardChangeTheForwardsNotTheLoss) {
+  const SftSample a = sample(10), b = sample(30), c = sample(40), d = sample(7, 20);
+  std::vector<const SftSample*> batch = {&a, &b, &c, &d};
+  std::vector<SftStepStats> stats;
+  std::vector<at::Tensor> weights;
+  for (int rows : {1, 2, 8}) {
+    Qwen3LM model = random_lm(tiny_config(), 9);
+    SftTrainerOptions o;
+    o.optimizer.lr = 1e-3;
+    o.seed = 5;
+    o.pack_length = 32;
+    o.rows_per_forward = rows;
+    auto trainer = SftTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    auto step = (*trainer)->step(batch, o.optimizer.lr);
+    ASSERT_TRUE(step.ok()) << step.status().to_string();
+    stats.push_back(*step);
+    weights.push_back(model->lm_head.detach().clone());
+  }
+  EXPECT_EQ(stats[0].forwards, 3);
+  EXPECT_EQ(stats[1].forwards, 2);
+  EXPECT_EQ(stats[2].forwards, 1);
+  for (std::size_t k = 1; k < stats.size(); ++k) {
+    EXPECT_EQ(stats[0].masked_tokens, stats[k].masked_tokens);
+    EXPECT_NEAR(stats[0].loss, stats[k].loss, 1e-4 * std::abs(stats[0].loss)) << k;
+    EXPECT_NEAR(stats[0].grad_norm, stats[k].grad_norm, 1e-4 * stats[0].grad_norm) << k;
+    EXPECT_TRUE(at::allclose(weights[0], weights[k], 1e-5, 1e-6)) << k;
+  }
 }
 
 }  // namespace
