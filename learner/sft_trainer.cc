@@ -92,8 +92,8 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
           lengths[r - first].push_back(static_cast<std::int64_t>(noised[i].x_0.size()));
         }
         width = std::max<std::int64_t>(
-            width, std::accumulate(lengths[r - first].begin(), lengths[r - first].end(),
-                                   std::int64_t{0}));
+            width,
+            std::accumulate(lengths[r - first].begin(), lengths[r - first].end(), std::int64_t{0}));
       }
       std::vector<std::int64_t> x_t, x_0, positions;
       std::vector<float> token_weights;

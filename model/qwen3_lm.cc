@@ -176,10 +176,11 @@ at::Tensor Qwen3LMImpl::hidden_training_packed(const at::Tensor& x_t, const at::
 at::Tensor Qwen3LMImpl::hidden_training_rows(const at::Tensor& x_t, const at::Tensor& x_0,
                                              const std::vector<std::vector<int64_t>>& row_lengths) {
   TORCH_CHECK(x_t.dim() == 2 && x_t.sizes() == x_0.sizes(),
-              "Qwen3LM: packed x_t and x_0 must both be [rows, length], got ", x_t.sizes(),
-              " and ", x_0.sizes());
-  TORCH_CHECK(static_cast<int64_t>(row_lengths.size()) == x_t.size(0), "Qwen3LM: ",
-              row_lengths.size(), " rows of lengths for ", x_t.size(0), " packed rows");
+              "Qwen3LM: packed x_t and x_0 must both be [rows, length], got ", x_t.sizes(), " and ",
+              x_0.sizes());
+  TORCH_CHECK(static_cast<int64_t>(row_lengths.size()) == x_t.size(0),
+              "Qwen3LM: ", row_lengths.size(), " rows of lengths for ", x_t.size(0),
+              " packed rows");
   const int64_t len = x_t.size(1);
   const c10::Device device = x_t.device();
   std::vector<at::Tensor> masks, positions;
@@ -211,8 +212,8 @@ at::Tensor Qwen3LMImpl::hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0,
                                    const at::Tensor& mask, const at::Tensor& positions) {
   AttentionContext ctx;
   ctx.mask = mask;
-  at::Tensor hidden = model(at::cat({x_t, x_0}, 1),
-                            positions.dim() == 1 ? positions.unsqueeze(0) : positions, ctx);
+  at::Tensor hidden =
+      model(at::cat({x_t, x_0}, 1), positions.dim() == 1 ? positions.unsqueeze(0) : positions, ctx);
   return hidden.narrow(1, 0, x_t.size(1));
 }
 

@@ -27,6 +27,10 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->options.rl_tasks_per_level, 0);
   EXPECT_EQ(r->options.heldout_per_level, 5);
   EXPECT_EQ(r->out_dir, "x/y");
+  EXPECT_EQ(r->options.names, NameVariety::kVaried);
+  r = parse_command_line({"curriculum", "--out", "d", "--names=fixed"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->options.names, NameVariety::kFixed);
 }
 
 TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
@@ -38,8 +42,8 @@ TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
   }
   const std::string usage = usage_text();
   for (const char* flag :
-       {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level", "--heldout-per-level", "sft.json",
-        "rl_infill.json", "rl_e2e.json", "heldout_infill.json", "heldout_e2e.json",
+       {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level", "--heldout-per-level", "--names",
+        "sft.json", "rl_infill.json", "rl_e2e.json", "heldout_infill.json", "heldout_e2e.json",
         "verify_items.json", "MANIFEST.json", "Exit status"})
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
 }
@@ -61,6 +65,7 @@ TEST(DiceDataCliArgsTest, ErrorsNameTheArgument) {
       {{"curriculum", "--out", "d", "--rl-tasks-per-level=2000000"}, "--rl-tasks-per-level"},
       {{"curriculum", "--out", "d", "--heldout-per-level="}, "--heldout-per-level"},
       {{"curriculum", "--out="}, "--out"},
+      {{"curriculum", "--out", "d", "--names", "random"}, "--names: expected varied or fixed"},
       {{"curriculum", "d"}, "'d'"},
   };
   for (const auto& c : cases) {

@@ -135,16 +135,18 @@ TEST(DiceDataCliTest, CandidatesPassTheRewardStaticChecks) {
   // candidate: a correct pair must not be flagged (torch op in forward, no kernel launched...).
   if (!std::filesystem::exists(DICE_DATA_STATIC_CHECK))
     GTEST_SKIP() << DICE_DATA_STATIC_CHECK << " is not there";
-  TempDir dir;
-  Ran r =
-      run(dice_data("curriculum --seed 3 --sft-pairs 60 --rl-tasks-per-level 10 "
-                    "--heldout-per-level 5 --out " +
-                    quoted(dir.sub("s"))));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = run(std::string(kPython) + " " + quoted(DICE_DATA_CHECK_SCRIPT) + " " + quoted(dir.sub("s")) +
-          " --static-check " + quoted(DICE_DATA_STATIC_CHECK));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("static checks passed"), std::string::npos) << r.output;
+  for (const char* names : {"varied", "fixed"}) {
+    TempDir dir;
+    Ran r = run(dice_data(std::string("curriculum --seed 3 --sft-pairs 60 --rl-tasks-per-level 10 "
+                                      "--heldout-per-level 5 --names ") +
+                          names + " --out " + quoted(dir.sub("s"))));
+    ASSERT_EQ(r.exit_code, 0) << names << ": " << r.output;
+    r = run(std::string(kPython) + " " + quoted(DICE_DATA_CHECK_SCRIPT) + " " +
+            quoted(dir.sub("s")) + " --static-check " + quoted(DICE_DATA_STATIC_CHECK));
+    EXPECT_EQ(r.exit_code, 0) << names << ": " << r.output;
+    EXPECT_NE(r.output.find("static checks passed"), std::string::npos)
+        << names << ": " << r.output;
+  }
 }
 
 }  // namespace

@@ -75,6 +75,33 @@ TEST(DiceDataCurriculumTest, MoreSftPairsLeaveTheRlTasksAsTheyAre) {
   }
 }
 
+// --names fixed: the same tasks, shapes and layouts as the varied curriculum of the seed, with
+// each kernel named <label>_kernel and launched under that name, the source string cuda_source.
+TEST(DiceDataCurriculumTest, FixedNamesKeepTheTasksAndNameEveryKernelAlike) {
+  CurriculumOptions o = small_options();
+  const Curriculum varied = generate_curriculum(o);
+  o.names = NameVariety::kFixed;
+  const Curriculum fixed = generate_curriculum(o);
+  const auto a = all_pairs(varied), b = all_pairs(fixed);
+  ASSERT_EQ(a.size(), b.size());
+  int differ = 0;
+  const std::regex defined(R"(__global__ void (\w+)\()"), launched(R"((\w+)<<<)");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].second->id, b[i].second->id);
+    EXPECT_EQ(a[i].second->pytorch_code, b[i].second->pytorch_code) << b[i].second->id;
+    differ += a[i].second->cuda_code() != b[i].second->cuda_code();
+    const std::string code = b[i].second->cuda_code();
+    EXPECT_NE(code.find("cuda_source = "), std::string::npos) << b[i].second->id;
+    std::smatch def, launch;
+    ASSERT_TRUE(std::regex_search(code, def, defined)) << b[i].second->id;
+    ASSERT_TRUE(std::regex_search(code, launch, launched)) << b[i].second->id;
+    EXPECT_EQ(def[1], launch[1]) << b[i].second->id;
+    EXPECT_EQ(def[1].str().substr(def[1].length() - 7), "_kernel") << b[i].second->id;
+  }
+  EXPECT_GT(differ, static_cast<int>(a.size()) / 2);  // most varied pairs drew other names
+  EXPECT_NE(files_of(fixed).at("MANIFEST.json").find("\"names\": \"fixed\""), std::string::npos);
+}
+
 TEST(DiceDataCurriculumTest, CountsAndLevelsAreAsAsked) {
   const CurriculumOptions o = small_options();
   const auto files = files_of(generate_curriculum(o));

@@ -40,6 +40,10 @@ Options:
                              (default 64)
   --heldout-per-level N      tasks per level in each of heldout_infill.json and
                              heldout_e2e.json (default 32)
+  --names varied|fixed       names in the CUDA code: drawn per pair (default), or fixed per op
+                             label (<label>_kernel, cuda_source, x, out, n...) with the same
+                             tasks, shapes and layouts: for a small model that cannot yet copy
+                             a name from its definition to its uses
   -h, --help                 this text
 Counts are integers in [0, 1000000]; flags take "--flag value" or "--flag=value".
 
@@ -87,7 +91,8 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
       inline_value = true;
     }
     const bool known = flag == "--out" || flag == "--seed" || flag == "--sft-pairs" ||
-                       flag == "--rl-tasks-per-level" || flag == "--heldout-per-level";
+                       flag == "--rl-tasks-per-level" || flag == "--heldout-per-level" ||
+                       flag == "--names";
     if (!known) return Status::invalid_argument("unknown argument '" + args[i] + "'");
     if (!inline_value) {
       if (i + 1 >= args.size()) return Status::invalid_argument(flag + ": missing its value");
@@ -97,6 +102,13 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
       if (value.empty()) return Status::invalid_argument("--out: expected a folder, got ''");
       req.out_dir = value;
       have_out = true;
+      continue;
+    }
+    if (flag == "--names") {
+      if (value != "varied" && value != "fixed") {
+        return Status::invalid_argument("--names: expected varied or fixed, got '" + value + "'");
+      }
+      req.options.names = value == "fixed" ? NameVariety::kFixed : NameVariety::kVaried;
       continue;
     }
     const unsigned long long max =

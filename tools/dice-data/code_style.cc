@@ -18,7 +18,21 @@ std::string distinct(Prng& rng, const std::vector<std::string>& pool,
 
 }  // namespace
 
-CodeStyle draw_style(Prng& rng, const std::string& label) {
+// The first name of every pool draw_style() draws from.
+void fix_names(CodeStyle& s, const std::string& label) {
+  s.source_var = "cuda_source";
+  s.cpp_var = "cpp_source";
+  s.kernel = label + "_kernel";
+  s.host = label + "_cuda";
+  s.module = label + "_ext";
+  s.ext_var = "ext";
+  s.k_in = "x", s.k_in2 = "y", s.k_out = "out", s.k_n = "n", s.k_idx = "i";
+  s.k_row = "row", s.k_tid = "tid", s.k_buf = "buf", s.k_cols = "cols", s.k_col = "col";
+  s.h_in = "x", s.h_in2 = "y", s.h_out = "out", s.h_n = "n", s.h_blocks = "blocks";
+  s.h_threads = "threads", s.h_rows = "rows", s.h_cols = "cols";
+}
+
+CodeStyle draw_style(Prng& rng, const std::string& label, NameVariety names) {
   CodeStyle s;
   s.threads = rng.pick(std::vector<int>{128, 256, 256, 512});
   s.grid_stride = rng.chance(40);
@@ -75,6 +89,7 @@ CodeStyle draw_style(Prng& rng, const std::string& label) {
   s.h_threads = rng.pick(std::vector<std::string>{"threads", "block_size", "threads_per_block"});
   s.h_rows = rng.pick(std::vector<std::string>{"rows", "n_rows", "outer"});
   s.h_cols = rng.pick(std::vector<std::string>{"cols", "n_cols", "inner"});
+  if (names == NameVariety::kFixed) fix_names(s, label);  // after the draws: the same stream
   return s;
 }
 

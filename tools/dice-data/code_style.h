@@ -45,7 +45,14 @@ struct CodeStyle {
   std::string h_in, h_in2, h_out, h_n, h_blocks, h_threads, h_rows, h_cols;
 };
 
+// How a pair's names are chosen. varied: drawn from pools per pair (the default: no name is a
+// string to memorise). fixed: each the first of its pool, derived from the label alone (the
+// kernel is always <label>_kernel, the source string cuda_source); the layout still varies, and
+// the draws are the same, so a seed gives the same tasks, shapes and layouts either way. A small
+// model that cannot yet copy a name from its definition to its uses learns fixed names first.
+enum class NameVariety { kVaried, kFixed };
+
 // A style for a pair whose names derive from `label` ("leaky_relu", "scale_relu", "row_sum").
-CodeStyle draw_style(Prng& rng, const std::string& label);
+CodeStyle draw_style(Prng& rng, const std::string& label, NameVariety names = NameVariety::kVaried);
 
 }  // namespace dice::data

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/dice-data/code_style.h"
 #include "tools/dice-data/heldout.h"
 #include "tools/dice-data/kernel_pair.h"
 
@@ -25,6 +26,9 @@ struct CurriculumOptions {
   int rl_tasks_per_level = 64;
   // Tasks per level in each of heldout_infill.json and heldout_e2e.json. Default: 32
   int heldout_per_level = 32;
+  // Names in the CUDA candidates: drawn per pair, or fixed per label (code_style.h). Default:
+  // varied
+  NameVariety names = NameVariety::kVaried;
 };
 
 struct SftItem {

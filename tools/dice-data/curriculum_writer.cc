@@ -179,9 +179,11 @@ std::vector<std::pair<std::string, std::string>> curriculum_files(const Curricul
   json::object manifest;
   manifest["generator"] = kGeneratorVersion;
   manifest["seed"] = c.options.seed;
-  manifest["options"] = json::object{{"sft_pairs", c.options.sft_pairs},
-                                     {"rl_tasks_per_level", c.options.rl_tasks_per_level},
-                                     {"heldout_per_level", c.options.heldout_per_level}};
+  manifest["options"] =
+      json::object{{"sft_pairs", c.options.sft_pairs},
+                   {"rl_tasks_per_level", c.options.rl_tasks_per_level},
+                   {"heldout_per_level", c.options.heldout_per_level},
+                   {"names", c.options.names == NameVariety::kFixed ? "fixed" : "varied"}};
   manifest["files"] = std::move(stats);
   json::array held;
   for (const auto& e : c.heldout.entries)

@@ -252,12 +252,12 @@ std::string chain_key(const ElementwiseTask& task) {
   return join(op_names(task), ">");
 }
 
-KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng) {
+KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng, NameVariety name_variety) {
   const std::vector<std::string> names = op_names(task);
   std::vector<std::string> label_parts(
       names.begin(), names.begin() + static_cast<long>(std::min<std::size_t>(names.size(), 3)));
   const std::string label = join(label_parts, "_");
-  const CodeStyle style = draw_style(rng, label);
+  const CodeStyle style = draw_style(rng, label, name_variety);
   const bool three_d = !task.binary && rng.chance(25);
   const Sizes sizes = draw_sizes(rng, three_d);
   const bool alt_cast = rng.chance(30);

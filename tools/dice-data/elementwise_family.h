@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/dice-data/code_style.h"
 #include "tools/dice-data/dtype.h"
 #include "tools/dice-data/kernel_pair.h"
 #include "tools/dice-data/op_table.h"
@@ -35,6 +36,7 @@ std::string chain_key(const ElementwiseTask& task);
 
 // The pair for `task`; sizes, names and code style are drawn from `rng`. Its keys are every
 // held-out key the task touches (param_key, binary_key, chain_key).
-KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng);
+KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng,
+                              NameVariety name_variety = NameVariety::kVaried);
 
 }  // namespace dice::data

@@ -390,11 +390,11 @@ void row_extension(const RowTask& task, const CodeStyle& style, const RowNames& 
 
 }  // namespace
 
-KernelPair render_row(const RowTask& task, Prng& rng) {
+KernelPair render_row(const RowTask& task, Prng& rng, NameVariety names) {
   const bool reduction = is_reduction(task.op);
   const std::string name = row_op_name(task.op);
   const std::string label = reduction ? "row_" + name : name;
-  const CodeStyle style = draw_style(rng, label);
+  const CodeStyle style = draw_style(rng, label, names);
   const bool three_d = !reduction && rng.chance(25);
   const Sizes sizes = draw_sizes(rng, three_d);
   const bool upcast = task.dtype != Dtype::kFloat32;  // norms with weights compute in float

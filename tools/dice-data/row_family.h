@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "tools/dice-data/code_style.h"
 #include "tools/dice-data/dtype.h"
 #include "tools/dice-data/kernel_pair.h"
 #include "tools/dice-data/prng.h"
@@ -32,6 +33,6 @@ std::string reduce_key(RowOp op, bool keepdim);
 std::string norm_key(RowOp op, Dtype dtype);
 
 // The pair for `task`, sizes, names and style drawn from `rng`.
-KernelPair render_row(const RowTask& task, Prng& rng);
+KernelPair render_row(const RowTask& task, Prng& rng, NameVariety names = NameVariety::kVaried);
 
 }  // namespace dice::data
