@@ -80,6 +80,9 @@ Result<SlurmJobInfo> refresh(const std::string& state_dir, ClusterState* state) 
       if (s.last_exit.empty()) s.last_exit = "job " + state->slurm_job_state;
     }
   }
+  // Written by the batch script when a role lost its last service (slurm_script.cc).
+  std::ifstream reason(state_dir + "/steps/.stop_reason");
+  if (reason) std::getline(reason, state->stop_reason);
   DICE_RETURN_IF_ERROR(write_state_file(state_dir, *state));
   return job;
 }

@@ -16,6 +16,26 @@ record() {
     >"$steps/$1.tmp" && mv -f "$steps/$1.tmp" "$steps/$1"
 }
 
+# stop_if_role_is_gone NAME LAST_EXIT: once every service of NAME's role has given up, the run
+# cannot move (the learner would wait for verdicts until the time limit): say why in
+# $steps/.stop_reason, which `dice-cluster status` shows, and end every other service's loop and
+# its step. Each loop's pid is in $steps/.pid-NAME.
+stop_if_role_is_gone() {
+  local role="${1%-*}" f pid
+  for f in "$steps/$role"-*; do
+    [[ "$f" == *.tmp ]] && continue
+    grep -qx 'state failed' "$f" || return 0
+  done
+  printf 'no %s service left: %s gave up (%s); its log: %s\n' "$role" "$1" "$2" \
+    "$logs/$1.log" >"$steps/.stop_reason"
+  for f in "$steps"/.pid-*; do
+    pid="$(cat "$f")"
+    [[ "$pid" == "$BASHPID" ]] && continue
+    kill -TERM "$pid" 2>/dev/null
+    pkill -TERM -P "$pid" 2>/dev/null  # its srun, which passes the signal on to the step
+  done
+}
+
 # run_service NAME NODE [VAR=VALUE...] EXE [ARGS...]: runs the service (through env, with its
 # CUDA_VISIBLE_DEVICES) as one step on NODE until it exits 0, the job is cancelled, or it needs
 # more than @MAX_RESTARTS@ restarts within @WINDOW_S@ s.
@@ -25,6 +45,7 @@ run_service() {
   local stopping=0 restarts=0 delay_ms=@BACKOFF_MS@ last_exit="" started rc now t
   local -a recent=() kept=()
   trap 'stopping=1' TERM INT
+  echo "$BASHPID" >"$steps/.pid-$name"
   while ((!stopping)); do
     started="$(date +%s)"
     record "$name" running "$restarts" "$started" "$last_exit"
@@ -47,6 +68,7 @@ run_service() {
       echo "=== dice-cluster: giving up on $name after $restarts restarts ($last_exit)" \
         >>"$logs/$name.log"
       record "$name" failed "$restarts" "$started" "$last_exit"
+      stop_if_role_is_gone "$name" "$last_exit"
       return
     fi
     recent+=("$now")

@@ -30,12 +30,13 @@ std::string header(const ClusterState& state, double now) {
     out << "run " << state.run_id << "  slurm job " << state.slurm_job_id << " "
         << (state.slurm_job_state.empty() ? "unknown" : state.slurm_job_state);
     if (!state.slurm_nodes.empty()) out << " on " << state.slurm_nodes;
-    return out.str() + "\n";
+    out << "\n";
+  } else {
+    bool up = process_alive(state.supervisor_pid, state.supervisor_start_ticks);
+    out << "run " << state.run_id << "  supervisor pid " << state.supervisor_pid << " "
+        << (up ? state.supervisor_state : std::string("not running")) << "  up "
+        << (up ? format_duration(now - state.supervisor_started_at) : std::string("-")) << "\n";
   }
-  bool up = process_alive(state.supervisor_pid, state.supervisor_start_ticks);
-  out << "run " << state.run_id << "  supervisor pid " << state.supervisor_pid << " "
-      << (up ? state.supervisor_state : std::string("not running")) << "  up "
-      << (up ? format_duration(now - state.supervisor_started_at) : std::string("-")) << "\n";
   if (!state.stop_reason.empty()) out << "stopped by the supervisor: " << state.stop_reason << "\n";
   return out.str();
 }

@@ -241,7 +241,8 @@ struct LocalOptions {
             "Cap of the restart delay. Default: 30000", config::at_least(0));
     v.field("max_restarts", max_restarts,
             "A service that needs more restarts than this within restart_window_s is given up "
-            "(state failed). Default: 5",
+            "(state failed); once every service of a role is, the run is stopped (the local "
+            "supervisor, or a Slurm job's script) and `status` says why. Default: 5",
             config::at_least(0));
     v.field("restart_window_s", restart_window_s,
             "Window over which restarts are counted. Default: 300", config::at_least(1));

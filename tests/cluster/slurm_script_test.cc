@@ -30,6 +30,55 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// Runs the batch script of `services` in `dir` with bash, srun replaced by a test double that runs
+// the command after its options (output appended to --output); the script's exit status, its
+// output in dir/out.
+int run_script_with_srun_double(const std::string& dir, const ClusterOptions& options,
+                                const std::vector<ServiceSpec>& services,
+                                const std::string& state_dir, const std::string& run_id) {
+  std::string srun = dir + "/bin/srun";
+  std::filesystem::create_directories(dir + "/bin");
+  std::ofstream(srun) << "#!/bin/bash\n"
+                         "# srun test double: runs the command after the options, output to "
+                         "--output.\n"
+                         "out=/dev/null\n"
+                         "while [[ $# -gt 0 && $1 == --* ]]; do\n"
+                         "  [[ $1 == --output=* ]] && out=${1#--output=}\n"
+                         "  shift\n"
+                         "done\n"
+                         "echo \"step of $*\" >>\"$out\"\n"
+                         "exec \"$@\" >>\"$out\" 2>&1\n";
+  chmod(srun.c_str(), 0755);
+  std::ofstream(dir + "/job.sbatch")
+      << slurm_batch_script(options, services, dir, state_dir, run_id);
+  std::string command = "PATH=" + shell_quote(dir + "/bin") + ":\"$PATH\" bash " +
+                        shell_quote(dir + "/job.sbatch") + " >" + shell_quote(dir + "/out") +
+                        " 2>&1";
+  return std::system(command.c_str());
+}
+
+// learner-0 (`learner`: the executable, then its arguments) and reward-0 (/bin/false: fails every
+// time), both on gpu1.
+std::vector<ServiceSpec> learner_and_failing_reward(std::vector<std::string> learner) {
+  std::vector<ServiceSpec> services(2);
+  services[0].name = "learner-0";
+  services[0].node = "gpu1";
+  services[0].executable = learner[0];
+  services[0].args.assign(learner.begin() + 1, learner.end());
+  services[1].name = "reward-0";
+  services[1].node = "gpu1";
+  services[1].executable = "/bin/false";
+  return services;
+}
+
+// Restarts within milliseconds, given up after `max_restarts`.
+ClusterOptions fast_restarts(ClusterOptions options, int max_restarts) {
+  options.local.restart_backoff_ms = 10;
+  options.local.restart_backoff_max_ms = 20;
+  options.local.max_restarts = max_restarts;
+  return options;
+}
+
 ClusterOptions two_nodes() {
   ClusterOptions options;
   options.backend = ClusterBackend::kSlurm;
@@ -87,37 +136,11 @@ TEST(SlurmScriptTest, OneJobOverTheNodesAndOneRestartedStepPerService) {
 // (ends at once with 0: not restarted) and /bin/false (fails: restarted until given up).
 TEST(SlurmScriptTest, RestartsAFailingStepWithBackoffThenGivesUpAndRecordsEachState) {
   std::string dir = make_temp_dir();
-  std::string srun = dir + "/bin/srun";
-  std::filesystem::create_directories(dir + "/bin");
-  std::ofstream(srun) << "#!/bin/bash\n"
-                         "# srun test double: runs the command after the options, output to "
-                         "--output.\n"
-                         "out=/dev/null\n"
-                         "while [[ $# -gt 0 && $1 == --* ]]; do\n"
-                         "  [[ $1 == --output=* ]] && out=${1#--output=}\n"
-                         "  shift\n"
-                         "done\n"
-                         "echo \"step of $*\" >>\"$out\"\n"
-                         "exec \"$@\" >>\"$out\" 2>&1\n";
-  chmod(srun.c_str(), 0755);
-
-  ClusterOptions options = two_nodes();
-  options.local.restart_backoff_ms = 10;
-  options.local.restart_backoff_max_ms = 20;
-  options.local.max_restarts = 2;
-  std::vector<ServiceSpec> services(2);
-  services[0].name = "learner-0";
-  services[0].node = "gpu1";
-  services[0].executable = "/bin/true";
-  services[1].name = "reward-0";
-  services[1].node = "gpu1";
-  services[1].executable = "/bin/false";
+  ClusterOptions options = fast_restarts(two_nodes(), 2);
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/true"});
   std::string state_dir = dir + "/state";
-  std::ofstream(dir + "/job.sbatch") << slurm_batch_script(options, services, dir, state_dir, "r3");
-  std::string command = "PATH=" + shell_quote(dir + "/bin") + ":\"$PATH\" bash " +
-                        shell_quote(dir + "/job.sbatch") + " >" + shell_quote(dir + "/out") +
-                        " 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir + "/out");
+  ASSERT_EQ(run_script_with_srun_double(dir, options, services, state_dir, "r3"), 0)
+      << read_file(dir + "/out");
 
   ServiceState learner, reward;
   ASSERT_TRUE(read_step_file(state_dir + "/steps/learner-0", &learner).ok());
@@ -137,6 +160,29 @@ TEST(SlurmScriptTest, RestartsAFailingStepWithBackoffThenGivesUpAndRecordsEachSt
   EXPECT_NE(log.find("(restarts so far: 2)"), std::string::npos) << log;
   EXPECT_EQ(log.find("(restarts so far: 3)"), std::string::npos) << log;
   EXPECT_NE(log.find("giving up on reward-0 after 2 restarts (exit 1)"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+// The only reward service gives up: the script stops the rest of the run (the learner here would
+// otherwise sleep on for two minutes) and writes why for `dice-cluster status`.
+TEST(SlurmScriptTest, ARoleWithoutServicesStopsTheRun) {
+  std::string dir = make_temp_dir();
+  ClusterOptions options = fast_restarts(two_nodes(), 1);
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/sleep", "120"});
+  std::string state_dir = dir + "/state";
+  ASSERT_EQ(run_script_with_srun_double(dir, options, services, state_dir, "r4"), 0)
+      << read_file(dir + "/out");
+
+  ServiceState learner, reward;
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/learner-0", &learner).ok());
+  EXPECT_EQ(learner.state, ServiceRunState::kStopped);
+  EXPECT_NE(learner.last_exit, "exit 0");  // ended by the signal, not by sleeping out
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/reward-0", &reward).ok());
+  EXPECT_EQ(reward.state, ServiceRunState::kFailed);
+  const std::string reason = read_file(state_dir + "/steps/.stop_reason");
+  EXPECT_NE(reason.find("no reward service left: reward-0 gave up (exit 1); its log: "),
+            std::string::npos)
+      << reason;
   std::filesystem::remove_all(dir);
 }
 
