@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "tests/model/model_test_util.h"
 
 namespace dice {
@@ -63,23 +65,43 @@ TEST(SftTrainerTest, TrainingLowersTheLossOfItsSamples) {
   EXPECT_LT(last, 0.5 * first) << "the loss of 10 steps: first " << first << ", last " << last;
 }
 
+// One optimizer step of a fresh model (the same seed each time) on `batch`, packed into rows of
+// `pack` tokens run `rows` to a forward: its statistics and the updated lm_head.
+struct OneStep {
+  SftStepStats stats;
+  at::Tensor lm_head;
+};
+std::optional<OneStep> one_step(const std::vector<const SftSample*>& batch, std::int64_t pack,
+                                int rows) {
+  Qwen3LM model = random_lm(tiny_config(), 9);
+  SftTrainerOptions o;
+  o.optimizer.lr = 1e-3;
+  o.seed = 5;
+  o.pack_length = pack;
+  o.rows_per_forward = rows;
+  auto trainer = SftTrainer::create(model, o);
+  if (!trainer.ok()) {
+    ADD_FAILURE() << trainer.status().to_string();
+    return std::nullopt;
+  }
+  auto step = (*trainer)->step(batch, o.optimizer.lr);
+  if (!step.ok()) {
+    ADD_FAILURE() << step.status().to_string();
+    return std::nullopt;
+  }
+  return OneStep{*step, model->lm_head.detach().clone()};
+}
+
 TEST(SftTrainerTest, PackingChangesTheForwardsNotTheLoss) {
   const SftSample a = sample(10), b = sample(30), c = sample(40);
   std::vector<const SftSample*> batch = {&a, &b, &c};
   std::vector<SftStepStats> stats;
   std::vector<at::Tensor> weights;
   for (std::int64_t pack : {0, 32}) {  // 32 tokens: two 16-token samples per row
-    Qwen3LM model = random_lm(tiny_config(), 9);
-    SftTrainerOptions o;
-    o.optimizer.lr = 1e-3;
-    o.seed = 5;
-    o.pack_length = pack;
-    auto trainer = SftTrainer::create(model, o);
-    ASSERT_TRUE(trainer.ok());
-    auto step = (*trainer)->step(batch, o.optimizer.lr);
-    ASSERT_TRUE(step.ok()) << step.status().to_string();
-    stats.push_back(*step);
-    weights.push_back(model->lm_head.detach().clone());
+    std::optional<OneStep> step = one_step(batch, pack, 1);
+    ASSERT_TRUE(step);
+    stats.push_back(step->stats);
+    weights.push_back(step->lm_head);
   }
   EXPECT_EQ(stats[0].forwards, 3);
   EXPECT_EQ(stats[1].forwards, 2);
@@ -97,18 +119,10 @@ TEST(SftTrainerTest, RowsSharingAForwardChangeTheForwardsNotTheLoss) {
   std::vector<SftStepStats> stats;
   std::vector<at::Tensor> weights;
   for (int rows : {1, 2, 8}) {
-    Qwen3LM model = random_lm(tiny_config(), 9);
-    SftTrainerOptions o;
-    o.optimizer.lr = 1e-3;
-    o.seed = 5;
-    o.pack_length = 32;
-    o.rows_per_forward = rows;
-    auto trainer = SftTrainer::create(model, o);
-    ASSERT_TRUE(trainer.ok());
-    auto step = (*trainer)->step(batch, o.optimizer.lr);
-    ASSERT_TRUE(step.ok()) << step.status().to_string();
-    stats.push_back(*step);
-    weights.push_back(model->lm_head.detach().clone());
+    std::optional<OneStep> step = one_step(batch, 32, rows);
+    ASSERT_TRUE(step);
+    stats.push_back(step->stats);
+    weights.push_back(step->lm_head);
   }
   EXPECT_EQ(stats[0].forwards, 3);
   EXPECT_EQ(stats[1].forwards, 2);
