@@ -63,7 +63,9 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
       continue;  // an evaluation trains nothing
     }
     if (group.complete && !group.dropped && run.options.update) {
-      for (const FinishedSample& sample : group.samples) run.traces->push_back(sample.trace);
+      for (const FinishedSample& sample : group.samples) {
+        if (sample.scored) run.traces->push_back(sample.trace);
+      }
     }
   }
   return Status::ok_status();
@@ -201,8 +203,8 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
                  << kv("groups_dropped", c.groups_dropped) << kv("groups_skipped", c.groups_skipped)
                  << kv("stale", c.stale_dropped)
                  << kv("worker_errors", c.rollout_errors + c.eval_errors)
-                 << kv("seconds", fixed(seconds, 1)) << kv("eta_s", fixed(eta, 0))
-                 << kv("policy_version", policy_version)
+                 << kv("service_faults", c.service_faults) << kv("seconds", fixed(seconds, 1))
+                 << kv("eta_s", fixed(eta, 0)) << kv("policy_version", policy_version)
                  << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
                  << kv("update_s", fixed(update.seconds, 1))
                  << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/log.h"
+#include "net/wire/enum_name.h"
 #include "net/wire/envelope.h"
 
 namespace dice {
@@ -24,6 +25,12 @@ TraceSample trace_of(schema::Candidate::Reader candidate) {
 }
 
 }  // namespace
+
+bool is_service_fault(schema::Verdict::Reader verdict) {
+  const schema::FailureClass f = verdict.getFailure();
+  return f == schema::FailureClass::INTERNAL_ERROR ||
+         f == schema::FailureClass::SANDBOX_UNAVAILABLE;
+}
 
 StepTracker::StepTracker(StepSettings settings, std::uint64_t* next_work_id,
                          std::uint64_t* next_group_id)
@@ -162,6 +169,20 @@ void StepTracker::on_verdict(std::uint64_t work_id, wire::Decoded<schema::Envelo
     check_complete(where.group);
     return;
   }
+  if (is_service_fault(verdict)) {
+    // Scored 0 it would push the policy away from an answer nobody judged.
+    ++counts_.eval_errors;
+    ++counts_.service_faults;
+    DICE_LOG(Warn) << "verdict with a reward-service fault: sample not scored"
+                   << kv("task", group.task->id) << kv("sample", where.sample)
+                   << kv("failure", wire::enum_name(verdict.getFailure()))
+                   << kv("worker", verdict.getRewardWorker().cStr())
+                   << kv("excerpt", verdict.getLogExcerpt().cStr());
+    sample.verdict.emplace(std::move(envelope));
+    sample.scored = false;
+    check_complete(where.group);
+    return;
+  }
   ++counts_.verdicts;
   counts_.compiled += verdict.getCompiled() ? 1 : 0;
   counts_.correct += verdict.getCorrect() ? 1 : 0;
@@ -223,10 +244,11 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
   std::vector<double> rewards;
   for (auto& [index, sample] : group.samples) {
     if (!sample.verdict) continue;
-    rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
-    out.samples.push_back(FinishedSample{
-        index, std::move(sample.response_text), std::move(*sample.verdict), 0.0,
-        std::move(sample.trace), sample.weights_checksum, std::move(sample.rollout_worker)});
+    if (sample.scored) rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
+    out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
+                                         std::move(*sample.verdict), 0.0, std::move(sample.trace),
+                                         sample.weights_checksum, std::move(sample.rollout_worker),
+                                         sample.scored});
     sample.verdict.reset();
     if (sample.eval_work_id) evals_.erase(sample.eval_work_id);
   }
@@ -236,9 +258,11 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
     GroupAdvantages adv = group_advantages(rewards, settings_.drop_constant_groups);
     out.dropped = adv.dropped;
     counts_.groups_dropped += adv.dropped ? 1 : 0;
-    for (std::size_t i = 0; i < out.samples.size(); ++i) {
-      out.samples[i].advantage = adv.advantages[i];
-      out.samples[i].trace.advantage = adv.advantages[i];
+    std::size_t scored = 0;  // rewards[] holds the scored samples only, in order
+    for (FinishedSample& sample : out.samples) {
+      if (!sample.scored) continue;
+      sample.advantage = adv.advantages[scored++];
+      sample.trace.advantage = sample.advantage;
     }
   } else {
     ++counts_.groups_skipped;

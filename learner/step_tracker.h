@@ -8,6 +8,10 @@
 //   Verdict        -> kept with its candidate's response text
 //   Error          -> a rollout error ends its group's hope of more candidates; an evaluation
 //                     error loses that one sample
+//   service fault  -> a verdict whose failure is the reward service's own (internalError,
+//                     sandboxUnavailable: not the candidate's fault, never a reward) is kept for
+//                     the reward log but not scored: it counts as an evaluation error, stays out
+//                     of its group's z-scores and of the update
 //   group done     -> every sample judged or lost: rewards z-scored (advantage.h) -> finished
 //   expire()       -> a group older than the timeout is skipped: its verdicts so far are kept
 //                     with advantage 0, so the run never hangs on a lost worker
@@ -63,7 +67,8 @@ struct StepCounts {
   std::uint32_t groups_dropped = 0;   // complete, but all rewards equal (no signal)
   std::uint32_t groups_skipped = 0;   // timed out or failed, or cut short by a drain
   std::uint32_t rollout_errors = 0;
-  std::uint32_t eval_errors = 0;
+  std::uint32_t eval_errors = 0;     // samples lost, or judged with a service fault
+  std::uint32_t service_faults = 0;  // of those, verdicts the reward service failed (not scored)
   std::uint32_t unexpected_results = 0;  // results for work this step does not know
 };
 
@@ -75,7 +80,13 @@ struct FinishedSample {
   TraceSample trace;  // the candidate's tokens and trace; trace.advantage == advantage
   std::uint64_t weights_checksum = 0;  // of the weights that sampled it (Candidate's)
   std::string rollout_worker;          // who sampled it (Candidate.rolloutWorker)
+  // false: a service fault (is_service_fault()); logged with advantage 0, never trained on
+  bool scored = true;
 };
+
+// Whether a verdict's failure is the reward service's own rather than the candidate's: such a
+// verdict says nothing about the candidate, so no reward (0 or 1) may be read from it.
+bool is_service_fault(schema::Verdict::Reader verdict);
 
 struct FinishedGroup {
   std::uint64_t group = 0;
@@ -113,7 +124,8 @@ class StepTracker {
     std::string rollout_worker;
     std::uint64_t eval_work_id = 0;
     std::optional<wire::Decoded<schema::Envelope>> verdict;
-    bool lost = false;  // will never get a verdict
+    bool lost = false;   // will never get a verdict
+    bool scored = true;  // false: judged with a service fault (is_service_fault)
   };
   struct Group {
     const LearnerTask* task = nullptr;

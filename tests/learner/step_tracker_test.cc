@@ -41,7 +41,7 @@ class StepTrackerTest : public ::testing::Test {
       EXPECT_TRUE(decoded.ok());
       auto request = decoded->root().getBody().getRolloutRequest();
       EXPECT_EQ(request.getWorkId(), item.work_id);
-      EXPECT_EQ(request.getNumSamples(), 2u);
+      EXPECT_EQ(request.getNumSamples(), settings_.samples_per_task);
       EXPECT_EQ(request.getStep(), 7u);
       rollouts_.push_back({item.work_id, request.getGroup()});
     }
@@ -65,12 +65,14 @@ class StepTrackerTest : public ::testing::Test {
       c.setText("text " + std::to_string(sample));
     });
   }
-  transport::WorkResult verdict(std::uint64_t eval_id, float reward) {
+  transport::WorkResult verdict(std::uint64_t eval_id, float reward,
+                                schema::FailureClass failure = schema::FailureClass::NONE) {
     return result(eval_id, [&](Body::Builder body) {
       auto v = body.initVerdict();
       v.setReward(reward);
-      v.setCompiled(true);
+      v.setCompiled(failure == schema::FailureClass::NONE);
       v.setCorrect(reward > 0);
+      v.setFailure(failure);
     });
   }
   transport::WorkResult error(std::uint64_t work_id) {
@@ -194,6 +196,48 @@ TEST_F(StepTrackerTest, NonFiniteRewardIsNotUsed) {
   EXPECT_EQ(finished[0].samples[0].sample_index, 1u);
   EXPECT_FALSE(std::isnan(finished[0].samples[0].advantage));
   EXPECT_EQ(tracker->counts().eval_errors, 1u);
+}
+
+// The reward service's own failures say nothing about the candidate: logged, never scored (a 0
+// there would push the policy away from answers nobody judged; session 15 on the H200 saw 12).
+TEST_F(StepTrackerTest, ServiceFaultVerdictIsKeptButNotScored) {
+  settings_.samples_per_task = 3;
+  auto tracker = start(1);
+  for (std::uint32_t i = 0; i < 3; ++i) tracker->handle(candidate(0, i));
+  auto ids = evals(*tracker);
+  ASSERT_EQ(ids.size(), 3u);
+  tracker->handle(verdict(ids[0], 0.0f, schema::FailureClass::INTERNAL_ERROR));
+  tracker->handle(verdict(ids[1], 1.0f));
+  tracker->handle(verdict(ids[2], 0.0f));
+  ASSERT_TRUE(tracker->done());
+  auto finished = tracker->take_finished();
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].complete);
+  EXPECT_FALSE(finished[0].dropped);
+  ASSERT_EQ(finished[0].samples.size(), 3u);  // all three reach the reward log
+  EXPECT_FALSE(finished[0].samples[0].scored);
+  EXPECT_EQ(finished[0].samples[0].advantage, 0.0);
+  EXPECT_EQ(finished[0].samples[0].trace.advantage, 0.0);
+  // z-scored over the two judged samples alone: +1 and -1, as without the fault
+  EXPECT_GT(finished[0].samples[1].advantage, 0.99);
+  EXPECT_LT(finished[0].samples[2].advantage, -0.99);
+  EXPECT_EQ(tracker->counts().verdicts, 2u);
+  EXPECT_EQ(tracker->counts().eval_errors, 1u);
+  EXPECT_EQ(tracker->counts().service_faults, 1u);
+}
+
+TEST_F(StepTrackerTest, GroupOfOneJudgedSampleBesideAServiceFaultIsDropped) {
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
+  auto ids = evals(*tracker);
+  tracker->handle(verdict(ids[0], 0.0f, schema::FailureClass::SANDBOX_UNAVAILABLE));
+  tracker->handle(verdict(ids[1], 1.0f));
+  ASSERT_TRUE(tracker->done());
+  auto finished = tracker->take_finished();
+  EXPECT_TRUE(finished[0].dropped);  // one scored sample: no signal
+  EXPECT_EQ(finished[0].samples[1].advantage, 0.0);
+  EXPECT_EQ(tracker->counts().correct, 1u);
 }
 
 }  // namespace
