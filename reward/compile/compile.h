@@ -1,8 +1,8 @@
 // Compile pipeline: a candidate file -> its load_inline sources (python/extract_sources.py, by
 // parsing) -> two translation units (split_sources.h where it applies, else binding.h) -> nvcc for
 // the .cu and the host compiler for the binding, run at the same time, then one link into a Python
-// extension module. The units use slim LibTorch headers first and the full <torch/extension.h> only
-// when that fails.
+// extension module. The units use light headers first (none for split kernels, else lean ones)
+// and the full <torch/extension.h> only when that fails.
 //
 // Builds run on a pool of `jobs` threads and land in a cache folder keyed by
 // kernel_source_hash(sources, flags, toolchain identity):
@@ -76,8 +76,14 @@ struct CompileOptions {
   int uid = kUniqueSandboxUid;
   // Precompile the binding file's headers once per toolchain (binding_pch.h). Default: true
   bool precompiled_binding_prelude = true;
-  // Try the .cu with TorchHeaders::kLean first (binding.h), then kSlim, then kFull. Default: true
+  // Try the .cu with TorchHeaders::kLean first (binding.h), then kFull (kSlim first without
+  // lean headers). Default: true
   bool lean_kernel_headers = true;
+  // After a plain compile error in a light tier, every tier between it and the full headers too
+  // (split -> lean -> slim -> full, as before session 15), instead of the full headers at once.
+  // The verdict is the same (the full headers decide either way); a broken candidate costs up to
+  // five compiles instead of two. For comparison (tools/bench/reward). Default: false
+  bool intermediate_header_tiers = false;
   // Before those, build kernels without torch headers and the host code in the binding file
   // (split_sources.h), where that keeps load_inline's meaning. Part of the cache key.
   // Default: true

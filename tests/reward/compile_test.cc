@@ -200,8 +200,9 @@ TEST_F(CompileTest, TypicalKernelBuildsWithTheLeanHeaders) {
 }
 
 // A kernel file that uses more of torch than the lean headers give (tensor indexing) still
-// builds: the lean attempt fails and the slim headers follow.
-TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheSlimOnes) {
+// builds: the lean attempt fails and the full headers decide; with intermediate_header_tiers the
+// slim ones come between, as before session 15, and build it.
+TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheFullOnes) {
   auto exts = sources_of("honest/template_scale.py");
   ASSERT_EQ(exts.size(), 1u);
   ExtensionSources indexed = exts[0];
@@ -213,8 +214,19 @@ TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheSlimOnes) {
   Compiler compiler(*toolchain_, lean);
   CompileOutcome built = compiler.compile(indexed);
   EXPECT_EQ(built.failure, schema::FailureClass::NONE) << built.log_excerpt;
+  EXPECT_EQ(built.tiers, (std::vector<std::string>{"lean", "full"}));
   EXPECT_EQ(compiler.lean_header_fallbacks(), 1u);
-  EXPECT_EQ(compiler.full_header_builds(), 0u);
+  EXPECT_EQ(compiler.full_header_builds(), 1u);
+
+  CompileOptions every = lean;
+  every.intermediate_header_tiers = true;
+  every.cache_dir += "-every-tier";
+  Compiler every_tier(*toolchain_, every);
+  CompileOutcome slim = every_tier.compile(indexed);
+  fs::remove_all(every.cache_dir);
+  EXPECT_EQ(slim.failure, schema::FailureClass::NONE) << slim.log_excerpt;
+  EXPECT_EQ(slim.tiers, (std::vector<std::string>{"lean", "slim"}));
+  EXPECT_EQ(every_tier.full_header_builds(), 0u);
 }
 
 TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
@@ -230,6 +242,8 @@ TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
   EXPECT_NE(out.log_excerpt.find("nvcc"), std::string::npos) << out.log_excerpt;
   EXPECT_LE(std::count(out.log_excerpt.begin(), out.log_excerpt.end(), '\n'), 20);
   EXPECT_TRUE(out.module_path.empty());
+  // The kernels failed without torch's headers, then with all of them: no tier between.
+  EXPECT_EQ(out.tiers, (std::vector<std::string>{"split", "full"}));
 }
 
 TEST_F(CompileTest, RealDevCandidateCompiles) {

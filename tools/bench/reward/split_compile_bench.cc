@@ -154,6 +154,7 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
   o.split_host_device = mode.rfind("split", 0) == 0;
   if (mode == "split-before" || mode == "split-O3") o.binding_optimization = o.optimization;
   if (mode == "split-before" || mode == "split-slim") o.aten_binding_headers = false;
+  o.intermediate_header_tiers = mode == "split-every-tier";
   fs::remove_all(o.cache_dir);
   {
     // The warm-up: kernels of another name, so they share nothing with the items but the
@@ -204,11 +205,14 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
     std::string imported = "null";
     if (ok && f.check_import) imported = imports(f, out) ? "true" : "false";
     const bool split = o.split_host_device && compiler.split_fallbacks() == item_fallbacks0;
+    std::string tiers;
+    for (const auto& t : out.tiers) tiers += (tiers.empty() ? "\"" : ", \"") + t + "\"";
     std::printf(
         "{\"mode\": \"%s\", \"id\": \"%s\", \"ok\": %s, \"split\": %s, \"wall_s\": %.1f, "
-        "\"cpu_s\": %.1f, \"import\": %s, \"aten_binding_fallback\": %s}\n",
+        "\"cpu_s\": %.1f, \"import\": %s, \"aten_binding_fallback\": %s, \"tiers\": [%s]}\n",
         mode.c_str(), item.id.c_str(), ok ? "true" : "false", split ? "true" : "false", wall, cpu,
-        imported.c_str(), compiler.aten_binding_fallbacks() != item_aten0 ? "true" : "false");
+        imported.c_str(), compiler.aten_binding_fallbacks() != item_aten0 ? "true" : "false",
+        tiers.c_str());
     if (!ok) std::printf("  %s\n", out.log_excerpt.substr(0, 400).c_str());
     std::fflush(stdout);
   }
