@@ -120,6 +120,27 @@ def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
     return None
 
 
+# Rounds of timing a claim the outside clock cannot explain gets before it is a finding. One
+# round's loop overheads can differ by more than the margin under CPU load: in an RL step on the
+# H200 (14 compiles and 8 evaluations on 16 cores, session 15) two honest kernels of 21 timed
+# calls were flagged with 17-36 ms unexplained. Time a candidate hides is hidden in every round.
+TIMING_CLAIM_ROUNDS = 3
+
+
+def confirmed_timing_claim(measure, rounds):
+    """(why, clocks): measure() -> (claimed_ms list, wall_ms, overhead_ms) is called until one
+    round's claim can be real (why None) or `rounds` rounds could not (why: the last round's
+    reason). clocks: (wall_ms, sum of claimed_ms, overhead_ms) per round, in order."""
+    clocks, why = [], None
+    for _ in range(max(1, rounds)):
+        claimed, wall_ms, overhead_ms = measure()
+        clocks.append((wall_ms, sum(claimed), overhead_ms))
+        why = check_timing_claim(claimed, wall_ms, overhead_ms)
+        if why is None:
+            break
+    return why, clocks
+
+
 # ---- the runner's side, seen from here ----------------------------------------------------
 
 class RunnerLink:
@@ -396,37 +417,47 @@ class Judge:
         # as the loop's overhead on one side and not on the other.
         timed_calls.time_calls(torch, ref_model, base_sets, 2, 0, self.device, WARM_UP_FIRST)
         self.link.ask({"op": "time", "calls": 2, "warmups": 0, "first": WARM_UP_FIRST})
-        start = time.monotonic()
-        ref_ms, ref_digests = timed_calls.time_calls(torch, ref_model, base_sets,
-                                                     args.timing_trials + 1, args.warmups,
-                                                     self.device)
-        overhead_ms = (time.monotonic() - start) * 1e3 - sum(ref_ms)
-        start = time.monotonic()
-        answer, fds = self.link.ask({"op": "time", "calls": args.timing_trials + 1,
-                                     "warmups": args.warmups})
-        wall_ms = (time.monotonic() - start) * 1e3
-        for fd in fds:
-            os.close(fd)
-        ms, digests = answer.get("ms"), answer.get("digests")
-        if not isinstance(ms, list) or len(ms) != len(ref_ms) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and
-                math.isfinite(v) for v in ms) or not isinstance(digests, list) or \
-                len(digests) != len(ref_digests):
-            raise EvalFailure("antiCheat", "the runner's timing answer is malformed")
-        for k, (got, want) in enumerate(zip(digests, ref_digests)):
-            if not timed_calls.digests_agree(got, want, atols, max(
-                    args.tol_fp32, args.tol_fp16, args.tol_bf16)):
-                self.finding("timed-output-wrong", "timed call %d: its output is not the "
-                             "reference's for that call's inputs" % k, True)
-                raise EvalFailure("antiCheat", "a timed call returned a wrong output (cached, "
-                                  "stale or unfinished)")
-        result["timing_clock"] = {"wall_ms": round(wall_ms, 3), "claimed_ms": round(sum(ms), 3),
-                                  "reference_loop_overhead_ms": round(overhead_ms, 3)}
-        why = check_timing_claim(ms, wall_ms, overhead_ms)
+        rounds = []
+
+        def measure():
+            """One round: both loops, the runner's clocked from here; its outputs checked."""
+            start = time.monotonic()
+            ref_ms, ref_digests = timed_calls.time_calls(torch, ref_model, base_sets,
+                                                         args.timing_trials + 1, args.warmups,
+                                                         self.device)
+            overhead_ms = (time.monotonic() - start) * 1e3 - sum(ref_ms)
+            start = time.monotonic()
+            answer, fds = self.link.ask({"op": "time", "calls": args.timing_trials + 1,
+                                         "warmups": args.warmups})
+            wall_ms = (time.monotonic() - start) * 1e3
+            for fd in fds:
+                os.close(fd)
+            ms, digests = answer.get("ms"), answer.get("digests")
+            if not isinstance(ms, list) or len(ms) != len(ref_ms) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and
+                    math.isfinite(v) for v in ms) or not isinstance(digests, list) or \
+                    len(digests) != len(ref_digests):
+                raise EvalFailure("antiCheat", "the runner's timing answer is malformed")
+            for k, (got, want) in enumerate(zip(digests, ref_digests)):
+                if not timed_calls.digests_agree(got, want, atols, max(
+                        args.tol_fp32, args.tol_fp16, args.tol_bf16)):
+                    self.finding("timed-output-wrong", "timed call %d: its output is not the "
+                                 "reference's for that call's inputs" % k, True)
+                    raise EvalFailure("antiCheat", "a timed call returned a wrong output "
+                                      "(cached, stale or unfinished)")
+            rounds.append((ms, ref_ms))
+            return ms, wall_ms, overhead_ms
+
+        why, clocks = confirmed_timing_claim(measure, TIMING_CLAIM_ROUNDS)
+        wall_ms, claimed_ms, overhead_ms = clocks[-1]
+        result["timing_clock"] = {"wall_ms": round(wall_ms, 3), "claimed_ms": round(claimed_ms, 3),
+                                  "reference_loop_overhead_ms": round(overhead_ms, 3),
+                                  "rounds": len(clocks)}
         if why:
             self.finding("timing-claim-unexplained", why, True)
             raise EvalFailure("antiCheat", "the candidate's timing does not match the outside "
                               "clock")
+        ms, ref_ms = rounds[-1]
         ms, ref_ms = ms[1:], ref_ms[1:]  # the first timed call is discarded (KernelBench)
         result["kernel_ms_mean"], result["kernel_ms_std"] = mean_std(ms)
         result["reference_ms_mean"], result["reference_ms_std"] = mean_std(ref_ms)

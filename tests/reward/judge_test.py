@@ -467,6 +467,29 @@ class TimedCallsTest(unittest.TestCase):
         # Honest on the H200: loop overheads of the two processes 36 ms apart.
         self.assertIsNone(judge.check_timing_claim([0.0825] * 101, 88.8, 44.9))
 
+    def test_a_timing_finding_must_hold_in_every_round(self):
+        # Session 15, an honest sigmoid under CPU load: 1.116 ms claimed over 21 calls, 33.0 ms
+        # outside, 14.6 ms of loop overhead. Flagged alone; a calmer second round clears it.
+        loaded = ([1.116 / 21] * 21, 33.03, 14.613)
+        calm = ([1.116 / 21] * 21, 16.9, 14.2)
+        self.assertIsNotNone(judge.check_timing_claim(*loaded))
+        rounds = iter([loaded, calm, loaded])
+        why, clocks = judge.confirmed_timing_claim(lambda: next(rounds), 3)
+        self.assertIsNone(why)
+        self.assertEqual(len(clocks), 2)  # stops at the first round that explains the claim
+        self.assertAlmostEqual(clocks[1][0], 16.9)
+        # Hidden time shows in every round: a finding after all of them.
+        hiding = ([0.01] * 100, 110.0, 8.0)
+        calls = []
+        why, clocks = judge.confirmed_timing_claim(lambda: calls.append(1) or hiding, 3)
+        self.assertIsNotNone(why)
+        self.assertEqual((len(calls), len(clocks)), (3, 3))
+        # An honest first round costs one round.
+        calls.clear()
+        why, clocks = judge.confirmed_timing_claim(lambda: calls.append(1) or calm, 3)
+        self.assertIsNone(why)
+        self.assertEqual(len(calls), 1)
+
 
 class GuardRegionsTest(unittest.TestCase):
     """The arithmetic of guard_regions.py on a made-up allocator snapshot (reading device memory
