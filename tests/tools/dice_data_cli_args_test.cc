@@ -27,10 +27,12 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->options.rl_tasks_per_level, 0);
   EXPECT_EQ(r->options.heldout_per_level, 5);
   EXPECT_EQ(r->out_dir, "x/y");
-  EXPECT_EQ(r->options.names, NameVariety::kVaried);
-  r = parse_command_line({"curriculum", "--out", "d", "--names=fixed"});
+  EXPECT_EQ(r->options.names, Variety::kVaried);
+  EXPECT_EQ(r->options.layout, Variety::kVaried);
+  r = parse_command_line({"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed"});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  EXPECT_EQ(r->options.names, NameVariety::kFixed);
+  EXPECT_EQ(r->options.names, Variety::kFixed);
+  EXPECT_EQ(r->options.layout, Variety::kFixed);
 }
 
 TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {

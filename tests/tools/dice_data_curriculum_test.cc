@@ -7,6 +7,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,7 @@ TEST(DiceDataCurriculumTest, MoreSftPairsLeaveTheRlTasksAsTheyAre) {
 TEST(DiceDataCurriculumTest, FixedNamesKeepTheTasksAndNameEveryKernelAlike) {
   CurriculumOptions o = small_options();
   const Curriculum varied = generate_curriculum(o);
-  o.names = NameVariety::kFixed;
+  o.names = Variety::kFixed;
   const Curriculum fixed = generate_curriculum(o);
   const auto a = all_pairs(varied), b = all_pairs(fixed);
   ASSERT_EQ(a.size(), b.size());
@@ -100,6 +101,49 @@ TEST(DiceDataCurriculumTest, FixedNamesKeepTheTasksAndNameEveryKernelAlike) {
   }
   EXPECT_GT(differ, static_cast<int>(a.size()) / 2);  // most varied pairs drew other names
   EXPECT_NE(files_of(fixed).at("MANIFEST.json").find("\"names\": \"fixed\""), std::string::npos);
+}
+
+// The lines of every candidate that hold `needle`, as a set.
+std::set<std::string> lines_with(const Curriculum& c, const std::string& needle) {
+  std::set<std::string> out;
+  for (const auto& [kind, pair] : all_pairs(c)) {
+    std::istringstream in(pair->cuda_code());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(needle) != std::string::npos) out.insert(line);
+    }
+  }
+  return out;
+}
+
+// --layout fixed: the same tasks as the varied curriculum of the seed (shapes may differ: the
+// sizes a kernel is checked at follow its threads per block), each answer in one layout: one
+// launch configuration, one way to name the module, no layout-only keywords.
+TEST(DiceDataCurriculumTest, FixedLayoutKeepsTheTasksAndWritesOneForm) {
+  CurriculumOptions o = small_options();
+  o.names = Variety::kFixed;
+  const Curriculum names_only = generate_curriculum(o);
+  o.layout = Variety::kFixed;
+  const Curriculum fixed = generate_curriculum(o);
+  const auto a = all_pairs(names_only), b = all_pairs(fixed);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    // The same task (the reference's own layout follows the style too: annotations, super()).
+    EXPECT_EQ(a[i].second->id, b[i].second->id);
+    EXPECT_EQ(a[i].second->op, b[i].second->op) << b[i].second->id;
+    EXPECT_EQ(a[i].second->dtype, b[i].second->dtype) << b[i].second->id;
+    EXPECT_EQ(a[i].second->keys, b[i].second->keys) << b[i].second->id;
+    const std::string code = b[i].second->cuda_code();
+    for (const char* layout_only : {"__restrict__", "extern __shared__", "cuda_runtime.h",
+                                    "__device__ __forceinline__", "verbose="}) {
+      EXPECT_EQ(code.find(layout_only), std::string::npos)
+          << layout_only << " in " << b[i].second->id;
+    }
+  }
+  EXPECT_EQ(lines_with(fixed, "int threads = ").size(), 1u);
+  EXPECT_GT(lines_with(names_only, "int threads = ").size(), 1u);
+  EXPECT_EQ(lines_with(fixed, "name=").size(), lines_with(fixed, "name=\"").size());
+  EXPECT_LT(lines_with(names_only, "name=\"").size(), lines_with(names_only, "name=").size());
+  EXPECT_NE(files_of(fixed).at("MANIFEST.json").find("\"layout\": \"fixed\""), std::string::npos);
 }
 
 TEST(DiceDataCurriculumTest, CountsAndLevelsAreAsAsked) {

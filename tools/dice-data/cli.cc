@@ -44,6 +44,10 @@ Options:
                              label (<label>_kernel, cuda_source, x, out, n...) with the same
                              tasks, shapes and layouts: for a small model that cannot yet copy
                              a name from its definition to its uses
+  --layout varied|fixed      the candidates' layout (threads, loop shape, helpers, quoting...)
+                             and helper names: drawn per pair (default), or one, with the same
+                             tasks, shapes and parameters: for a small model that decodes
+                             several positions at once and mixes layouts
   -h, --help                 this text
 Counts are integers in [0, 1000000]; flags take "--flag value" or "--flag=value".
 
@@ -92,7 +96,7 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
     }
     const bool known = flag == "--out" || flag == "--seed" || flag == "--sft-pairs" ||
                        flag == "--rl-tasks-per-level" || flag == "--heldout-per-level" ||
-                       flag == "--names";
+                       flag == "--names" || flag == "--layout";
     if (!known) return Status::invalid_argument("unknown argument '" + args[i] + "'");
     if (!inline_value) {
       if (i + 1 >= args.size()) return Status::invalid_argument(flag + ": missing its value");
@@ -104,11 +108,12 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
       have_out = true;
       continue;
     }
-    if (flag == "--names") {
+    if (flag == "--names" || flag == "--layout") {
       if (value != "varied" && value != "fixed") {
-        return Status::invalid_argument("--names: expected varied or fixed, got '" + value + "'");
+        return Status::invalid_argument(flag + ": expected varied or fixed, got '" + value + "'");
       }
-      req.options.names = value == "fixed" ? NameVariety::kFixed : NameVariety::kVaried;
+      (flag == "--names" ? req.options.names : req.options.layout) =
+          value == "fixed" ? Variety::kFixed : Variety::kVaried;
       continue;
     }
     const unsigned long long max =

@@ -32,7 +32,22 @@ void fix_names(CodeStyle& s, const std::string& label) {
   s.h_threads = "threads", s.h_rows = "rows", s.h_cols = "cols";
 }
 
-CodeStyle draw_style(Prng& rng, const std::string& label, NameVariety names) {
+// CodeStyle's defaults for every layout choice; the names stay.
+void fix_layout(CodeStyle& s) {
+  const CodeStyle d;
+  s.threads = d.threads, s.grid_stride = d.grid_stride, s.early_return = d.early_return;
+  s.size_product = d.size_product, s.restrict_ptrs = d.restrict_ptrs, s.comments = d.comments;
+  s.empty_like = d.empty_like, s.device_helper = d.device_helper;
+  s.extern_shared = d.extern_shared, s.runtime_include = d.runtime_include;
+  s.static_cast_scalars = d.static_cast_scalars, s.const_threads = d.const_threads;
+  s.cap_grid = d.cap_grid, s.statements = d.statements, s.annotations = d.annotations;
+  s.short_super = d.short_super, s.docstring = d.docstring, s.prefix_comment = d.prefix_comment;
+  s.named_inputs = d.named_inputs, s.double_quotes = d.double_quotes;
+  s.cpp_one_line = d.cpp_one_line, s.verbose = d.verbose;
+  s.fixed_layout = true;
+}
+
+CodeStyle draw_style(Prng& rng, const std::string& label, SurfaceVariety surface) {
   CodeStyle s;
   s.threads = rng.pick(std::vector<int>{128, 256, 256, 512});
   s.grid_stride = rng.chance(40);
@@ -89,7 +104,9 @@ CodeStyle draw_style(Prng& rng, const std::string& label, NameVariety names) {
   s.h_threads = rng.pick(std::vector<std::string>{"threads", "block_size", "threads_per_block"});
   s.h_rows = rng.pick(std::vector<std::string>{"rows", "n_rows", "outer"});
   s.h_cols = rng.pick(std::vector<std::string>{"cols", "n_cols", "inner"});
-  if (names == NameVariety::kFixed) fix_names(s, label);  // after the draws: the same stream
+  // After the draws: the same stream whatever the variety.
+  if (surface.names == Variety::kFixed) fix_names(s, label);
+  if (surface.layout == Variety::kFixed) fix_layout(s);
   return s;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tools/dice-data/prng.h"
 
@@ -36,6 +37,9 @@ struct CodeStyle {
   bool double_quotes = true;    // quotes of load_inline's name and functions
   bool cpp_one_line = false;    // cpp_sources as "..." instead of """...""" (one declaration)
   int verbose = 0;              // load_inline(verbose=...): 0 left out, 1 False, 2 True
+  // Every layout choice above at its default, and the families' own surface choices (helper and
+  // loop-variable names, an op's CUDA spelling) the first of their pools: surface_pick()
+  bool fixed_layout = false;
   // Names in the candidate file
   std::string source_var, cpp_var, kernel, host, module, ext_var;
   // Names inside the kernel: pointers, element count, index; for row kernels the row, thread,
@@ -45,14 +49,32 @@ struct CodeStyle {
   std::string h_in, h_in2, h_out, h_n, h_blocks, h_threads, h_rows, h_cols;
 };
 
-// How a pair's names are chosen. varied: drawn from pools per pair (the default: no name is a
-// string to memorise). fixed: each the first of its pool, derived from the label alone (the
-// kernel is always <label>_kernel, the source string cuda_source); the layout still varies, and
-// the draws are the same, so a seed gives the same tasks, shapes and layouts either way. A small
-// model that cannot yet copy a name from its definition to its uses learns fixed names first.
-enum class NameVariety { kVaried, kFixed };
+// How a pair's surface is chosen: drawn per pair (varied, the default: no surface is a string to
+// memorise), or fixed. The draws are the same either way, so a seed gives the same tasks, shapes
+// and parameters whatever the variety.
+enum class Variety { kVaried, kFixed };
+
+struct SurfaceVariety {
+  // fixed: each name the first of its pool, derived from the label alone (the kernel is always
+  // <label>_kernel, the source string cuda_source). A small model that cannot yet copy a name
+  // from its definition to its uses learns fixed names first.
+  Variety names = Variety::kVaried;
+  // fixed: one layout (CodeStyle's defaults, CodeStyle::fixed_layout). A small model decoding
+  // several positions of a block at once mixes layouts where the corpus offers several (on the
+  // H200, session 15: `name namemul_ext"` for name="mul_ext", `threads = x128)`, helpers defined
+  // over and over): with one layout an answer has one form, and only the computation varies.
+  Variety layout = Variety::kVaried;
+};
 
 // A style for a pair whose names derive from `label` ("leaky_relu", "scale_relu", "row_sum").
-CodeStyle draw_style(Prng& rng, const std::string& label, NameVariety names = NameVariety::kVaried);
+CodeStyle draw_style(Prng& rng, const std::string& label, SurfaceVariety surface = {});
+
+// A surface choice of a family's own (a helper's name, a loop variable, an op's CUDA spelling):
+// drawn as always, so the stream of draws stays the same; with a fixed layout the pool's first.
+template <typename T>
+T surface_pick(Prng& rng, const CodeStyle& style, const std::vector<T>& pool) {
+  T drawn = rng.pick(pool);
+  return style.fixed_layout ? pool.front() : drawn;
+}
 
 }  // namespace dice::data

@@ -13,16 +13,16 @@ namespace {
 // reserved key; the held-out split walks the reserved keys themselves.
 class TaskSource {
  public:
-  TaskSource(const HeldOut& heldout, bool held, NameVariety names)
-      : heldout_(heldout), held_(held), names_(names) {}
+  TaskSource(const HeldOut& heldout, bool held, const CurriculumOptions& options)
+      : heldout_(heldout), held_(held), surface_{options.names, options.layout} {}
 
   KernelPair next(const std::string& level, Prng& rng) {
     const int k = counters_[level]++;
     if (level == "1") return held_ ? held_level1(k, rng) : level1(k, rng);
     if (level == "2") {
-      return render_elementwise(held_ ? held_chain(k, rng) : chain(rng), rng, names_);
+      return render_elementwise(held_ ? held_chain(k, rng) : chain(rng), rng, surface_);
     }
-    return render_row(held_ ? held_level3(k, rng) : level3(k, rng), rng, names_);
+    return render_row(held_ ? held_level3(k, rng) : level3(k, rng), rng, surface_);
   }
 
  private:
@@ -47,7 +47,7 @@ class TaskSource {
       t.family = "unary";
       const UnaryOp& op = unary_ops()[static_cast<std::size_t>(unary_++) % unary_ops().size()];
       t.steps.push_back({&op, op.params.empty() ? 0 : value_for(op, rng), rng.chance(70)});
-      return render_elementwise(t, rng, names_);
+      return render_elementwise(t, rng, surface_);
     }
     t.family = "binary";
     std::vector<std::pair<const BinaryOp*, Broadcast>> open;
@@ -57,7 +57,7 @@ class TaskSource {
     const auto& [op, b] = open[static_cast<std::size_t>(binary_++) % open.size()];
     t.binary = op;
     t.broadcast = b;
-    return render_elementwise(t, rng, names_);
+    return render_elementwise(t, rng, surface_);
   }
 
   KernelPair held_level1(int k, Prng& rng) {
@@ -75,7 +75,7 @@ class TaskSource {
       t.binary = heldout_.binaries[slot - heldout_.params.size()].first;
       t.broadcast = heldout_.binaries[slot - heldout_.params.size()].second;
     }
-    return render_elementwise(t, rng, names_);
+    return render_elementwise(t, rng, surface_);
   }
 
   // Parameters, dtype and broadcast of a chain shape.
@@ -129,7 +129,7 @@ class TaskSource {
 
   const HeldOut& heldout_;
   bool held_;
-  NameVariety names_;
+  SurfaceVariety surface_;
   std::map<std::string, int> counters_;  // tasks drawn so far per level
   int unary_ = 0, binary_ = 0, reduce_ = 0, norm_ = 0;
 };
@@ -137,7 +137,7 @@ class TaskSource {
 std::vector<KernelPair> by_level(const HeldOut& heldout, bool held, const std::string& stream,
                                  int per_level, const CurriculumOptions& options) {
   const std::uint64_t seed = options.seed;
-  TaskSource source(heldout, held, options.names);
+  TaskSource source(heldout, held, options);
   std::vector<KernelPair> out;
   std::uint64_t index = 0;
   for (const char* level : {"1", "2", "3"}) {
@@ -168,7 +168,7 @@ Curriculum generate_curriculum(const CurriculumOptions& options) {
   c.options = options;
   c.heldout = reserve_heldout(options.seed);
   {
-    TaskSource source(c.heldout, false, options.names);
+    TaskSource source(c.heldout, false, options);
     for (int i = 0; i < options.sft_pairs; ++i) {
       Prng rng(item_seed(options.seed, "sft", static_cast<std::uint64_t>(i)));
       const std::string level = std::to_string(1 + (i / 2) % 3);

@@ -28,7 +28,10 @@ struct CurriculumOptions {
   int heldout_per_level = 32;
   // Names in the CUDA candidates: drawn per pair, or fixed per label (code_style.h). Default:
   // varied
-  NameVariety names = NameVariety::kVaried;
+  Variety names = Variety::kVaried;
+  // The candidates' layout and the families' other surface choices: drawn per pair, or one
+  // (code_style.h). Default: varied
+  Variety layout = Variety::kVaried;
 };
 
 struct SftItem {

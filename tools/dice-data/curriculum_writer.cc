@@ -183,7 +183,8 @@ std::vector<std::pair<std::string, std::string>> curriculum_files(const Curricul
       json::object{{"sft_pairs", c.options.sft_pairs},
                    {"rl_tasks_per_level", c.options.rl_tasks_per_level},
                    {"heldout_per_level", c.options.heldout_per_level},
-                   {"names", c.options.names == NameVariety::kFixed ? "fixed" : "varied"}};
+                   {"names", c.options.names == Variety::kFixed ? "fixed" : "varied"},
+                   {"layout", c.options.layout == Variety::kFixed ? "fixed" : "varied"}};
   manifest["files"] = std::move(stats);
   json::array held;
   for (const auto& e : c.heldout.entries)

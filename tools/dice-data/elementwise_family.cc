@@ -156,7 +156,8 @@ std::string element_body(const ElementwiseTask& task, const CodeStyle& s, const 
     } else {
       auto values = step_params(step, true);
       values.emplace_back("v", v);
-      body += indent + v + " = " + tidy_signs(fill(rng.pick(step.op->cuda), values)) + ";\n";
+      body += indent + v + " = " + tidy_signs(fill(surface_pick(rng, s, step.op->cuda), values)) +
+              ";\n";
     }
   }
   body += indent + s.k_out + "[" + s.k_idx + "] = " + store_element(task.dtype, v) + ";\n";
@@ -165,8 +166,9 @@ std::string element_body(const ElementwiseTask& task, const CodeStyle& s, const 
 
 std::string kernel_source(const ElementwiseTask& task, const CodeStyle& s, int rank, Prng& rng) {
   CudaNames n;
-  n.value = rng.pick(std::vector<std::string>{"v", "val", "acc"});
-  n.helper_pattern = rng.pick(std::vector<std::string>{"{name}_op", "apply_{name}", "dev_{name}"});
+  n.value = surface_pick(rng, s, std::vector<std::string>{"v", "val", "acc"});
+  n.helper_pattern =
+      surface_pick(rng, s, std::vector<std::string>{"{name}_op", "apply_{name}", "dev_{name}"});
   const std::string type = cuda_type(task.dtype);
   const std::string r = s.restrict_ptrs ? " __restrict__ " : " ";
   const bool needs_cols = task.binary && task.broadcast != Broadcast::kFull;
@@ -252,12 +254,12 @@ std::string chain_key(const ElementwiseTask& task) {
   return join(op_names(task), ">");
 }
 
-KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng, NameVariety name_variety) {
+KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng, SurfaceVariety surface) {
   const std::vector<std::string> names = op_names(task);
   std::vector<std::string> label_parts(
       names.begin(), names.begin() + static_cast<long>(std::min<std::size_t>(names.size(), 3)));
   const std::string label = join(label_parts, "_");
-  const CodeStyle style = draw_style(rng, label, name_variety);
+  const CodeStyle style = draw_style(rng, label, surface);
   const bool three_d = !task.binary && rng.chance(25);
   const Sizes sizes = draw_sizes(rng, three_d);
   const bool alt_cast = rng.chance(30);

@@ -36,7 +36,6 @@ std::string chain_key(const ElementwiseTask& task);
 
 // The pair for `task`; sizes, names and code style are drawn from `rng`. Its keys are every
 // held-out key the task touches (param_key, binary_key, chain_key).
-KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng,
-                              NameVariety name_variety = NameVariety::kVaried);
+KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng, SurfaceVariety surface = {});
 
 }  // namespace dice::data

@@ -292,12 +292,15 @@ RowNames draw_row_names(const RowTask& task, const CodeStyle& style, bool rms_we
   RowNames n;
   n.type = cuda_type(task.dtype);
   n.r = style.restrict_ptrs ? " __restrict__ " : " ";
-  n.stride = rng.pick(std::vector<std::string>{"s", "stride", "offset"});
-  n.sum_helper = rng.pick(std::vector<std::string>{"block_sum", "block_reduce_sum", "reduce_sum"});
-  n.max_helper = rng.pick(std::vector<std::string>{"block_max", "block_reduce_max", "reduce_max"});
+  n.stride = surface_pick(rng, style, std::vector<std::string>{"s", "stride", "offset"});
+  n.sum_helper = surface_pick(
+      rng, style, std::vector<std::string>{"block_sum", "block_reduce_sum", "reduce_sum"});
+  n.max_helper = surface_pick(
+      rng, style, std::vector<std::string>{"block_max", "block_reduce_max", "reduce_max"});
   if (task.op == RowOp::kMin) n.max_helper = "block_min";
   if (task.op == RowOp::kLayerNorm || rms_weight) {
-    const int pair = rng.below(3);
+    const int drawn = rng.below(3);
+    const int pair = style.fixed_layout ? 0 : drawn;
     n.weight = pair == 0 ? "weight" : pair == 1 ? "gamma" : "w";
     n.bias = pair == 0 ? "bias" : pair == 1 ? "beta" : "b";
   }
@@ -390,11 +393,11 @@ void row_extension(const RowTask& task, const CodeStyle& style, const RowNames& 
 
 }  // namespace
 
-KernelPair render_row(const RowTask& task, Prng& rng, NameVariety names) {
+KernelPair render_row(const RowTask& task, Prng& rng, SurfaceVariety surface) {
   const bool reduction = is_reduction(task.op);
   const std::string name = row_op_name(task.op);
   const std::string label = reduction ? "row_" + name : name;
-  const CodeStyle style = draw_style(rng, label, names);
+  const CodeStyle style = draw_style(rng, label, surface);
   const bool three_d = !reduction && rng.chance(25);
   const Sizes sizes = draw_sizes(rng, three_d);
   const bool upcast = task.dtype != Dtype::kFloat32;  // norms with weights compute in float

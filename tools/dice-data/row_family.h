@@ -33,6 +33,6 @@ std::string reduce_key(RowOp op, bool keepdim);
 std::string norm_key(RowOp op, Dtype dtype);
 
 // The pair for `task`, sizes, names and style drawn from `rng`.
-KernelPair render_row(const RowTask& task, Prng& rng, NameVariety names = NameVariety::kVaried);
+KernelPair render_row(const RowTask& task, Prng& rng, SurfaceVariety surface = {});
 
 }  // namespace dice::data
