@@ -123,7 +123,7 @@ def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
 # Rounds of timing a claim the outside clock cannot explain gets before it is a finding. One
 # round's loop overheads can differ by more than the margin under CPU load: in an RL step on the
 # H200 (14 compiles and 8 evaluations on 16 cores, session 15) two honest kernels of 21 timed
-# calls were flagged with 17-36 ms unexplained. Time a candidate hides is hidden in every round.
+# calls were flagged with 17 and 35 ms unexplained. Time a candidate hides is hidden in every round.
 TIMING_CLAIM_ROUNDS = 3
 
 
