@@ -143,6 +143,7 @@ StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& conf
                                auto out) { wire::fill_sampling_params(sampling, out); };
   settings.phase_name = plan.name;
   settings.evaluation = plan.type == PhaseType::kEval;
+  settings.want_timing = plan.timing;
   settings.reward_mode = options.reward_mode;
   return settings;
 }
@@ -260,6 +261,7 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
   plan.decoding = phase.decoding.value_or(eval ? Decoding::kGreedy : Decoding::kSample);
   plan.steps = eval ? std::max(1, phase.steps) : phase.steps;
   plan.samples_per_task = phase.samples_per_task.value_or(eval ? 1 : config.learner.group_size);
+  DICE_ASSIGN_OR_RETURN(plan.timing, phase_timing(phase, config.reward));
   DICE_ASSIGN_OR_RETURN(plan.tasks, load_phase_tasks(phase, prompts));
   const int wanted_tasks = phase.tasks_per_step.value_or(eval ? static_cast<int>(plan.tasks.size())
                                                               : config.learner.tasks_per_step);
@@ -273,11 +275,23 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
                  << kv("tasks", plan.tasks.size()) << kv("steps", plan.steps)
                  << kv("tasks_per_step", plan.tasks_per_step)
                  << kv("samples_per_task", plan.samples_per_task)
-                 << kv("decoding", plan.decoding == Decoding::kGreedy ? "greedy" : "sample");
+                 << kv("decoding", plan.decoding == Decoding::kGreedy ? "greedy" : "sample")
+                 << kv("timing", plan.timing);
   return plan;
 }
 
 }  // namespace
+
+Result<bool> phase_timing(const CurriculumPhase& phase, const RewardOptions& reward) {
+  const bool reads_speedup = reward.policy.kind == RewardPolicy::kSpeedupThreshold;
+  if (phase.type == PhaseType::kRl && phase.timing == false && reads_speedup) {
+    return Status::invalid_argument("phase " + phase.name +
+                                    ": timing false, but reward.policy.kind speedup_threshold "
+                                    "rewards a speedup, which needs timing");
+  }
+  // An rl step's timings would take the GPU to itself for numbers nothing reads.
+  return phase.timing.value_or(phase.type == PhaseType::kEval || reads_speedup);
+}
 
 Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
                                            const std::map<TaskKind, PromptTemplate>& prompts) {

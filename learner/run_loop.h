@@ -51,6 +51,7 @@ struct PhasePlan {
   int tasks_per_step = 0;          // capped at tasks.size()
   int samples_per_task = 0;
   Decoding decoding = Decoding::kSample;
+  bool timing = true;    // rl and eval: the reward service times correct candidates
   std::string sft_data;  // sft
   int epochs = 0;        // sft
 };
@@ -58,6 +59,11 @@ struct PhasePlan {
 // The sampling a phase's rollouts use: `sampling` (rollout.sampling), or for greedy decoding
 // DICE's evaluation settings on top of it: temperature 0 and low_confidence_static.
 SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding);
+
+// Whether a phase's verdicts need timing (CurriculumPhase::timing; null: eval phases, and rl
+// phases whose reward reads a speedup). InvalidArgument for an rl phase without timing under a
+// reward that reads one.
+Result<bool> phase_timing(const CurriculumPhase& phase, const RewardOptions& reward);
 
 // The phases learner.phases selects (all when empty), in curriculum order, with their tasks
 // loaded. InvalidArgument for a learner.phases name the curriculum does not have, or a bad task

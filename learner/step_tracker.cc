@@ -128,7 +128,9 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
                      .getBody()
                      .initEvalRequest();
   request.setWorkId(eval_id);
-  fill_task(*group.task, request.initTask());
+  auto task = request.initTask();
+  fill_task(*group.task, task);
+  task.setWantTiming(settings_.want_timing);
   // The reward worker judges the text; the token lists (kept for the policy update) stay here, so
   // an evaluation request is a few KB rather than the whole trace. Identity fields come from the
   // learner's own books, not the worker's, because the reward log's keys are built from them.

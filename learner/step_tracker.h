@@ -49,6 +49,7 @@ struct StepSettings {
   std::string phase_name;
   bool evaluation = false;
   std::string reward_mode = "full";
+  bool want_timing = true;  // Task.wantTiming of the evaluation requests
 };
 
 // Counts of one step, for the StepRecord, metrics and the progress line.

@@ -68,6 +68,7 @@ struct CurriculumPhase {
   std::optional<int> tasks_per_step;
   std::optional<int> samples_per_task;
   std::optional<Decoding> decoding;
+  std::optional<bool> timing;
   std::string sft_data;
   std::optional<int> epochs;
 
@@ -100,6 +101,10 @@ struct CurriculumPhase {
     v.field("decoding", decoding,
             "sample (rollout.sampling) or greedy (DICE's evaluation decoding); null = sample for "
             "rl, greedy for eval. Default: null");
+    v.field("timing", timing,
+            "Whether the reward service times correct candidates (speedup, fast_p), where "
+            "reward.timing.enabled; null = eval phases do, rl phases only when reward.policy.kind "
+            "reads a speedup (speedup_threshold). Timing takes the GPU to itself. Default: null");
     v.field("sft_data", sft_data,
             "SFT pairs of an sft phase (learner/sft_data.h: pytorch_code + cuda_code, or an "
             "infilling task's prefix + middle + suffix). Default: empty",

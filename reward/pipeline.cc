@@ -67,6 +67,7 @@ EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::R
   eval.seed = options.input_seed;
   eval.tolerance = options.tolerance;
   eval.timing = options.timing;
+  eval.timed = task.getWantTiming();
   eval.kernel_check = options.kernel_check;
   const double timeout =
       task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options.timeout_seconds;

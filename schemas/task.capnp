@@ -29,6 +29,9 @@ struct Task {
                               # other shapes the task's kernel must hold for (the task file's
                               # shape_variants); empty: only the reference's own. Each is one more
                               # input set the judge draws with those sizes set (judge.py)
+  wantTiming @9 :Bool = true; # false: nothing reads this verdict's speedup (an rl phase under a
+                              # binary reward), so the reward service does not time the candidate
+                              # even with reward.timing.enabled
 }
 
 # One other shape of a task: module-level integers of the reference (batch_size, dim, ...) set to

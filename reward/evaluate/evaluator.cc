@@ -399,11 +399,11 @@ Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options
   for (const auto& variant : job.shape_variants) {
     args->insert(args->end(), {"--shape-variant", variant});
   }
-  if (options.timing.enabled) {
+  if (options.timing.enabled && options.timed) {
     args->insert(args->end(), {"--timing", "--timing-trials", std::to_string(options.timing.trials),
                                "--warmups", std::to_string(options.timing.warmups)});
   }
-  if (take_turns) args->push_back("--timing-turn");
+  if (take_turns && options.timed) args->push_back("--timing-turn");
   return Status::ok_status();
 }
 

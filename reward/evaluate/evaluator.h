@@ -57,6 +57,9 @@ struct EvaluatorOptions {
   // evaluations of its slots): a shared turn while the candidate is checked, the GPU alone while
   // it is timed (timing.exclusive). Null: no turns. Default: null
   GpuTurns* gpu_turns = nullptr;
+  // false: this candidate is not timed (Task.wantTiming) although timing.enabled; it still shares
+  // the GPU's turns, so that it never runs beside another's timing. Default: true
+  bool timed = true;
 };
 
 struct EvaluationReport {

@@ -92,6 +92,7 @@ class StepTrackerTest : public ::testing::Test {
       EXPECT_EQ(request.getWorkId(), item.work_id);
       EXPECT_EQ(request.getCandidate().getStep(), 7u);
       EXPECT_TRUE(request.getTask().getId().size() > 0);
+      EXPECT_EQ(request.getTask().getWantTiming(), settings_.want_timing);
       ids.push_back(item.work_id);
     }
     return ids;
@@ -127,6 +128,18 @@ TEST_F(StepTrackerTest, GroupFinishesWithZScoredAdvantages) {
   EXPECT_EQ(finished[0].samples[1].response_text, "text 1");
   EXPECT_EQ(tracker->counts().verdicts, 2u);
   EXPECT_EQ(tracker->counts().correct, 1u);
+}
+
+// An rl phase under a binary reward asks for no timing (run_loop.h: phase_timing); evals() checks
+// every request carries the setting.
+TEST_F(StepTrackerTest, EvaluationRequestsCarryWhetherToTime) {
+  for (const bool timed : {true, false}) {
+    settings_.want_timing = timed;
+    rollouts_.clear();
+    auto tracker = start(1);
+    tracker->handle(candidate(0, 0));
+    EXPECT_EQ(evals(*tracker).size(), 1u);
+  }
 }
 
 TEST_F(StepTrackerTest, ConstantGroupDroppedAndStaleCandidateNotJudged) {

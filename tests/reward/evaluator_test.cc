@@ -268,6 +268,28 @@ TEST_F(EvaluateOnCpuTest, AGpuThatDoesNotComeFreeIsReportedAndTimingGoesOn) {
   turns.leave_shared();
 }
 
+// A task whose verdict needs no speedup (Task.wantTiming false: an rl phase under a binary
+// reward) is not timed: a correct candidate never asks for the GPU alone. It still shares the
+// GPU's turns, so it waits while another candidate is being timed.
+TEST_F(EvaluateOnCpuTest, AnUntimedCandidateSharesTheGpuButNeverAsksForItAlone) {
+  GpuTurns turns;
+  EvaluatorOptions o = timed_options(&turns, 600);
+  o.timed = false;
+  ASSERT_TRUE(turns.enter_exclusive(GpuTurns::Patience(0)));  // another candidate is timed
+  auto pending = std::async(std::launch::async,
+                            [&] { return run("candidate_add.py", "fake_extension_ok.py", o); });
+  EXPECT_EQ(pending.wait_for(std::chrono::seconds(5)), std::future_status::timeout)
+      << "checked beside another candidate's timing";
+  turns.leave_exclusive();
+  const EvaluationReport r = pending.get();
+  EXPECT_EQ(r.failure, FC::NONE) << r.detail << r.log_tail;
+  EXPECT_TRUE(r.correct);
+  EXPECT_EQ(turns.timings_waiting(), 0);
+  EXPECT_EQ(phase_seconds(r.phases, "timing_turn"), -1) << r.phases;
+  EXPECT_EQ(r.timing_trials, 0);
+  EXPECT_TRUE(turns.enter_exclusive(GpuTurns::Patience(0)));  // its shared turn was left
+}
+
 TEST_F(EvaluateOnCpuTest, AnIncorrectCandidateDoesNotAskForTheGpuAlone) {
   GpuTurns turns;
   EvaluatorOptions o = timed_options(&turns, 600);

@@ -1,0 +1,42 @@
+// Which phases' verdicts are timed (run_loop.h: phase_timing): timing takes the GPU to itself, so
+// an rl phase asks for it only when its reward reads a speedup.
+#include <gtest/gtest.h>
+
+#include "learner/run_loop.h"
+
+namespace dice {
+namespace {
+
+CurriculumPhase phase(PhaseType type, std::optional<bool> timing = std::nullopt) {
+  CurriculumPhase p;
+  p.name = "p";
+  p.type = type;
+  p.timing = timing;
+  return p;
+}
+
+TEST(PhaseTimingTest, EvalPhasesAreTimedAndRlPhasesOnlyForASpeedupReward) {
+  RewardOptions binary;
+  binary.policy.kind = RewardPolicy::kBinary;
+  RewardOptions speedup;
+  speedup.policy.kind = RewardPolicy::kSpeedupThreshold;
+  EXPECT_EQ(phase_timing(phase(PhaseType::kEval), binary).value(), true);
+  EXPECT_EQ(phase_timing(phase(PhaseType::kRl), binary).value(), false);
+  EXPECT_EQ(phase_timing(phase(PhaseType::kRl), speedup).value(), true);
+  // Asked for: as asked.
+  EXPECT_EQ(phase_timing(phase(PhaseType::kRl, true), binary).value(), true);
+  EXPECT_EQ(phase_timing(phase(PhaseType::kEval, false), binary).value(), false);
+}
+
+TEST(PhaseTimingTest, AnUntimedRlPhaseUnderASpeedupRewardIsBadInput) {
+  RewardOptions speedup;
+  speedup.policy.kind = RewardPolicy::kSpeedupThreshold;
+  auto r = phase_timing(phase(PhaseType::kRl, false), speedup);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("phase p"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("speedup_threshold"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dice
