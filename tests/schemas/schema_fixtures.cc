@@ -27,6 +27,7 @@ void fill_task(schema::Task::Builder b, std::uint32_t salt) {
     size.setName(txt("task.sizeName", salt + i));
     size.setValue(i64(salt, 8 + i));
   }
+  b.setWantTiming(false);  // its default is true
 }
 void expect_task(schema::Task::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getId().cStr(), txt("task.id", salt));
@@ -44,6 +45,7 @@ void expect_task(schema::Task::Reader r, std::uint32_t salt) {
               txt("task.sizeName", salt + i));
     EXPECT_EQ(r.getShapeVariants()[i].getSizes()[0].getValue(), i64(salt, 8 + i));
   }
+  EXPECT_FALSE(r.getWantTiming());
 }
 
 void fill_sampling_params(schema::SamplingParams::Builder b, std::uint32_t salt) {
