@@ -73,8 +73,10 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   const std::int64_t micro_batches =
       std::min<std::int64_t>(n, std::max(1, options_.optimizer.grad_accumulation));
   const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
+  const int epochs = std::max(1, options_.loss.ppo_epochs);
   try {
-    masters_->zero_grad();
+    // Packed once: every pass scores the same tokens against the same sampling log-probs.
+    std::vector<Packed> packed;
     for (std::int64_t begin = 0; begin < n; begin += per_batch) {
       const std::int64_t end = std::min(n, begin + per_batch);
       std::vector<const TraceLayout*> batch;
@@ -83,15 +85,21 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
         batch.push_back(&layouts[static_cast<std::size_t>(i)]);
         batch_advantages.push_back(advantages[static_cast<std::size_t>(i)]);
       }
-      accumulate(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)), stats);
+      packed.push_back(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)));
     }
-    stats.grad_norm = masters_->step();
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      stats = PolicyUpdateStats{};  // the last pass's figures are reported
+      masters_->zero_grad();
+      for (const Packed& p : packed) accumulate(p, stats);
+      stats.grad_norm = masters_->step();
+      ++steps_;
+    }
   } catch (const c10::Error& e) {
     return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
   }
-  ++steps_;
   const double tokens = static_cast<double>(std::max<std::int64_t>(1, stats.scored_tokens));
   stats.sequences = n;
+  stats.optimizer_steps = epochs;
   stats.kl /= tokens;
   stats.mean_ratio /= tokens;
   stats.clip_fraction /= tokens;

@@ -1,5 +1,6 @@
 // PolicyTrainer: one TraceRL policy update per RL step (REFERENCE sections 1 and 3).
 //
+// repeat loss.ppo_epochs times (DICE: once), each pass one optimizer step:
 //   for each micro-batch of samples (options.optimizer.grad_accumulation of them per step):
 //     one training-layout forward over every trace view of its samples (trace_layout.h),
 //     lm_head on the scored positions only, log-softmax at the sampling temperature,
@@ -37,10 +38,13 @@ struct PolicyTrainerOptions {
   bool optimizer_on_cpu = false;
 };
 
+// The figures below are of the last pass over the samples (with loss.ppo_epochs > 1 its ratio
+// and clip fraction show how far the earlier passes moved the policy from the sampler's).
 struct PolicyUpdateStats {
   std::int64_t sequences = 0;      // samples with at least one scored token
   std::int64_t scored_tokens = 0;  // response tokens scored (every token once)
-  std::int64_t forwards = 0;       // training-layout forwards (one per micro-batch)
+  std::int64_t forwards = 0;       // the last pass's training forwards (one per micro-batch)
+  int optimizer_steps = 0;         // passes over the samples (loss.ppo_epochs), one step each
   double loss = 0.0;               // the objective the gradient is of (mean over sequences)
   double policy_loss = 0.0;        // its clipped-ratio part
   double kl = 0.0;                 // mean per-token KL estimate
@@ -57,10 +61,11 @@ class PolicyTrainer {
   PolicyTrainer(const PolicyTrainer&) = delete;
   PolicyTrainer& operator=(const PolicyTrainer&) = delete;
 
-  // One optimizer step on `samples`. InvalidArgument (naming the sample) for a sample whose trace
-  // does not fit the options, unless `left_out` is given: such samples are then skipped and
-  // listed there (index, why). Internal for a LibTorch failure (the weights are then unchanged
-  // unless the failure was in the optimizer step itself). No samples: no step, zero stats.
+  // loss.ppo_epochs optimizer steps on `samples` (one by default). InvalidArgument (naming the
+  // sample) for a sample whose trace does not fit the options, unless `left_out` is given: such
+  // samples are then skipped and listed there (index, why). Internal for a LibTorch failure (the
+  // weights then hold the passes that completed, and are unchanged when the first failed before
+  // its optimizer step). No samples: no step, zero stats.
   Result<PolicyUpdateStats> update(const std::vector<TraceSample>& samples,
                                    std::vector<std::pair<std::size_t, Status>>* left_out = nullptr);
 
@@ -70,7 +75,7 @@ class PolicyTrainer {
   Result<std::vector<float>> log_probs(const TraceSample& sample);
 
   Qwen3LM model() const { return model_; }
-  std::int64_t steps_taken() const { return steps_; }
+  std::int64_t steps_taken() const { return steps_; }  // optimizer steps
 
  private:
   struct Packed;  // one forward's rows and scored tokens (policy_trainer.cc)

@@ -92,6 +92,7 @@ struct Updater {
     out.grad_norm = stats.grad_norm;
     out.clip_fraction = stats.clip_fraction;
     out.mean_ratio = stats.mean_ratio;
+    out.optimizer_steps = stats.optimizer_steps;
     DICE_RETURN_IF_ERROR(
         save(out.policy_version).with_context("checkpoint of step " + std::to_string(step)));
     out.checkpoint_dir = dir_of(out.policy_version);

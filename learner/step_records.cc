@@ -116,6 +116,7 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
                                  {"learner/grad_norm", update.grad_norm},
                                  {"learner/clip_fraction", update.clip_fraction},
                                  {"learner/ratio_mean", update.mean_ratio},
+                                 {"learner/optimizer_steps", double(update.optimizer_steps)},
                                  {"learner/update_seconds", update.seconds},
                                  {"learner/policy_version", double(update.policy_version)}});
   }

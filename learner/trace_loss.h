@@ -8,7 +8,8 @@
 // A is the sequence's z-scored group advantage (the same for all its tokens). The sequence's
 // loss is sum_t loss_t / response length; the trainer averages sequences. The KL's reference is
 // the policy that sampled (its log-probs came with the Candidate): with one optimizer step per
-// RL step that is the pre-update policy, as DICE has it.
+// RL step that is the pre-update policy, as DICE has it; with loss.ppo_epochs > 1 it stays the
+// policy the step started from, for every pass.
 #pragma once
 
 #include <ATen/core/Tensor.h>

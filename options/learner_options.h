@@ -43,6 +43,7 @@ struct PolicyLossOptions {
   KlEstimator kl_estimator = KlEstimator::kK3;
   int trace_shrink = 1;
   bool drop_constant_groups = true;
+  int ppo_epochs = 1;
 
   template <class V>
   void visit_fields(V& v) {
@@ -59,6 +60,12 @@ struct PolicyLossOptions {
     v.field(
         "drop_constant_groups", drop_constant_groups,
         "Skip groups whose rewards are all equal: their z-scored advantage is zero. Default: true");
+    v.field("ppo_epochs", ppo_epochs,
+            "Optimizer steps on each RL step's samples (passes over all of them). Every pass's "
+            "ratio, clip and KL are against the policy that sampled, so after the first the clip "
+            "bounds how far the step moves; more learning per judged candidate where the reward "
+            "is the expensive part. DICE: 1. Default: 1",
+            config::at_least(1), config::at_most(64));
   }
 };
 

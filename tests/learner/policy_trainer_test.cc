@@ -207,6 +207,38 @@ TEST(PolicyTrainerTest, OptimizerOnTheCpuStepsTheSameAsOnTheModelsDevice) {
   EXPECT_TRUE(at::equal(after[0], after[1]));
 }
 
+// loss.ppo_epochs passes are that many optimizer steps against the same sampling log-probs:
+// the weights equal those of as many update() calls on the same samples, and the reported
+// figures are the last pass's (its ratio off 1: the earlier passes moved the policy).
+TEST(PolicyTrainerTest, PpoEpochsAreOptimizerStepsOnTheSameSamples) {
+  std::vector<at::Tensor> after;
+  PolicyUpdateStats epochs_stats, last_call;
+  for (int epochs : {3, 1}) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    PolicyTrainerOptions o = trainer_options();
+    o.optimizer.lr = 3e-3;
+    o.loss.ppo_epochs = epochs;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    for (int call = 0; call < 3 / epochs; ++call) {
+      auto stats = (*trainer)->update(samples);
+      ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+      EXPECT_EQ(stats->optimizer_steps, epochs);
+      (epochs == 3 ? epochs_stats : last_call) = *stats;
+    }
+    EXPECT_EQ((*trainer)->steps_taken(), 3);
+    after.push_back(model->lm_head.detach().to(at::kFloat));
+  }
+  EXPECT_TRUE(at::allclose(after[0], after[1], 1e-6, 1e-7));
+  EXPECT_GT(std::abs(epochs_stats.mean_ratio - 1.0), 1e-4);
+  EXPECT_NEAR(epochs_stats.mean_ratio, last_call.mean_ratio, 1e-6);
+  EXPECT_NEAR(epochs_stats.loss, last_call.loss, 1e-6);
+  EXPECT_EQ(epochs_stats.forwards, 2);  // one pass's micro-batches
+}
+
 TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
   Qwen3LM model = random_lm(tiny_config(), 3);
   std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);

@@ -125,6 +125,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   update.loss = -0.25;
   update.kl = 0.001;
   update.grad_norm = 0.5;
+  update.optimizer_steps = 2;
   auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(record.ok());
   auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
@@ -135,8 +136,8 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   EXPECT_FLOAT_EQ(decoded->get().getGradNorm(), 0.5f);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 17u);
-  bool saw_version = false;
+  EXPECT_EQ(metrics->size(), 18u);
+  bool saw_version = false, saw_steps = false;
   for (const auto& m : *metrics) {
     auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
     ASSERT_TRUE(metric.ok());
@@ -144,8 +145,13 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
       EXPECT_EQ(metric->get().getValue(), 4.0);
       saw_version = true;
     }
+    if (std::string(metric->get().getName().cStr()) == "learner/optimizer_steps") {
+      EXPECT_EQ(metric->get().getValue(), 2.0);
+      saw_steps = true;
+    }
   }
   EXPECT_TRUE(saw_version);
+  EXPECT_TRUE(saw_steps);
 }
 
 }  // namespace
