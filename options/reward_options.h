@@ -193,6 +193,7 @@ struct RewardOptions {
   int timeout_seconds = 300;
   bool prestart_evaluators = true;
   int evaluators_ahead = 1;
+  bool reuse_verdicts = true;
   KernelCheck kernel_check = KernelCheck::kAuto;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
@@ -258,6 +259,12 @@ struct RewardOptions {
             "With prestart_evaluators: processes kept started ahead per slot (more hide a start "
             "that takes longer than an evaluation). Default: 1",
             config::at_least(1));
+    v.field("reuse_verdicts", reuse_verdicts,
+            "A candidate whose response text equals one this worker judged (or is judging) for "
+            "the same task gets a copy of that verdict (Verdict.reusedFrom names it) instead of "
+            "a second compile and run: samples of one task often repeat, most of all once a "
+            "policy is sure of itself. Verdicts of a service fault or of a time limit are not "
+            "reused (they may not hold for a second run). Default: true");
     v.field("kernel_check", kernel_check,
             "How evaluation sees that the candidate's own kernel ran: profiler (torch's, seconds "
             "of CPU per evaluation process), cupti (dice's launch probe; needs a build that "

@@ -39,9 +39,7 @@ int run(dice::service::ServiceContext& context) {
     return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 3;
   }
   const std::vector<std::string> slots = gpu_slot_names(*gpus, options.gpu_slots);
-  // Compiles overlap evaluations: hold enough candidates that the compile pool stays busy while
-  // every slot runs one.
-  const auto capacity = static_cast<std::uint32_t>(slots.size() + options.compile_jobs);
+  const std::uint32_t capacity = reward_worker_capacity(options, slots.size());
   auto loop_options = service::worker_loop_options(context, schema::Role::REWARD, capacity);
   if (!loop_options.ok()) {
     std::cerr << "dice-reward: " << loop_options.status().to_string() << "\n";

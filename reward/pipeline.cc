@@ -42,22 +42,6 @@ void finish(schema::Verdict::Builder verdict, FC failure, const std::string& exc
   verdict.setLogExcerpt(clip(excerpt));
 }
 
-// Who and what the verdict is about, copied from the request; no reward yet.
-void start_verdict(schema::EvalRequest::Reader request, const std::string& worker_id,
-                   schema::Verdict::Builder verdict) {
-  auto task = request.getTask();
-  auto candidate = request.getCandidate();
-  verdict.setWorkId(request.getWorkId());
-  verdict.setRunId(candidate.getRunId());
-  verdict.setStep(candidate.getStep());
-  verdict.setTaskId(task.getId());
-  verdict.setGroup(candidate.getGroup());
-  verdict.setSampleIndex(candidate.getSampleIndex());
-  verdict.setPolicyVersion(candidate.getPolicyVersion());
-  verdict.setRewardWorker(worker_id);
-  verdict.setReward(0);
-}
-
 // The evaluator's options for `task`: the reward options' trials, tolerances, timing and sandbox
 // limits, with the task's own timeout where it has one. No GPU slot yet.
 EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::Reader task) {
@@ -117,6 +101,19 @@ void stop_at_reward_mode(RewardMode mode, std::vector<StaticFinding> findings,
 }
 
 }  // namespace
+
+void set_verdict_identity(schema::EvalRequest::Reader request, const std::string& worker_id,
+                          schema::Verdict::Builder verdict) {
+  auto candidate = request.getCandidate();
+  verdict.setWorkId(request.getWorkId());
+  verdict.setRunId(candidate.getRunId());
+  verdict.setStep(candidate.getStep());
+  verdict.setTaskId(request.getTask().getId());
+  verdict.setGroup(candidate.getGroup());
+  verdict.setSampleIndex(candidate.getSampleIndex());
+  verdict.setPolicyVersion(candidate.getPolicyVersion());
+  verdict.setRewardWorker(worker_id);
+}
 
 SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds) {
   SandboxSpec spec;
@@ -197,7 +194,8 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
                               schema::Verdict::Builder verdict) {
   auto task = request.getTask();
   auto candidate = request.getCandidate();
-  start_verdict(request, identity_.worker_id, verdict);
+  set_verdict_identity(request, identity_.worker_id, verdict);
+  verdict.setReward(0);
 
   // 1. The file to evaluate.
   const bool infill = task.getPhase() == schema::Phase::INFILL;

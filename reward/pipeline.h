@@ -54,6 +54,11 @@ class GpuSlotPool {
   bool empty_pool_;
 };
 
+// Who and what `verdict` is about, from `request`: work id, run, step, task, group, sample,
+// policy version, and the worker that judged it.
+void set_verdict_identity(schema::EvalRequest::Reader request, const std::string& worker_id,
+                          schema::Verdict::Builder verdict);
+
 // The sandbox limits of candidate processes from the config.
 SandboxSpec sandbox_from_options(const SandboxOptions& options, double timeout_seconds);
 
@@ -67,6 +72,7 @@ class RewardPipeline {
   void evaluate(schema::EvalRequest::Reader request, schema::Verdict::Builder verdict);
 
   Compiler& compiler() { return compiler_; }
+  const PipelineIdentity& identity() const { return identity_; }
 
  private:
   // Stage 3 of evaluate(): the candidate's load_inline sources (read with the `parser` sandbox)

@@ -46,13 +46,24 @@ Result<std::vector<int>> visible_gpus() {
 
 RewardWorker::RewardWorker(const RewardOptions& options, Toolchain toolchain,
                            PipelineIdentity identity, service::MetricsRegistry& registry)
-    : pipeline_(options, std::move(toolchain), std::move(identity)), registry_(registry) {
+    : pipeline_(options, std::move(toolchain), std::move(identity)),
+      memo_(options.reuse_verdicts ? std::make_unique<VerdictMemo>() : nullptr),
+      registry_(registry) {
   auto compile = registry_.counter("dice_reward_compile_seconds_total",
                                    "Wall-clock seconds spent compiling (cache misses).");
   auto eval = registry_.counter("dice_reward_eval_seconds_total",
                                 "Wall-clock seconds of sandboxed evaluations.");
   if (compile.ok()) compile_seconds_ = compile.value();
   if (eval.ok()) eval_seconds_ = eval.value();
+  auto reused = registry_.counter("dice_reward_verdicts_reused_total",
+                                  "Verdicts copied from the same text's for the same task.");
+  if (reused.ok()) reused_ = reused.value();
+}
+
+std::uint32_t reward_worker_capacity(const RewardOptions& options, std::size_t slots) {
+  const auto base =
+      static_cast<std::uint32_t>(slots + static_cast<std::size_t>(options.compile_jobs));
+  return options.reuse_verdicts ? 2 * base : base;
 }
 
 Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
@@ -64,8 +75,27 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
   }
   auto request = body.getEvalRequest();
   capnp::MallocMessageBuilder message;
-  auto verdict = sink.init_envelope(message).getBody().initVerdict();
-  pipeline_.evaluate(request, verdict);
+  auto out = sink.init_envelope(message).getBody();
+  schema::Verdict::Builder verdict = nullptr;
+  if (!memo_) {
+    verdict = out.initVerdict();
+    pipeline_.evaluate(request, verdict);
+  } else {
+    const std::string key = VerdictMemo::key(request);
+    if (VerdictMemo::Stored kept = memo_->acquire(key)) {
+      verdict = copy_reused_verdict(kept, request, pipeline_.identity().worker_id, out);
+      if (reused_) reused_->add();
+    } else {
+      verdict = out.initVerdict();
+      try {
+        pipeline_.evaluate(request, verdict);
+      } catch (...) {
+        memo_->abandon(key);
+        throw;
+      }
+      memo_->finish(key, verdict.asReader());
+    }
+  }
 
   const std::string failure = wire::enum_name(verdict.getFailure());
   auto verdicts = registry_.counter("dice_reward_verdicts_total",
@@ -78,7 +108,8 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
                  << kv("task", request.getTask().getId().cStr()) << kv("failure", failure)
                  << kv("reward", verdict.getReward())
                  << kv("compile_s", verdict.getTimings().getCompileSeconds())
-                 << kv("eval_s", verdict.getTimings().getEvalSeconds());
+                 << kv("eval_s", verdict.getTimings().getEvalSeconds())
+                 << kv("reused_from", verdict.getReusedFrom());
   return sink.send_last(message);  // one Verdict per request
 }
 

@@ -1,14 +1,18 @@
 // dice-reward's work handler: an EvalRequest envelope in, one Verdict envelope out, through the
-// RewardPipeline; the service loop (net/service/worker_loop.h) does the rest. Verdicts are
-// counted by failure class for /metrics.
+// RewardPipeline, or copied from the verdict of the same text for the same task
+// (verdict_memo.h, reward.reuse_verdicts); the service loop (net/service/worker_loop.h) does the
+// rest. Verdicts are counted by failure class for /metrics, and reused ones apart.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "net/service/metrics_registry.h"
 #include "net/service/worker_loop.h"
 #include "reward/pipeline.h"
+#include "reward/verdict_memo.h"
 
 namespace dice {
 
@@ -36,9 +40,16 @@ class RewardWorker {
 
  private:
   RewardPipeline pipeline_;
+  std::unique_ptr<VerdictMemo> memo_;  // null without reward.reuse_verdicts
   service::MetricsRegistry& registry_;
   service::Counter* compile_seconds_ = nullptr;
   service::Counter* eval_seconds_ = nullptr;
+  service::Counter* reused_ = nullptr;
 };
+
+// Handler threads of a worker: one per GPU slot and compile job, so the compile pool stays busy
+// while every slot runs one; twice that with reuse_verdicts, as a repeat waits for its original
+// without holding either (samples of one task arrive one after another).
+std::uint32_t reward_worker_capacity(const RewardOptions& options, std::size_t slots);
 
 }  // namespace dice

@@ -81,6 +81,10 @@ struct Verdict {
   evaluatedSource @21 :Text;     # the Python file compiled and run (the response's code block,
                                  # spliced into the skeleton in phase 1); empty when extraction
                                  # failed
+  reusedFrom @22 :UInt64;        # 0: this candidate was judged itself. Else the workId of the
+                                 # request whose verdict this copies: the same response text for
+                                 # the same task, judged by the same worker (reward.reuse_verdicts);
+                                 # its timings' compile and eval seconds are then 0
 }
 
 # One compiled extension of a candidate.

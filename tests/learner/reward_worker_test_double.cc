@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "net/wire/envelope.h"
+#include "reward/pipeline.h"
 #include "tests/learner/worker_test_double_main.h"
 
 namespace {
@@ -20,13 +21,7 @@ dice::Status answer(dice::transport::WorkerConnection& connection,
   const bool even = candidate.getSampleIndex() % 2 == 0;
   capnp::MallocMessageBuilder message;
   auto verdict = connection.init_envelope(message).getBody().initVerdict();
-  verdict.setWorkId(request.getWorkId());
-  verdict.setRunId(candidate.getRunId());
-  verdict.setStep(candidate.getStep());
-  verdict.setTaskId(request.getTask().getId());
-  verdict.setGroup(candidate.getGroup());
-  verdict.setSampleIndex(candidate.getSampleIndex());
-  verdict.setPolicyVersion(candidate.getPolicyVersion());
+  dice::set_verdict_identity(request, connection.worker_id(), verdict);
   verdict.setCompiled(true);
   verdict.setCorrect(even);
   verdict.setReward(even ? 1.0f : 0.0f);
@@ -39,7 +34,6 @@ dice::Status answer(dice::transport::WorkerConnection& connection,
   build.setCompiled(true);
   // A test double: the response stands in for the file a real worker extracts and runs.
   verdict.setEvaluatedSource(candidate.getText());
-  verdict.setRewardWorker(connection.worker_id());
   DICE_RETURN_IF_ERROR(
       connection.send_result(dice::wire::encode(message), std::chrono::seconds(10)));
   return connection.finish(request.getWorkId());

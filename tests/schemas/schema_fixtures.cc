@@ -222,6 +222,7 @@ void fill_verdict(schema::Verdict::Builder b, std::uint32_t salt) {
     builds[i].setLog(txt("verdict.build.log", salt + i));
   }
   b.setEvaluatedSource(txt("verdict.evaluatedSource", salt));
+  b.setReusedFrom(u64(salt, 22));
 }
 void expect_verdict(schema::Verdict::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -254,6 +255,7 @@ void expect_verdict(schema::Verdict::Reader r, std::uint32_t salt) {
     EXPECT_EQ(r.getBuilds()[i].getLog().cStr(), txt("verdict.build.log", salt + i));
   }
   EXPECT_EQ(r.getEvaluatedSource().cStr(), txt("verdict.evaluatedSource", salt));
+  EXPECT_EQ(r.getReusedFrom(), u64(salt, 22));
 }
 
 }  // namespace dice::test
