@@ -39,6 +39,8 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --cuda-arch ARCH        e.g. sm_90 (default: the GPU's)
   --compile-cache DIR     build cache keyed by source hash (default runs/compile_cache)
   --compile-jobs N        compiles at once (default: the number of cores)
+  --compile-memory-mb N   MiB the compiles may hold at once, two compiler limits (8 GiB each)
+                          per build; 0 = three quarters of the host's memory (default 0)
   --gpu-slots N           candidates evaluated at once on each GPU (default 4)
   --trials N              correctness trials (default 5, as KernelBench's scripts)
   --tolerance X           allclose atol = rtol for every dtype (default 0.01, DICE's)
@@ -141,6 +143,8 @@ void apply_flag(const std::string& flag, const std::string& value, Flags* flags)
     r.compile_cache_dir = value;
   else if (flag == "--compile-jobs")
     r.compile_jobs = static_cast<int>(parse_int(flag, value, 1));
+  else if (flag == "--compile-memory-mb")
+    r.compile_memory_mb = parse_int(flag, value, 0);
   else if (flag == "--gpu-slots")
     f.gpu_slots = static_cast<int>(parse_int(flag, value, 1));
   else if (flag == "--trials")

@@ -43,6 +43,11 @@ TEST(JudgeCliTest, BadFlagsAreNamed) {
   run = run_judge("--items x.json --trials 0");
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.output.find("--trials \"0\": expected an integer >= 1"), std::string::npos);
+  run = run_judge("--items x.json --compile-memory-mb -5");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.output.find("--compile-memory-mb \"-5\": expected an integer >= 0"),
+            std::string::npos)
+      << run.output;
   run = run_judge("--items x.json --tolerance -1");
   EXPECT_EQ(run.code, 2);
   EXPECT_NE(run.output.find("--tolerance \"-1\": expected a positive number"), std::string::npos);
