@@ -44,7 +44,9 @@ def export(correct_before, correct_after, failure="staticCheck"):
             if not ok:
                 verdict["failure"] = failure
                 verdict["findings"] = [{"check": "kernel-not-launched", "fatal": True}]
-            lines.append(record("candidate", verdict=verdict))
+            # The answer text follows correctness: tasks that flipped got another answer.
+            lines.append(record("candidate", verdict=verdict,
+                                responseText="answer %d %s" % (t, ok)))
     return "\n".join(lines) + "\n"
 
 
@@ -75,6 +77,7 @@ class LearningReportTest(unittest.TestCase):
         text = self.run_report(export([False] * 40, [True] + [False] * 39))
         self.assertIn("Exec +0.025", text)
         self.assertIn("within noise", text)
+        self.assertIn("; 1 of 40 answers changed", text)
 
     def test_failures_are_counted_by_class_and_check(self):
         text = self.run_report(export([False] * 3, [True, False, False], failure="syntaxError"))
