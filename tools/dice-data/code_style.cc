@@ -16,8 +16,6 @@ std::string distinct(Prng& rng, const std::vector<std::string>& pool,
   }
 }
 
-}  // namespace
-
 // The first name of every pool draw_style() draws from.
 void fix_names(CodeStyle& s, const std::string& label) {
   s.source_var = "cuda_source";
@@ -46,6 +44,8 @@ void fix_layout(CodeStyle& s) {
   s.cpp_one_line = d.cpp_one_line, s.verbose = d.verbose;
   s.fixed_layout = true;
 }
+
+}  // namespace
 
 CodeStyle draw_style(Prng& rng, const std::string& label, SurfaceVariety surface) {
   CodeStyle s;
