@@ -11,6 +11,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -20,6 +21,7 @@
 #include "common/config/scalar_text.h"
 #include "common/log.h"
 #include "reward/judge/judge.h"
+#include "reward/judge/judge_resume.h"
 #include "reward/reward_worker.h"
 
 namespace {
@@ -28,6 +30,8 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --items FILE            JSON array of items (reward/judge/judge_items.h): id, pytorch_code and either
                           prefix/middle/suffix (infilling) or cuda_code / candidate (whole file)
   --out FILE              verdict lines go here (default: stdout)
+  --resume                with --out: judge only the candidates FILE has no line for, and
+                          append (a line cut by a kill is judged again)
   --summary-out FILE      the summary as one JSON object (it also goes to stderr as text)
   --dump-sources DIR      write each judged file, its reference and DIR/manifest.jsonl
   --dump-only             with --dump-sources: write the files and stop (no GPU needed)
@@ -74,6 +78,7 @@ struct Flags {
   size_t limit = 0;  // 0: all
   bool broken = false;
   bool dump_only = false;
+  bool resume = false;
   bool prepare = true;
   int gpu_slots = 4;
   dice::RewardOptions reward;
@@ -195,6 +200,10 @@ Flags parse_flags(int argc, char** argv) {
       f.dump_only = true;
       continue;
     }
+    if (flag == "--resume") {
+      f.resume = true;
+      continue;
+    }
     if (flag.rfind("--", 0) != 0) throw UsageError{"unexpected argument \"" + flag + "\""};
     std::string value;
     if (const size_t eq = flag.find('='); eq != std::string::npos) {
@@ -211,6 +220,7 @@ Flags parse_flags(int argc, char** argv) {
   }
   if (f.items.empty()) throw UsageError{"--items is required"};
   if (f.dump_only && f.dump_dir.empty()) throw UsageError{"--dump-only needs --dump-sources"};
+  if (f.resume && f.out.empty()) throw UsageError{"--resume needs --out"};
   return f;
 }
 
@@ -243,8 +253,21 @@ int judge(const Flags& flags) {
   }
   if (flags.limit > 0 && items->size() > flags.limit) items->resize(flags.limit);
   std::vector<std::string> without_variants;
-  const std::vector<JudgeItem> candidates =
-      with_variants(items.value(), flags.broken, &without_variants);
+  std::vector<JudgeItem> candidates = with_variants(items.value(), flags.broken, &without_variants);
+  JudgedSoFar so_far;
+  if (flags.resume) {
+    auto judged = read_judged(flags.out);
+    if (!judged.ok()) {
+      std::cerr << "dice-judge: --resume: " << judged.status().to_string() << "\n";
+      return 2;
+    }
+    so_far = std::move(judged).value();
+    const std::size_t all = candidates.size();
+    candidates = left_to_judge(candidates, so_far);
+    std::cerr << "dice-judge: --resume: " << all - candidates.size() << " of " << all
+              << " candidates already judged in " << flags.out << "\n";
+    if (candidates.empty()) return 0;
+  }
   if (!without_variants.empty()) {
     std::cerr << "dice-judge: no kernel store to break, so no variants, in item(s):";
     for (const auto& id : without_variants) std::cerr << " " << id;
@@ -275,7 +298,13 @@ int judge(const Flags& flags) {
   const std::vector<std::string> slots = gpu_slot_names(*gpus, flags.gpu_slots);
   std::ofstream out_file;
   if (!flags.out.empty()) {
-    out_file.open(flags.out, std::ios::binary);
+    std::ios::openmode mode = std::ios::binary;
+    if (flags.resume && std::filesystem::exists(flags.out)) {
+      std::error_code ec;  // drop a line a kill cut short, then append after the complete ones
+      std::filesystem::resize_file(flags.out, so_far.complete_bytes, ec);
+      mode |= std::ios::app;
+    }
+    out_file.open(flags.out, mode);
     if (!out_file) {
       std::cerr << "dice-judge: --out " << flags.out << ": cannot write\n";
       return 2;

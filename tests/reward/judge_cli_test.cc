@@ -104,6 +104,30 @@ TEST(JudgeCliTest, NoGpuToolchainExitsThree) {
 
 namespace {
 
+// --resume skips what the --out file already holds; with everything there it judges nothing
+// (so this runs without a GPU), and it needs --out.
+TEST(JudgeCliTest, ResumeSkipsWhatTheOutFileHolds) {
+  const std::string items =
+      write_items("dice-judge-cli-resume.json",
+                  R"([{"id": 1, "pytorch_code": "import torch\n", "candidate": "import torch\n"},
+          {"id": "two", "pytorch_code": "import torch\n", "candidate": "import torch\n"}])");
+  const std::string out = write_items("dice-judge-cli-resume.jsonl",
+                                      "{\"id\": \"1\", \"variant\": \"original\"}\n"
+                                      "{\"id\": \"two\", \"variant\": \"original\"}\n");
+  CliRun run = run_judge("--items " + items + " --out " + out + " --resume");
+  EXPECT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("--resume: 2 of 2 candidates already judged in " + out),
+            std::string::npos)
+      << run.output;
+  run = run_judge("--items " + items + " --resume");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.output.find("--resume needs --out"), std::string::npos) << run.output;
+  const std::string bad = write_items("dice-judge-cli-resume-bad.jsonl", "{\"id\": 1}\n[]\n");
+  run = run_judge("--items " + items + " --out " + bad + " --resume");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_NE(run.output.find(bad + ": line 2: not a verdict"), std::string::npos) << run.output;
+}
+
 TEST(JudgeCliTest, DumpOnlyWritesTheVariantsWithoutAGpu) {
   const std::string items = write_items("dice-judge-cli-dump.json", R"([{"id": 9,
     "pytorch_code": "import torch\n", "prefix": "import torch\n",
