@@ -62,7 +62,7 @@ RewardWorker::RewardWorker(const RewardOptions& options, Toolchain toolchain,
 
 std::uint32_t reward_worker_capacity(const RewardOptions& options, std::size_t slots) {
   const auto base =
-      static_cast<std::uint32_t>(slots + static_cast<std::size_t>(options.compile_jobs));
+      static_cast<std::uint32_t>(slots) + static_cast<std::uint32_t>(options.compile_jobs);
   return options.reuse_verdicts ? 2 * base : base;
 }
 
@@ -76,25 +76,25 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
   auto request = body.getEvalRequest();
   capnp::MallocMessageBuilder message;
   auto out = sink.init_envelope(message).getBody();
+  std::string key;  // with a memo: this request's, and `kept` its verdict if one was judged
+  VerdictMemo::Stored kept;
+  if (memo_) {
+    key = VerdictMemo::key(request);
+    kept = memo_->acquire(key);
+  }
   schema::Verdict::Builder verdict = nullptr;
-  if (!memo_) {
-    verdict = out.initVerdict();
-    pipeline_.evaluate(request, verdict);
+  if (kept) {
+    verdict = copy_reused_verdict(kept, request, pipeline_.identity().worker_id, out);
+    if (reused_) reused_->add();
   } else {
-    const std::string key = VerdictMemo::key(request);
-    if (VerdictMemo::Stored kept = memo_->acquire(key)) {
-      verdict = copy_reused_verdict(kept, request, pipeline_.identity().worker_id, out);
-      if (reused_) reused_->add();
-    } else {
-      verdict = out.initVerdict();
-      try {
-        pipeline_.evaluate(request, verdict);
-      } catch (...) {
-        memo_->abandon(key);
-        throw;
-      }
-      memo_->finish(key, verdict.asReader());
+    verdict = out.initVerdict();
+    try {
+      pipeline_.evaluate(request, verdict);
+    } catch (...) {
+      if (memo_) memo_->abandon(key);  // else its repeats would wait for ever
+      throw;
     }
+    if (memo_) memo_->finish(key, verdict.asReader());
   }
 
   const std::string failure = wire::enum_name(verdict.getFailure());
