@@ -29,10 +29,13 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->out_dir, "x/y");
   EXPECT_EQ(r->options.names, Variety::kVaried);
   EXPECT_EQ(r->options.layout, Variety::kVaried);
-  r = parse_command_line({"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed"});
+  EXPECT_EQ(r->options.rl_keys, RlKeys::kNovel);
+  r = parse_command_line(
+      {"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed", "--rl-keys", "seen"});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->options.names, Variety::kFixed);
   EXPECT_EQ(r->options.layout, Variety::kFixed);
+  EXPECT_EQ(r->options.rl_keys, RlKeys::kSeen);
 }
 
 TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
@@ -45,8 +48,8 @@ TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
   const std::string usage = usage_text();
   for (const char* flag :
        {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level", "--heldout-per-level", "--names",
-        "sft.json", "rl_infill.json", "rl_e2e.json", "heldout_infill.json", "heldout_e2e.json",
-        "verify_items.json", "MANIFEST.json", "Exit status"})
+        "--layout", "--rl-keys", "sft.json", "rl_infill.json", "rl_e2e.json", "heldout_infill.json",
+        "heldout_e2e.json", "verify_items.json", "MANIFEST.json", "Exit status"})
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
 }
 
@@ -68,6 +71,7 @@ TEST(DiceDataCliArgsTest, ErrorsNameTheArgument) {
       {{"curriculum", "--out", "d", "--heldout-per-level="}, "--heldout-per-level"},
       {{"curriculum", "--out="}, "--out"},
       {{"curriculum", "--out", "d", "--names", "random"}, "--names: expected varied or fixed"},
+      {{"curriculum", "--out", "d", "--rl-keys=held"}, "--rl-keys: expected novel or seen"},
       {{"curriculum", "d"}, "'d'"},
   };
   for (const auto& c : cases) {

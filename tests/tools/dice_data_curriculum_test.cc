@@ -368,32 +368,36 @@ TEST(DiceDataCurriculumTest, ReferencesAreKernelBenchProblemsWithInputOnlyShapeV
 
 TEST(DiceDataCurriculumTest, HeldOutCombinationsNeverOccurInTraining) {
   CurriculumOptions o;  // the defaults: 3000 SFT pairs give every combination its chance
-  const Curriculum c = generate_curriculum(o);
-  ASSERT_FALSE(c.heldout.entries.empty());
-  std::map<std::string, int> per_level;
-  for (const auto& e : c.heldout.entries) ++per_level[e.level];
-  EXPECT_EQ(per_level, (std::map<std::string, int>{{"1", 3}, {"2", 8}, {"3", 4}}));
+  for (RlKeys rl_keys : {RlKeys::kNovel, RlKeys::kSeen}) {
+    o.rl_keys = rl_keys;
+    const Curriculum c = generate_curriculum(o);
+    ASSERT_FALSE(c.heldout.entries.empty());
+    std::map<std::string, int> per_level;
+    for (const auto& e : c.heldout.entries) ++per_level[e.level];
+    EXPECT_EQ(per_level, (std::map<std::string, int>{{"1", 3}, {"2", 8}, {"3", 4}}));
 
-  std::set<std::string> held_seen;
-  for (const auto& [file, p] : all_pairs(c)) {
-    const bool held = file.rfind("heldout", 0) == 0;
-    if (!held) {
-      for (const auto& k : p->keys)
-        EXPECT_FALSE(c.heldout.reserved(k)) << file << " " << p->id << " holds held-out " << k;
-      continue;
-    }
-    bool any = false;
-    for (const auto& k : p->keys)
-      if (c.heldout.reserved(k)) {
-        any = true;
-        held_seen.insert(k);
+    std::set<std::string> held_seen;
+    for (const auto& [file, p] : all_pairs(c)) {
+      const bool held = file.rfind("heldout", 0) == 0;
+      if (!held) {
+        for (const auto& k : p->keys)
+          EXPECT_FALSE(c.heldout.reserved(k)) << file << " " << p->id << " holds held-out " << k;
+        continue;
       }
-    EXPECT_TRUE(any) << p->id << " is held out but touches no held-out key";
+      bool any = false;
+      for (const auto& k : p->keys)
+        if (c.heldout.reserved(k)) {
+          any = true;
+          held_seen.insert(k);
+        }
+      EXPECT_TRUE(any) << p->id << " is held out but touches no held-out key";
+    }
+    // Every reserved combination is tested.
+    for (const auto& e : c.heldout.entries) EXPECT_TRUE(held_seen.count(e.key)) << e.key;
   }
-  // Every reserved combination is tested.
-  for (const auto& e : c.heldout.entries) EXPECT_TRUE(held_seen.count(e.key)) << e.key;
 
   // The keys are what the code says: a held-out level-1 parameter value is in its reference.
+  const Curriculum c = generate_curriculum(o);
   for (const auto* list : {&c.heldout_infill, &c.heldout_e2e}) {
     for (const auto& p : *list) {
       if (p.family != "unary") continue;
@@ -403,6 +407,56 @@ TEST(DiceDataCurriculumTest, HeldOutCombinationsNeverOccurInTraining) {
            it != std::sregex_iterator(); ++it)
         EXPECT_NE(p.pytorch_code.find((*it)[2].str()), std::string::npos) << p.id << " " << key;
     }
+  }
+}
+
+// --rl-keys novel (the default): every RL task is built on a key of the RL split, which no SFT
+// pair touches and which is not held out; every op still has training pairs; the held-out tasks
+// are those of --rl-keys seen, byte for byte (the held-out split is reserved first).
+TEST(DiceDataCurriculumTest, NovelRlKeysAreTheirOwnSplit) {
+  CurriculumOptions o;
+  const Curriculum c = generate_curriculum(o);
+  std::map<std::string, int> per_level;
+  for (const auto& e : c.rl_keys.entries) {
+    ++per_level[e.level];
+    EXPECT_FALSE(c.heldout.reserved(e.key)) << e.key;
+  }
+  EXPECT_EQ(per_level, (std::map<std::string, int>{{"1", 6}, {"2", 8}, {"3", 4}}));
+
+  // An op without its broadcast or keepdim ("add[row]" -> "add", "max/keepdim=False" -> "max");
+  // a chain's label is its combination.
+  auto op_of = [](const KernelPair& p) { return p.op.substr(0, p.op.find_first_of("[/")); };
+  std::set<std::string> rl_seen, sft_ops, rl_ops;
+  for (const auto& item : c.sft) {
+    for (const auto& k : item.pair.keys)
+      EXPECT_FALSE(c.rl_keys.reserved(k)) << item.pair.id << " holds RL key " << k;
+    sft_ops.insert(op_of(item.pair));
+  }
+  for (const auto* list : {&c.rl_infill, &c.rl_e2e}) {
+    for (const auto& p : *list) {
+      bool any = false;
+      for (const auto& k : p.keys) {
+        EXPECT_FALSE(c.heldout.reserved(k)) << p.id << " holds held-out " << k;
+        if (c.rl_keys.reserved(k)) {
+          any = true;
+          rl_seen.insert(k);
+        }
+      }
+      EXPECT_TRUE(any) << p.id << " touches no key of the RL split";
+      if (p.family != "chain") rl_ops.insert(op_of(p));
+    }
+  }
+  for (const auto& e : c.rl_keys.entries) EXPECT_TRUE(rl_seen.count(e.key)) << e.key;
+  // SFT still teaches every op the RL tasks use (in other parameters, dtypes or combinations).
+  for (const auto& op : rl_ops) EXPECT_TRUE(sft_ops.count(op)) << op;
+
+  o.rl_keys = RlKeys::kSeen;
+  const Curriculum seen = generate_curriculum(o);
+  EXPECT_TRUE(seen.rl_keys.entries.empty());
+  ASSERT_EQ(seen.heldout_e2e.size(), c.heldout_e2e.size());
+  for (std::size_t i = 0; i < c.heldout_e2e.size(); ++i) {
+    EXPECT_EQ(seen.heldout_e2e[i].pytorch_code, c.heldout_e2e[i].pytorch_code);
+    EXPECT_EQ(seen.heldout_e2e[i].cuda_code(), c.heldout_e2e[i].cuda_code());
   }
 }
 
@@ -429,6 +483,10 @@ TEST(DiceDataCurriculumTest, ManifestCountsTheFilesAndListsTheHeldOutKeys) {
   const auto& held = m.at("heldout").as_array();
   ASSERT_EQ(held.size(), c.heldout.entries.size());
   for (const auto& e : held) EXPECT_TRUE(c.heldout.reserved(str(e.as_object(), "key")));
+  const auto& rl = m.at("rl_keys").as_array();
+  ASSERT_EQ(rl.size(), c.rl_keys.entries.size());
+  for (const auto& e : rl) EXPECT_TRUE(c.rl_keys.reserved(str(e.as_object(), "key")));
+  EXPECT_EQ(str(m.at("options").as_object(), "rl_keys"), "novel");
 }
 
 TEST(DiceDataCurriculumTest, CandidatesStayShort) {

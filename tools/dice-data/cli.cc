@@ -48,6 +48,10 @@ Options:
                              and helper names: drawn per pair (default), or one, with the same
                              tasks, shapes and parameters: for a small model that decodes
                              several positions at once and mixes layouts
+  --rl-keys novel|seen       the combinations the RL tasks are built on: keys of their own,
+                             reserved from SFT as the held-out ones are (default), or SFT's
+                             own: on those a policy that memorised its corpus answers a group
+                             alike and the group teaches nothing
   -h, --help                 this text
 Counts are integers in [0, 1000000]; flags take "--flag value" or "--flag=value".
 
@@ -62,13 +66,14 @@ Files written to DIR:
   verify_items.json    every pair once as dice-judge items {id, pytorch_code, cuda_code,
                        shape_variants}: dice-judge --items verify_items.json checks them all
   MANIFEST.json        seed, generator version, counts per file, level, family, dtype and op,
-                       and the held-out keys
+                       the held-out keys and the RL split's keys
 
 Levels: "1" single element-wise ops (families unary, binary), "2" fused chains of 2-4 ops
 (chain), "3" reductions along the last dimension and row normalisations (reduce, norm).
 Held-out keys (level-1 op parameter values and binary broadcasts, level-2 op combinations,
 level-3 (normalisation, dtype) and (reduction, keepdim) pairs) are reserved from the seed and
-never occur in sft.json or rl_*.json. Ids are <family>-<level>-<n>, unique over all files.
+never occur in sft.json or rl_*.json; with --rl-keys novel the RL tasks are built on keys of the
+same kinds reserved next, which sft.json never holds either. Ids are <family>-<level>-<n>, unique over all files.
 
 Exit status: 0 written, 1 the files could not be written, 2 bad arguments.
 )";
@@ -96,7 +101,7 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
     }
     const bool known = flag == "--out" || flag == "--seed" || flag == "--sft-pairs" ||
                        flag == "--rl-tasks-per-level" || flag == "--heldout-per-level" ||
-                       flag == "--names" || flag == "--layout";
+                       flag == "--names" || flag == "--layout" || flag == "--rl-keys";
     if (!known) return Status::invalid_argument("unknown argument '" + args[i] + "'");
     if (!inline_value) {
       if (i + 1 >= args.size()) return Status::invalid_argument(flag + ": missing its value");
@@ -106,6 +111,13 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
       if (value.empty()) return Status::invalid_argument("--out: expected a folder, got ''");
       req.out_dir = value;
       have_out = true;
+      continue;
+    }
+    if (flag == "--rl-keys") {
+      if (value != "novel" && value != "seen") {
+        return Status::invalid_argument(flag + ": expected novel or seen, got '" + value + "'");
+      }
+      req.options.rl_keys = value == "novel" ? RlKeys::kNovel : RlKeys::kSeen;
       continue;
     }
     if (flag == "--names" || flag == "--layout") {

@@ -1,6 +1,7 @@
 #include "tools/dice-data/curriculum.h"
 
 #include <map>
+#include <set>
 
 #include "tools/dice-data/chain_builder.h"
 #include "tools/dice-data/elementwise_family.h"
@@ -9,20 +10,22 @@
 namespace dice::data {
 namespace {
 
-// How a split picks its tasks: training splits walk the families round-robin and avoid every
-// reserved key; the held-out split walks the reserved keys themselves.
+// How a split picks its tasks: SFT (and RL on seen keys) walks the families round-robin and
+// avoids every reserved key; the held-out split and RL on novel keys walk their own reserved keys
+// (`walk`), avoiding the keys of `avoid` wherever a task still draws (a chain's parameter values).
 class TaskSource {
  public:
-  TaskSource(const HeldOut& heldout, bool held, const CurriculumOptions& options)
-      : heldout_(heldout), held_(held), surface_{options.names, options.layout} {}
+  TaskSource(const HeldOut* walk, const std::set<std::string>& avoid,
+             const CurriculumOptions& options)
+      : walk_(walk), avoid_(avoid), surface_{options.names, options.layout} {}
 
   KernelPair next(const std::string& level, Prng& rng) {
     const int k = counters_[level]++;
-    if (level == "1") return held_ ? held_level1(k, rng) : level1(k, rng);
+    if (level == "1") return walk_ ? reserved_level1(k, rng) : level1(k, rng);
     if (level == "2") {
-      return render_elementwise(held_ ? held_chain(k, rng) : chain(rng), rng, surface_);
+      return render_elementwise(walk_ ? reserved_chain(k, rng) : chain(rng), rng, surface_);
     }
-    return render_row(held_ ? held_level3(k, rng) : level3(k, rng), rng, surface_);
+    return render_row(walk_ ? reserved_level3(k, rng) : level3(k, rng), rng, surface_);
   }
 
  private:
@@ -31,11 +34,13 @@ class TaskSource {
     return rng.chance(50) ? Dtype::kFloat16 : Dtype::kBFloat16;
   }
 
-  // A value set of `op` that is not held out (any, for the held-out split).
+  bool reserved(const std::string& key) const { return avoid_.count(key) > 0; }
+
+  // A value set of `op` whose key is not avoided.
   int value_for(const UnaryOp& op, Prng& rng) const {
     for (;;) {
       const int v = rng.below(static_cast<int>(op.values.size()));
-      if (held_ || !heldout_.reserved(param_key(op, v))) return v;
+      if (!reserved(param_key(op, v))) return v;
     }
   }
 
@@ -53,27 +58,26 @@ class TaskSource {
     std::vector<std::pair<const BinaryOp*, Broadcast>> open;
     for (const auto& op : binary_ops())
       for (Broadcast b : kBroadcasts)
-        if (!heldout_.reserved(binary_key(op, b))) open.emplace_back(&op, b);
+        if (!reserved(binary_key(op, b))) open.emplace_back(&op, b);
     const auto& [op, b] = open[static_cast<std::size_t>(binary_++) % open.size()];
     t.binary = op;
     t.broadcast = b;
     return render_elementwise(t, rng, surface_);
   }
 
-  KernelPair held_level1(int k, Prng& rng) {
+  KernelPair reserved_level1(int k, Prng& rng) {
     ElementwiseTask t;
     t.level = "1";
     t.dtype = draw_dtype(rng, 30);
-    const std::size_t slots = heldout_.params.size() + heldout_.binaries.size();
+    const std::size_t slots = walk_->params.size() + walk_->binaries.size();
     const std::size_t slot = static_cast<std::size_t>(k) % slots;
-    if (slot < heldout_.params.size()) {
+    if (slot < walk_->params.size()) {
       t.family = "unary";
-      t.steps.push_back(
-          {heldout_.params[slot].first, heldout_.params[slot].second, rng.chance(70)});
+      t.steps.push_back({walk_->params[slot].first, walk_->params[slot].second, rng.chance(70)});
     } else {
       t.family = "binary";
-      t.binary = heldout_.binaries[slot - heldout_.params.size()].first;
-      t.broadcast = heldout_.binaries[slot - heldout_.params.size()].second;
+      t.binary = walk_->binaries[slot - walk_->params.size()].first;
+      t.broadcast = walk_->binaries[slot - walk_->params.size()].second;
     }
     return render_elementwise(t, rng, surface_);
   }
@@ -92,14 +96,14 @@ class TaskSource {
   ElementwiseTask chain(Prng& rng) const {
     for (;;) {
       ElementwiseTask t = draw_chain_shape(rng);
-      if (heldout_.reserved(chain_key(t))) continue;
-      if (t.binary && heldout_.reserved(binary_key(*t.binary, t.broadcast))) continue;
+      if (reserved(chain_key(t))) continue;
+      if (t.binary && reserved(binary_key(*t.binary, t.broadcast))) continue;
       return finish_chain(t, rng);
     }
   }
 
-  ElementwiseTask held_chain(int k, Prng& rng) const {
-    return finish_chain(heldout_.chains[static_cast<std::size_t>(k) % heldout_.chains.size()], rng);
+  ElementwiseTask reserved_chain(int k, Prng& rng) const {
+    return finish_chain(walk_->chains[static_cast<std::size_t>(k) % walk_->chains.size()], rng);
   }
 
   RowTask level3(int k, Prng& rng) {
@@ -108,7 +112,7 @@ class TaskSource {
       std::vector<RowTask> open;
       for (RowOp op : kReductions)
         for (bool keepdim : {false, true})
-          if (!heldout_.reserved(reduce_key(op, keepdim))) open.push_back({op, keepdim});
+          if (!reserved(reduce_key(op, keepdim))) open.push_back({op, keepdim});
       t = open[static_cast<std::size_t>(reduce_++) % open.size()];
       t.dtype = draw_dtype(rng, 40);
       return t;
@@ -116,28 +120,29 @@ class TaskSource {
     t.op = kNorms[norm_++ % 4];
     do {
       t.dtype = draw_dtype(rng, 40);
-    } while (heldout_.reserved(norm_key(t.op, t.dtype)));
+    } while (reserved(norm_key(t.op, t.dtype)));
     return t;
   }
 
   // A reserved normalisation keeps its dtype (the key names it); a reserved reduction takes any.
-  RowTask held_level3(int k, Prng& rng) const {
-    RowTask t = heldout_.rows[static_cast<std::size_t>(k) % heldout_.rows.size()];
+  RowTask reserved_level3(int k, Prng& rng) const {
+    RowTask t = walk_->rows[static_cast<std::size_t>(k) % walk_->rows.size()];
     if (is_reduction(t.op)) t.dtype = draw_dtype(rng, 40);
     return t;
   }
 
-  const HeldOut& heldout_;
-  bool held_;
+  const HeldOut* walk_;
+  const std::set<std::string>& avoid_;
   SurfaceVariety surface_;
   std::map<std::string, int> counters_;  // tasks drawn so far per level
   int unary_ = 0, binary_ = 0, reduce_ = 0, norm_ = 0;
 };
 
-std::vector<KernelPair> by_level(const HeldOut& heldout, bool held, const std::string& stream,
-                                 int per_level, const CurriculumOptions& options) {
+std::vector<KernelPair> by_level(const HeldOut* walk, const std::set<std::string>& avoid,
+                                 const std::string& stream, int per_level,
+                                 const CurriculumOptions& options) {
   const std::uint64_t seed = options.seed;
-  TaskSource source(heldout, held, options);
+  TaskSource source(walk, avoid, options);
   std::vector<KernelPair> out;
   std::uint64_t index = 0;
   for (const char* level : {"1", "2", "3"}) {
@@ -167,19 +172,28 @@ Curriculum generate_curriculum(const CurriculumOptions& options) {
   Curriculum c;
   c.options = options;
   c.heldout = reserve_heldout(options.seed);
+  if (options.rl_keys == RlKeys::kNovel) c.rl_keys = reserve_rl_keys(options.seed, c.heldout);
+  std::set<std::string> every_reserved = c.heldout.keys;
+  every_reserved.insert(c.rl_keys.keys.begin(), c.rl_keys.keys.end());
+  const std::set<std::string> none;
   {
-    TaskSource source(c.heldout, false, options);
+    TaskSource source(nullptr, every_reserved, options);
     for (int i = 0; i < options.sft_pairs; ++i) {
       Prng rng(item_seed(options.seed, "sft", static_cast<std::uint64_t>(i)));
       const std::string level = std::to_string(1 + (i / 2) % 3);
       c.sft.push_back({i % 2 == 1, source.next(level, rng)});
     }
   }
-  c.rl_infill = by_level(c.heldout, false, "rl_infill", options.rl_tasks_per_level, options);
-  c.rl_e2e = by_level(c.heldout, false, "rl_e2e", options.rl_tasks_per_level, options);
-  c.heldout_infill =
-      by_level(c.heldout, true, "heldout_infill", options.heldout_per_level, options);
-  c.heldout_e2e = by_level(c.heldout, true, "heldout_e2e", options.heldout_per_level, options);
+  // RL on novel keys walks them, and a chain's parameter values avoid the held-out ones.
+  const HeldOut* rl_walk = options.rl_keys == RlKeys::kNovel ? &c.rl_keys : nullptr;
+  const std::set<std::string>& rl_avoid =
+      options.rl_keys == RlKeys::kNovel ? c.heldout.keys : every_reserved;
+  const int rl_n = options.rl_tasks_per_level;
+  c.rl_infill = by_level(rl_walk, rl_avoid, "rl_infill", rl_n, options);
+  c.rl_e2e = by_level(rl_walk, rl_avoid, "rl_e2e", rl_n, options);
+  const int held_n = options.heldout_per_level;
+  c.heldout_infill = by_level(&c.heldout, none, "heldout_infill", held_n, options);
+  c.heldout_e2e = by_level(&c.heldout, none, "heldout_e2e", held_n, options);
   assign_ids(c);
   return c;
 }

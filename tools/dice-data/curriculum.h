@@ -14,7 +14,13 @@
 namespace dice::data {
 
 // Written to MANIFEST.json; bump it whenever the same seed would give different files.
-inline constexpr char kGeneratorVersion[] = "dice-data curriculum 1";
+inline constexpr char kGeneratorVersion[] = "dice-data curriculum 2";
+
+// Which combinations the RL tasks are built on (heldout.h: reserve_rl_keys).
+enum class RlKeys {
+  kNovel,  // keys of their own, which SFT never sees
+  kSeen,   // the combinations SFT trains on
+};
 
 struct CurriculumOptions {
   // Seed of every draw. Default: 1
@@ -32,6 +38,9 @@ struct CurriculumOptions {
   // The candidates' layout and the families' other surface choices: drawn per pair, or one
   // (code_style.h). Default: varied
   Variety layout = Variety::kVaried;
+  // The RL tasks' combinations: novel (reserved from SFT, as the held-out ones are, but not held
+  // out) or seen (SFT's own). Default: novel
+  RlKeys rl_keys = RlKeys::kNovel;
 };
 
 struct SftItem {
@@ -42,6 +51,7 @@ struct SftItem {
 struct Curriculum {
   CurriculumOptions options;
   HeldOut heldout;
+  HeldOut rl_keys;                                      // empty with RlKeys::kSeen
   std::vector<SftItem> sft;                             // end-to-end and infilling items alternate
   std::vector<KernelPair> rl_infill, rl_e2e;            // sorted by level
   std::vector<KernelPair> heldout_infill, heldout_e2e;  // sorted by level

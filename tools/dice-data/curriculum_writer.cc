@@ -184,12 +184,17 @@ std::vector<std::pair<std::string, std::string>> curriculum_files(const Curricul
                    {"rl_tasks_per_level", c.options.rl_tasks_per_level},
                    {"heldout_per_level", c.options.heldout_per_level},
                    {"names", c.options.names == Variety::kFixed ? "fixed" : "varied"},
-                   {"layout", c.options.layout == Variety::kFixed ? "fixed" : "varied"}};
+                   {"layout", c.options.layout == Variety::kFixed ? "fixed" : "varied"},
+                   {"rl_keys", c.options.rl_keys == RlKeys::kNovel ? "novel" : "seen"}};
   manifest["files"] = std::move(stats);
-  json::array held;
-  for (const auto& e : c.heldout.entries)
-    held.push_back(json::object{{"level", e.level}, {"kind", e.kind}, {"key", e.key}});
-  manifest["heldout"] = std::move(held);
+  auto entries = [](const HeldOut& split) {
+    json::array a;
+    for (const auto& e : split.entries)
+      a.push_back(json::object{{"level", e.level}, {"kind", e.kind}, {"key", e.key}});
+    return a;
+  };
+  manifest["heldout"] = entries(c.heldout);
+  manifest["rl_keys"] = entries(c.rl_keys);
   manifest["cuda_code_chars"] = spread(chars);
   manifest["cuda_code_lines"] = spread(lines);
   files.emplace_back("MANIFEST.json", pretty_json(manifest));

@@ -40,4 +40,12 @@ struct HeldOut {
 // level 3: 2 (normalisation, half dtype) and 2 (reduction, keepdim) pairs.
 HeldOut reserve_heldout(std::uint64_t seed);
 
+// The RL split (CurriculumOptions::rl_keys novel): keys of the same kinds, none of them held out,
+// that SFT never sees and the RL tasks are built on. RL then trains where the SFT'd policy has to
+// generalise, as on the held-out tasks; on SFT's own combinations a policy that memorised its
+// corpus answers every sample of a group alike and the group teaches nothing (session 16: 33 of
+// 48 phase-1 groups). Level 1: 4 parameter values and 2 (binary op, broadcast) pairs; level 2: 8
+// chains; level 3: the 2 normalisations and 2 reductions the held-out split left.
+HeldOut reserve_rl_keys(std::uint64_t seed, const HeldOut& heldout);
+
 }  // namespace dice::data
