@@ -29,13 +29,13 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->out_dir, "x/y");
   EXPECT_EQ(r->options.names, Variety::kVaried);
   EXPECT_EQ(r->options.layout, Variety::kVaried);
-  EXPECT_EQ(r->options.rl_keys, RlKeys::kNovel);
+  EXPECT_EQ(r->options.rl_keys, RlKeys::kSeen);
   r = parse_command_line(
-      {"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed", "--rl-keys", "seen"});
+      {"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed", "--rl-keys", "novel"});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->options.names, Variety::kFixed);
   EXPECT_EQ(r->options.layout, Variety::kFixed);
-  EXPECT_EQ(r->options.rl_keys, RlKeys::kSeen);
+  EXPECT_EQ(r->options.rl_keys, RlKeys::kNovel);
 }
 
 TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {

@@ -410,11 +410,12 @@ TEST(DiceDataCurriculumTest, HeldOutCombinationsNeverOccurInTraining) {
   }
 }
 
-// --rl-keys novel (the default): every RL task is built on a key of the RL split, which no SFT
+// --rl-keys novel: every RL task is built on a key of the RL split, which no SFT
 // pair touches and which is not held out; every op still has training pairs; the held-out tasks
 // are those of --rl-keys seen, byte for byte (the held-out split is reserved first).
 TEST(DiceDataCurriculumTest, NovelRlKeysAreTheirOwnSplit) {
   CurriculumOptions o;
+  o.rl_keys = RlKeys::kNovel;
   const Curriculum c = generate_curriculum(o);
   std::map<std::string, int> per_level;
   for (const auto& e : c.rl_keys.entries) {
@@ -461,7 +462,9 @@ TEST(DiceDataCurriculumTest, NovelRlKeysAreTheirOwnSplit) {
 }
 
 TEST(DiceDataCurriculumTest, ManifestCountsTheFilesAndListsTheHeldOutKeys) {
-  const Curriculum c = generate_curriculum(small_options());
+  CurriculumOptions o = small_options();
+  o.rl_keys = RlKeys::kNovel;
+  const Curriculum c = generate_curriculum(o);
   const auto files = files_of(c);
   boost::system::error_code ec;
   std::string position;

@@ -48,10 +48,10 @@ Options:
                              and helper names: drawn per pair (default), or one, with the same
                              tasks, shapes and parameters: for a small model that decodes
                              several positions at once and mixes layouts
-  --rl-keys novel|seen       the combinations the RL tasks are built on: keys of their own,
-                             reserved from SFT as the held-out ones are (default), or SFT's
-                             own: on those a policy that memorised its corpus answers a group
-                             alike and the group teaches nothing
+  --rl-keys seen|novel       the combinations the RL tasks are built on: SFT's own (default),
+                             or keys of their own, reserved from SFT as the held-out ones are,
+                             so that RL trains where the policy has to generalise (SFT then
+                             covers fewer combinations)
   -h, --help                 this text
 Counts are integers in [0, 1000000]; flags take "--flag value" or "--flag=value".
 

@@ -38,9 +38,10 @@ struct CurriculumOptions {
   // The candidates' layout and the families' other surface choices: drawn per pair, or one
   // (code_style.h). Default: varied
   Variety layout = Variety::kVaried;
-  // The RL tasks' combinations: novel (reserved from SFT, as the held-out ones are, but not held
-  // out) or seen (SFT's own). Default: novel
-  RlKeys rl_keys = RlKeys::kNovel;
+  // The RL tasks' combinations: seen (SFT's own) or novel (reserved from SFT, as the held-out ones
+  // are, but not held out). Default: seen (novel gave fewer mixed groups and a weaker SFT in the
+  // small recipe: docs/BENCHMARKS.md, session 17)
+  RlKeys rl_keys = RlKeys::kSeen;
 };
 
 struct SftItem {

@@ -44,8 +44,9 @@ HeldOut reserve_heldout(std::uint64_t seed);
 // that SFT never sees and the RL tasks are built on. RL then trains where the SFT'd policy has to
 // generalise, as on the held-out tasks; on SFT's own combinations a policy that memorised its
 // corpus answers every sample of a group alike and the group teaches nothing (session 16: 33 of
-// 48 phase-1 groups). Level 1: 4 parameter values and 2 (binary op, broadcast) pairs; level 2: 8
-// chains; level 3: the 2 normalisations and 2 reductions the held-out split left.
+// 48 phase-1 groups); measured, it did not help (session 17: 8 of 96 groups mixed). Level 1: 4
+// parameter values and 2 (binary op, broadcast) pairs; level 2: 8 chains; level 3: the 2
+// normalisations and 2 reductions the held-out split left.
 HeldOut reserve_rl_keys(std::uint64_t seed, const HeldOut& heldout);
 
 }  // namespace dice::data
