@@ -73,7 +73,8 @@ Levels: "1" single element-wise ops (families unary, binary), "2" fused chains o
 Held-out keys (level-1 op parameter values and binary broadcasts, level-2 op combinations,
 level-3 (normalisation, dtype) and (reduction, keepdim) pairs) are reserved from the seed and
 never occur in sft.json or rl_*.json; with --rl-keys novel the RL tasks are built on keys of the
-same kinds reserved next, which sft.json never holds either. Ids are <family>-<level>-<n>, unique over all files.
+same kinds reserved next, which sft.json never holds either. Ids are <family>-<level>-<n>,
+unique over all files.
 
 Exit status: 0 written, 1 the files could not be written, 2 bad arguments.
 )";
