@@ -184,13 +184,12 @@ Curriculum generate_curriculum(const CurriculumOptions& options) {
       c.sft.push_back({i % 2 == 1, source.next(level, rng)});
     }
   }
-  // RL on novel keys walks them, and a chain's parameter values avoid the held-out ones.
+  // RL on novel keys walks them; either way its tasks avoid the held-out keys (with seen keys
+  // there are no others, so that is every reserved key).
   const HeldOut* rl_walk = options.rl_keys == RlKeys::kNovel ? &c.rl_keys : nullptr;
-  const std::set<std::string>& rl_avoid =
-      options.rl_keys == RlKeys::kNovel ? c.heldout.keys : every_reserved;
   const int rl_n = options.rl_tasks_per_level;
-  c.rl_infill = by_level(rl_walk, rl_avoid, "rl_infill", rl_n, options);
-  c.rl_e2e = by_level(rl_walk, rl_avoid, "rl_e2e", rl_n, options);
+  c.rl_infill = by_level(rl_walk, c.heldout.keys, "rl_infill", rl_n, options);
+  c.rl_e2e = by_level(rl_walk, c.heldout.keys, "rl_e2e", rl_n, options);
   const int held_n = options.heldout_per_level;
   c.heldout_infill = by_level(&c.heldout, none, "heldout_infill", held_n, options);
   c.heldout_e2e = by_level(&c.heldout, none, "heldout_e2e", held_n, options);
