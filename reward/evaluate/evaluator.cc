@@ -114,6 +114,7 @@ namespace {
 
 constexpr const char* kReadyLine = "DICE_EVAL_READY";
 constexpr const char* kLaunchProbeFile = "dice_launch_probe.so";
+constexpr const char* kGuardAllocFile = "dice_guard_alloc.so";
 // Printed with the nonce by a correct candidate's process about to be timed; it then waits for a
 // line on stdin (or its end) before timing.
 constexpr const char* kTimingTurnPrefix = "DICE_TIMING_TURN ";
@@ -338,11 +339,14 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
   DICE_ASSIGN_OR_RETURN(
       runner_spec->files,
       read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",
-                                                  "shared_poison.py", "guard_regions.py"}));
+                                                  "shared_poison.py", "guard_memory.py"}));
   judge_spec->argv = {options.python,     "-E",       "-s",          "judge.py",
                       "--job-from-stdin", "--device", options.device};
-  runner_spec->argv = {options.python,     "-E",       "-s",          "runner.py",
-                       "--job-from-stdin", "--device", options.device};
+  // faulthandler: a candidate that crashes its process (a segfault in its C++) leaves the
+  // Python stack in the runner's stderr, which the verdict's log excerpt quotes.
+  runner_spec->argv = {
+      options.python,     "-E",       "-s",          "-X", "faulthandler", "runner.py",
+      "--job-from-stdin", "--device", options.device};
   const bool cupti =
       resolve_kernel_check(options.kernel_check, options.launch_probe) == KernelCheck::kCupti;
   if (cupti) {
@@ -352,6 +356,16 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
     DICE_ASSIGN_OR_RETURN(auto probe, read_files_for_sandbox("", {options.launch_probe}));
     runner_spec->files.emplace_back(kLaunchProbeFile, std::move(probe[0].second));
     runner_spec->argv.insert(runner_spec->argv.end(), {"--launch-probe", kLaunchProbeFile});
+  }
+  if (options.device != "cpu") {
+    // The allocator that puts guard bytes around every tensor of the candidate's process
+    // (python/guard_memory.py); without it on a GPU the runner's evaluations fail closed.
+    if (options.guard_alloc.empty()) {
+      return Status::invalid_argument("the evaluator needs dice_guard_alloc.so on a GPU");
+    }
+    DICE_ASSIGN_OR_RETURN(auto guard, read_files_for_sandbox("", {options.guard_alloc}));
+    runner_spec->files.emplace_back(kGuardAllocFile, std::move(guard[0].second));
+    runner_spec->argv.insert(runner_spec->argv.end(), {"--guard-alloc", kGuardAllocFile});
   }
   return Status::ok_status();
 }

@@ -53,6 +53,9 @@ struct EvaluatorOptions {
   KernelCheck kernel_check = KernelCheck::kAuto;
   // dice_launch_probe.so for KernelCheck::kCupti. Default: this build's ("" without CUPTI)
   std::string launch_probe = DICE_LAUNCH_PROBE_PATH;
+  // dice_guard_alloc.so: guard bytes around every tensor of the candidate's process, required
+  // on a GPU (python/guard_memory.py). Default: this build's
+  std::string guard_alloc = DICE_GUARD_ALLOC_PATH;
   // With timing.enabled: the turns at this evaluation's GPU (one GpuTurns per GPU, shared by the
   // evaluations of its slots): a shared turn while the candidate is checked, the GPU alone while
   // it is timed (timing.exclusive). Null: no turns. Default: null

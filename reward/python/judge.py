@@ -249,12 +249,10 @@ class Judge:
 
     def candidate(self, inputs, want):
         """The runner's outputs for `inputs`, checked to be of the reference's kinds."""
-        nbytes = sum(w.numel() * w.element_size() for w in want
-                     if isinstance(w, self.torch.Tensor))
         slots, slot_fds = channel.slots_for(self.torch, want)
         try:
             answer, fds = self.timed("runner", self.link.ask, {
-                "op": "forward", "poison_bytes": nbytes, "slots": slots}, inputs, slot_fds)
+                "op": "forward", "slots": slots}, inputs, slot_fds)
         except BaseException:
             for fd in slot_fds:
                 os.close(fd)
@@ -262,16 +260,7 @@ class Judge:
         for fd in fds:  # the runner sends none back
             os.close(fd)
         got, devices = self.link.outputs(answer, slot_fds, want, self.device)
-        written_past = answer.get("written_past", [])
-        if isinstance(written_past, str):
-            self.note_once("guard-regions-unavailable", written_past[:300])
-        elif written_past:
-            # A note, not a failure: bytes past an output's end in its allocator block also
-            # change when a temporary of the same forward used that block first (dev item 3139,
-            # a correct kernel, on the H200), and the attack they were for escaped them there
-            # (docs/SECURITY.md, known limits).
-            self.note_once("write-past-output", "bytes of the allocator block past output(s) "
-                           "changed [output, bytes]: %s" % str(written_past)[:200])
+        self.check_guards(answer, "forward")
         modified = answer.get("inputs_modified", [])
         if modified:
             self.finding("inputs-modified", "forward changed input(s) %s" % (modified,)[:200],
@@ -366,12 +355,29 @@ class Judge:
                 for name, old in saved.items():
                     setattr(ref, name, old)
 
+    def check_guards(self, answer, what):
+        """The runner's guard bytes (guard_memory.py): a forward that wrote outside its tensors
+        fails, and so does one whose guards could not be read (that proves nothing)."""
+        error = answer.get("guard_error")
+        written = answer.get("written_outside")
+        if error:
+            raise EvalFailure("runtimeError", "the guards around the candidate's tensors could "
+                              "not be read after %s: %s" % (what, str(error)[:300]))
+        if written:
+            if not isinstance(written, list):
+                raise EvalFailure("antiCheat", "the runner's guard report is malformed")
+            self.finding("write-out-of-bounds", "%s wrote outside its tensors: %s" %
+                         (what, "; ".join(str(w) for w in written)[:500]), True)
+            raise EvalFailure("runtimeError", "the kernel wrote outside its tensors (%s)" %
+                              str(written[0])[:300])
+
     def check_kernels_ran(self, inputs, modules):
         if not self.cuda or not self.args.kernels:
             return
         answer, fds = self.timed("runner", self.link.ask, {"op": "kernels"}, inputs)
         for fd in fds:
             os.close(fd)
+        self.check_guards(answer, "the kernel check's forward")
         for key, check in (("probe_error", "launch-probe-unavailable"),
                            ("profiler_error", "profiler-unavailable")):
             if answer.get(key):
@@ -671,6 +677,10 @@ def judge(args, job, sock, result, clock, take_timing_turn):
             os.close(fd)
         if "ready" not in hello:
             raise EvalFailure("internalError", "the runner did not start: %s" % str(hello)[:300])
+        if hello.get("guard_error"):
+            # Fails closed: without guards, a write past a tensor would go unseen.
+            raise EvalFailure("internalError", "the candidate's process has no guard allocator: "
+                              "%s" % str(hello["guard_error"])[:500])
         for key, check in (("probe_error", "launch-probe-unavailable"),
                            ("shared_poison_error", "shared-poison-unavailable")):
             if hello.get(key):

@@ -8,19 +8,24 @@ has run, anything in this process may have been changed by it, this file include
 
 Usage (the reward worker starts it in the strictest sandbox, ahead of its work):
   python3 runner.py --job-from-stdin [--device cuda] [--launch-probe dice_launch_probe.so]
-    imports torch, creates the CUDA context (and loads the launch probe, or else warms the
-    profiler), prints "DICE_EVAL_READY", then takes its channel to the judge (a descriptor that
-    arrives with the first byte on stdin) and serves the judge's requests until "exit" or the end
-    of the channel.
+                    [--guard-alloc dice_guard_alloc.so]
+    imports torch, installs the guard allocator (guard_memory.py: guard bytes around every
+    tensor), creates the CUDA context (and loads the launch probe, or else warms the profiler),
+    prints "DICE_EVAL_READY", then takes its channel to the judge (a descriptor that arrives with
+    the first byte on stdin) and serves the judge's requests until "exit" or the end of the
+    channel.
   python3 runner.py --channel-fd FD [--device cpu]   (the judge's --spawn-runner, for tests)
 
 Requests (JSON; tensors travel as memfds, channel.py) and answers:
   load     {candidate, modules: [[name, path]], seed, inputs: ModelNew's init values}
                                                                       -> {ok} | {error, detail}
-  forward  {inputs: values, slots: [{slot, dtype, shape} | null], poison_bytes} + the slots'
-           memfds after the inputs'    -> {outputs: [value | {tensor: slot, ...} | {unexpected:
-           {dtype, shape, device}}], inputs_modified: [i]} | error
-  kernels  {inputs: values}           -> {launches: [[name, library file or "?"]], probe} | error
+  forward  {inputs: values, slots: [{slot, dtype, shape} | null]} + the slots' memfds after the
+           inputs'    -> {outputs: [value | {tensor: slot, ...} | {unexpected: {dtype, shape,
+           device}}], inputs_modified: [i], written_outside: [line], guard_error} | error
+  kernels  {inputs: values}  -> {launches: [[name, library file or "?"]], probe, written_outside,
+           guard_error} | error
+  (written_outside: a line per tensor whose guard bytes forward changed; guard_error: why the
+  guards could not be read)
   stage    {inputs: values}  (one timing input set, kept on the device)              -> {ok}
   time     {calls, warmups, first} (calls first.. over the staged sets) -> {ms, digests} | error
   exit
@@ -35,7 +40,7 @@ import types
 import warnings
 
 import channel
-import guard_regions
+import guard_memory
 import shared_poison
 import timed_calls
 
@@ -121,13 +126,13 @@ def load_candidate(cpp_extension, source, prebuilt):
 
 
 class Runner:
-    def __init__(self, torch, cpp_extension, device, probe):
+    def __init__(self, torch, cpp_extension, device, probe, guard=None):
         self.torch, self.cpp_extension, self.probe = torch, cpp_extension, probe
+        self.guard = guard  # a GuardMemory on CUDA devices
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
         self.model = None
         self.staged = []
-        self.fillers = []  # (address, bytes) of the NaN filler blocks of the last forward
         # The shared-memory poison (a SharedPoison), or why there is none (a string).
         self.shared_poison = "not a CUDA device"
         if self.cuda:
@@ -167,30 +172,30 @@ class Runner:
                                  (type(e).__name__, str(e)[:1000]))
         return {"ok": True}, []
 
-    def poison_free_memory(self, at_least_bytes):
-        """Memory a candidate allocates (torch.empty for its outputs) is carved from a block of
-        NaN left in PyTorch's cache: a kernel that leaves part of its output unwritten reads NaN
-        there, not zeros (the driver hands fresh memory back zeroed). Shared memory is filled
-        with NaN too (shared_poison.py)."""
-        if not self.cuda:
-            return
-        torch = self.torch
-        self.sync()
-        torch.cuda.empty_cache()
-        free, _ = torch.cuda.mem_get_info(self.device)
-        size = min(int(free * 0.5), max(1 << 30, 2 * at_least_bytes)) // 4 * 4
-        # Fillers: one large block (outputs of more than 1 MiB come from the allocator's large
-        # pool) and two of 1 MiB (the small pool's 2 MiB segment, for small outputs).
-        fillers = []
-        for count in ([size // 4] if size > 0 else []) + [(1 << 20) // 4] * 2:
-            fillers.append(torch.empty(count, dtype=torch.float32, device=self.device))
-            fillers[-1].fill_(float("nan"))
-        self.fillers = [(f.data_ptr(), f.numel() * 4) for f in fillers]
-        self.sync()
-        del fillers  # every filler block back in the cache, still holding NaN
-        if isinstance(self.shared_poison, shared_poison.SharedPoison):
-            self.shared_poison.poison(torch.cuda.current_stream().cuda_stream)
+    def poison_shared_memory(self):
+        """Every SM's shared memory filled with NaN before a forward (shared_poison.py). Device
+        memory the candidate allocates starts as 0xFF already (guard_memory.py)."""
+        if self.cuda and isinstance(self.shared_poison, shared_poison.SharedPoison):
             self.sync()
+            self.shared_poison.poison(self.torch.cuda.current_stream().cuda_stream)
+            self.sync()
+
+    def guard_report(self, named):
+        """{written_outside: [line per tensor whose guard bytes changed since the last check]} or
+        {guard_error: why the guards could not be read}; {} without guards. `named` maps storage
+        addresses to names for the lines ("output 0")."""
+        if self.guard is None:
+            return {}
+        try:
+            violations = self.guard.check()
+        except guard_memory.GuardMemoryError as e:
+            return {"guard_error": str(e)[:500]}
+        if not violations:
+            return {}
+        if self.model is not None:
+            for p in list(self.model.parameters()) + list(self.model.buffers()):
+                named.setdefault(storage_address(self.torch, p), "a parameter or buffer")
+        return {"written_outside": guard_memory.describe(violations, named)[:20]}
 
     def run(self, inputs):
         try:
@@ -217,12 +222,12 @@ class Runner:
         torch = self.torch
         inputs = self.values(message, fds)
         pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        self.poison_free_memory(int(message.get("poison_bytes", 0)))
+        self.poison_shared_memory()
         out = self.run(inputs)
+        flat = timed_calls.flat_outputs(out)
+        guards = self.guard_report(tensor_names(torch, {"input": inputs, "output": flat}))
         modified = [i for i, (a, b) in enumerate(zip(inputs, pristine))
                     if isinstance(b, torch.Tensor) and not same_values(torch, a, b)]
-        flat = timed_calls.flat_outputs(out)
-        written_past = self.check_guard_regions(flat)
         for i, t in enumerate(flat):
             if isinstance(t, torch.Tensor) and not dense(t):
                 raise CandidateError("shapeMismatch", "output %d is not a dense tensor "
@@ -246,28 +251,23 @@ class Runner:
                 items.append({"unexpected": declared})
                 continue
             items.append(dict(declared, tensor=slot["slot"]))
-        return {"outputs": items, "inputs_modified": modified, "written_past": written_past}, []
-
-    def check_guard_regions(self, flat):
-        """[[output index, bytes]] written past the end of an output (guard_regions.py), or a
-        string when the check could not run."""
-        if not self.cuda or not self.fillers:
-            return []
-        try:
-            return [list(x) for x in guard_regions.check_outputs(self.torch, flat,
-                                                                  self.fillers)]
-        except Exception as e:  # noqa: BLE001 - a check that cannot run is reported, not fatal
-            return "%s: %s" % (type(e).__name__, str(e)[:300])
+        return dict({"outputs": items, "inputs_modified": modified}, **guards), []
 
     def kernels(self, message, fds):
         inputs = self.values(message, fds)
+        answer = self.launches(inputs)
+        answer.update(self.guard_report(tensor_names(self.torch, {"input": inputs})))
+        return answer, []
+
+    def launches(self, inputs):
+        """The kernels one forward on `inputs` launched, by the probe or else the profiler."""
         probe = self.probe
         probe_error = str(probe) if isinstance(probe, LaunchProbeError) else ""
         if isinstance(probe, LaunchProbe):
             try:
                 launches, graph = probe.launches(lambda: self.run(inputs))
                 if not graph:
-                    return {"launches": launches, "probe": "cupti"}, []
+                    return {"launches": launches, "probe": "cupti"}
             except LaunchProbeError as e:
                 probe_error = str(e)
             probe.detach()  # the profiler needs CUPTI's subscriber (a graph hides its kernels)
@@ -283,9 +283,9 @@ class Runner:
             raise
         except Exception as e:  # noqa: BLE001 - CUPTI missing or busy
             return {"launches": None, "probe_error": probe_error,
-                    "profiler_error": "%s: %s" % (type(e).__name__, e)}, []
+                "profiler_error": "%s: %s" % (type(e).__name__, e)}
         return {"launches": [[n, "?"] for n in names], "probe": "profiler",
-                "probe_error": probe_error}, []
+                "probe_error": probe_error}
 
     def stage(self, message, fds):
         self.staged.append(self.values(message, fds))
@@ -294,6 +294,8 @@ class Runner:
     def time(self, message, fds):
         if not self.cuda:
             raise CandidateError("internalError", "timing needs a CUDA device")
+        # Timed calls allocate as under PyTorch's own allocator: no fills, blocks reused at once.
+        was_watching = self.guard.watch(False) if self.guard is not None else False
         try:
             ms, digests = timed_calls.time_calls(self.torch, self.model, self.staged,
                                                  int(message["calls"]), int(message["warmups"]),
@@ -301,6 +303,9 @@ class Runner:
         except BaseException as e:  # noqa: BLE001
             raise CandidateError("runtimeError", "timed forward raised %s: %s" %
                                  (type(e).__name__, str(e)[:DETAIL_LIMIT]))
+        finally:
+            if self.guard is not None:
+                self.guard.watch(was_watching)
         return {"ms": ms, "digests": digests}, []
 
 
@@ -311,6 +316,22 @@ def same_values(torch, a, b):
     if a.is_floating_point():
         return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
     return bool(torch.equal(a, b))
+
+
+def storage_address(torch, t):
+    """The address of the allocation under tensor t (a view's whole buffer)."""
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return storage.data_ptr()
+
+
+def tensor_names(torch, groups):
+    """{storage address: "input 1"} for the CUDA tensors of {"input": [values], ...}."""
+    named = {}
+    for kind, values in groups.items():
+        for i, t in enumerate(values):
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                named.setdefault(storage_address(torch, t), "%s %d" % (kind, i))
+    return named
 
 
 def dense(t):
@@ -352,12 +373,22 @@ def serve(runner, sock):
                 os.close(fd)
 
 
-def import_torch(device):
+def import_torch(device, guard_alloc=""):
+    """(torch, cpp_extension, the GuardMemory or why there is none). On a CUDA device the guard
+    allocator is installed before the first CUDA allocation (it cannot be swapped in later)."""
     import torch
     import torch.utils.cpp_extension as cpp_extension
+    guard = None
     if device.startswith("cuda"):
+        if not guard_alloc:
+            guard = "no guard allocator was given (--guard-alloc)"
+        else:
+            try:
+                guard = guard_memory.GuardMemory(torch, guard_alloc)
+            except guard_memory.GuardMemoryError as e:
+                guard = str(e)
         torch.empty(1, device=device)
-    return torch, cpp_extension
+    return torch, cpp_extension, guard
 
 
 def warm_profiler(torch, device):
@@ -381,6 +412,7 @@ def parse_args(argv):
     p.add_argument("--channel-fd", type=int, default=-1)
     p.add_argument("--device", default="cuda")
     p.add_argument("--launch-probe", default="")
+    p.add_argument("--guard-alloc", default="")
     return p.parse_args(argv)
 
 
@@ -397,7 +429,7 @@ def take_channel_from_stdin():
 def main(argv):
     args = parse_args(argv)
     start = time.monotonic()
-    torch, cpp_extension = import_torch(args.device)
+    torch, cpp_extension, guard = import_torch(args.device, args.guard_alloc)
     cuda = args.device.startswith("cuda")
     probe = None
     if args.launch_probe:
@@ -415,11 +447,13 @@ def main(argv):
         sock = take_channel_from_stdin()
     else:
         sock = channel.open_channel(args.channel_fd)
-    runner = Runner(torch, cpp_extension, args.device, probe)
+    runner = Runner(torch, cpp_extension, args.device, probe,
+                    guard if isinstance(guard, guard_memory.GuardMemory) else None)
     channel.send(sock, {"ready": round(time.monotonic() - start, 4),
                         "probe_error": str(probe) if isinstance(probe, LaunchProbeError) else "",
                         "shared_poison_error": runner.shared_poison if cuda and isinstance(
-                            runner.shared_poison, str) else ""})
+                            runner.shared_poison, str) else "",
+                        "guard_error": guard if isinstance(guard, str) else ""})
     serve(runner, sock)
     return 0
 

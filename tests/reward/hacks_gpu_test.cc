@@ -356,9 +356,9 @@ struct AdversarialCase {
   // cheats the timing, not the answer: its work must be seen).
   double work_ms = 0;
   bool control = false;  // honest: must be rewarded
-  // An escape docs/SECURITY.md lists under "Known limits" (why): counted and printed, but only
-  // an escape of a case without one fails the test.
-  const char* known_limit = "";
+  // The finding that must have caught it ("" = any reason for reward 0): the defence the case is
+  // for, not an accident of the pipeline, did the catching.
+  const char* finding = "";
 };
 
 const std::vector<AdversarialCase>& adversarial_gpu_corpus() {
@@ -375,9 +375,10 @@ const std::vector<AdversarialCase>& adversarial_gpu_corpus() {
       {"b_semantics/python_content_cache.py", "", 1.0},
       {"b_semantics/side_stream.py", "", 1.0},
       {"b_semantics/thread_launch.py", "", 1.0},
-      {"b_semantics/write_past_output.py", "reference_odd.py", 0, false,
-       "writes past an output: the guard regions were unreliable on the H200 (session 13) and "
-       "are a note; compute-sanitizer memcheck is not built"},
+      {"b_semantics/write_past_output.py", "reference_odd.py", 0, false, "write-out-of-bounds"},
+      {"b_semantics/write_before_output.py", "", 0, false, "write-out-of-bounds"},
+      {"b_semantics/write_past_temporary.py", "", 0, false, "write-out-of-bounds"},
+      {"b_semantics/write_past_input.py", "", 0, false, "write-out-of-bounds"},
       {"b_semantics/uninit_cudamalloc.py", ""},
       {"c_hidden/static_ctor_system.py", ""},
       {"c_hidden/static_ctor_pyrun.py", ""},
@@ -414,7 +415,6 @@ TEST_F(HacksGpuTest, AdversarialCorpus) {
   }
 
   adv::Tally tally;
-  int known_escapes = 0;
   for (size_t i = 0; i < outcomes.size(); ++i) {
     const AdversarialCase& c = adversarial_gpu_corpus()[i];
     const Outcome& got = outcomes[i];
@@ -446,15 +446,14 @@ TEST_F(HacksGpuTest, AdversarialCorpus) {
                                  " ms for work of " + std::to_string(c.work_ms) + " ms or more"
                            : "");
     }
-    if (!left.empty()) why += (why.empty() ? "" : "; ") + left;
-    if (!why.empty() && *c.known_limit && left.empty()) {
-      why = std::string("known limit (") + c.known_limit + "): " + why;
-      ++known_escapes;
+    if (why.empty() && *c.finding && !got.has_finding(c.finding)) {
+      why = std::string("reward 0, but not by ") + c.finding + ": " + got.line;
     }
+    if (!left.empty()) why += (why.empty() ? "" : "; ") + left;
     tally.add(c.file, !why.empty(), why);
   }
   std::cout << tally.summary() << std::endl;
-  EXPECT_EQ(tally.escaped(), known_escapes) << tally.summary();
+  EXPECT_EQ(tally.escaped(), 0) << tally.summary();
   for (const auto& e : effects) ADD_FAILURE() << "a host effect no corpus file claims: " << e;
 }
 

@@ -491,38 +491,83 @@ class TimedCallsTest(unittest.TestCase):
         self.assertEqual(len(calls), 1)
 
 
-class GuardRegionsTest(unittest.TestCase):
-    """The arithmetic of guard_regions.py on a made-up allocator snapshot (reading device memory
-    needs a GPU: the corpus's write_past_output.py checks that on the node)."""
+class GuardMemoryTest(unittest.TestCase):
+    """guard_memory.py's report reading and naming; the allocator itself is tested over host
+    memory (reward_guard_arena_test) and on the GPU (the corpus's write_past_output.py)."""
 
-    SNAPSHOT = [{"address": 0x10000, "blocks": [
-        {"size": 0x1000, "state": "active_allocated"},   # 0x10000: an output with slack
-        {"size": 0x0800, "state": "inactive"},           # 0x11000
-        {"size": 0x0200, "state": "active_allocated"}]},  # 0x11800: an output filling its block
-        {"address": 0x90000, "blocks": [{"size": 0x4000, "state": "active_allocated"}]}]
+    def test_report_lines(self):
+        import guard_memory
+        self.assertEqual(guard_memory.parse_report("ok\n"), [])
+        self.assertEqual(guard_memory.parse_report("ok\n0 4096 100 1 0 16 16\n"), [
+            {"address": 4096, "size": 100, "live": True, "before": 0, "after": 16,
+             "reach": 16}])
 
-    def test_blocks_in_address_order(self):
-        import guard_regions
-        self.assertEqual([(a, n) for a, n, _ in guard_regions.blocks_of(self.SNAPSHOT)],
-                         [(0x10000, 0x1000), (0x11000, 0x800), (0x11800, 0x200),
-                          (0x90000, 0x4000)])
+    def test_an_error_report_raises_with_its_reason(self):
+        import guard_memory
+        with self.assertRaises(guard_memory.GuardMemoryError) as e:
+            guard_memory.parse_report("error read: cuMemcpyDtoH: an illegal memory access\n")
+        self.assertIn("illegal memory access", str(e.exception))
+        with self.assertRaises(guard_memory.GuardMemoryError):
+            guard_memory.parse_report("")
 
-    def test_the_rest_of_the_block_inside_a_filler(self):
-        import guard_regions
-        blocks = guard_regions.blocks_of(self.SNAPSHOT)
-        fillers = [(0x10000, 0x2000)]
-        spans = [(0x10000, 0x0F00), (0x11800, 0x200), (0x90000, 0x100), (0x10000, 0x1000)]
-        self.assertEqual(guard_regions.guard_regions(spans, blocks, fillers),
-                         [(0x10F00, 0x100),  # the slack of its own block
-                          None,              # no byte past it in its block
-                          None,              # a block outside every filler: contents unknown
-                          None])             # the storage fills the block
+    def test_describe_names_the_tensor(self):
+        import guard_memory
+        v = [{"address": 4096, "size": 100, "live": True, "before": 0, "after": 16, "reach": 40},
+             {"address": 8192, "size": 8, "live": False, "before": 4, "after": 0, "reach": 0}]
+        self.assertEqual(guard_memory.describe(v, {4096: "output 0"}), [
+            "output 0 (100 bytes): 16 bytes written past its end, up to 40 bytes after it",
+            "a temporary freed during forward (8 bytes): 4 bytes written before its start"])
 
-    def test_a_guard_is_bounded(self):
-        import guard_regions
-        blocks = [(0, 1 << 24, "active_allocated")]
-        self.assertEqual(guard_regions.guard_regions([(0, 16)], blocks, [(0, 1 << 24)]),
-                         [(16, guard_regions.MAX_GUARD_BYTES)])
+    @unittest.skipUnless(os.environ.get("DICE_GUARD_ALLOC"), "no dice_guard_alloc.so given")
+    def test_the_built_module_without_a_gpu_says_why(self):
+        import guard_memory
+        if os.path.exists("/dev/nvidiactl"):
+            self.skipTest("a GPU is here: installing the allocator would change this process's")
+        with self.assertRaises(guard_memory.GuardMemoryError) as e:
+            guard_memory.GuardMemory(torch, os.environ["DICE_GUARD_ALLOC"])
+        self.assertIn("libcuda", str(e.exception))
+
+    def test_a_missing_module_is_an_error(self):
+        import guard_memory
+        with self.assertRaises(guard_memory.GuardMemoryError):
+            guard_memory.GuardMemory(torch, "/nonexistent/dice_guard_alloc.so")
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class JudgeGuardsTest(unittest.TestCase):
+    """What the judge makes of the runner's guard report."""
+
+    class Args:
+        device = "cpu"
+
+    def judge(self):
+        return judge.Judge(torch, self.Args, LinkDouble({}))
+
+    def test_nothing_written_outside_passes(self):
+        j = self.judge()
+        j.check_guards({}, "forward")
+        j.check_guards({"written_outside": []}, "forward")
+        self.assertEqual(j.findings, [])
+
+    def test_a_write_outside_fails_with_a_fatal_finding(self):
+        j = self.judge()
+        with self.assertRaises(compare.EvalFailure) as e:
+            j.check_guards({"written_outside": ["output 0 (4 bytes): 4 bytes written past its "
+                                               "end, up to 4 bytes after it"]}, "forward")
+        self.assertEqual(e.exception.failure, "runtimeError")
+        self.assertEqual(checks({"findings": j.findings}), ["write-out-of-bounds"])
+        self.assertTrue(j.findings[0]["fatal"])
+        self.assertIn("output 0", j.findings[0]["detail"])
+
+    def test_guards_that_could_not_be_read_prove_nothing(self):
+        with self.assertRaises(compare.EvalFailure) as e:
+            self.judge().check_guards({"guard_error": "read: cuMemcpyDtoH failed"}, "forward")
+        self.assertIn("could not be read", e.exception.detail)
+
+    def test_a_malformed_report_is_the_runners_lie(self):
+        with self.assertRaises(compare.EvalFailure) as e:
+            self.judge().check_guards({"written_outside": "everything is fine"}, "forward")
+        self.assertEqual(e.exception.failure, "antiCheat")
 
 
 @unittest.skipIf(torch is None, "python3 has no torch")

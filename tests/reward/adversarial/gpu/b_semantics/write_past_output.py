@@ -1,7 +1,8 @@
 # class B (correctness semantics): a write past the output. The kernel writes every output value
 # right, and 4096 more past its end (inside the allocator's block, so nothing faults).
-# caught: reward 0 (a guard region after the outputs, checked after the run).
-# reference: gpu/reference_odd.py (4M - 4096 elements: 16 KiB of slack after the output)
+# caught: reward 0 (the guard bytes after every tensor, from its exact end, guard_memory.py).
+# reference: gpu/reference_odd.py (4M - 4096 elements: under PyTorch's caching allocator the
+# write would land in the 16 KiB of slack its 2 MiB rounding leaves after the output)
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
