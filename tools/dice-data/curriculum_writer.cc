@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <system_error>
 
+#include "tools/dice-data/file_io.h"
 #include "tools/dice-data/pretty_json.h"
 
 namespace dice::data {
@@ -205,18 +203,8 @@ Status write_curriculum(const Curriculum& c, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::io_error(dir + ": cannot create the directory: " + ec.message());
-  for (const auto& [name, text] : curriculum_files(c)) {
-    const std::filesystem::path path = std::filesystem::path(dir) / name;
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(text.data(), static_cast<std::streamsize>(text.size()));
-      out.close();
-      if (!out) return Status::io_error(tmp.string() + ": write failed: " + std::strerror(errno));
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) return Status::io_error(path.string() + ": cannot rename into place: " + ec.message());
-  }
+  for (const auto& [name, text] : curriculum_files(c))
+    DICE_RETURN_IF_ERROR(write_file_atomically((std::filesystem::path(dir) / name).string(), text));
   return Status::ok_status();
 }
 

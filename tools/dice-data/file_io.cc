@@ -1,0 +1,48 @@
+#include "tools/dice-data/file_io.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace dice::data {
+
+Result<std::string> read_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::not_found(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec))
+    return Status::io_error(path + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::io_error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::io_error(path + ": read failed: " + std::strerror(errno));
+  return text.str();
+}
+
+Status write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      return Status::io_error(tmp + ": write failed: " + why);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    return Status::io_error(path + ": cannot rename into place: " + ec.message());
+  }
+  return Status::ok_status();
+}
+
+}  // namespace dice::data
