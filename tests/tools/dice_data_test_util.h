@@ -1,16 +1,26 @@
-// Helpers shared by the dice-data tests: reading generated JSON and picking apart a candidate's
-// CUDA source.
+// Helpers shared by the dice-data tests: reading generated JSON, a small candidate, and picking
+// apart a candidate's CUDA source.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/json/parse_text.h"
 
 namespace dice::data::testing {
+
+// The bytes of a file ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // The objects of a JSON array text; a test failure (and nothing) when it is not one.
 inline std::vector<boost::json::object> json_items(const std::string& text,
@@ -32,6 +42,33 @@ inline std::vector<boost::json::object> json_items(const std::string& text,
   }
   return out;
 }
+
+// A small candidate of the published shape (kernel_infilling_dev.json): imports, a comment,
+// the CUDA source string (lines 6-9), cpp declarations, load_inline (line 13), class ModelNew.
+inline const char kCandidate[] = R"PY(import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+# A kernel and its launcher
+source = """
+__global__ void k(float* x) { x[0] = 1; }
+torch::Tensor f(torch::Tensor x) { k<<<1, 1>>>(x.data_ptr<float>()); return x; }
+"""
+
+cpp_src = "torch::Tensor f(torch::Tensor x);"
+
+ext = load_inline(
+    name="ext",
+    cpp_sources=cpp_src,
+    cuda_sources=source,
+    functions=["f"],
+)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.f(x)
+)PY";
 
 inline std::string str(const boost::json::object& o, const char* key) {
   const auto* v = o.if_contains(key);
