@@ -1,5 +1,5 @@
-// dice-data's argument parsing (tools/dice-data/cli.h): what each flag sets, and errors that name
-// the argument at fault.
+// dice-data's argument parsing (tools/dice-data/cli.h): what each flag of each command sets, and
+// errors that name the argument at fault.
 #include "tools/dice-data/cli.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@ namespace {
 TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   auto r = parse_command_line({"curriculum", "--out", "d"});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->command, Command::kCurriculum);
   EXPECT_EQ(r->out_dir, "d");
   EXPECT_EQ(r->options.seed, 1u);
   EXPECT_EQ(r->options.sft_pairs, 3000);
@@ -38,18 +39,52 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->options.rl_keys, RlKeys::kNovel);
 }
 
+TEST(DiceDataCliArgsTest, SplitInfillFlags) {
+  auto r = parse_command_line({"split-infill", "--candidate", "k.py"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->command, Command::kSplitInfill);
+  EXPECT_EQ(r->split.candidate, "k.py");
+  EXPECT_EQ(r->split.items, "");
+  EXPECT_EQ(r->split.out, "");
+  r = parse_command_line({"split-infill", "--items=dev.json", "--out", "o.json"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->command, Command::kSplitInfill);
+  EXPECT_EQ(r->split.candidate, "");
+  EXPECT_EQ(r->split.items, "dev.json");
+  EXPECT_EQ(r->split.out, "o.json");
+}
+
 TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"-h"}, {"curriculum", "--help"}, {"curriculum", "--seed", "x", "-h"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                {"-h"},
+                                                                {"curriculum", "--help"},
+                                                                {"curriculum", "--seed", "x", "-h"},
+                                                                {"split-infill", "--help"}}) {
     auto r = parse_command_line(args);
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->help);
   }
   const std::string usage = usage_text();
-  for (const char* flag :
-       {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level", "--heldout-per-level", "--names",
-        "--layout", "--rl-keys", "sft.json", "rl_infill.json", "rl_e2e.json", "heldout_infill.json",
-        "heldout_e2e.json", "verify_items.json", "MANIFEST.json", "Exit status"})
+  for (const char* flag : {"--out",
+                           "--seed",
+                           "--sft-pairs",
+                           "--rl-tasks-per-level",
+                           "--heldout-per-level",
+                           "--names",
+                           "--layout",
+                           "--rl-keys",
+                           "sft.json",
+                           "rl_infill.json",
+                           "rl_e2e.json",
+                           "heldout_infill.json",
+                           "heldout_e2e.json",
+                           "verify_items.json",
+                           "MANIFEST.json",
+                           "split-infill",
+                           "--candidate",
+                           "--items",
+                           "JSON Lines",
+                           "Exit status"})
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
 }
 
@@ -73,6 +108,16 @@ TEST(DiceDataCliArgsTest, ErrorsNameTheArgument) {
       {{"curriculum", "--out", "d", "--names", "random"}, "--names: expected varied or fixed"},
       {{"curriculum", "--out", "d", "--rl-keys=held"}, "--rl-keys: expected novel or seen"},
       {{"curriculum", "d"}, "'d'"},
+      {{"split-infill"}, "--candidate or --items: required"},
+      {{"split-infill", "--out", "o.json"}, "--candidate or --items: required"},
+      {{"split-infill", "--candidate", "k.py", "--items", "i.json"}, "--candidate and --items"},
+      {{"split-infill", "--candidate="}, "--candidate: expected a file, got ''"},
+      {{"split-infill", "--items", "i.json", "--out"}, "--out: missing its value"},
+      {{"split-infill", "--items", "i.json", "--out="}, "--out: expected a file"},
+      {{"split-infill", "--candidate", "k.py", "--seed", "1"}, "unknown argument '--seed'"},
+      {{"split-infill", "k.py"}, "unknown argument 'k.py'"},
+      {{"curriculum", "--out", "d", "--items", "i.json"}, "unknown argument '--items'"},
+      {{"split"}, "unknown command 'split'"},
   };
   for (const auto& c : cases) {
     auto r = parse_command_line(c.args);

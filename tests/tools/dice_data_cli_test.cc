@@ -2,53 +2,26 @@
 // writes (byte-identical for one seed), and the generated references run by PyTorch
 // (dice_data_check_references.py; skipped where /usr/bin/python3 has no torch).
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "tests/support/temp_dir.h"
+#include "tests/tools/dice_data_test_util.h"
 
 namespace dice::data {
 namespace {
 
+using testing::quoted;
+using testing::Ran;
+using testing::read_text;
+using testing::run;
+
 const char kPython[] = "/usr/bin/python3";
-
-struct Ran {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command line (arguments already quoted by the caller).
-Ran run(const std::string& command) {
-  Ran r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string quoted(const std::string& s) {
-  return "'" + s + "'";
-}
 
 std::string dice_data(const std::string& args) {
   return quoted(DICE_DATA_EXE) + " " + args;
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // A fresh folder per test, named for this suite.
@@ -104,12 +77,12 @@ TEST(DiceDataCliTest, WritesEveryFileAndTheSameBytesForTheSameSeed) {
   r = run(dice_data(args + quoted(dir.sub("b"))));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* f : kFiles) {
-    const std::string a = read_file(dir.sub("a") + "/" + f);
+    const std::string a = read_text(dir.sub("a") + "/" + f);
     EXPECT_FALSE(a.empty()) << f;
-    EXPECT_EQ(a, read_file(dir.sub("b") + "/" + f)) << f;
+    EXPECT_EQ(a, read_text(dir.sub("b") + "/" + f)) << f;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.sub("a") + "/sft.json.tmp"));
-  EXPECT_NE(read_file(dir.sub("a") + "/MANIFEST.json").find("\"seed\": 5"), std::string::npos);
+  EXPECT_NE(read_text(dir.sub("a") + "/MANIFEST.json").find("\"seed\": 5"), std::string::npos);
 }
 
 bool python_has_torch() {

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <array>
 #include <boost/json.hpp>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -20,6 +23,29 @@ inline std::string read_text(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+struct Ran {
+  int exit_code = -1;
+  std::string output;  // stdout, and stderr unless the command redirects it
+};
+
+// Runs a shell command line (arguments already quoted by the caller), its stderr joined to its
+// stdout unless `join_stderr` is false.
+inline Ran run(const std::string& command, bool join_stderr = true) {
+  Ran r;
+  FILE* pipe = popen((command + (join_stderr ? " 2>&1" : "")).c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// `s` in single quotes, for a shell command line (paths of the tests have no quote in them).
+inline std::string quoted(const std::string& s) {
+  return "'" + s + "'";
 }
 
 // The objects of a JSON array text; a test failure (and nothing) when it is not one.

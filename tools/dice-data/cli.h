@@ -1,5 +1,7 @@
-// dice-data's command line: "dice-data curriculum --out DIR [--seed N] [--sft-pairs N]
-// [--rl-tasks-per-level N] [--heldout-per-level N]", flags as "--flag value" or "--flag=value".
+// dice-data's command line (usage_text() has it all):
+//   dice-data curriculum --out DIR [--seed N] [--sft-pairs N] [--rl-tasks-per-level N] ...
+//   dice-data split-infill (--candidate FILE.py | --items FILE) [--out FILE]
+// Flags as "--flag value" or "--flag=value".
 #pragma once
 
 #include <string>
@@ -10,10 +12,24 @@
 
 namespace dice::data {
 
+enum class Command {
+  kCurriculum,   // generate a curriculum (curriculum.h)
+  kSplitInfill,  // split candidates into prefix / middle / suffix (infill_split.h)
+};
+
+// split-infill's flags: exactly one of candidate and items is set.
+struct SplitInfillRequest {
+  std::string candidate;  // --candidate: one candidate .py file
+  std::string items;      // --items: a JSON array or JSON Lines of items with cuda_code
+  std::string out;        // --out: the file to write; empty: standard output
+};
+
 struct CliRequest {
   bool help = false;  // --help / -h anywhere: print usage_text() and exit 0
-  std::string out_dir;
-  CurriculumOptions options;
+  Command command = Command::kCurriculum;
+  std::string out_dir;        // curriculum's --out
+  CurriculumOptions options;  // curriculum's other flags
+  SplitInfillRequest split;   // split-infill's flags
 };
 
 // The arguments after the program name. InvalidArgument naming the argument for anything

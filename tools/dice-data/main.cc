@@ -1,4 +1,4 @@
-// dice-data: generates data for dice. One command, curriculum (cli.h, README.md).
+// dice-data: generates data for dice. Commands: curriculum, split-infill (cli.h, README.md).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -6,6 +6,27 @@
 #include "tools/dice-data/cli.h"
 #include "tools/dice-data/curriculum.h"
 #include "tools/dice-data/curriculum_writer.h"
+#include "tools/dice-data/split_infill_command.h"
+
+namespace {
+
+int run_curriculum(const dice::data::CliRequest& request) {
+  using namespace dice::data;
+  const Curriculum curriculum = generate_curriculum(request.options);
+  const dice::Status written = write_curriculum(curriculum, request.out_dir);
+  if (!written.ok()) {
+    std::cerr << "dice-data: " << written.message() << "\n";
+    return 1;
+  }
+  std::cout << "dice-data: wrote " << request.out_dir << ": " << curriculum.sft.size()
+            << " SFT pairs, " << curriculum.rl_infill.size() << " + " << curriculum.rl_e2e.size()
+            << " RL tasks, " << curriculum.heldout_infill.size() << " + "
+            << curriculum.heldout_e2e.size() << " held-out tasks (seed " << request.options.seed
+            << ")\n";
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace dice::data;
@@ -20,16 +41,7 @@ int main(int argc, char** argv) {
     std::cout << usage_text();
     return 0;
   }
-  const Curriculum curriculum = generate_curriculum(request->options);
-  const dice::Status written = write_curriculum(curriculum, request->out_dir);
-  if (!written.ok()) {
-    std::cerr << "dice-data: " << written.message() << "\n";
-    return 1;
-  }
-  std::cout << "dice-data: wrote " << request->out_dir << ": " << curriculum.sft.size()
-            << " SFT pairs, " << curriculum.rl_infill.size() << " + " << curriculum.rl_e2e.size()
-            << " RL tasks, " << curriculum.heldout_infill.size() << " + "
-            << curriculum.heldout_e2e.size() << " held-out tasks (seed " << request->options.seed
-            << ")\n";
-  return 0;
+  if (request->command == Command::kSplitInfill)
+    return run_split_infill(request->split, std::cout, std::cerr);
+  return run_curriculum(*request);
 }
