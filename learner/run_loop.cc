@@ -35,6 +35,10 @@ struct StepRun {
   bool* stopping;                    // set once a stop was requested (shared across steps)
   std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
   EvalTally* tally = nullptr;        // an eval phase's table, fed every finished group
+  // Dynamic sampling (CurriculumPhase::refill_constant_groups): the step's next tasks, and how
+  // many more it may start for groups that came out constant.
+  std::function<std::vector<const LearnerTask*>(std::size_t)> next_tasks = nullptr;
+  int refills_left = 0;
 };
 
 // A finished group as one task of the evaluation table: its samples in sample order.
@@ -47,13 +51,18 @@ void tally_group(const FinishedGroup& group, int k, EvalTally* tally) {
   tally->add_task(group.task->level, samples, k);
 }
 
-// Writes the finished groups' records (queued; flushed at the end of the step).
+// Writes the finished groups' records (queued; flushed at the end of the step); a constant group
+// starts a task in its place while the step has refills left (and no stop was asked for).
 Status write_groups(StepTracker& tracker, StepRun& run) {
   for (const FinishedGroup& group : tracker.take_finished()) {
     if (group.complete) {
       (group.dropped ? run.metrics.groups_dropped : run.metrics.groups_used)->add();
     } else {
       run.metrics.groups_skipped->add();
+    }
+    if (group.complete && group.dropped && run.refills_left > 0 && !*run.stopping) {
+      --run.refills_left;
+      tracker.start(run.next_tasks(1), Clock::now());
     }
     DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.seen_hashes,
                                                       wire::unix_millis_now()));
@@ -202,7 +211,7 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
                  << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
                  << kv("mean_reward", fixed(mean_reward(c), 3))
                  << kv("groups_dropped", c.groups_dropped) << kv("groups_skipped", c.groups_skipped)
-                 << kv("stale", c.stale_dropped)
+                 << kv("tasks", c.tasks) << kv("stale", c.stale_dropped)
                  << kv("worker_errors", c.rollout_errors + c.eval_errors)
                  << kv("service_faults", c.service_faults) << kv("seconds", fixed(seconds, 1))
                  << kv("eta_s", fixed(eta, 0)) << kv("policy_version", policy_version)
@@ -261,6 +270,7 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
   plan.decoding = phase.decoding.value_or(eval ? Decoding::kGreedy : Decoding::kSample);
   plan.steps = eval ? std::max(1, phase.steps) : phase.steps;
   plan.samples_per_task = phase.samples_per_task.value_or(eval ? 1 : config.learner.group_size);
+  plan.refill_constant_groups = phase.refill_constant_groups;
   DICE_ASSIGN_OR_RETURN(plan.timing, phase_timing(phase, config.reward));
   DICE_ASSIGN_OR_RETURN(plan.tasks, load_phase_tasks(phase, prompts));
   const int wanted_tasks = phase.tasks_per_step.value_or(eval ? static_cast<int>(plan.tasks.size())
@@ -276,7 +286,8 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
                  << kv("tasks_per_step", plan.tasks_per_step)
                  << kv("samples_per_task", plan.samples_per_task)
                  << kv("decoding", plan.decoding == Decoding::kGreedy ? "greedy" : "sample")
-                 << kv("timing", plan.timing);
+                 << kv("timing", plan.timing)
+                 << kv("refill_constant_groups", plan.refill_constant_groups);
   return plan;
 }
 
@@ -400,6 +411,8 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     StepTiming timing;
     timing.started_ms = wire::unix_millis_now();
     run.traces->clear();
+    run.next_tasks = [&cursor](std::size_t n) { return cursor.next(n); };
+    run.refills_left = eval ? 0 : plan.refill_constant_groups;
     StepTracker tracker(settings, &state->next_work_id, &state->next_group_id);
     tracker.start(cursor.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
     DICE_ASSIGN_OR_RETURN(bool interrupted, drive_step(tracker, run));

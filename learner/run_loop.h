@@ -51,9 +51,10 @@ struct PhasePlan {
   int tasks_per_step = 0;          // capped at tasks.size()
   int samples_per_task = 0;
   Decoding decoding = Decoding::kSample;
-  bool timing = true;    // rl and eval: the reward service times correct candidates
-  std::string sft_data;  // sft
-  int epochs = 0;        // sft
+  bool timing = true;              // rl and eval: the reward service times correct candidates
+  int refill_constant_groups = 0;  // rl: extra tasks a step, one per constant group
+  std::string sft_data;            // sft
+  int epochs = 0;                  // sft
 };
 
 // The sampling a phase's rollouts use: `sampling` (rollout.sampling), or for greedy decoding

@@ -8,7 +8,8 @@
 //         default, reported as the field's table (Exec, fast_1, fast_2 per level).
 // An rl or eval phase draws its tasks by "sequential select": its task files are concatenated,
 // sorted stably by level_order (easy to hard; tasks keep file order within a level), and each
-// step takes the next tasks_per_step tasks, wrapping to the start when the list runs out. Each
+// step takes the next tasks_per_step tasks, wrapping to the start when the list runs out (and,
+// with refill_constant_groups, one more for each group whose rewards were all equal). Each
 // phase ends with a checkpoint of its weights, <checkpoint.dir>/<run id>/phase-<name>, which
 // retention never deletes.
 //
@@ -69,6 +70,7 @@ struct CurriculumPhase {
   std::optional<int> samples_per_task;
   std::optional<Decoding> decoding;
   std::optional<bool> timing;
+  int refill_constant_groups = 0;
   std::string sft_data;
   std::optional<int> epochs;
 
@@ -105,6 +107,13 @@ struct CurriculumPhase {
             "Whether the reward service times correct candidates (speedup, fast_p), where "
             "reward.timing.enabled; null = eval phases do, rl phases only when reward.policy.kind "
             "reads a speedup (speedup_threshold). Timing takes the GPU to itself. Default: null");
+    v.field("refill_constant_groups", refill_constant_groups,
+            "Dynamic sampling (rl phases): for each group of a step whose rewards come out all "
+            "equal (no signal: dropped), one more task is started in the same step, up to this "
+            "many extra a step, so that more of the update's groups carry signal. Extra tasks "
+            "come next in the phase's order, as the step's own do; the step waits for them. 0 "
+            "is DICE's (constant groups are only dropped). Default: 0",
+            config::at_least(0));
     v.field("sft_data", sft_data,
             "SFT pairs of an sft phase (learner/sft_data.h: pytorch_code + cuda_code, or an "
             "infilling task's prefix + middle + suffix). Default: empty",
@@ -125,6 +134,9 @@ struct CurriculumPhase {
       }
       if (type == PhaseType::kRl && samples_per_task && *samples_per_task < 2) {
         c.error("samples_per_task", "an rl phase needs at least 2 samples per task (a group)");
+      }
+      if (type == PhaseType::kEval && refill_constant_groups > 0) {
+        c.error("refill_constant_groups", "an eval phase judges its tasks once: nothing to refill");
       }
     }
     for (std::size_t i = 0; i < level_order.size(); ++i) {

@@ -102,7 +102,8 @@ class LearnerIntegrationTest : public ::testing::Test {
                                             << "    level_order: [\"1\", \"2\"]\n"
                                             << "    steps: " << steps << "\n"
                                             << "    tasks_per_step: 3\n"
-                                            << "    samples_per_task: 2\n";
+                                            << "    samples_per_task: 2\n"
+                                            << phase_extra_;
     std::ofstream(dir_ / "dice.yaml")
         << "run:\n  id: it-run\n  reward_log_path: log\n"
         << "curriculum_file: curriculum.yaml\n"
@@ -166,6 +167,7 @@ class LearnerIntegrationTest : public ::testing::Test {
   fs::path dir_;
   int port_ = 0;
   int metrics_port_ = 0;
+  std::string phase_extra_;  // more YAML keys of write_config's rl phase ("    key: value\n")
 };
 
 TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
@@ -232,6 +234,49 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
   ASSERT_TRUE(metrics.ok());
   ASSERT_EQ(metrics->size(), 2u);
   EXPECT_DOUBLE_EQ(metrics->front().get().getValue(), 0.5);
+}
+
+TEST_F(LearnerIntegrationTest, ConstantGroupsAreRefilledWithTheNextTasks) {
+  // 21 and 22 get reward 0 for every sample (the reward double's marker), the others alternate.
+  // Step 1 takes 21, 22, 23: two constant groups, each refilled with the next task (24, 25).
+  // Step 2 takes 26, 21, 22 (the order wraps): two constant groups again, refilled with 23, 24.
+  std::ofstream(dir_ / "refill_tasks.json") << R"([
+      {"idx": 21, "level": "1", "pytorch_code": "import torch\n# constant reward"},
+      {"idx": 22, "level": "1", "pytorch_code": "import torch\n# constant reward"},
+      {"idx": 23, "level": "1", "pytorch_code": "import torch\n# twenty-three"},
+      {"idx": 24, "level": "1", "pytorch_code": "import torch\n# twenty-four"},
+      {"idx": 25, "level": "1", "pytorch_code": "import torch\n# twenty-five"},
+      {"idx": 26, "level": "1", "pytorch_code": "import torch\n# twenty-six"}
+    ])";
+  phase_extra_ = "    refill_constant_groups: 2\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(2, "refill_tasks.json")));
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 2u);
+  for (const auto& step : *steps) {
+    EXPECT_EQ(step.get().getNumTasks(), 5u);  // 3 + 2 refills
+    EXPECT_EQ(step.get().getNumGroupsDropped(), 2u);
+    EXPECT_EQ(step.get().getNumCandidates(), 10u);
+  }
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  std::multiset<std::string> tasks_by_step[2];
+  for (const auto& c : *candidates) {
+    auto v = c.get().getVerdict();
+    ASSERT_LT(v.getStep(), 2u);
+    tasks_by_step[v.getStep()].insert(v.getTaskId().cStr());
+  }
+  const auto twice = [](std::initializer_list<const char*> ids) {
+    std::multiset<std::string> out;
+    for (const char* id : ids) out.insert({id, id});
+    return out;
+  };
+  EXPECT_EQ(tasks_by_step[0], twice({"21", "22", "23", "24", "25"}));
+  EXPECT_EQ(tasks_by_step[1], twice({"26", "21", "22", "23", "24"}));
+  EXPECT_NE(learner_log().find("refill_constant_groups=2"), std::string::npos) << learner_log();
 }
 
 TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {

@@ -1,7 +1,8 @@
 // Test double of dice-reward for the learner tests: judges nothing; answers each EvalRequest with
 // a Verdict whose reward is 1 (compiled, correct) for an even sample index and 0 (compiled,
-// incorrect) for an odd one, with a source hash shared by all even samples of a task. Exits 0 on
-// Shutdown.
+// incorrect) for an odd one, with a source hash shared by all even samples of a task. A task
+// whose reference holds "# constant reward" gets 0 for every sample (a group with no signal).
+// Exits 0 on Shutdown.
 #include <functional>
 #include <sstream>
 
@@ -18,7 +19,9 @@ dice::Status answer(dice::transport::WorkerConnection& connection,
   }
   auto request = body.getEvalRequest();
   auto candidate = request.getCandidate();
-  const bool even = candidate.getSampleIndex() % 2 == 0;
+  const std::string reference = request.getTask().getReferenceSource().cStr();
+  const bool even = candidate.getSampleIndex() % 2 == 0 &&
+                    reference.find("# constant reward") == std::string::npos;
   capnp::MallocMessageBuilder message;
   auto verdict = connection.init_envelope(message).getBody().initVerdict();
   dice::set_verdict_identity(request, connection.worker_id(), verdict);
