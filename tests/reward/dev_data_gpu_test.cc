@@ -1,8 +1,8 @@
 // The whole reward pipeline on the 60 published infilling tasks (REFERENCE.md section 7) on a
 // real GPU: extract -> static checks -> nvcc -> judge.py and runner.py in the sandbox. Expected:
 // every task correct at DICE's 1e-2 except 2616 (a wrong kernel: it writes only the first row),
-// 6936 (cuDNN, no kernel of its own: staticCheck) and six that call cuBLAS or cuDNN for their main
-// op (torch-fallback). Prints one line per task and the totals.
+// 6936 (cuDNN, no kernel of its own: staticCheck) and seven that call cuBLAS or cuDNN for their
+// main op (torch-fallback): 51 of 60. Prints one line per task and the totals.
 //
 // Knobs (environment): DICE_DEV_DATA (the JSON), DICE_PYTHON (python with torch; default
 // python3), DICE_COMPILE_CACHE (default /tmp/dice-dev-compile-cache: reused across runs),
@@ -118,18 +118,21 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
             << pipeline.compiler().lean_header_fallbacks() << ", split fallbacks "
             << pipeline.compiler().split_fallbacks() << ")" << std::endl;
 
-  // cublasLt (4383, 4950, 426, 3020), cublasSgemmStridedBatched (5756), cuDNN (7678).
-  const std::set<std::string> library_fallbacks = {"4383", "4950", "426", "3020", "5756", "7678"};
+  // cublasLt (4383, 4950, 426, 3020), cublasSgemmStridedBatched (5756), cuDNN (7678 and 3497,
+  // whose convolution cuDNN computes; 3497 was first judged in session 18, once the judge stopped
+  // running out of GPU memory beside the runner's NaN filler blocks).
+  const std::set<std::string> library_fallbacks = {"4383", "4950", "426", "3020",
+                                                   "5756", "7678", "3497"};
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {
     rewarded += reward > 0;
     // 2616 never offsets by blockIdx: every block computes and writes the first row, and the
     // rest of its torch::empty_like output is never written. Its expected values are ~1e-3, so
-    // memory that reads as zero passes at atol 1e-2; runner.py's NaN-filled allocator cache
-    // is what fails it. 6936 calls cuDNN and has no kernel of its own: the static check rejects
-    // it. The library fallbacks call cuBLAS or cuDNN for their main op beside one small kernel of
-    // their own: work of a library inside the extension is a fallback (docs/SECURITY.md). All
-    // are asserted below.
+    // memory that reads as zero passes at atol 1e-2; the 0xFF (NaN) fill of every tensor the
+    // runner's guard allocator hands out is what fails it. 6936 calls cuDNN and has no kernel of
+    // its own: the static check rejects it. The library fallbacks call cuBLAS or cuDNN for their
+    // main op beside one small kernel of their own: work of a library inside the extension is a
+    // fallback (docs/SECURITY.md). All are asserted below.
     if (id == "2616" || id == "6936" || library_fallbacks.count(id)) continue;
     EXPECT_EQ(reward, 1.0f) << lines[id];
   }
