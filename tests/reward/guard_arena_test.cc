@@ -17,7 +17,7 @@ namespace {
 class HostMemoryForTest : public GuardDeviceMemory {
  public:
   uint64_t reserve(size_t bytes) override {
-    if (reserved_ + bytes > limit_) return 0;
+    if (reserved_ + bytes > limit) return 0;
     // 512-byte aligned, as the driver's are.
     chunks_.push_back(std::make_unique<unsigned char[]>(bytes + 512));
     reserved_ += bytes;
@@ -25,13 +25,13 @@ class HostMemoryForTest : public GuardDeviceMemory {
     return (raw + 511) / 512 * 512;
   }
   bool fill(uint64_t address, unsigned char value, size_t bytes, void* /*stream*/) override {
-    ++fills_;
-    if (fail_fills_) return false;
+    ++fills;
+    if (fail_fills) return false;
     std::memset(reinterpret_cast<void*>(address), value, bytes);  // NOLINT
     return true;
   }
   bool synchronize() override {
-    ++syncs_;
+    ++syncs;
     return true;
   }
   bool read(uint64_t address, size_t bytes, unsigned char* out) override {
@@ -40,9 +40,9 @@ class HostMemoryForTest : public GuardDeviceMemory {
   }
   std::string error() const override { return "test double refused"; }
 
-  size_t limit_ = size_t{1} << 30;
-  bool fail_fills_ = false;
-  int fills_ = 0, syncs_ = 0;
+  size_t limit = size_t{1} << 30;
+  bool fail_fills = false;
+  int fills = 0, syncs = 0;
 
  private:
   std::vector<std::unique_ptr<unsigned char[]>> chunks_;
@@ -155,13 +155,13 @@ TEST_F(GuardArenaTest, NeighboursHaveDifferentGuardBytesMostOfTheTime) {
 
 TEST_F(GuardArenaTest, NotWatchingReusesAtOnceAndFillsNothing) {
   EXPECT_TRUE(arena_.set_watching(false));
-  const int fills = memory_.fills_;
+  const int fills = memory_.fills;
   const uint64_t a = arena_.allocate(4096, stream_);
   arena_.release(a);
   const uint64_t b = arena_.allocate(4096, stream_);
   EXPECT_EQ(a, b);  // the timing loop's allocations cost a free-list lookup
-  EXPECT_EQ(memory_.fills_, fills);
-  EXPECT_EQ(memory_.syncs_, 0);
+  EXPECT_EQ(memory_.fills, fills);
+  EXPECT_EQ(memory_.syncs, 0);
   // An unwatched block has no guards to check: a write past it is not reported.
   bytes_at(b)[4096] = 0;
   EXPECT_FALSE(arena_.set_watching(true));
@@ -184,9 +184,9 @@ TEST_F(GuardArenaTest, AFullQuarantineIsCheckedAtOnce) {
   const uint64_t a = arena.allocate(1000, stream_);
   bytes_at(a)[1000] = 0;
   arena.release(a);
-  EXPECT_EQ(memory_.syncs_, 0);
+  EXPECT_EQ(memory_.syncs, 0);
   for (int i = 0; i < 20; ++i) arena.release(arena.allocate(8000, stream_));
-  EXPECT_GT(memory_.syncs_, 0);  // drained on the way
+  EXPECT_GT(memory_.syncs, 0);  // drained on the way
   EXPECT_LE(arena.stats().quarantined_bytes, o.quarantine_bytes);
   // What the drain found is in the next check.
   const GuardCheck c = arena.check();
@@ -195,7 +195,7 @@ TEST_F(GuardArenaTest, AFullQuarantineIsCheckedAtOnce) {
 }
 
 TEST_F(GuardArenaTest, OutOfMemoryDrainsTheQuarantineThenGivesZero) {
-  memory_.limit_ = 1 << 20;  // one chunk
+  memory_.limit = 1 << 20;  // one chunk
   const uint64_t a = arena_.allocate(600 << 10, stream_);
   ASSERT_NE(a, 0u);
   arena_.release(a);  // held: the chunk has no room for a second
@@ -205,11 +205,11 @@ TEST_F(GuardArenaTest, OutOfMemoryDrainsTheQuarantineThenGivesZero) {
 }
 
 TEST_F(GuardArenaTest, AFillThatFailedMakesTheCheckAnError) {
-  memory_.fail_fills_ = true;
+  memory_.fail_fills = true;
   arena_.allocate(10, stream_);
   const GuardCheck c = arena_.check();
   EXPECT_NE(c.error.find("test double refused"), std::string::npos) << c.error;
-  memory_.fail_fills_ = false;
+  memory_.fail_fills = false;
   EXPECT_TRUE(arena_.check().error.empty());  // reported once
 }
 
