@@ -23,6 +23,9 @@
 // time). An answer whose noise cannot be bounded (fewer than 2 timed trials, a mean of 0, no
 // timing) does not count as fast for any p > 0. z = 0 is KernelBench's plain rule: S > p.
 // fast_0 is the correct rate (KernelBench: a correct kernel always has S > 0).
+//
+// The rule is its own library (dice_eval_scoring): dice-data build-sft keeps an SFT pair only when
+// speedup_lower_bound reaches its threshold, so that the two tools cannot judge a speedup apart.
 #pragma once
 
 namespace dice::eval {
