@@ -149,6 +149,11 @@ std::string verdict_json(const JudgeItem& item, schema::Verdict::Reader verdict,
       << ", \"kernel_ms\": " << (has_speedup ? json_number(timings.getKernelMsMean()) : "null")
       << ", \"reference_ms\": "
       << (has_speedup ? json_number(timings.getReferenceMsMean()) : "null")
+      << ", \"kernel_ms_std\": " << (has_speedup ? json_number(timings.getKernelMsStd()) : "null")
+      << ", \"reference_ms_std\": "
+      << (has_speedup ? json_number(timings.getReferenceMsStd()) : "null")
+      << ", \"timing_trials\": "
+      << (has_speedup ? std::to_string(timings.getTimingTrials()) : "null")
       << ", \"max_abs_error\": " << json_number(verdict.getMaxAbsError())
       << ", \"source_hashes\": " << hash_list(verdict) << ", \"edit\": " << json_quote(item.edit)
       << ", \"log_excerpt\": " << json_quote(clip(verdict.getLogExcerpt().cStr(), 600)) << "}";

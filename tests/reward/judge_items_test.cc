@@ -142,6 +142,36 @@ TEST(JudgeItemsTest, VerdictLineIsJson) {
   EXPECT_TRUE(json_is_null(doc.value(), "speedup"));  // not correct: no speedup
   EXPECT_EQ(json_string(doc.value(), "log_excerpt"), "max error 0.5\n\"quoted\"");
   EXPECT_NE(line.find("\"check\": \"kernel-not-launched\""), std::string::npos);
+  EXPECT_TRUE(json_is_null(doc.value(), "timing_trials"));
+}
+
+TEST(JudgeItemsTest, TimedVerdictLineHasWhatANoiseCheckNeeds) {
+  JudgeItem item;
+  item.id = "7";
+  capnp::MallocMessageBuilder message;
+  auto verdict = message.initRoot<schema::Verdict>();
+  verdict.setCompiled(true);
+  verdict.setCorrect(true);
+  verdict.setSpeedup(2.5f);
+  auto timings = verdict.getTimings();
+  timings.setKernelMsMean(0.004f);
+  timings.setKernelMsStd(0.02f);
+  timings.setReferenceMsMean(0.01f);
+  timings.setReferenceMsStd(0.002f);
+  timings.setTimingTrials(99);
+  auto doc = parse_json(verdict_json(item, verdict.asReader(), true), "verdict");
+  ASSERT_TRUE(doc.ok());
+  EXPECT_NEAR(json_number(doc.value(), "speedup"), 2.5, 1e-6);
+  EXPECT_NEAR(json_number(doc.value(), "kernel_ms"), 0.004, 1e-9);
+  EXPECT_NEAR(json_number(doc.value(), "kernel_ms_std"), 0.02, 1e-8);
+  EXPECT_NEAR(json_number(doc.value(), "reference_ms"), 0.01, 1e-9);
+  EXPECT_NEAR(json_number(doc.value(), "reference_ms_std"), 0.002, 1e-9);
+  EXPECT_EQ(json_number(doc.value(), "timing_trials"), 99);
+  // Untimed (timing off): no speedup and no spread, even for a correct kernel.
+  doc = parse_json(verdict_json(item, verdict.asReader(), false), "verdict");
+  ASSERT_TRUE(doc.ok());
+  for (const char* key : {"speedup", "kernel_ms_std", "reference_ms_std", "timing_trials"})
+    EXPECT_TRUE(json_is_null(doc.value(), key)) << key;
 }
 
 }  // namespace
