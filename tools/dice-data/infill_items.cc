@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "common/json/fields.h"
-#include "common/json/parse_text.h"
 #include "tools/dice-data/infill_split.h"
+#include "tools/dice-data/item_file.h"
 #include "tools/dice-data/pretty_json.h"
 
 namespace dice::data {
@@ -26,56 +26,10 @@ json::object parts_object(const InfillSplit& split) {
   return o;
 }
 
-// An item read from the file, and where it is, for messages.
-struct Item {
-  json::value value;
-  std::string at;  // "<where>", or in JSON Lines "<where>:<line>"
-};
-
-Status not_json(const std::string& where, const std::string& position,
-                const boost::system::error_code& error, const std::string& hint = "") {
-  return Status::invalid_argument(where + ":" + position + ": not JSON (" + error.message() + ")" +
-                                  hint);
-}
-
-Result<std::vector<Item>> read_array(std::string_view text, const std::string& where) {
-  boost::system::error_code error;
-  std::string position;
-  json::value root = parse_json_text(text, &error, &position);
-  if (error) return not_json(where, position, error);
-  if (!root.is_array()) return Status::invalid_argument(where + ": expected a JSON array of items");
-  std::vector<Item> items;
-  for (auto& v : root.get_array()) items.push_back({std::move(v), where});
-  return items;
-}
-
-Result<std::vector<Item>> read_lines(std::string_view text, const std::string& where) {
-  std::vector<Item> items;
-  int line = 0;
-  for (std::size_t at = 0; at < text.size();) {
-    ++line;
-    std::size_t nl = text.find('\n', at);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view row = text.substr(at, nl - at);
-    at = nl + 1;
-    if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    boost::system::error_code error;
-    std::string position;
-    json::value v = parse_json_text(row, &error, &position);
-    // position is "1:<column>" within the row.
-    if (error) {
-      return not_json(where, std::to_string(line) + position.substr(1), error,
-                      "; items are a JSON array, or JSON Lines: one object per line");
-    }
-    items.push_back({std::move(v), where + ":" + std::to_string(line)});
-  }
-  return items;
-}
-
-std::string serialize_items(const std::vector<Item>& items, bool lines) {
+std::string serialize_items(const std::vector<FileItem>& items, bool lines) {
   if (lines) {
     std::string out;
-    for (const Item& item : items) out += json::serialize(item.value) + "\n";
+    for (const FileItem& item : items) out += json::serialize(item.value) + "\n";
     return out;
   }
   // One item per line at least: pretty_json() writes an array of flat objects on one line,
@@ -105,15 +59,14 @@ Result<SplitItems> split_items_text(std::string_view text, const std::string& wh
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos)
     return Status::invalid_argument(where + ": empty file: no items to split");
-  const bool lines = text[first] != '[';
-  DICE_ASSIGN_OR_RETURN(std::vector<Item> items,
-                        lines ? read_lines(text, where) : read_array(text, where));
+  DICE_ASSIGN_OR_RETURN(ItemFile file, read_item_file(text, where));
+  std::vector<FileItem>& items = file.items;
 
   SplitItems out;
   out.items = items.size();
   std::vector<std::string> errors;
   for (std::size_t index = 0; index < items.size(); ++index) {
-    Item& item = items[index];
+    FileItem& item = items[index];
     std::string label = "item " + std::to_string(index);
     if (!item.value.is_object()) {
       errors.push_back(item.at + ": " + label + ": not a JSON object");
@@ -151,7 +104,7 @@ Result<SplitItems> split_items_text(std::string_view text, const std::string& wh
       message += "\n  ... and " + std::to_string(errors.size() - kMaxListed) + " more";
     return Status::invalid_argument(message);
   }
-  out.text = serialize_items(items, lines);
+  out.text = serialize_items(items, file.lines);
   return out;
 }
 

@@ -1,0 +1,32 @@
+// Files of items that dice-data's commands read (split-infill --items, build-sft --input): a JSON
+// array (the text starts with "[", after white space: kernel_infilling_dev.json, a curriculum's
+// files) or JSON Lines (one JSON value per line; blank lines skipped). Each item keeps where it
+// was read, so that an error can name the file, the line (JSON Lines) and the item.
+#pragma once
+
+#include <boost/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dice::data {
+
+struct FileItem {
+  boost::json::value value;
+  std::string at;  // "<where>" for an array's item; "<where>:<line>" for a JSON Lines item
+};
+
+struct ItemFile {
+  std::vector<FileItem> items;
+  bool lines = false;  // read as JSON Lines (else a JSON array)
+};
+
+// The items of `text`, read from `where` (a path, for messages). The caller decides what an
+// empty file means (`text` holding only white space gives no items, as JSON Lines).
+// InvalidArgument "<where>:<line>:<column>: not JSON (why)" for text that is not JSON, and
+// "<where>: expected a JSON array of items" for an array file whose value is not one.
+Result<ItemFile> read_item_file(std::string_view text, const std::string& where);
+
+}  // namespace dice::data
