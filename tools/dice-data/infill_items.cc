@@ -27,25 +27,15 @@ json::object parts_object(const InfillSplit& split) {
 }
 
 std::string serialize_items(const std::vector<FileItem>& items, bool lines) {
+  std::string out;
   if (lines) {
-    std::string out;
     for (const FileItem& item : items) out += json::serialize(item.value) + "\n";
     return out;
   }
-  // One item per line at least: pretty_json() writes an array of flat objects on one line,
-  // and a file of items is read and diffed item by item. An item at two spaces of indentation
-  // is pretty_json's text of it with every line indented (strings hold no raw line breaks), so a
-  // curriculum's rl_infill.json comes out byte for byte as the generator wrote it.
-  if (items.empty()) return "[]\n";
-  std::string out = "[\n";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const std::string text = pretty_json(items[i].value);
-    out += "  ";
-    for (std::size_t c = 0; c + 1 < text.size(); ++c)  // the last byte is its closing newline
-      out += text[c] == '\n' ? std::string("\n  ") : std::string(1, text[c]);
-    out += i + 1 < items.size() ? ",\n" : "\n]\n";
-  }
-  return out;
+  // A curriculum's rl_infill.json comes out byte for byte as the generator wrote it.
+  std::vector<json::value> values;
+  for (const FileItem& item : items) values.push_back(item.value);
+  return item_array_text(values);
 }
 
 }  // namespace

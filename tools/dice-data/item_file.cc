@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/json/parse_text.h"
+#include "tools/dice-data/pretty_json.h"
 
 namespace dice::data {
 namespace {
@@ -57,6 +58,21 @@ Result<ItemFile> read_item_file(std::string_view text, const std::string& where)
   file.lines = first == std::string_view::npos || text[first] != '[';
   DICE_ASSIGN_OR_RETURN(file.items, file.lines ? read_lines(text, where) : read_array(text, where));
   return file;
+}
+
+std::string item_array_text(const std::vector<boost::json::value>& items) {
+  // An item at two spaces of indentation is pretty_json's text of it with every line indented
+  // (strings hold no raw line breaks).
+  if (items.empty()) return "[]\n";
+  std::string out = "[\n";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string text = pretty_json(items[i]);
+    out += "  ";
+    for (std::size_t c = 0; c + 1 < text.size(); ++c)  // the last byte is its closing newline
+      out += text[c] == '\n' ? std::string("\n  ") : std::string(1, text[c]);
+    out += i + 1 < items.size() ? ",\n" : "\n]\n";
+  }
+  return out;
 }
 
 }  // namespace dice::data

@@ -29,4 +29,9 @@ struct ItemFile {
 // "<where>: expected a JSON array of items" for an array file whose value is not one.
 Result<ItemFile> read_item_file(std::string_view text, const std::string& where);
 
+// `items` as a JSON array text with one item per line at least (pretty_json.h's text of each,
+// indented two spaces), ending in a newline: "[]\n" when empty. pretty_json() alone writes an
+// array of flat objects on one line; a file of items is read and diffed item by item.
+std::string item_array_text(const std::vector<boost::json::value>& items);
+
 }  // namespace dice::data
