@@ -54,12 +54,73 @@ TEST(DiceDataCliArgsTest, SplitInfillFlags) {
   EXPECT_EQ(r->split.out, "o.json");
 }
 
+TEST(DiceDataCliArgsTest, BuildSftDefaultsAndEveryFlag) {
+  auto r = parse_command_line({"build-sft", "--input", "p.json", "--out", "d"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->command, Command::kBuildSft);
+  const BuildSftOptions& o = r->build_sft;
+  EXPECT_EQ(o.input, "p.json");
+  EXPECT_EQ(o.out_dir, "d");
+  EXPECT_EQ(o.rule.min_speedup, 2.0);
+  EXPECT_EQ(o.rule.noise_z, eval::kDefaultNoiseZ);  // dice-eval's
+  EXPECT_EQ(o.form, SftForm::kEndToEnd);
+  EXPECT_EQ(o.judge.python, "python3");
+  EXPECT_EQ(o.judge.nvcc, "/usr/local/cuda/bin/nvcc");
+  EXPECT_EQ(o.judge.compile_cache, "runs/compile_cache");
+  EXPECT_EQ(o.judge.compile_jobs, 0);
+  EXPECT_EQ(o.judge.gpu_slots, 4);
+  EXPECT_EQ(o.judge.correctness_trials, 5);
+  EXPECT_EQ(o.judge.timing_trials, 100);
+  EXPECT_EQ(o.judge.timeout_seconds, 300);
+
+  r = parse_command_line({"build-sft",
+                          "--input=p.jsonl",
+                          "--out=o",
+                          "--min-speedup",
+                          "1.5",
+                          "--noise-z=2.33",
+                          "--form",
+                          "both",
+                          "--python",
+                          "/venv/bin/python",
+                          "--nvcc=/cuda/bin/nvcc",
+                          "--compile-cache",
+                          "cc",
+                          "--compile-jobs",
+                          "8",
+                          "--gpu-slots=2",
+                          "--trials",
+                          "3",
+                          "--timing-trials",
+                          "50",
+                          "--timeout-seconds=60"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const BuildSftOptions& f = r->build_sft;
+  EXPECT_EQ(f.input, "p.jsonl");
+  EXPECT_EQ(f.out_dir, "o");
+  EXPECT_EQ(f.rule.min_speedup, 1.5);
+  EXPECT_EQ(f.rule.noise_z, 2.33);
+  EXPECT_EQ(f.form, SftForm::kBoth);
+  EXPECT_EQ(f.judge.python, "/venv/bin/python");
+  EXPECT_EQ(f.judge.nvcc, "/cuda/bin/nvcc");
+  EXPECT_EQ(f.judge.compile_cache, "cc");
+  EXPECT_EQ(f.judge.compile_jobs, 8);
+  EXPECT_EQ(f.judge.gpu_slots, 2);
+  EXPECT_EQ(f.judge.correctness_trials, 3);
+  EXPECT_EQ(f.judge.timing_trials, 50);
+  EXPECT_EQ(f.judge.timeout_seconds, 60);
+  r = parse_command_line({"build-sft", "--input", "p", "--out", "o", "--form=infill"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->build_sft.form, SftForm::kInfill);
+}
+
 TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
   for (const auto& args : std::vector<std::vector<std::string>>{{"--help"},
                                                                 {"-h"},
                                                                 {"curriculum", "--help"},
                                                                 {"curriculum", "--seed", "x", "-h"},
-                                                                {"split-infill", "--help"}}) {
+                                                                {"split-infill", "--help"},
+                                                                {"build-sft", "-h"}}) {
     auto r = parse_command_line(args);
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->help);
@@ -84,6 +145,15 @@ TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
                            "--candidate",
                            "--items",
                            "JSON Lines",
+                           "build-sft",
+                           "--input",
+                           "--min-speedup",
+                           "--noise-z",
+                           "--form",
+                           "--timing-trials",
+                           "verdicts.jsonl",
+                           "report.md",
+                           "report-no-gpu.json",
                            "Exit status"})
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
 }
@@ -118,6 +188,23 @@ TEST(DiceDataCliArgsTest, ErrorsNameTheArgument) {
       {{"split-infill", "k.py"}, "unknown argument 'k.py'"},
       {{"curriculum", "--out", "d", "--items", "i.json"}, "unknown argument '--items'"},
       {{"split"}, "unknown command 'split'"},
+      {{"build-sft", "--out", "d"}, "--input: required"},
+      {{"build-sft", "--input", "p"}, "--out: required"},
+      {{"build-sft", "--input", "p", "--out="}, "--out: expected a path, got ''"},
+      {{"build-sft", "--input", "p", "--out", "d", "--min-speedup", "-1"}, "--min-speedup"},
+      {{"build-sft", "--input", "p", "--out", "d", "--min-speedup", "2x"}, "--min-speedup"},
+      {{"build-sft", "--input", "p", "--out", "d", "--noise-z", "0"},
+       "--noise-z: expected a number > 0"},
+      {{"build-sft", "--input", "p", "--out", "d", "--noise-z", "nan"}, "--noise-z"},
+      {{"build-sft", "--input", "p", "--out", "d", "--form", "chat"},
+       "--form: expected end_to_end, infill or both"},
+      {{"build-sft", "--input", "p", "--out", "d", "--gpu-slots", "0"},
+       "--gpu-slots: expected an integer in [1, 64], got '0'"},
+      {{"build-sft", "--input", "p", "--out", "d", "--timing-trials=1"},
+       "--timing-trials: expected an integer in [2, 100000]"},
+      {{"build-sft", "--input", "p", "--out", "d", "--trials", "x"}, "--trials"},
+      {{"build-sft", "--input", "p", "--out", "d", "--seed", "1"}, "unknown argument '--seed'"},
+      {{"build-sft", "p.json"}, "unknown argument 'p.json'"},
   };
   for (const auto& c : cases) {
     auto r = parse_command_line(c.args);

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -108,11 +109,83 @@ Result<CliRequest> parse_split_infill(const std::vector<std::string>& args) {
   return req;
 }
 
+// A number in (0, max]: "<flag>: expected a number > 0 ..." otherwise.
+Result<double> parse_positive(const std::string& flag, const std::string& text, double max) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(v > 0) || !(v <= max)) {
+    return Status::invalid_argument(flag + ": expected a number > 0 and <= " + std::to_string(max) +
+                                    ", got '" + text + "'");
+  }
+  return v;
+}
+
+Result<CliRequest> parse_build_sft(const std::vector<std::string>& args) {
+  CliRequest req;
+  req.command = Command::kBuildSft;
+  BuildSftOptions& o = req.build_sft;
+  DICE_ASSIGN_OR_RETURN(
+      const auto flags,
+      flag_values(args, {"--input", "--out", "--min-speedup", "--noise-z", "--form", "--python",
+                         "--nvcc", "--compile-cache", "--compile-jobs", "--gpu-slots", "--trials",
+                         "--timing-trials", "--timeout-seconds"}));
+  // Integer flags: where each goes and its range.
+  struct Count {
+    int* field;
+    unsigned long long min, max;
+  };
+  const std::map<std::string, Count> counts = {
+      {"--compile-jobs", {&o.judge.compile_jobs, 0, 1024}},
+      {"--gpu-slots", {&o.judge.gpu_slots, 1, 64}},
+      {"--trials", {&o.judge.correctness_trials, 1, 100}},
+      // The noise check needs a spread: two timed trials at least.
+      {"--timing-trials", {&o.judge.timing_trials, 2, 100000}},
+      {"--timeout-seconds", {&o.judge.timeout_seconds, 1, 86400}},
+  };
+  for (const auto& [flag, value] : flags) {
+    if (const auto count = counts.find(flag); count != counts.end()) {
+      const Count& c = count->second;
+      const auto n = parse_unsigned(flag, value, c.max);
+      if (!n.ok() || *n < c.min) {
+        return Status::invalid_argument(flag + ": expected an integer in [" +
+                                        std::to_string(c.min) + ", " + std::to_string(c.max) +
+                                        "], got '" + value + "'");
+      }
+      *c.field = static_cast<int>(*n);
+    } else if (flag == "--min-speedup") {
+      DICE_ASSIGN_OR_RETURN(o.rule.min_speedup, parse_positive(flag, value, 1e6));
+    } else if (flag == "--noise-z") {
+      // No z = 0: the noise check is what keeps a launch-overhead artefact out of the data.
+      DICE_ASSIGN_OR_RETURN(o.rule.noise_z, parse_positive(flag, value, 10));
+    } else if (flag == "--form") {
+      if (value != "end_to_end" && value != "infill" && value != "both") {
+        return Status::invalid_argument(flag + ": expected end_to_end, infill or both, got '" +
+                                        value + "'");
+      }
+      o.form = value == "infill" ? SftForm::kInfill
+               : value == "both" ? SftForm::kBoth
+                                 : SftForm::kEndToEnd;
+    } else {
+      if (value.empty()) return Status::invalid_argument(flag + ": expected a path, got ''");
+      (flag == "--input"    ? o.input
+       : flag == "--out"    ? o.out_dir
+       : flag == "--python" ? o.judge.python
+       : flag == "--nvcc"   ? o.judge.nvcc
+                            : o.judge.compile_cache) = value;
+    }
+  }
+  if (o.input.empty()) return Status::invalid_argument("--input: required (the pairs to judge)");
+  if (o.out_dir.empty())
+    return Status::invalid_argument("--out: required (the folder to write into)");
+  return req;
+}
+
 }  // namespace
 
 std::string usage_text() {
   return R"(Usage: dice-data curriculum --out DIR [options]
        dice-data split-infill (--candidate FILE.py | --items FILE) [--out FILE]
+       dice-data build-sft --input FILE --out DIR [options]
 
 curriculum: generates a deterministic curriculum of PyTorch -> CUDA kernel pairs for dice (SFT
 data, RL tasks for both phases, a held-out split, and dice-judge items that check every pair).
@@ -183,6 +256,60 @@ Options:
   -h, --help                 this text
 
 Exit status: 0 written, 1 a file could not be read, split or written, 2 bad arguments.
+
+build-sft: judges PyTorch -> CUDA pairs with the reward pipeline (extraction, static checks,
+nvcc, the sandboxed check against the PyTorch reference, then timing: warm-ups and timed runs of
+kernel and reference each after an L2 flush, the GPU to itself) and keeps those whose kernel is
+correct and at least --min-speedup times faster than eager PyTorch on the noise-checked lower
+bound of the speedup (dice-eval's rule: S_low = S * exp(-z * se), se from both timings' means,
+spreads and trial count), never on the raw ratio: a tiny kernel with widely spread timings is
+not kept. Pairs that are the same once comments (Python #, C // and /* */ in strings) and white
+space are taken out are judged once: the first is kept, the rest counted as duplicates.
+
+Options:
+  --input FILE               pairs: a JSON array or JSON Lines of {id or idx (optional),
+                             level (optional), pytorch_code, cuda_code, shape_variants
+                             (optional)}, as data/dice-rl/ and verify_items.json have them
+  --out DIR                  folder to write into (created if missing); required
+  --min-speedup X            keep at or above this noise-checked speedup (default 2)
+  --noise-z Z                z of the one-sided lower bound, > 0 (default 1.645: 95%)
+  --form F                   the SFT items, as the learner's SFT reads them: end_to_end
+                             {id, level, pytorch_code, cuda_code} (default), infill {id, level,
+                             pytorch_code, prefix, middle, suffix} (DICE's split, as
+                             split-infill makes it), or both (the infill item's id ends in
+                             "/infill")
+  --python PATH              Python with torch (default python3)
+  --nvcc PATH                default /usr/local/cuda/bin/nvcc
+  --compile-cache DIR        build cache keyed by source hash (default runs/compile_cache)
+  --compile-jobs N           compiles at once, 0 = the number of cores (default 0)
+  --gpu-slots N              candidates checked at once on each GPU; timing has the GPU
+                             alone (default 4)
+  --trials N                 correctness trials (input sets) (default 5)
+  --timing-trials N          timed runs of kernel and reference, at least 2 (default 100)
+  --timeout-seconds N        per candidate's evaluation (default 300)
+  -h, --help                 this text
+GPUs: the ordinals in CUDA_VISIBLE_DEVICES, else GPU 0.
+
+Files written to DIR:
+  verdicts.jsonl       one verdict line per judged pair (dice-judge's format and the pair's
+                       hash), appended as each completes; a rerun judges only the pairs it has
+                       no complete line for (a line cut by a kill is judged again), so a killed
+                       run goes on where it stopped, and a rerun with another --min-speedup,
+                       --noise-z or --form judges nothing and needs no GPU
+  sft.json             the kept pairs, in input order, with their speedup and its lower bound
+  report.json          counts by level and outcome class, the speedup histogram (raw and
+                       lower bound), every pair's outcome
+  report.md            the same for people
+Outcome classes: kept, noisy (raw speedup passes, its lower bound does not), slow, untimed,
+zeroReward, the verdict's failure class (compileError, incorrect, staticCheck...), duplicate.
+
+Without a GPU (no nvcc, no PyTorch with CUDA, or no GPU) nothing can be measured, so nothing is
+kept: the pairs left to judge are only screened (extraction and static checks), nothing is added
+to verdicts.jsonl, no sft.json is written, report-no-gpu.json and report-no-gpu.md say what the
+screen found, and the exit status is 3.
+
+Exit status: 0 written, 1 a file could not be read or written or the judge failed (the verdicts
+so far are kept: run again to go on), 2 bad arguments, 3 no GPU (nothing kept).
 )";
 }
 
@@ -194,11 +321,12 @@ Result<CliRequest> parse_command_line(const std::vector<std::string>& args) {
       return req;
     }
   if (args.empty())
-    return Status::invalid_argument("missing the command (curriculum or split-infill)");
+    return Status::invalid_argument("missing the command (curriculum, split-infill or build-sft)");
   if (args[0] == "curriculum") return parse_curriculum(args);
   if (args[0] == "split-infill") return parse_split_infill(args);
+  if (args[0] == "build-sft") return parse_build_sft(args);
   return Status::invalid_argument("unknown command '" + args[0] +
-                                  "' (expected curriculum or split-infill)");
+                                  "' (expected curriculum, split-infill or build-sft)");
 }
 
 }  // namespace dice::data

@@ -1,6 +1,7 @@
 // dice-data's command line (usage_text() has it all):
 //   dice-data curriculum --out DIR [--seed N] [--sft-pairs N] [--rl-tasks-per-level N] ...
 //   dice-data split-infill (--candidate FILE.py | --items FILE) [--out FILE]
+//   dice-data build-sft --input FILE --out DIR [--min-speedup X] [--noise-z Z] [--form F] ...
 // Flags as "--flag value" or "--flag=value".
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "tools/dice-data/build_sft_options.h"
 #include "tools/dice-data/curriculum.h"
 
 namespace dice::data {
@@ -15,6 +17,7 @@ namespace dice::data {
 enum class Command {
   kCurriculum,   // generate a curriculum (curriculum.h)
   kSplitInfill,  // split candidates into prefix / middle / suffix (infill_split.h)
+  kBuildSft,     // judge pairs, keep the fast ones as SFT data (build_sft.h)
 };
 
 // split-infill's flags: exactly one of candidate and items is set.
@@ -30,6 +33,7 @@ struct CliRequest {
   std::string out_dir;        // curriculum's --out
   CurriculumOptions options;  // curriculum's other flags
   SplitInfillRequest split;   // split-infill's flags
+  BuildSftOptions build_sft;  // build-sft's flags
 };
 
 // The arguments after the program name. InvalidArgument naming the argument for anything

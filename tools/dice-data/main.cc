@@ -1,11 +1,14 @@
-// dice-data: generates data for dice. Commands: curriculum, split-infill (cli.h, README.md).
+// dice-data: generates data for dice. Commands: curriculum, split-infill, build-sft (cli.h,
+// README.md).
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "tools/dice-data/build_sft.h"
 #include "tools/dice-data/cli.h"
 #include "tools/dice-data/curriculum.h"
 #include "tools/dice-data/curriculum_writer.h"
+#include "tools/dice-data/pipeline_judge.h"
 #include "tools/dice-data/split_infill_command.h"
 
 namespace {
@@ -43,5 +46,11 @@ int main(int argc, char** argv) {
   }
   if (request->command == Command::kSplitInfill)
     return run_split_infill(request->split, std::cout, std::cerr);
+  if (request->command == Command::kBuildSft) {
+    const BuildSftOptions& options = request->build_sft;
+    return run_build_sft(
+        options, [&] { return open_pipeline_judge(options.judge, std::cerr); }, std::cout,
+        std::cerr);
+  }
   return run_curriculum(*request);
 }
