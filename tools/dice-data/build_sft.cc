@@ -363,6 +363,14 @@ int run_build_sft(const BuildSftOptions& options, const JudgeOpener& open_judge,
       << report.duplicates << " duplicates; noise-checked speedup >= " << options.rule.min_speedup
       << "); wrote " << (dir / "sft.json").string() << " (" << report.sft_items << " items, "
       << sft_form_name(options.form) << "), report.json, report.md\n";
+  std::size_t judge_failures = 0;
+  for (const std::string& failure : kJudgeAgain)
+    if (report.by_outcome.count(failure)) judge_failures += report.by_outcome.at(failure);
+  if (judge_failures > 0) {
+    err << "dice-data build-sft: note: " << judge_failures
+        << " pairs got a failure of the judge itself (internalError, sandboxUnavailable), not "
+           "of their code: run again to judge them again\n";
+  }
   if (report.infill_unsplit > 0) {
     err << "dice-data build-sft: note: " << report.infill_unsplit
         << " kept pairs do not split into DICE's infilling task: no infill item for them\n";
