@@ -31,6 +31,7 @@
 #include "rewardlog/reader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/free_port.h"
+#include "tests/support/shell_command.h"
 
 namespace dice {
 namespace {
@@ -38,27 +39,13 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-struct CommandResult {
-  int rc = -1;
-  std::string output;
-};
+using testing_util::CommandResult;
 
 CommandResult run(const std::string& command) {
-  CommandResult r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer;
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing_util::run_command(command);
 }
-
 std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return testing_util::read_text(path);
 }
 
 // task id -> how many verdicts each run of the log holds for it.

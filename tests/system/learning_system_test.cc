@@ -26,33 +26,20 @@
 
 #include "rewardlog/reader.h"
 #include "tests/support/free_port.h"
+#include "tests/support/shell_command.h"
 
 namespace dice {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int rc = -1;
-  std::string output;
-};
+using testing_util::CommandResult;
 
 CommandResult run(const std::string& command) {
-  CommandResult r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer;
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing_util::run_command(command);
 }
-
 std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return testing_util::read_text(path);
 }
 
 // The fixture's two infilling tasks as the run's task file, and the same two with their cores

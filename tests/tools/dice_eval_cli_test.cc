@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/shell_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace dice::eval {
@@ -16,20 +17,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int rc = -1;
-  std::string output;  // stdout and stderr
-};
+using Ran = testing_util::CommandResult;
 
 Ran dice_eval(const std::string& args) {
-  Ran r;
-  FILE* pipe = popen((std::string(DICE_EVAL_EXE) + " " + args + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buffer;
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) r.output += buffer.data();
-  const int status = pclose(pipe);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing_util::run_command(std::string(DICE_EVAL_EXE) + " " + args);
 }
 
 bool has_gpu() {
