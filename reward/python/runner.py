@@ -194,7 +194,7 @@ class Runner:
             return {}
         if self.model is not None:
             for p in list(self.model.parameters()) + list(self.model.buffers()):
-                named.setdefault(storage_address(self.torch, p), "a parameter or buffer")
+                named.setdefault(storage_address(p), "a parameter or buffer")
         return {"written_outside": guard_memory.describe(violations, named)[:20]}
 
     def run(self, inputs):
@@ -318,7 +318,7 @@ def same_values(torch, a, b):
     return bool(torch.equal(a, b))
 
 
-def storage_address(torch, t):
+def storage_address(t):
     """The address of the allocation under tensor t (a view's whole buffer)."""
     storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     return storage.data_ptr()
@@ -330,7 +330,7 @@ def tensor_names(torch, groups):
     for kind, values in groups.items():
         for i, t in enumerate(values):
             if isinstance(t, torch.Tensor) and t.is_cuda:
-                named.setdefault(storage_address(torch, t), "%s %d" % (kind, i))
+                named.setdefault(storage_address(t), "%s %d" % (kind, i))
     return named
 
 

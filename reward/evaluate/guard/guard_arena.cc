@@ -50,7 +50,6 @@ uint64_t GuardArena::take(size_t bytes, void* stream) {
         bytes <= options_.chunk_bytes ? options_.chunk_bytes : round_up(bytes, size_t{2} << 20);
     const uint64_t chunk = memory_->reserve(want);
     if (chunk == 0) return 0;
-    reserved_bytes_ += want;
     chunk_next_ = chunk;
     chunk_end_ = chunk + want;
   }
@@ -135,7 +134,6 @@ bool GuardArena::inspect(const Block& b, bool live, std::vector<GuardViolation>*
 }
 
 void GuardArena::drain_quarantine() {
-  ++checks_;
   if (!memory_->synchronize() && error_.empty()) error_ = "synchronize: " + memory_->error();
   for (const Block& b : quarantine_) {
     if (!inspect(b, /*live=*/false, &pending_) && error_.empty()) {
@@ -179,10 +177,8 @@ GuardCheck GuardArena::check() {
 GuardArenaStats GuardArena::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   GuardArenaStats s;
-  s.reserved_bytes = reserved_bytes_;
   s.live_blocks = live_.size();
   s.quarantined_bytes = quarantined_bytes_;
-  s.checks = checks_;
   return s;
 }
 

@@ -87,10 +87,8 @@ struct GuardCheck {
 };
 
 struct GuardArenaStats {
-  size_t reserved_bytes = 0;  // device memory taken from the device
   size_t live_blocks = 0;
   size_t quarantined_bytes = 0;
-  size_t checks = 0;  // check() calls and quarantine drains
 };
 
 class GuardArena {
@@ -137,10 +135,8 @@ class GuardArena {
   size_t quarantined_bytes_ = 0;
   std::map<FreeKey, std::vector<uint64_t>> free_;  // block bases
   uint64_t chunk_next_ = 0, chunk_end_ = 0;        // the chunk being cut
-  size_t reserved_bytes_ = 0;
-  size_t checks_ = 0;
-  std::vector<GuardViolation> pending_;  // found by drains since the last check
-  std::string error_;                    // first fill or read failure since the last check
+  std::vector<GuardViolation> pending_;            // found by drains since the last check
+  std::string error_;  // first fill or read failure since the last check
   std::vector<unsigned char> scratch_;
 };
 
