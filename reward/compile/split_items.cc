@@ -96,7 +96,9 @@ size_t matching(const Tokens& t, size_t open, size_t last) {
 }
 
 // Names declared at the item's top level: identifiers outside brackets followed by what follows
-// a declarator or a class name. An enum's enumerators too.
+// a declarator or a class name, and any name after a class key, whatever follows it: a template's
+// specialization (`struct Bomb<0, I> {`) must go wherever its primary template goes, or the
+// primary recurses without its base case. An enum's enumerators too.
 std::set<std::string> declared_names(const Tokens& t, size_t first, size_t last) {
   std::set<std::string> out;
   const bool is_enum = std::any_of(t.begin() + first, t.begin() + last,
@@ -112,6 +114,11 @@ std::set<std::string> declared_names(const Tokens& t, size_t first, size_t last)
       continue;
     }
     if (depth != 0 || i + 1 >= last) continue;
+    const std::string& before = i > first ? t[i - 1].text : "";
+    if (before == "struct" || before == "class" || before == "union") {
+      out.insert(s);
+      continue;
+    }
     const std::string& next = t[i + 1].text;
     if (next == "[" || next == "=" || next == ";" || next == "," || next == "{" || next == "(" ||
         next == ":") {

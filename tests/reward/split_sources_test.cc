@@ -215,6 +215,22 @@ TEST(SplitSourcesTest, DeviceOnlyHeadersAndNamespaceAliasesStayOnTheDeviceSide) 
   EXPECT_EQ(s.host_part.find("cooperative_groups"), std::string::npos) << s.host_part;
 }
 
+// A class template's specializations go wherever the template goes: without them the device
+// unit's primary template recurses past its base case (a plain compile error that would send
+// the build on to the next header tier).
+TEST(SplitSourcesTest, SpecializationsFollowTheirTemplate) {
+  SplitSources s = split_of(
+      "template <int D, long I> struct Sum {\n"
+      "  static constexpr long v = Sum<D - 1, 2 * I>::v + Sum<D - 1, 2 * I + 1>::v;\n};\n"
+      "template <long I> struct Sum<0, I> { static constexpr long v = I; };\n"
+      "template <> struct Sum<1, 7> final { static constexpr long v = 0; };\n"
+      "__global__ void k(long* out) { *out = Sum<3, 0>::v; }\n"
+      "void run() { k<<<1, 1>>>(nullptr); }\n");
+  EXPECT_NE(s.device_unit.find("struct Sum<0, I>"), std::string::npos) << s.device_unit;
+  EXPECT_NE(s.device_unit.find("struct Sum<1, 7> final"), std::string::npos) << s.device_unit;
+  EXPECT_EQ(s.host_part.find("Sum"), std::string::npos) << s.host_part;
+}
+
 TEST(SplitSourcesTest, DeviceCodeWithHalfGetsC10Headers) {
   SplitSources s = split_of(
       "__global__ void h(at::Half* x) { x[0] = x[0]; }\n"
