@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cluster/process.h"
+#include "cluster/run_keys.h"
 #include "cluster/service_plan.h"
 #include "cluster/ssh_backend.h"
 #include "cluster/status_table.h"
@@ -104,6 +105,8 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
                     config.run.id.empty() ? run_id_from_clock() : config.run.id, self_executable()};
   DICE_ASSIGN_OR_RETURN(std::vector<ServiceSpec> services, plan_services(config.cluster, inputs));
   DICE_RETURN_IF_ERROR(make_dirs(state_dir + "/logs"));
+  DICE_RETURN_IF_ERROR(
+      add_transport_keys(config.cluster, state_dir, inputs.run_id, &services).status());
 
   SupervisorSetup setup;
   setup.state.backend = config::enum_to_name(config.cluster.backend);

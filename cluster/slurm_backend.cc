@@ -10,6 +10,7 @@
 #include "cluster/command.h"
 #include "cluster/local_backend.h"
 #include "cluster/process.h"
+#include "cluster/run_keys.h"
 #include "cluster/service_plan.h"
 #include "cluster/slurm_query.h"
 #include "cluster/slurm_script.h"
@@ -225,6 +226,8 @@ Result<ClusterState> slurm_up(const DiceConfig& config, const std::string& confi
   DICE_ASSIGN_OR_RETURN(std::vector<ServiceSpec> services, plan_services(config.cluster, inputs));
 
   DICE_RETURN_IF_ERROR(prepare_state_dir(state_dir));
+  DICE_RETURN_IF_ERROR(
+      add_transport_keys(config.cluster, state_dir, inputs.run_id, &services).status());
 
   std::string script_path = state_dir + "/job.sbatch";
   std::string work_dir = config::working_directory();

@@ -12,6 +12,7 @@
 #include "net/service/metrics_server.h"
 #include "net/service/shutdown_signal.h"
 #include "net/service/transport_metrics.h"
+#include "net/service/transport_security.h"
 #include "net/transport/work_dispatcher.h"
 #include "net/wire/envelope.h"
 #include "rewardlog/reader.h"
@@ -138,20 +139,26 @@ int input_exit_code(const Status& status) {
                                                                                : kExitFailure;
 }
 
-// /metrics on all interfaces, at --metrics-port or cluster.learner.metrics_port.
-service::MetricsServerOptions learner_metrics_options(const service::ServiceContext& context) {
+// /metrics at the learner's bind address (service::learner_bind_address), at --metrics-port or
+// cluster.learner.metrics_port.
+Result<service::MetricsServerOptions> learner_metrics_options(
+    const service::ServiceContext& context) {
   service::MetricsServerOptions metrics_options;
-  metrics_options.host = "0.0.0.0";
+  DICE_ASSIGN_OR_RETURN(metrics_options.host,
+                        service::learner_bind_address(context.config.cluster));
   metrics_options.port = static_cast<std::uint16_t>(
       context.metrics_port.value_or(context.config.cluster.learner.metrics_port));
   return metrics_options;
 }
 
-transport::DispatcherOptions dispatcher_options_for(const DiceConfig& config) {
+// The work socket at the learner's bind address, with CURVE where the run has it.
+Result<transport::DispatcherOptions> dispatcher_options_for(
+    const service::ServiceContext& context) {
+  const DiceConfig& config = context.config;
   transport::DispatcherOptions dispatcher_options;
-  const int port = config.cluster.learner.port;
-  dispatcher_options.bind_endpoint =
-      "tcp://*:" + (port == 0 ? std::string("*") : std::to_string(port));
+  DICE_ASSIGN_OR_RETURN(const std::string address, service::learner_bind_address(config.cluster));
+  dispatcher_options.bind_endpoint = service::tcp_endpoint(address, config.cluster.learner.port);
+  DICE_ASSIGN_OR_RETURN(dispatcher_options.curve, service::learner_curve(context));
   dispatcher_options.run_id = config.run.id;
   transport::apply_cluster_settings(config.cluster, dispatcher_options);
   return dispatcher_options;
@@ -191,8 +198,9 @@ int run_sft_service(service::ServiceContext& context) {
   auto shutdown = service::ShutdownSignal::install();
   if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
   service::MetricsRegistry registry;
-  service::MetricsServerOptions metrics_options = learner_metrics_options(context);
-  auto server = service::MetricsServer::start(metrics_options, &registry);
+  auto metrics_options = learner_metrics_options(context);
+  if (!metrics_options.ok()) return fail(kExitBadInput, "/metrics", metrics_options.status());
+  auto server = service::MetricsServer::start(*metrics_options, &registry);
   if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
   OpenedLog opened = open_run_log(config);
   if (!opened.log) return fail(opened.exit_code, "reward log", opened.status);
@@ -231,14 +239,21 @@ int run_learner_service(service::ServiceContext& context) {
   }
 
   // The work socket first: a run that cannot be reached is not worth a RunRecord.
-  auto dispatcher = transport::WorkDispatcher::start(dispatcher_options_for(config));
+  auto dispatcher_options = dispatcher_options_for(context);
+  if (!dispatcher_options.ok()) {
+    return fail(input_exit_code(dispatcher_options.status()), "work socket",
+                dispatcher_options.status());
+  }
+  auto dispatcher = transport::WorkDispatcher::start(std::move(dispatcher_options).value());
   if (!dispatcher.ok()) return fail(kExitFailure, "work socket", dispatcher.status());
   DICE_LOG(Info) << "learner listening for workers" << kv("endpoint", (*dispatcher)->endpoint());
 
   service::MetricsRegistry registry;
   auto metrics = LearnerMetrics::create(registry);
   if (!metrics.ok()) return fail(kExitFailure, "metrics", metrics.status());
-  service::MetricsServerOptions metrics_options = learner_metrics_options(context);
+  auto metrics_made = learner_metrics_options(context);
+  if (!metrics_made.ok()) return fail(kExitBadInput, "/metrics", metrics_made.status());
+  service::MetricsServerOptions metrics_options = std::move(metrics_made).value();
   transport::WorkDispatcher* dispatcher_ptr = dispatcher->get();
   metrics_options.before_scrape = [dispatcher_ptr, &registry] {
     service::export_dispatcher_stats(dispatcher_ptr->stats(), "dice_learner_transport", &registry)

@@ -24,6 +24,26 @@ TraceSample trace_of(schema::Candidate::Reader candidate) {
   return t;
 }
 
+// Whether `verdict` is a judgement of the candidate the learner sent for `task_id`: the same task,
+// and a reward the reward policies can give (both are binary; in reward mode full, 1 only for a
+// compiled, correct kernel: `reward_means_correct`). NaN is left to the caller, which says so in
+// its own words.
+Status check_verdict_answers(schema::Verdict::Reader verdict, const std::string& task_id,
+                             bool reward_means_correct) {
+  if (verdict.getTaskId() != task_id) {
+    return Status::invalid_argument(std::string("it names task '") + verdict.getTaskId().cStr() +
+                                    "'");
+  }
+  const double reward = verdict.getReward();
+  if (std::isfinite(reward) && reward != 0.0 && reward != 1.0) {
+    return Status::invalid_argument("reward " + std::to_string(reward) + " is neither 0 nor 1");
+  }
+  if (reward_means_correct && reward == 1.0 && !(verdict.getCompiled() && verdict.getCorrect())) {
+    return Status::invalid_argument("reward 1 for a kernel not both compiled and correct");
+  }
+  return Status::ok_status();
+}
+
 }  // namespace
 
 bool is_service_fault(schema::Verdict::Reader verdict) {
@@ -95,6 +115,13 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   const std::uint64_t group_id = rollout->second;
   Group& group = groups_[group_id];
   if (group.finished) return;  // skipped already; its late candidates are not judged
+  // An answer to another question (a buggy or hostile worker) is not this task's sample.
+  if (candidate.getTaskId() != group.task->id) {
+    ++counts_.unexpected_results;
+    DICE_LOG(Warn) << "candidate dropped: it names another task" << kv("task", group.task->id)
+                   << kv("named", candidate.getTaskId().cStr()) << kv("work", work_id);
+    return;
+  }
   const std::uint32_t index = candidate.getSampleIndex();
   if (index >= settings_.samples_per_task || group.samples.count(index)) {
     ++counts_.duplicate_candidates;
@@ -160,6 +187,18 @@ void StepTracker::on_verdict(std::uint64_t work_id, wire::Decoded<schema::Envelo
   Sample& sample = group.samples[where.sample];
   if (group.finished || sample.verdict || sample.lost) return;
   auto verdict = envelope.root().getBody().getVerdict();
+  if (Status answers =
+          check_verdict_answers(verdict, group.task->id, settings_.reward_mode == "full");
+      !answers.ok()) {
+    // Not a judgement of what was asked: a failed evaluation, not a reward.
+    ++counts_.eval_errors;
+    DICE_LOG(Warn) << "verdict refused: sample not used" << kv("task", group.task->id)
+                   << kv("sample", where.sample) << kv("why", answers.message())
+                   << kv("worker", verdict.getRewardWorker().cStr());
+    sample.lost = true;
+    check_complete(where.group);
+    return;
+  }
   if (!std::isfinite(verdict.getReward())) {
     // A NaN reward would turn every advantage of the group into NaN: treat it as a failed
     // evaluation instead.

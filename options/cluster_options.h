@@ -97,9 +97,20 @@ namespace transport {
 inline constexpr int kAutoSpin = -1;
 }  // namespace transport
 
-// Socket tuning of every service's transport (net/transport/transport_options.h).
+// Whether the services authenticate and encrypt their traffic with ZeroMQ CURVE
+// (docs/SECURITY.md, "A malicious or buggy peer on the network").
+enum class CurveMode { kAuto, kOn, kOff };
+inline constexpr config::EnumName<CurveMode> kCurveModeNames[] = {
+    {CurveMode::kAuto, "auto"}, {CurveMode::kOn, "on"}, {CurveMode::kOff, "off"}};
+constexpr const auto& enum_names(CurveMode) {
+  return kCurveModeNames;
+}
+
+// Socket tuning and security of every service's transport (net/transport/transport_options.h).
 struct ClusterTransportOptions {
   int poll_spin_us = transport::kAutoSpin;  // -1
+  std::string bind_address;
+  CurveMode curve = CurveMode::kAuto;
 
   template <class V>
   void visit_fields(V& v) {
@@ -108,6 +119,24 @@ struct ClusterTransportOptions {
             "sleeping first (saves a wake-up per message at the cost of a busy core); -1 = auto: "
             "50 where the service may run on 8 or more CPUs, 0 below. Default: -1",
             config::in_range(transport::kAutoSpin, 100000));
+    v.field("bind_address", bind_address,
+            "Address every listening socket binds to: the learner's work socket and every "
+            "/metrics (an IP address, a host name resolved at start, or 0.0.0.0 for every "
+            "interface). Empty = the learner's at the address cluster.learner.host resolves to "
+            "(the one its workers use); workers' /metrics at 127.0.0.1 with the local backend, "
+            "else at the address their node's host name resolves to. Default: empty");
+    v.field("curve", curve,
+            "ZeroMQ CURVE between the services: every connection authenticated by a key pair "
+            "dice-cluster makes for each service of the run (in <cluster.local.state_dir>/keys, "
+            "0600) and encrypted; a worker's identity is bound to its key. auto = on with the ssh "
+            "and slurm backends, off with local (one machine, the learner on loopback). "
+            "Default: auto");
+  }
+
+  // Whether CURVE is on for a run with `backend`.
+  bool curve_on(ClusterBackend backend) const {
+    return curve == CurveMode::kOn ||
+           (curve == CurveMode::kAuto && backend != ClusterBackend::kLocal);
   }
 };
 
@@ -316,6 +345,12 @@ struct ClusterOptions {
     if (backend != ClusterBackend::kLocal && learner.port == 0) {
       c.error("learner.port",
               "fixed ports are needed when workers run on other machines (0 = any free port)");
+    }
+    const std::string& bind = transport.bind_address;
+    if (backend != ClusterBackend::kLocal &&
+        (bind == "localhost" || bind == "::1" || bind.rfind("127.", 0) == 0)) {
+      c.error("transport.bind_address",
+              "'" + bind + "' is a loopback address: workers on other machines cannot reach it");
     }
     if (backend == ClusterBackend::kSlurm && slurm.partition.empty()) {
       c.error("slurm.partition", "required with backend slurm");

@@ -60,6 +60,9 @@ Status apply_flag(const std::string& name, const std::string& value, ServiceFlag
                                       "' is not a port number (0-65535; 0 = any free port)");
     }
     flags->metrics_port = static_cast<int>(n);
+  } else if (name == "--transport-keys") {
+    if (value.empty()) return Status::invalid_argument("--transport-keys: expected a folder");
+    flags->transport_keys = value;
   } else if (name == "--log-level") {
     LogLevel level;
     if (!parse_log_level(value, &level)) {
@@ -73,7 +76,7 @@ Status apply_flag(const std::string& name, const std::string& value, ServiceFlag
 
 bool takes_value(const std::string& name) {
   return name == "--config" || name == "--run-id" || name == "--worker-index" ||
-         name == "--metrics-port" || name == "--log-level";
+         name == "--metrics-port" || name == "--log-level" || name == "--transport-keys";
 }
 
 }  // namespace
@@ -131,6 +134,8 @@ std::string service_usage(const std::string& program) {
          "  --worker-index N    which worker of this service this process is\n"
          "  --metrics-port P    serve Prometheus /metrics on port P (0 = any free port)\n"
          "  --log-level L       debug, info, warn or error (overrides run.log_level)\n"
+         "  --transport-keys D  the run's CURVE keys (dice-cluster makes them with\n"
+         "                      cluster.transport.curve on)\n"
          "  --help              print this and exit\n"
          "  key.path=value      config override, applied in order (see dice-config docs)\n";
 }
@@ -144,7 +149,8 @@ Result<ServiceContext> prepare_service(const std::string& component, const Servi
   DICE_ASSIGN_OR_RETURN(DiceConfig config, load_dice_config(flags.config_path, overrides));
   if (config.run.id.empty()) config.run.id = run_id_from_clock();
 
-  ServiceContext context{std::move(config), component, flags.worker_index, flags.metrics_port};
+  ServiceContext context{std::move(config), component, flags.worker_index, flags.metrics_port,
+                         flags.transport_keys};
   LogOptions log;
   log.level = context.config.run.log_level;
   log.component = component;

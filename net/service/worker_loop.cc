@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "net/service/transport_metrics.h"
+#include "net/service/transport_security.h"
 #include "net/transport/worker_connection.h"
 
 namespace dice::service {
@@ -98,17 +99,6 @@ class WorkQueue {
   std::deque<wire::Decoded<schema::Envelope>> items_;
   bool closed_ = false;
 };
-
-const char* role_name(schema::Role role) {
-  switch (role) {
-    case schema::Role::ROLLOUT:
-      return "rollout";
-    case schema::Role::REWARD:
-      return "reward";
-    default:
-      return "learner";
-  }
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -258,13 +248,15 @@ Result<WorkerLoopOptions> worker_loop_options(const ServiceContext& context, sch
   transport::WorkerOptions& t = options.transport;
   t.learner_endpoint = "tcp://" + cluster.learner.host + ":" + std::to_string(cluster.learner.port);
   t.node = host_name();
-  t.worker_id =
-      t.node + "/" + role_name(role) + "/" + std::to_string(context.worker_index.value_or(0));
+  t.worker_id = t.node + "/" + transport::role_name(role) + "/" +
+                std::to_string(context.worker_index.value_or(0));
   t.role = role;
   t.capacity = capacity;
   t.run_id = context.config.run.id;
   transport::apply_cluster_settings(cluster, t);
-  options.metrics.host = "0.0.0.0";
+  DICE_ASSIGN_OR_RETURN(t.curve, worker_curve(context, role));
+  DICE_ASSIGN_OR_RETURN(options.metrics.host,
+                        worker_bind_address(cluster, role, context.worker_index.value_or(0)));
   options.metrics.port = static_cast<std::uint16_t>(context.metrics_port.value_or(0));
   return options;
 }

@@ -62,7 +62,8 @@ struct WorkerLoopOptions {
 // The options of worker `role` from its service context: the learner endpoint from
 // cluster.learner (host:port; port 0 is refused, a worker must know where to connect), worker id
 // "<host>/<role>/<index>", heartbeats from cluster.heartbeat, the run id, and /metrics on
-// --metrics-port (else any free port) on all interfaces. `capacity` is the number of handler
+// --metrics-port (else any free port) at the worker's bind address (transport_security.h), and
+// CURVE keys where the run has them. `capacity` is the number of handler
 // threads and credits.
 Result<WorkerLoopOptions> worker_loop_options(const ServiceContext& context, schema::Role role,
                                               std::uint32_t capacity);

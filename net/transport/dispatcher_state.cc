@@ -4,8 +4,10 @@
 #include <utility>
 
 #include "common/log.h"
+#include "net/transport/curve_keys.h"
 
 namespace dice::transport {
+
 namespace {
 
 using Body = schema::Envelope::Body;
@@ -50,11 +52,12 @@ Status DispatcherState::add_work(WorkItem item) {
 }
 
 void DispatcherState::handle(const std::string& routing_id,
-                             wire::Decoded<schema::Envelope> envelope, TimePoint now) {
+                             wire::Decoded<schema::Envelope> envelope, TimePoint now,
+                             const std::string& key_name) {
   auto root = envelope.root();
   auto body = root.getBody();
   if (body.which() == Body::HELLO) {
-    handle_hello(routing_id, body.getHello(), now);
+    handle_hello(routing_id, body.getHello(), now, key_name);
     return;
   }
   // A last result may carry its item's ack (protocol 3); read it before the body's handling
@@ -118,11 +121,13 @@ void DispatcherState::handle_worker_message(Worker& worker, const std::string& r
       break;
     case Body::CANDIDATE: {
       auto candidate = body.getCandidate();
-      handle_result(worker, candidate.getWorkId(), candidate.getSampleIndex(), std::move(envelope));
+      handle_result(worker, candidate.getWorkId(), candidate.getSampleIndex(),
+                    schema::Role::ROLLOUT, std::move(envelope));
       break;
     }
     case Body::VERDICT:
-      handle_result(worker, body.getVerdict().getWorkId(), kVerdictPart, std::move(envelope));
+      handle_result(worker, body.getVerdict().getWorkId(), kVerdictPart, schema::Role::REWARD,
+                    std::move(envelope));
       break;
     case Body::ERROR: {
       ++counters_.errors_received;
@@ -132,7 +137,8 @@ void DispatcherState::handle_worker_message(Worker& worker, const std::string& r
                        << kv("work", work_id) << kv("error", body.getError().getMessage().cStr())
                        << kv("count", counters_.errors_received);
       }
-      if (work_id != 0) handle_result(worker, work_id, kErrorPart, std::move(envelope));
+      if (work_id != 0)
+        handle_result(worker, work_id, kErrorPart, worker.role, std::move(envelope));
       break;
     }
     case Body::ACK:
@@ -147,10 +153,24 @@ void DispatcherState::handle_worker_message(Worker& worker, const std::string& r
 }
 
 void DispatcherState::handle_hello(const std::string& routing_id, schema::Hello::Reader hello,
-                                   TimePoint now) {
+                                   TimePoint now, const std::string& key_name) {
   const std::string worker_id = hello.getWorkerId().cStr();
   if (worker_id.empty()) {
     count_unexpected(routing_id, "hello without a worker id");
+    return;
+  }
+  // With CURVE a connection speaks only for the worker its key belongs to, in that worker's
+  // role: a second connection cannot take over a worker id (and its work) without its secret key.
+  if (options_.curve.on() &&
+      (!worker_id_matches_key_name(worker_id, key_name) ||
+       key_name.rfind(std::string(role_name(hello.getRole())) + "-", 0) != 0)) {
+    ++counters_.identity_refusals;
+    if (should_log_occurrence(counters_.identity_refusals)) {
+      DICE_LOG(Warn) << "hello refused: the worker id or role is not its key's"
+                     << kv("worker", worker_id) << kv("role", role_name(hello.getRole()))
+                     << kv("key", key_name.empty() ? "(none)" : key_name)
+                     << kv("count", counters_.identity_refusals);
+    }
     return;
   }
   // The same routing id may have said Hello under another name before.
@@ -186,10 +206,16 @@ void DispatcherState::handle_hello(const std::string& routing_id, schema::Hello:
 }
 
 void DispatcherState::handle_result(Worker& worker, std::uint64_t work_id, std::uint32_t part,
+                                    schema::Role answered_as,
                                     wire::Decoded<schema::Envelope> envelope) {
   auto it = work_.find(work_id);
   if (it == work_.end() || !it->second.sent_to.count(worker.worker_id)) {
     count_stray(work_id, worker.worker_id);
+    return;
+  }
+  // A candidate answers only rollout work and a verdict only evaluation work.
+  if (it->second.role && *it->second.role != answered_as) {
+    count_unexpected(worker.routing_id, "a result of the wrong kind for its work");
     return;
   }
   // Parts are accepted from any worker that had the item, so a re-dispatched item's results are

@@ -87,6 +87,7 @@ struct DispatcherStats {
   std::uint64_t workers_dead = 0;       // workers declared dead
   std::uint64_t malformed_frames = 0;   // undecodable frames, wrong frame counts: dropped
   std::uint64_t unexpected_messages = 0;  // decodable but wrong here (kind, sender): dropped
+  std::uint64_t identity_refusals = 0;    // Hellos whose worker id or role is not their key's
   std::uint64_t send_failures = 0;
   std::uint64_t errors_received = 0;        // Error bodies from workers
   std::vector<WorkerSnapshot> worker_list;  // by worker id
@@ -102,9 +103,10 @@ class DispatcherState {
   bool queue_full() const { return pending_count_ >= options_.queue_capacity; }
   bool has_pending() const { return pending_count_ > 0; }
 
-  // A decoded envelope from the peer behind routing_id.
+  // A decoded envelope from the peer behind routing_id; `key_name` names the CURVE key that
+  // authenticated its connection (empty without CURVE).
   void handle(const std::string& routing_id, wire::Decoded<schema::Envelope> envelope,
-              TimePoint now);
+              TimePoint now, const std::string& key_name = {});
   // A frame that did not decode or had the wrong shape; `why` goes to the log.
   void handle_malformed(const std::string& routing_id, const Status& why);
   // Heartbeats due, dead workers, dispatch.
@@ -146,7 +148,8 @@ class DispatcherState {
     std::set<std::string> sent_to;  // every worker this learner sent it to; only they answer
   };
 
-  void handle_hello(const std::string& routing_id, schema::Hello::Reader hello, TimePoint now);
+  void handle_hello(const std::string& routing_id, schema::Hello::Reader hello, TimePoint now,
+                    const std::string& key_name);
   // handle() for a peer that did not say Hello, given the envelope's fused ack (if any).
   void handle_stranger(const std::string& routing_id, schema::Envelope::Body::Reader body,
                        bool fused_ack, std::uint64_t ack_work, std::uint32_t ack_credits);
@@ -154,8 +157,9 @@ class DispatcherState {
   void handle_worker_message(Worker& worker, const std::string& routing_id,
                              schema::Envelope::Body::Reader body,
                              wire::Decoded<schema::Envelope>& envelope);
+  // `answered_as`: the role whose result the body is (a Candidate: rollout; a Verdict: reward).
   void handle_result(Worker& worker, std::uint64_t work_id, std::uint32_t part,
-                     wire::Decoded<schema::Envelope> envelope);
+                     schema::Role answered_as, wire::Decoded<schema::Envelope> envelope);
   void handle_ack(Worker& worker, std::uint64_t work_id);
   void add_credits(Worker& worker, std::uint32_t credits);  // capped at max_credits_per_worker
   void declare_dead(const std::string& worker_id, const char* why);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,39 @@
 
 namespace dice::transport {
 
+// "rollout" or "reward": a worker's role as worker ids and CURVE key names spell it.
+inline const char* role_name(schema::Role role) {
+  switch (role) {
+    case schema::Role::ROLLOUT:
+      return "rollout";
+    case schema::Role::REWARD:
+      return "reward";
+    default:
+      return "unknown";
+  }
+}
+
+// ZeroMQ CURVE keys of one end of the transport (curve_keys.h says where they come from). With
+// an empty secret_key the end speaks plain TCP.
+struct CurveOptions {
+  // This end's key pair, Z85. Default: empty (CURVE off)
+  std::string public_key;
+  std::string secret_key;
+  // A worker's: the learner's public key, Z85. Default: empty
+  std::string server_key;
+  // The learner's: every public key it admits (Z85) -> the key's name ("rollout-0"); a worker's
+  // Hello must name the worker id its key belongs to. Default: empty
+  std::map<std::string, std::string> client_keys;
+
+  bool on() const { return !secret_key.empty(); }
+};
+
 struct DispatcherOptions {
   // ZeroMQ endpoint the learner's ROUTER socket binds. "tcp://127.0.0.1:*" picks a free port;
   // WorkDispatcher::endpoint() tells which. Default: "tcp://127.0.0.1:*"
   std::string bind_endpoint = "tcp://127.0.0.1:*";
+  // CURVE: authenticated, encrypted connections; a worker id bound to its key. Default: off
+  CurveOptions curve;
   // senderId of the learner's envelopes. Default: "learner"
   std::string learner_id = "learner";
   // runId of the learner's envelopes. Default: "-"
@@ -47,6 +77,8 @@ struct WorkerOptions {
   std::string learner_endpoint;
   // Unique and stable across reconnects: "<node>/<role>/<index>". Required.
   std::string worker_id;
+  // CURVE: this worker's key pair and the learner's public key. Default: off
+  CurveOptions curve;
   // What this worker does. Default: rollout
   schema::Role role = schema::Role::ROLLOUT;
   // Work items this worker holds at once: the credits it grants the learner. Default: 1

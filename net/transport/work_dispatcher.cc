@@ -9,6 +9,16 @@
 #include "net/transport/zmq_frames.h"
 
 namespace dice::transport {
+namespace {
+
+// The name of the CURVE key that authenticated the connection `frame` came on (ZapHandler's
+// user id), or "" when there is none.
+std::string peer_key_name(zmq::message_t& frame) {
+  const char* user = zmq_msg_gets(frame.handle(), "User-Id");
+  return user == nullptr ? std::string() : std::string(user);
+}
+
+}  // namespace
 
 WorkDispatcher::WorkDispatcher(DispatcherOptions options)
     : options_(options),
@@ -25,8 +35,22 @@ Result<std::unique_ptr<WorkDispatcher>> WorkDispatcher::start(DispatcherOptions 
         "must be positive");
   }
   std::unique_ptr<WorkDispatcher> dispatcher(new WorkDispatcher(options));
+  if (options.curve.on()) {
+    // The authenticator must serve before the socket can take a connection.
+    auto zap = ZapHandler::start(dispatcher->context_, options.curve.client_keys);
+    if (!zap.ok()) return zap.status();
+    dispatcher->zap_ = std::move(zap).value();
+  }
   try {
     dispatcher->router_.set(zmq::sockopt::linger, 0);
+    if (options.curve.on()) {
+      dispatcher->router_.set(zmq::sockopt::curve_server, true);
+      dispatcher->router_.set(zmq::sockopt::curve_secretkey, options.curve.secret_key);
+      dispatcher->router_.set(zmq::sockopt::zap_domain, "dice");
+    }
+    if (options.bind_endpoint.find('[') != std::string::npos) {
+      dispatcher->router_.set(zmq::sockopt::ipv6, true);
+    }
     // Sends to a vanished peer fail with EHOSTUNREACH instead of vanishing silently.
     dispatcher->router_.set(zmq::sockopt::router_mandatory, 1);
     dispatcher->router_.bind(options.bind_endpoint);
@@ -36,7 +60,9 @@ Result<std::unique_ptr<WorkDispatcher>> WorkDispatcher::start(DispatcherOptions 
     return Status::io_error("transport: cannot bind learner socket to '" + options.bind_endpoint +
                             "': " + e.what());
   }
-  DICE_LOG(Info) << "learner transport listening" << kv("endpoint", dispatcher->endpoint_);
+  DICE_LOG(Info) << "learner transport listening" << kv("endpoint", dispatcher->endpoint_)
+                 << kv("curve", options.curve.on() ? "on" : "off")
+                 << kv("keys", options.curve.client_keys.size());
   dispatcher->thread_ = std::thread([d = dispatcher.get()] { d->run(); });
   return dispatcher;
 }
@@ -179,6 +205,7 @@ WorkDispatcher::Received WorkDispatcher::receive_all(bool arm, std::size_t max_m
   // Decoding (the expensive part) happens outside the lock, then the state takes the lot at once.
   struct Received {
     std::string routing_id;
+    std::string key_name;  // the connection's CURVE key name; empty without CURVE
     Result<wire::Decoded<schema::Envelope>> envelope;
   };
   std::vector<Received> received;
@@ -186,13 +213,15 @@ WorkDispatcher::Received WorkDispatcher::receive_all(bool arm, std::size_t max_m
   for (auto& frames : messages) {
     // A ROUTER prepends the sender's routing id: [routing id, envelope].
     std::string routing_id = frame_string(frames[0]);
+    std::string key_name = options_.curve.on() ? peer_key_name(frames.back()) : std::string();
     if (frames.size() != 2) {
-      received.push_back(
-          {std::move(routing_id), Status::corruption("expected 1 frame after the routing id, got " +
-                                                     std::to_string(frames.size() - 1))});
+      received.push_back({std::move(routing_id), std::move(key_name),
+                          Status::corruption("expected 1 frame after the routing id, got " +
+                                             std::to_string(frames.size() - 1))});
       continue;
     }
-    received.push_back({std::move(routing_id), decode_frame(std::move(frames[1]))});
+    received.push_back(
+        {std::move(routing_id), std::move(key_name), decode_frame(std::move(frames[1]))});
   }
   const TimePoint now = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -200,7 +229,7 @@ WorkDispatcher::Received WorkDispatcher::receive_all(bool arm, std::size_t max_m
     if (!r.envelope.ok()) {
       state_.handle_malformed(r.routing_id, r.envelope.status());
     } else {
-      state_.handle(r.routing_id, std::move(r.envelope).value(), now);
+      state_.handle(r.routing_id, std::move(r.envelope).value(), now, r.key_name);
     }
   }
   // Credits and acks that came in let queued work go out (sent by the caller).

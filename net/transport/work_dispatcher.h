@@ -29,6 +29,7 @@
 #include "net/transport/poller_role.h"
 #include "net/transport/transport_options.h"
 #include "net/transport/wakeup.h"
+#include "net/transport/zap_handler.h"
 
 namespace dice::transport {
 
@@ -89,6 +90,7 @@ class WorkDispatcher {
 
   DispatcherOptions options_;
   zmq::context_t context_;
+  std::unique_ptr<ZapHandler> zap_;  // with CURVE; destroyed before context_
   std::string endpoint_;
   Wakeup wakeup_;  // pokes whichever thread sleeps on the socket (the role's holder)
 

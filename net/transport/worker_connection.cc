@@ -57,6 +57,11 @@ Result<std::unique_ptr<WorkerConnection>> WorkerConnection::start(WorkerOptions 
   const WorkerOptions& o = connection->options_;
   try {
     connection->dealer_.set(zmq::sockopt::linger, 0);
+    if (o.curve.on()) {
+      connection->dealer_.set(zmq::sockopt::curve_serverkey, o.curve.server_key);
+      connection->dealer_.set(zmq::sockopt::curve_publickey, o.curve.public_key);
+      connection->dealer_.set(zmq::sockopt::curve_secretkey, o.curve.secret_key);
+    }
     connection->dealer_.connect(o.learner_endpoint);
     connection->socket_fd_ = connection->dealer_.get(zmq::sockopt::fd);
   } catch (const zmq::error_t& e) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "net/wire/envelope.h"
 
@@ -61,6 +62,7 @@ class StepTrackerTest : public ::testing::Test {
     return result(rollouts_[group].first, [&](Body::Builder body) {
       auto c = body.initCandidate();
       c.setSampleIndex(sample);
+      c.setTaskId(tasks_[group].id);
       c.setPolicyVersion(version);
       c.setText("text " + std::to_string(sample));
     });
@@ -69,6 +71,7 @@ class StepTrackerTest : public ::testing::Test {
                                 schema::FailureClass failure = schema::FailureClass::NONE) {
     return result(eval_id, [&](Body::Builder body) {
       auto v = body.initVerdict();
+      v.setTaskId(eval_task_[eval_id]);
       v.setReward(reward);
       v.setCompiled(failure == schema::FailureClass::NONE);
       v.setCorrect(reward > 0);
@@ -93,6 +96,7 @@ class StepTrackerTest : public ::testing::Test {
       EXPECT_EQ(request.getCandidate().getStep(), 7u);
       EXPECT_TRUE(request.getTask().getId().size() > 0);
       EXPECT_EQ(request.getTask().getWantTiming(), settings_.want_timing);
+      eval_task_[item.work_id] = request.getTask().getId().cStr();
       ids.push_back(item.work_id);
     }
     return ids;
@@ -104,6 +108,7 @@ class StepTrackerTest : public ::testing::Test {
   std::uint64_t next_group_ = 1;
   transport::TimePoint now_ = transport::Clock::now();
   std::vector<std::pair<std::uint64_t, std::uint64_t>> rollouts_;  // work id, group
+  std::map<std::uint64_t, std::string> eval_task_;  // eval work id -> the task it judges
 };
 
 TEST_F(StepTrackerTest, GroupFinishesWithZScoredAdvantages) {
@@ -209,6 +214,55 @@ TEST_F(StepTrackerTest, NonFiniteRewardIsNotUsed) {
   EXPECT_EQ(finished[0].samples[0].sample_index, 1u);
   EXPECT_FALSE(std::isnan(finished[0].samples[0].advantage));
   EXPECT_EQ(tracker->counts().eval_errors, 1u);
+}
+
+// A worker's answer to something it was not asked (another task, a reward no policy gives, a 1
+// for a kernel that is not correct) is not used: a buggy or hostile peer cannot inject rewards.
+TEST_F(StepTrackerTest, AnswersToOtherQuestionsAreNotUsed) {
+  settings_.samples_per_task = 4;
+  auto tracker = start(2);
+  auto other_task = result(rollouts_[0].first, [&](Body::Builder body) {
+    auto c = body.initCandidate();
+    c.setSampleIndex(3);
+    c.setTaskId(tasks_[1].id);
+    c.setPolicyVersion(5);
+  });
+  tracker->handle(std::move(other_task));
+  EXPECT_EQ(tracker->counts().unexpected_results, 1u);
+  for (std::uint32_t i = 0; i < 4; ++i) tracker->handle(candidate(0, i));
+  auto ids = evals(*tracker);
+  ASSERT_EQ(ids.size(), 4u);
+  eval_task_[ids[0]] = tasks_[1].id;  // a verdict naming the other task
+  tracker->handle(verdict(ids[0], 1.0f));
+  tracker->handle(verdict(ids[1], 0.5f));  // no reward policy gives 0.5
+  tracker->handle(result(ids[2], [&](Body::Builder body) {
+    auto v = body.initVerdict();
+    v.setTaskId(tasks_[0].id);
+    v.setReward(1.0f);  // but not correct
+    v.setCompiled(true);
+  }));
+  tracker->handle(verdict(ids[3], 1.0f));
+  EXPECT_EQ(tracker->counts().eval_errors, 3u);
+  EXPECT_EQ(tracker->counts().verdicts, 1u);
+}
+
+// The CPU reward modes reward what they checked (an extraction, a build), never correctness.
+TEST_F(StepTrackerTest, ACpuModesRewardNeedsNoCorrectKernel) {
+  settings_.reward_mode = "compile_only";
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
+  auto ids = evals(*tracker);
+  for (std::uint64_t id : ids) {
+    tracker->handle(result(id, [&](Body::Builder body) {
+      auto v = body.initVerdict();
+      v.setTaskId(eval_task_[id]);
+      v.setReward(1.0f);
+      v.setCompiled(true);
+    }));
+  }
+  EXPECT_EQ(tracker->counts().verdicts, 2u);
+  EXPECT_EQ(tracker->counts().eval_errors, 0u);
 }
 
 // The reward service's own failures say nothing about the candidate: logged, never scored (a 0

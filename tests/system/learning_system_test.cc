@@ -125,6 +125,9 @@ TEST_F(LearningSystemTest, SftThenRlThroughTheRealServices) {
       "cluster.learner.metrics_port=0",
       "cluster.worker_metrics.rollout_base_port=0",
       "cluster.worker_metrics.reward_base_port=0",
+      // The services authenticate and encrypt as they do across machines (docs/SECURITY.md);
+      // dice-eval's system test runs the local default, CURVE off.
+      "cluster.transport.curve=on",
   };
   std::string args;
   for (const auto& o : overrides) args += " '" + o + "'";
@@ -135,6 +138,15 @@ TEST_F(LearningSystemTest, SftThenRlThroughTheRealServices) {
                              (dir_ / "state").string());
   ASSERT_EQ(waited.rc, 0) << waited.output;
   EXPECT_NE(waited.output.find("reward_mode=extraction_only"), std::string::npos) << waited.output;
+  // dice-cluster made one private key pair per service.
+  const fs::path key_dir = dir_ / "state" / "keys" / run_id;
+  for (const char* name : {"learner", "rollout-0", "reward-0"}) {
+    const fs::path key = key_dir / (std::string(name) + ".key");
+    ASSERT_TRUE(fs::exists(key)) << key;
+    EXPECT_EQ(fs::status(key).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write)
+        << key;
+  }
 
   // The reward log, as a dashboard would read it.
   rewardlog::RewardLogReaderOptions options;

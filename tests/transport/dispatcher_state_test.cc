@@ -155,6 +155,19 @@ TEST_F(DispatcherStateTest, WorkForARoleGoesOnlyToWorkersOfThatRole) {
   EXPECT_TRUE(has("r-roll", 4) != has("r-rew", 4));  // any role: exactly one of them
 }
 
+TEST_F(DispatcherStateTest, AResultOfTheWrongKindForItsWorkIsDropped) {
+  hello("roll", 4, "", schema::Role::ROLLOUT);
+  submit(1, schema::Role::ROLLOUT);
+  tick();
+  // A verdict for rollout work (a buggy or hostile worker answering as the other role).
+  verdict("roll", 1);
+  EXPECT_FALSE(state_.has_result());
+  EXPECT_EQ(state_.stats(now_).unexpected_messages, 1u);
+  candidate("roll", 1, 0);
+  ASSERT_TRUE(state_.has_result());
+  EXPECT_EQ(state_.pop_result().work_id, 1u);
+}
+
 TEST_F(DispatcherStateTest, WorkWithoutAWorkerOfItsRoleDoesNotHoldUpOthers) {
   hello("roll", 4, "", schema::Role::ROLLOUT);
   submit(1, schema::Role::REWARD);  // no reward worker yet: waits

@@ -12,6 +12,8 @@
 //                   [--malloc tuned|default] [--ack fused|separate] [--worker thread|process]
 //                   [--threads on|off] [--spin auto|MICROSECONDS]
 //
+// --peers dice_curve runs the dice transport again with ZeroMQ CURVE on (fresh keys; what
+// cluster.transport.curve turns on), and with "dice" beside it prints the cost as ratios.
 // --worker process runs the worker side of the dice transport and of the context-per-side
 // ping-pong in a child process (this executable again), as a learner and a worker run in a
 // cluster; CPU and context-switch figures then add up both processes. The shared-context
@@ -53,6 +55,7 @@
 #include "common/log.h"
 #include "common/thread_name.h"
 #include "net/transport/allocator_tuning.h"
+#include "net/transport/curve_keys.h"
 #include "net/transport/work_dispatcher.h"
 #include "net/transport/worker_connection.h"
 
@@ -85,7 +88,34 @@ struct Flags {
   bool per_thread = false;
   // --spin auto|N: DispatcherOptions/WorkerOptions::poll_spin_us for the dice sides.
   int spin_us = kAutoSpin;
+  // --peers ...,dice_curve: the dice transport again with CURVE on (cluster.transport.curve).
+  bool run_dice_curve = false;
 };
+
+// The worker's CURVE keys for the dice_curve peer: the learner's public key and its own pair,
+// fresh for each run (empty: CURVE off).
+struct BenchKeys {
+  CurveOptions learner;
+  CurveOptions worker;
+};
+
+BenchKeys make_bench_keys() {
+  auto learner = make_curve_key_pair();
+  auto worker = make_curve_key_pair();
+  if (!learner.ok() || !worker.ok()) {
+    std::cerr << "transport bench: no CURVE in this libzmq\n";
+    std::exit(1);
+  }
+  BenchKeys keys;
+  keys.learner.public_key = learner->public_key;
+  keys.learner.secret_key = learner->secret_key;
+  // The key name binds the worker id dice_echo uses ("bench/rollout/0").
+  keys.learner.client_keys = {{worker->public_key, "rollout-0"}};
+  keys.worker.server_key = learner->public_key;
+  keys.worker.public_key = worker->public_key;
+  keys.worker.secret_key = worker->secret_key;
+  return keys;
+}
 
 struct Figures {
   double messages_per_s = 0;
@@ -301,14 +331,18 @@ void bare_echo(zmq::context_t& context, const std::string& endpoint, std::atomic
 
 // The arguments after --serve-worker (see ChildWorker) for `peer`'s worker side.
 std::vector<std::string> child_args(const Flags& flags, const char* peer,
-                                    const std::string& endpoint, std::size_t size) {
+                                    const std::string& endpoint, std::size_t size,
+                                    const CurveOptions& worker_keys = {}) {
   return {peer,
           endpoint,
           std::to_string(size),
           flags.fused_ack ? "fused" : "separate",
           std::to_string(flags.window),
           flags.tune_malloc ? "tuned" : "default",
-          std::to_string(flags.spin_us)};
+          std::to_string(flags.spin_us),
+          worker_keys.on() ? worker_keys.server_key : "-",
+          worker_keys.on() ? worker_keys.public_key : "-",
+          worker_keys.on() ? worker_keys.secret_key : "-"};
 }
 
 // ---- bare ZeroMQ: ROUTER sends [id, payload], DEALER echoes the payload back. With
@@ -407,11 +441,12 @@ void echo_worker(WorkerConnection& connection, std::size_t size, bool fused_ack,
 
 // The dice worker side: a WorkerConnection with `window` slots running echo_worker().
 void dice_echo(const std::string& endpoint, int window, std::size_t size, bool fused_ack,
-               int spin_us, std::atomic<bool>& stop) {
+               int spin_us, const CurveOptions& keys, std::atomic<bool>& stop) {
   WorkerOptions worker_options;
   worker_options.poll_spin_us = spin_us;
   worker_options.learner_endpoint = endpoint;
-  worker_options.worker_id = "bench/worker/0";
+  worker_options.worker_id = "bench/rollout/0";
+  worker_options.curve = keys;
   worker_options.capacity = static_cast<std::uint32_t>(window);
   // The whole window may arrive before the echo thread takes any of it: an inbox smaller than the
   // window would refuse work (an Error back) instead of measuring round trips.
@@ -426,19 +461,21 @@ void dice_echo(const std::string& endpoint, int window, std::size_t size, bool f
   (*worker)->close();
 }
 
-Figures bench_dice(std::size_t size, const Flags& flags) {
+Figures bench_dice(std::size_t size, const Flags& flags, const BenchKeys& keys = {}) {
   DispatcherOptions dispatcher_options;
   dispatcher_options.queue_capacity = static_cast<std::size_t>(flags.window) * 4;
   dispatcher_options.poll_spin_us = flags.spin_us;
+  dispatcher_options.curve = keys.learner;
   auto dispatcher = WorkDispatcher::start(dispatcher_options);
   if (!dispatcher.ok()) {
     std::cerr << dispatcher.status().to_string() << "\n";
     std::exit(1);
   }
   const std::string endpoint = (*dispatcher)->endpoint();
-  WorkerSide worker(flags.worker_process, child_args(flags, "dice", endpoint, size),
+  WorkerSide worker(flags.worker_process, child_args(flags, "dice", endpoint, size, keys.worker),
                     [&](std::atomic<bool>& stop) {
-                      dice_echo(endpoint, flags.window, size, flags.fused_ack, flags.spin_us, stop);
+                      dice_echo(endpoint, flags.window, size, flags.fused_ack, flags.spin_us,
+                                keys.worker, stop);
                     });
   while ((*dispatcher)->stats().credits < static_cast<std::uint64_t>(flags.window)) {
     std::this_thread::sleep_for(milliseconds(1));
@@ -517,7 +554,10 @@ bool parse(int argc, char** argv, Flags* flags) {
       const bool bare = value.find("bare") != std::string::npos;
       flags->run_bare_shared = bare || value.find("shared") != std::string::npos;
       flags->run_bare_apart = bare || value.find("apart") != std::string::npos;
-      flags->run_dice = value.find("dice") != std::string::npos;
+      flags->run_dice_curve = value.find("dice_curve") != std::string::npos;
+      std::string without_curve = value;
+      if (flags->run_dice_curve) without_curve.erase(value.find("dice_curve"), 10);
+      flags->run_dice = without_curve.find("dice") != std::string::npos;
     } else if (key == "--malloc") {
       if (value != "tuned" && value != "default") return false;
       flags->tune_malloc = value == "tuned";
@@ -546,9 +586,10 @@ bool parse(int argc, char** argv, Flags* flags) {
 }  // namespace
 
 // The child side of --worker process:
-// `--serve-worker PEER ENDPOINT SIZE ACK WINDOW MALLOC SPIN_US`.
+// `--serve-worker PEER ENDPOINT SIZE ACK WINDOW MALLOC SPIN_US SERVER_KEY PUBLIC_KEY SECRET_KEY`
+// (keys "-" without CURVE).
 int serve_worker(const std::vector<std::string>& args) {
-  if (args.size() != 7) return 2;
+  if (args.size() != 10) return 2;
   if (args[5] == "tuned") (void)tune_allocator_for_messages();
   set_current_thread_name("bench/echo");
   std::atomic<bool> stop{false};
@@ -557,8 +598,10 @@ int serve_worker(const std::vector<std::string>& args) {
     zmq::context_t context(1);
     bare_echo(context, args[1], stop);
   } else {
+    CurveOptions keys;
+    if (args[9] != "-") keys = CurveOptions{args[8], args[9], args[7], {}};
     dice_echo(args[1], std::stoi(args[4]), std::stoul(args[2]), args[3] == "fused",
-              std::stoi(args[6]), stop);
+              std::stoi(args[6]), keys, stop);
   }
   control.join();
   return 0;
@@ -570,10 +613,11 @@ int main(int argc, char** argv) {
   }
   Flags flags;
   if (!parse(argc, argv, &flags)) {
-    std::cerr << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
-                 "[--peers bare,dice] [--latency-round-trips N] [--malloc tuned|default] "
-                 "[--ack fused|separate] [--worker thread|process] [--threads on|off] "
-                 "[--spin auto|MICROSECONDS]\n";
+    std::cerr
+        << "usage: transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16] "
+           "[--peers bare,dice,dice_curve] [--latency-round-trips N] [--malloc tuned|default] "
+           "[--ack fused|separate] [--worker thread|process] [--threads on|off] "
+           "[--spin auto|MICROSECONDS]\n";
     return 2;
   }
   dice::LogOptions log;
@@ -599,7 +643,7 @@ int main(int argc, char** argv) {
     }
   };
   for (std::size_t size : flags.sizes) {
-    std::optional<Figures> shared, apart, dice_figures;
+    std::optional<Figures> shared, apart, dice_figures, curve_figures;
     if (flags.run_bare_shared) {
       shared = bench_bare(size, flags, /*own_contexts=*/false);
       print("zmq_router_dealer", size, *shared);
@@ -611,6 +655,16 @@ int main(int argc, char** argv) {
     if (flags.run_dice) {
       dice_figures = bench_dice(size, flags);
       print("dice_transport", size, *dice_figures);
+    }
+    if (flags.run_dice_curve) {
+      curve_figures = bench_dice(size, flags, make_bench_keys());
+      print("dice_curve", size, *curve_figures);
+    }
+    if (dice_figures && curve_figures) {
+      std::printf("  curve/plain at %zu B: round trips/s %.2fx, p50 %.2fx, cpu/rt %.2fx\n", size,
+                  curve_figures->messages_per_s / dice_figures->messages_per_s,
+                  curve_figures->p50_us / dice_figures->p50_us,
+                  curve_figures->cpu_us_per_round_trip / dice_figures->cpu_us_per_round_trip);
     }
     if (dice_figures && apart) print_ratios("zmq_two_contexts", size, *dice_figures, *apart);
     if (dice_figures && shared) print_ratios("zmq_router_dealer", size, *dice_figures, *shared);
