@@ -39,6 +39,7 @@ judge.py (a kernel of the candidate's module must run) cover that side.
 """
 
 import ast
+import collections
 import sys
 import os
 
@@ -189,6 +190,7 @@ class ForwardWalker:
         self.p = program
         self.r = report
         self.visited = set()
+        self.pending = collections.deque()  # (function, class) found but not yet walked
         self.extension_called = False
 
     def walk_class(self, cls, entry):
@@ -198,10 +200,20 @@ class ForwardWalker:
         self.walk_function(methods[entry], cls)
 
     def walk_function(self, fn, cls):
+        """Walks fn and every local function and method it calls. A worklist, not recursion: a
+        chain of helpers longer than Python's recursion limit is still a file Python compiles."""
         key = (cls.name if cls else "", fn.name)
         if key in self.visited:
             return
         self.visited.add(key)
+        self.pending.append((fn, cls))
+        if len(self.pending) > 1:
+            return  # a call found while walking: the loop below, further up, takes it
+        while self.pending:
+            self.walk_body(*self.pending[0])
+            self.pending.popleft()
+
+    def walk_body(self, fn, cls):
         where = "%s.%s" % (cls.name, fn.name) if cls else fn.name
         attr_types = self.p.init_attribute_types(cls) if cls else {}
         for node in ast.walk(fn):
@@ -383,6 +395,13 @@ def check(source, nonfatal=()):
         line = getattr(e, "lineno", 0) or 0
         result["syntax_error"] = "line %d: %s" % (line, getattr(e, "msg", str(e)))
         report.add("syntax-error", line, getattr(e, "msg", str(e)))
+        return result
+    except (RecursionError, MemoryError):
+        # CPython's parser gives up on very deep nesting (a+a+...+a, -----x): Python could not
+        # compile the file either, so it is the candidate's syntax error, not the checker's.
+        message = "too deeply nested for Python's parser"
+        result["syntax_error"] = "line 1: " + message
+        report.add("syntax-error", 1, message)
         return result
     program = Program(tree)
     check_imports_and_patching(program, report)

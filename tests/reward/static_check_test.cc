@@ -98,6 +98,39 @@ TEST(StaticCheckCorpusTest, FindingsCarryLineNumbers) {
       << f.detail;
 }
 
+// Python's parser gives up on very deep nesting (RecursionError or MemoryError, by the kind of
+// nesting): Python could not compile such a file either, so it is the candidate's syntax error,
+// a verdict, not an internal error of the checker (issue 23).
+TEST(StaticCheckCorpusTest, DeeplyNestedExpressionsAreSyntaxErrors) {
+  std::string chained = "x = a";
+  for (int i = 0; i < 20000; ++i) chained += "+a";
+  const std::string parenthesized = "x = " + std::string(5000, '(') + "1" + std::string(5000, ')');
+  const std::string negated = "x = " + std::string(100000, '-') + "1";
+  for (const std::string& source : {chained, parenthesized, negated}) {
+    auto result = run_static_check(source, options());
+    ASSERT_TRUE(result.ok()) << source.substr(0, 40) << ": " << result.status().to_string();
+    EXPECT_TRUE(result->syntax_error) << source.substr(0, 40);
+    EXPECT_EQ(result->failure(), schema::FailureClass::SYNTAX_ERROR) << result->summary();
+  }
+}
+
+// forward's helpers are followed call by call; a chain longer than Python's recursion limit (a
+// file Python compiles fine) once made the checker itself fail with RecursionError.
+TEST(StaticCheckCorpusTest, LongHelperChainsAreFollowedToTheEnd) {
+  constexpr int kHelpers = 1500;
+  std::string source = "import torch\n";
+  for (int i = 0; i < kHelpers; ++i) {
+    source += "def f" + std::to_string(i) + "(x):\n    return f" + std::to_string(i + 1) + "(x)\n";
+  }
+  source += "def f" + std::to_string(kHelpers) + "(x):\n    return torch.matmul(x, x)\n";
+  source += "class ModelNew:\n    def forward(self, x):\n        return f0(x)\n";
+  auto result = run_static_check(source, options());
+  ASSERT_TRUE(result.ok()) << result.status().to_string();
+  bool flagged = false;
+  for (const auto& f : result->findings) flagged |= f.check == "torch-op-in-forward" && f.fatal;
+  EXPECT_TRUE(flagged) << result->summary();
+}
+
 TEST(StaticCheckParseTest, RejectsGarbageAndFindingsWithoutNames) {
   EXPECT_FALSE(parse_static_check_output("not json").ok());
   EXPECT_FALSE(parse_static_check_output("[1, 2]").ok());
