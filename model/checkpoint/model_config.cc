@@ -1,6 +1,7 @@
 #include "model/checkpoint/model_config.h"
 
 #include <boost/json.hpp>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -124,8 +125,11 @@ Status ModelConfig::validate(const std::string& where) const {
         where + ": key 'mask_token_id': " + std::to_string(mask_token_id) +
         " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
   }
-  if (!(rms_norm_eps > 0) || !(rope_theta > 0)) {
-    return Status::invalid_argument(where + ": keys 'rms_norm_eps' and 'rope_theta' must be > 0");
+  // Finite too: a JSON number past the double range reads as infinity.
+  auto finite_positive = [](double v) { return std::isfinite(v) && v > 0; };
+  if (!finite_positive(rms_norm_eps) || !finite_positive(rope_theta)) {
+    return Status::invalid_argument(
+        where + ": keys 'rms_norm_eps' and 'rope_theta' must be finite and > 0");
   }
   return Status::ok_status();
 }

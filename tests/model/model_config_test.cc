@@ -95,6 +95,15 @@ TEST(ModelConfigTest, InconsistentValuesAreErrors) {
                "key 'block_size': must be > 0");
 }
 
+// JSON numbers past the double range read as infinity (found by model_config_fuzz): an infinite
+// epsilon or RoPE base is no model, and was written back as JSON no reader takes.
+TEST(ModelConfigTest, InfiniteFloatsAreErrors) {
+  expect_error(with(kSdarConfig, R"("rms_norm_eps": 1e-06)", R"("rms_norm_eps": 1e706)"),
+               "'rms_norm_eps' and 'rope_theta' must be finite and > 0");
+  expect_error(with(kSdarConfig, R"("rope_theta": 1000000)", R"("rope_theta": 1e999)"),
+               "'rms_norm_eps' and 'rope_theta' must be finite and > 0");
+}
+
 TEST(ModelConfigTest, UnsupportedArchitectureSwitchesAreRejected) {
   expect_error(with(kSdarConfig, R"("rope_scaling": null)",
                     R"("rope_scaling": {"rope_type": "yarn", "factor": 4.0})"),
