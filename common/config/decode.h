@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -125,8 +126,9 @@ void decode_integer(const YAML::Node& node, T& out, const std::string& path, Dec
   }
   if (ok) return;
   double number = 0;
-  if (parse_double_text(text, &number) &&
-      number == static_cast<double>(static_cast<long long>(number))) {
+  // A whole number, compared without converting it to an integer type: out of that type's
+  // range, which is what is being reported, the conversion is undefined behaviour.
+  if (parse_double_text(text, &number) && std::isfinite(number) && std::trunc(number) == number) {
     ctx.error(path, "expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) +
                         ", " + std::to_string(std::numeric_limits<T>::max()) + "], got '" + text +
                         "'");

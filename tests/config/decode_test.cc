@@ -133,6 +133,20 @@ TEST(ConfigDecodeTest, IntegersMustFitTheirType) {
             std::string::npos);
 }
 
+// Whole numbers past the 64-bit range are out of range like any other. Found by config_fuzz: the
+// check converted them to long long first, which is undefined behaviour (on x86 they became
+// INT64_MIN, and the message said "expected an integer").
+TEST(ConfigDecodeTest, HugeWholeNumbersAreOutOfRange) {
+  EXPECT_NE(error_of("name: n\ncount: 16999999999999999999999999999\n")
+                .find("expected an integer in [-2147483648, 2147483647], got '1699"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("name: n\nport: 1e300\n").find("expected an integer in [0, 65535], got '1e300'"),
+      std::string::npos);
+  EXPECT_NE(error_of("name: n\ncount: -1e30\n").find("expected an integer in [-2147483648"),
+            std::string::npos);
+}
+
 TEST(ConfigDecodeTest, UnknownKeysAreErrorsWithSuggestions) {
   EXPECT_EQ(error_of("name: n\ncuont: 3\n"),
             "t.yaml:2:1: cuont: unknown key 'cuont' (did you mean 'count'?)");
