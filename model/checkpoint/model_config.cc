@@ -94,6 +94,25 @@ Status check_rope_type(const Fields& fields, const std::string& key) {
   return Status::ok_status();
 }
 
+// The key path of the first number in `value` that overflowed to infinity ("" when none):
+// JSON has no infinity, so a file holding one could not be written back. Recursion is bounded by
+// Boost.JSON's parse depth limit.
+std::string first_infinite_number(const boost::json::value& value, const std::string& path) {
+  if (const double* number = value.if_double()) return std::isfinite(*number) ? "" : path;
+  std::string found;
+  if (const boost::json::object* object = value.if_object()) {
+    for (auto it = object->begin(); it != object->end() && found.empty(); ++it) {
+      const std::string key(it->key());
+      found = first_infinite_number(it->value(), path.empty() ? key : path + "." + key);
+    }
+  } else if (const boost::json::array* array = value.if_array()) {
+    for (std::size_t i = 0; i < array->size() && found.empty(); ++i) {
+      found = first_infinite_number((*array)[i], path + "[" + std::to_string(i) + "]");
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 Status ModelConfig::validate(const std::string& where) const {
@@ -141,6 +160,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   const boost::json::object* object = root.if_object();
   if (object == nullptr) return Status::invalid_argument(file_name + ": not a JSON object");
   Fields f(*object, file_name);
+  const std::string infinite = first_infinite_number(root, "");
+  if (!infinite.empty()) return f.error(infinite, "number out of range");
 
   ModelConfig c;
   c.source_json = json_text;

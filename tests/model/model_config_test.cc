@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 namespace dice {
@@ -95,13 +96,26 @@ TEST(ModelConfigTest, InconsistentValuesAreErrors) {
                "key 'block_size': must be > 0");
 }
 
-// JSON numbers past the double range read as infinity (found by model_config_fuzz): an infinite
-// epsilon or RoPE base is no model, and was written back as JSON no reader takes.
-TEST(ModelConfigTest, InfiniteFloatsAreErrors) {
+// JSON numbers past the double range read as infinity (found by model_config_fuzz). An infinite
+// epsilon or RoPE base is no model; and keys dice does not model are written back as they were
+// (JsonRoundTripKeepsUnknownKeys), so one holding such a number made model_config_to_json write
+// JSON that does not parse. Such a file is refused when read, naming the key; validate() refuses
+// the same values in a config built in code.
+TEST(ModelConfigTest, InfiniteNumbersAreErrors) {
   expect_error(with(kSdarConfig, R"("rms_norm_eps": 1e-06)", R"("rms_norm_eps": 1e706)"),
-               "'rms_norm_eps' and 'rope_theta' must be finite and > 0");
+               "key 'rms_norm_eps': number out of range");
   expect_error(with(kSdarConfig, R"("rope_theta": 1000000)", R"("rope_theta": 1e999)"),
-               "'rms_norm_eps' and 'rope_theta' must be finite and > 0");
+               "key 'rope_theta': number out of range");
+  expect_error(
+      with(kSdarConfig, R"("block_size": 4,)", R"("block_size": 4, "extra": [1, 4e5096],)"),
+      "key 'extra[1]': number out of range");
+  expect_error(with(kSdarConfig, R"("block_size": 4,)", R"("block_size": 4, "a": {"b": -1e400},)"),
+               "key 'a.b': number out of range");
+
+  auto c = parse_model_config(kSdarConfig, "m/config.json");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  c->rope_theta = std::numeric_limits<double>::infinity();
+  EXPECT_NE(c->validate("m").message().find("must be finite and > 0"), std::string::npos);
 }
 
 TEST(ModelConfigTest, UnsupportedArchitectureSwitchesAreRejected) {
