@@ -6,6 +6,11 @@
 // so every field is read (toString walks them all) and a throw escapes as a crash; and the
 // in-place decode of aligned bytes (how frames off a socket are read) must accept exactly what
 // the copying decode accepts.
+//
+// The traversal budget is 64 Ki words here, not the default 8 Mi: a few hundred bytes of shared
+// pointers can make a valid message whose walk reads the whole budget (bounded, as designed:
+// under a second under ASan), but whose toString then takes minutes. The limit is checked by
+// the same code whatever its value.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +31,12 @@
 namespace dice::fuzz {
 namespace {
 
+wire::DecodeOptions fuzz_options() {
+  wire::DecodeOptions options;
+  options.traversal_limit_words = std::uint64_t{1} << 16;
+  return options;
+}
+
 // `bytes` copied to 8-byte-aligned words owned by the returned pointer, for the in-place decode.
 std::shared_ptr<std::vector<capnp::word>> aligned_copy(std::string_view bytes) {
   auto words = std::make_shared<std::vector<capnp::word>>(bytes.size() / sizeof(capnp::word) + 1);
@@ -41,8 +52,8 @@ template <typename T>
 void decode_as(std::string_view bytes) {
   auto words = aligned_copy(bytes);
   std::string_view aligned(reinterpret_cast<const char*>(words->data()), bytes.size());
-  Result<wire::Decoded<T>> copied = wire::decode<T>(bytes);
-  Result<wire::Decoded<T>> in_place = wire::decode<T>(aligned, words);
+  Result<wire::Decoded<T>> copied = wire::decode<T>(bytes, fuzz_options());
+  Result<wire::Decoded<T>> in_place = wire::decode<T>(aligned, words, fuzz_options());
   check_agree(copied.ok(), in_place.ok());
   if (!copied.ok()) return;
   copied->root().toString().flatten();
@@ -60,8 +71,9 @@ void read_body(schema::Envelope::Reader envelope) {
 void decode_envelope(std::string_view bytes) {
   auto words = aligned_copy(bytes);
   std::string_view aligned(reinterpret_cast<const char*>(words->data()), bytes.size());
-  Result<wire::Decoded<schema::Envelope>> copied = wire::decode_envelope(bytes);
-  Result<wire::Decoded<schema::Envelope>> in_place = wire::decode_envelope(aligned, words);
+  Result<wire::Decoded<schema::Envelope>> copied = wire::decode_envelope(bytes, fuzz_options());
+  Result<wire::Decoded<schema::Envelope>> in_place =
+      wire::decode_envelope(aligned, words, fuzz_options());
   check_agree(copied.ok(), in_place.ok());
   if (!copied.ok()) return;
   copied->root().toString().flatten();
