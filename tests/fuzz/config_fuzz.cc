@@ -27,6 +27,7 @@ void load_main_file(const std::string& text) {
 }  // namespace
 }  // namespace dice::fuzz
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);

@@ -11,6 +11,7 @@
 
 #include "model/checkpoint/model_config.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   dice::Result<dice::ModelConfig> config = dice::parse_model_config(text, "config.json");

@@ -12,6 +12,7 @@
 
 #include "model/checkpoint/safetensors.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<dice::TensorInfo> tensors;
   std::map<std::string, std::string> metadata;

@@ -14,6 +14,7 @@
 
 #include "reward/static_check.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   dice::StaticCheckOptions options;
   options.python = "/usr/bin/python3";  // reachable by the sandbox's user, as in the tests

@@ -8,6 +8,7 @@
 
 #include "model/tokenizer/tokenizer.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view json(reinterpret_cast<const char*>(data), size);
   dice::Result<dice::tokenizer::Tokenizer> tokenizer =

@@ -50,6 +50,7 @@ void encode_text(std::string_view text, bool match_added_tokens) {
 }  // namespace
 }  // namespace dice::fuzz
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);

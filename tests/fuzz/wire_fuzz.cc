@@ -115,6 +115,7 @@ void decode_wire_type(WireType type, std::string_view bytes) {
 }  // namespace
 }  // namespace dice::fuzz
 
+// NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const auto type = static_cast<dice::fuzz::WireType>(data[0] % dice::fuzz::kWireTypeCount);
