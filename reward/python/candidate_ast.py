@@ -47,18 +47,49 @@ class Aliases:
         return name in self.names
 
 
+def parse(source):
+    """ast.parse. CPython's parser gives up on very deep nesting (a+a+...+a, -----x) with
+    RecursionError or MemoryError: that is the candidate's SyntaxError (Python could not compile
+    the file either), not a failure of the script reading it."""
+    try:
+        return ast.parse(source)
+    except (RecursionError, MemoryError):
+        raise SyntaxError("too deeply nested for Python's parser",
+                          ("candidate.py", 1, 1, "")) from None
+
+
 def string_value(node, env):
     """The value of an expression built only from string literals, names bound to such
     expressions (env), `+` concatenation and f-strings whose fields are such names. None for
-    anything dynamic (calls, subscripts, formatting with expressions)."""
+    anything dynamic (calls, subscripts, formatting with expressions). A name bound to a list of
+    strings gives that list, and lists concatenate with lists only (a string plus a list is a
+    TypeError when the file runs: None here)."""
+    # The `+` chain is flattened with a stack, not by recursion: "a" + "b" + ... a few thousand
+    # terms long is a file Python compiles, and must not exhaust the recursion limit here.
+    values = []
+    stack = [node]
+    while stack:
+        term = stack.pop()
+        if isinstance(term, ast.BinOp) and isinstance(term.op, ast.Add):
+            stack += [term.right, term.left]
+            continue
+        value = term_value(term, env)
+        if value is None:
+            return None
+        values.append(value)
+    if all(isinstance(v, str) for v in values):
+        return "".join(values)
+    if all(isinstance(v, list) for v in values):
+        return [item for v in values for item in v]
+    return None
+
+
+def term_value(node, env):
+    """string_value of one term of a `+` chain."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
         return env.get(node.id)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left = string_value(node.left, env)
-        right = string_value(node.right, env)
-        return None if left is None or right is None else left + right
     if isinstance(node, ast.JoinedStr):
         out = []
         for part in node.values:
@@ -67,7 +98,7 @@ def string_value(node, env):
             elif isinstance(part, ast.FormattedValue) and part.conversion == -1 \
                     and part.format_spec is None:
                 value = string_value(part.value, env)
-                if value is None:
+                if not isinstance(value, str):
                     return None
                 out.append(value)
             else:

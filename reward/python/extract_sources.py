@@ -106,7 +106,7 @@ def extension_of(call, env):
 
 def extract(source):
     try:
-        tree = ast.parse(source)
+        tree = ca.parse(source)
     except (SyntaxError, ValueError) as e:
         return {"ok": False, "error": "line %d: syntax error: %s" %
                 (getattr(e, "lineno", 0) or 0, getattr(e, "msg", str(e)))}

@@ -390,18 +390,11 @@ def check(source, nonfatal=()):
     result = {"syntax_error": None, "findings": report.findings, "kernels": [], "launched": [],
               "extension": None}
     try:
-        tree = ast.parse(source)
+        tree = ca.parse(source)
     except (SyntaxError, ValueError) as e:
         line = getattr(e, "lineno", 0) or 0
         result["syntax_error"] = "line %d: %s" % (line, getattr(e, "msg", str(e)))
         report.add("syntax-error", line, getattr(e, "msg", str(e)))
-        return result
-    except (RecursionError, MemoryError):
-        # CPython's parser gives up on very deep nesting (a+a+...+a, -----x): Python could not
-        # compile the file either, so it is the candidate's syntax error, not the checker's.
-        message = "too deeply nested for Python's parser"
-        result["syntax_error"] = "line 1: " + message
-        report.add("syntax-error", 1, message)
         return result
     program = Program(tree)
     check_imports_and_patching(program, report)

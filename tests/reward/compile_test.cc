@@ -542,6 +542,36 @@ TEST_F(CompileTest, DynamicSourcesAreRefused) {
       << ext.status().message();
 }
 
+// extract_sources.py runs on files the static check passed. Its reading of `a + b + ...` recursed
+// once per term, so a concatenation of ~1,000 strings (a file Python compiles, and the static
+// check passes) made it fail with RecursionError: an internal error instead of the sources.
+TEST(ExtractSourcesTest, LongConcatenationsAreStaticStrings) {
+  std::string padding = "pad = \"\"";
+  for (int i = 0; i < 2000; ++i) padding += " + \"// line\\n\"";
+  auto ext = extract_extension_sources(
+      "from torch.utils.cpp_extension import load_inline\n" + padding +
+          "\nsrc = pad + '__global__ void k() {}'\n"
+          "ext = load_inline(name='e', cpp_sources='', cuda_sources=src, functions=['f'])\n",
+      kPython, DICE_REWARD_PYTHON_DIR, SandboxSpec());
+  ASSERT_TRUE(ext.ok()) << ext.status().to_string();
+  ASSERT_EQ(ext->size(), 1u);
+  EXPECT_NE((*ext)[0].cuda_sources.find("// line\n// line\n__global__ void k() {}"),
+            std::string::npos);
+}
+
+// A string plus a list is a TypeError when the file runs: not a static string, and not a crash of
+// the reader (it was: Python's TypeError inside extract_sources.py).
+TEST(ExtractSourcesTest, StringPlusListIsNotStatic) {
+  auto ext = extract_extension_sources(
+      "from torch.utils.cpp_extension import load_inline\n"
+      "parts = ['__global__ void k() {}']\n"
+      "src = '// k\\n' + parts\n"
+      "ext = load_inline(name='e', cpp_sources='', cuda_sources=src, functions=['f'])\n",
+      kPython, DICE_REWARD_PYTHON_DIR, SandboxSpec());
+  ASSERT_FALSE(ext.ok());
+  EXPECT_EQ(ext.status().code(), StatusCode::kInvalidArgument) << ext.status().to_string();
+}
+
 TEST(TrimCompilerLogTest, KeepsErrorLinesAndTheirContext) {
   std::string log =
       "kernels.cu(3): warning: unused\n"
