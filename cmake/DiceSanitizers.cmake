@@ -25,6 +25,13 @@ if(DICE_SANITIZE)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     add_compile_options(-Wno-maybe-uninitialized)
   endif()
+  # GCC warns (-Wtsan) that TSan does not model std::atomic_thread_fence. Our code has none; the
+  # one the build meets is Boost.Asio's (std_fenced_block, in the metrics server's io_context),
+  # third-party code whose fence TSan cannot see: a race that fence alone orders would show up
+  # as a report, judged there, not hidden here.
+  if("thread" IN_LIST _dice_sanitizers AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    add_compile_options(-Wno-tsan)
+  endif()
   if("undefined" IN_LIST _dice_sanitizers)
     # A UBSan report aborts the process, so a test that triggers one fails instead of passing
     # with a line on stderr.
