@@ -120,9 +120,9 @@ const sock_fprog& sandbox_seccomp_program() {
   // Built once, never freed: children of any later run read it between clone and exec. The
   // vector is held by a static of its own: kept only through its data(), it was unreachable, a
   // leak LeakSanitizer reported (tools/test --sanitize address,undefined).
-  static std::vector<sock_filter>* const filter = new std::vector<sock_filter>(build_filter());
-  static const sock_fprog program{static_cast<unsigned short>(filter->size()), filter->data()};
-  return program;
+  static std::vector<sock_filter>* const kFilter = new std::vector<sock_filter>(build_filter());
+  static const sock_fprog kProgram{static_cast<unsigned short>(kFilter->size()), kFilter->data()};
+  return kProgram;
 }
 
 int install_seccomp(const sock_fprog& program) {
