@@ -25,8 +25,6 @@ class ZapHandler {
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
 
-  std::uint64_t refused() const { return refused_.load(); }
-
  private:
   ZapHandler(zmq::context_t& context, std::map<std::string, std::string> names_by_key);
   void run();
@@ -36,7 +34,7 @@ class ZapHandler {
   std::map<std::string, std::string> names_by_key_;
   zmq::socket_t socket_;
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint64_t> refused_{0};
+  std::uint64_t refused_ = 0;  // handler thread only: for the refusal log's throttle
   std::thread thread_;
 };
 
