@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -51,9 +52,14 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
 
 PolicyTrainer::~PolicyTrainer() = default;
 
-Result<PolicyUpdateStats> PolicyTrainer::update(
+struct PolicyTrainer::Prepared {
+  std::int64_t sequences = 0;  // samples that score at least one token
+  std::vector<Packed> micro_batches;
+};
+
+Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
     const std::vector<TraceSample>& samples,
-    std::vector<std::pair<std::size_t, Status>>* left_out) {
+    std::vector<std::pair<std::size_t, Status>>* left_out) const {
   std::vector<TraceLayout> layouts;
   std::vector<double> advantages;
   for (std::size_t i = 0; i < samples.size(); ++i) {
@@ -67,42 +73,85 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     layouts.push_back(std::move(layout).value());
     advantages.push_back(samples[i].advantage);
   }
-  PolicyUpdateStats stats;
-  if (layouts.empty()) return stats;
+  Prepared prepared;
   const auto n = static_cast<std::int64_t>(layouts.size());
+  prepared.sequences = n;
+  if (n == 0) return prepared;
   const std::int64_t micro_batches =
       std::min<std::int64_t>(n, std::max(1, options_.optimizer.grad_accumulation));
   const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
+  // Packed once: every pass scores the same tokens against the same sampling log-probs.
+  for (std::int64_t begin = 0; begin < n; begin += per_batch) {
+    const std::int64_t end = std::min(n, begin + per_batch);
+    std::vector<const TraceLayout*> batch;
+    std::vector<double> batch_advantages;
+    for (std::int64_t i = begin; i < end; ++i) {
+      batch.push_back(&layouts[static_cast<std::size_t>(i)]);
+      batch_advantages.push_back(advantages[static_cast<std::size_t>(i)]);
+    }
+    prepared.micro_batches.push_back(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)));
+  }
+  return prepared;
+}
+
+PolicyUpdateStats PolicyTrainer::backward_pass(const Prepared& prepared) {
+  PolicyUpdateStats stats;
+  masters_->zero_grad();
+  for (const Packed& p : prepared.micro_batches) accumulate(p, stats);
+  return stats;
+}
+
+namespace {
+
+// Sums over tokens become means; the sequence count is the prepared one.
+void finish_stats(std::int64_t sequences, int optimizer_steps, PolicyUpdateStats* stats) {
+  const double tokens = static_cast<double>(std::max<std::int64_t>(1, stats->scored_tokens));
+  stats->sequences = sequences;
+  stats->optimizer_steps = optimizer_steps;
+  stats->kl /= tokens;
+  stats->mean_ratio /= tokens;
+  stats->clip_fraction /= tokens;
+}
+
+}  // namespace
+
+Result<PolicyUpdateStats> PolicyTrainer::update(
+    const std::vector<TraceSample>& samples,
+    std::vector<std::pair<std::size_t, Status>>* left_out) {
+  DICE_ASSIGN_OR_RETURN(Prepared prepared, prepare(samples, left_out));
+  PolicyUpdateStats stats;
+  if (prepared.sequences == 0) return stats;
   const int epochs = std::max(1, options_.loss.ppo_epochs);
   try {
-    // Packed once: every pass scores the same tokens against the same sampling log-probs.
-    std::vector<Packed> packed;
-    for (std::int64_t begin = 0; begin < n; begin += per_batch) {
-      const std::int64_t end = std::min(n, begin + per_batch);
-      std::vector<const TraceLayout*> batch;
-      std::vector<double> batch_advantages;
-      for (std::int64_t i = begin; i < end; ++i) {
-        batch.push_back(&layouts[static_cast<std::size_t>(i)]);
-        batch_advantages.push_back(advantages[static_cast<std::size_t>(i)]);
-      }
-      packed.push_back(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)));
-    }
     for (int epoch = 0; epoch < epochs; ++epoch) {
-      stats = PolicyUpdateStats{};  // the last pass's figures are reported
-      masters_->zero_grad();
-      for (const Packed& p : packed) accumulate(p, stats);
+      stats = backward_pass(prepared);  // the last pass's figures are reported
       stats.grad_norm = masters_->step();
       ++steps_;
     }
   } catch (const c10::Error& e) {
     return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
   }
-  const double tokens = static_cast<double>(std::max<std::int64_t>(1, stats.scored_tokens));
-  stats.sequences = n;
-  stats.optimizer_steps = epochs;
-  stats.kl /= tokens;
-  stats.mean_ratio /= tokens;
-  stats.clip_fraction /= tokens;
+  finish_stats(prepared.sequences, epochs, &stats);
+  return stats;
+}
+
+Result<PolicyUpdateStats> PolicyTrainer::gradients(
+    const std::vector<TraceSample>& samples,
+    std::vector<std::pair<std::size_t, Status>>* left_out) {
+  DICE_ASSIGN_OR_RETURN(Prepared prepared, prepare(samples, left_out));
+  PolicyUpdateStats stats;
+  if (prepared.sequences == 0) return stats;
+  try {
+    stats = backward_pass(prepared);
+    double squares = 0;
+    for (const at::Tensor& p : model_->parameters()) {
+      if (p.grad().defined()) squares += p.grad().to(at::kDouble).pow(2).sum().item<double>();
+    }
+    stats.grad_norm = std::sqrt(squares);
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("PolicyTrainer::gradients: ") + e.what_without_backtrace());
+  }
+  finish_stats(prepared.sequences, 0, &stats);
   return stats;
 }
 
@@ -148,7 +197,10 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p) {
   at::Tensor hidden = model_->hidden_training(x_t, x_0);  // [rows, length, hidden]
   at::Tensor picked = hidden.reshape({p.rows * p.length, hidden.size(-1)})
                           .index_select(0, at::tensor(p.flat_positions, long_cpu).to(device));
-  at::Tensor logits = model_->logits(picked).to(at::kFloat);
+  // float32 at least (a bf16 model's log-softmax would round away the ratio); a float64 model
+  // (the gradient check) keeps its precision.
+  at::Tensor logits = model_->logits(picked);
+  if (logits.scalar_type() != at::kDouble) logits = logits.to(at::kFloat);
   if (options_.temperature > 0 && options_.temperature != 1.0) {
     logits = logits / options_.temperature;
   }
@@ -188,7 +240,7 @@ Result<std::vector<float>> PolicyTrainer::log_probs(const TraceSample& sample) {
   try {
     at::NoGradGuard no_grad;
     Packed p = pack({&layout}, {0.0}, 1.0);
-    at::Tensor lp = policy_log_probs(p).to(at::kCPU).contiguous();
+    at::Tensor lp = policy_log_probs(p).to(at::kCPU, at::kFloat).contiguous();
     const float* values = lp.data_ptr<float>();
     for (std::size_t t = 0; t < p.response_index.size(); ++t) {
       out[static_cast<std::size_t>(p.response_index[t])] = values[t];

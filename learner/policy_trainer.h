@@ -69,6 +69,14 @@ class PolicyTrainer {
   Result<PolicyUpdateStats> update(const std::vector<TraceSample>& samples,
                                    std::vector<std::pair<std::size_t, Status>>* left_out = nullptr);
 
+  // The objective of update()'s first pass on `samples` and its gradient, left in the model's
+  // parameters' .grad (replacing what was there); no optimizer step. What a data-parallel
+  // learner all-reduces before stepping, and what a gradient check compares with finite
+  // differences of stats.loss. Errors as update(). grad_norm is the gradient's global norm.
+  Result<PolicyUpdateStats> gradients(
+      const std::vector<TraceSample>& samples,
+      std::vector<std::pair<std::size_t, Status>>* left_out = nullptr);
+
   // The current policy's log-prob of every response token of `sample` given its trace (what the
   // update's ratio compares with the sampling log-prob), in response order; no gradient.
   // InvalidArgument as update().
@@ -78,9 +86,14 @@ class PolicyTrainer {
   std::int64_t steps_taken() const { return steps_; }  // optimizer steps
 
  private:
-  struct Packed;  // one forward's rows and scored tokens (policy_trainer.cc)
+  struct Packed;    // one forward's rows and scored tokens (policy_trainer.cc)
+  struct Prepared;  // a step's samples as micro-batches (policy_trainer.cc)
 
   PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options);
+  Result<Prepared> prepare(const std::vector<TraceSample>& samples,
+                           std::vector<std::pair<std::size_t, Status>>* left_out) const;
+  // zero_grad, then forward + backward of every micro-batch: one pass's gradient and figures.
+  PolicyUpdateStats backward_pass(const Prepared& prepared);
   Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
               double sequence_weight) const;
   // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad).

@@ -31,7 +31,8 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const c10::TensorOptions& opti
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
-  at::Tensor x32 = x.to(at::kFloat);
+  // float32 at least (bf16 would round the mean of squares); float64 stays float64.
+  at::Tensor x32 = x.to(c10::promoteTypes(x.scalar_type(), at::kFloat));
   at::Tensor normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps_);
   return weight * normed.to(x.scalar_type());
 }
@@ -143,14 +144,16 @@ Qwen3ModelImpl::Qwen3ModelImpl(const ModelConfig& c, const c10::TensorOptions& o
 
 at::Tensor Qwen3ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor& positions,
                                    AttentionContext ctx) {
-  // RoPE tables in float32: inv_freq_i = theta^(-2i/d), angle = position * inv_freq, and the
-  // half-split layout repeats the angles: [a_0 .. a_{d/2-1}, a_0 .. a_{d/2-1}].
+  // RoPE tables in float32 (float64 for a float64 model): inv_freq_i = theta^(-2i/d), angle =
+  // position * inv_freq, and the half-split layout repeats the angles: [a_0 .. a_{d/2-1}, a_0 ..
+  // a_{d/2-1}].
   const int64_t d = config_.head_dim;
+  const at::ScalarType table = c10::promoteTypes(embed_tokens.scalar_type(), at::kFloat);
   at::Tensor exponents = at::arange(0, d, 2, positions.options().dtype(at::kLong))
-                             .to(at::kFloat)
+                             .to(table)
                              .div(static_cast<double>(d));
   at::Tensor inv_freq = at::pow(config_.rope_theta, exponents).reciprocal();
-  at::Tensor angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B|1, T, d/2]
+  at::Tensor angles = positions.to(table).unsqueeze(-1) * inv_freq;  // [B|1, T, d/2]
   at::Tensor emb = at::cat({angles, angles}, -1);
   // Cast once here rather than in every layer (the same values: one float32 -> dtype cast).
   ctx.cos = emb.cos().to(embed_tokens.scalar_type());

@@ -52,9 +52,10 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
   check_shapes(q, k, v, attn_mask);
   const int64_t heads = q.size(-3);
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  const at::Tensor q32 = q.to(at::kFloat);
-  const at::Tensor k32 = expand_kv_heads(k, heads).to(at::kFloat);
-  const at::Tensor v32 = expand_kv_heads(v, heads).to(at::kFloat);
+  const at::ScalarType wide = c10::promoteTypes(q.scalar_type(), at::kFloat);  // fp32 at least
+  const at::Tensor q32 = q.to(wide);
+  const at::Tensor k32 = expand_kv_heads(k, heads).to(wide);
+  const at::Tensor v32 = expand_kv_heads(v, heads).to(wide);
   at::Tensor scores = at::matmul(q32, k32.transpose(-2, -1)).mul(s);
   if (attn_mask) {
     scores = scores.masked_fill(attn_mask->logical_not(), -std::numeric_limits<float>::infinity());

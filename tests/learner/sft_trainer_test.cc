@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <random>
+#include <vector>
 
 #include "tests/model/model_test_util.h"
 
@@ -63,6 +65,57 @@ TEST(SftTrainerTest, TrainingLowersTheLossOfItsSamples) {
     if (step >= 50) last += stats->loss;
   }
   EXPECT_LT(last, 0.5 * first) << "the loss of 10 steps: first " << first << ", last " << last;
+}
+
+// The step's reported loss is REFERENCE section 2's objective computed another way: the same
+// noise (the trainer's generator, seeded, drawn t then masks per sample in batch order), and each
+// masked token's -log p under a plain block-causal forward of x_0's blocks before its own plus
+// its noisy block (the inference layout, not the training one), weighted 1 / (p * response
+// length), averaged over the batch.
+TEST(SftTrainerTest, TheLossIsTheObjectiveComputedDirectly) {
+  const ModelConfig config = tiny_config();
+  Qwen3LM model = random_lm(config, 9);
+  const SftSample a = sample(10), b = sample(30, 13), c = sample(7, 3);
+  const std::vector<const SftSample*> batch = {&a, &b, &c};
+
+  // Before the step changes the weights.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  double expected = 0;
+  std::int64_t masked = 0;
+  {
+    torch::NoGradGuard no_grad;
+    for (const SftSample* s : batch) {
+      const double t = uniform(rng);
+      const SftNoised n = sft_noise(*s, t, config.block_size, config.mask_token_id, rng);
+      masked += static_cast<std::int64_t>(n.masked.size());
+      const double weight = 1.0 / (n.p * static_cast<double>(s->response.size()) * 3.0);
+      for (std::int64_t pos : n.masked) {
+        const std::int64_t block_end = (pos / config.block_size + 1) * config.block_size;
+        std::vector<std::int64_t> ids(n.x_0.begin(), n.x_0.begin() + block_end);
+        for (std::int64_t j = block_end - config.block_size; j < block_end; ++j) {
+          ids[static_cast<std::size_t>(j)] = n.x_t[static_cast<std::size_t>(j)];
+        }
+        at::Tensor logits = model->forward_block_causal(at::tensor(ids, at::kLong).unsqueeze(0));
+        const double log_p = logits[0][pos]
+                                 .to(at::kDouble)
+                                 .log_softmax(-1)[n.x_0[static_cast<std::size_t>(pos)]]
+                                 .item<double>();
+        expected += -log_p * weight;
+      }
+    }
+  }
+  ASSERT_GT(masked, 0) << "the seed masks nothing: the test would check nothing";
+
+  SftTrainerOptions o;
+  o.optimizer.lr = 1e-3;
+  o.seed = 5;
+  auto trainer = SftTrainer::create(model, o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+  auto stats = (*trainer)->step(batch, o.optimizer.lr);
+  ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+  EXPECT_EQ(stats->masked_tokens, masked);
+  EXPECT_NEAR(stats->loss, expected, 1e-4 * expected);
 }
 
 // One optimizer step of a fresh model (the same seed each time) on `batch`, packed into rows of
