@@ -112,6 +112,11 @@ struct Updater {
     job.data_file = data_file;
     job.epochs = epochs;
     job.tokenizer_dir = source_dir;
+    for (const CurriculumPhase& p : config->curriculum.phases) {
+      if (p.name != phase) continue;
+      job.prompt_template = p.prompt_template;
+      job.prompt_kind = p.kind;
+    }
     DICE_ASSIGN_OR_RETURN(SftRunSummary summary,
                           train_sft(model, *config, job, log, stop_requested));
     PolicyUpdate out;

@@ -35,9 +35,10 @@ struct StepRun {
   bool* stopping;                    // set once a stop was requested (shared across steps)
   std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
   EvalTally* tally = nullptr;        // an eval phase's table, fed every finished group
-  // Dynamic sampling (CurriculumPhase::refill_constant_groups): the step's next tasks, and how
-  // many more it may start for groups that came out constant.
-  std::function<std::vector<const LearnerTask*>(std::size_t)> next_tasks = nullptr;
+  // The phase's task scheduler (fed every finished group), and for dynamic sampling
+  // (CurriculumPhase::refill_constant_groups) how many more tasks the step may start for groups
+  // that came out constant.
+  TaskScheduler* scheduler = nullptr;
   int refills_left = 0;
 };
 
@@ -51,6 +52,18 @@ void tally_group(const FinishedGroup& group, int k, EvalTally* tally) {
   tally->add_task(group.task->level, samples, k);
 }
 
+// A finished group's outcome for the scheduler: its judged candidates and the correct ones (a
+// service fault says nothing about the candidate, so it is not counted).
+void observe_group(const FinishedGroup& group, TaskScheduler* scheduler) {
+  int correct = 0, judged = 0;
+  for (const FinishedSample& sample : group.samples) {
+    if (!sample.scored) continue;
+    ++judged;
+    correct += sample.verdict.root().getBody().getVerdict().getCorrect() ? 1 : 0;
+  }
+  scheduler->observe(*group.task, correct, judged);
+}
+
 // Writes the finished groups' records (queued; flushed at the end of the step); a constant group
 // starts a task in its place while the step has refills left (and no stop was asked for).
 Status write_groups(StepTracker& tracker, StepRun& run) {
@@ -60,9 +73,10 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
     } else {
       run.metrics.groups_skipped->add();
     }
+    if (group.complete) observe_group(group, run.scheduler);
     if (group.complete && group.dropped && run.refills_left > 0 && !*run.stopping) {
       --run.refills_left;
-      tracker.start(run.next_tasks(1), Clock::now());
+      tracker.start(run.scheduler->next(1), Clock::now());
     }
     DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.seen_hashes,
                                                       wire::unix_millis_now()));
@@ -153,6 +167,7 @@ StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& conf
   settings.phase_name = plan.name;
   settings.evaluation = plan.type == PhaseType::kEval;
   settings.want_timing = plan.timing;
+  settings.reward_policy = plan.reward_policy;
   settings.reward_mode = options.reward_mode;
   return settings;
 }
@@ -200,10 +215,41 @@ Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
   return log.append(std::move(records));
 }
 
+// The schedule after a step, as metric records dashboards read (schedule/<phase>/...): open
+// levels, tasks the pass-rate band passed over and took anyway, each level's rolling correct
+// rate; and a log line for each level a mixed phase opened.
+Status record_schedule(const PhasePlan& plan, const ScheduleReport& report,
+                       const StepSettings& settings, rewardlog::RewardLogWriter& log) {
+  const std::string prefix = "schedule/" + plan.name + "/";
+  std::vector<std::pair<std::string, double>> values = {{"open_levels", report.open_levels},
+                                                        {"passed_over", report.passed_over},
+                                                        {"band_fallbacks", report.band_fallbacks}};
+  for (const auto& [level, rate] : report.rolling_correct) {
+    values.emplace_back(
+        "level_" + (level.empty() ? std::string("none") : level) + "/rolling_correct", rate);
+  }
+  for (const std::string& level : report.promoted) {
+    DICE_LOG(Info) << "level promoted: the next level opens" << kv("phase", plan.name)
+                   << kv("level", level) << kv("open_levels", report.open_levels)
+                   << kv("after_step", settings.step)
+                   << kv("threshold", plan.schedule.promotion.threshold)
+                   << kv("window", plan.schedule.promotion.window);
+  }
+  const std::int64_t now = wire::unix_millis_now();
+  std::vector<rewardlog::LogRecord> records;
+  for (const auto& [name, value] : values) {
+    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
+                          metric_record(settings.run_id, prefix + name, settings.step, value, now));
+    records.push_back(std::move(r));
+  }
+  return log.append(std::move(records));
+}
+
 // The progress line of step `k` of `plan`, which took `seconds`.
 void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
                    double seconds, double eta, std::uint64_t policy_version,
-                   const PolicyUpdate& update, const RunLoopOptions& options) {
+                   const PolicyUpdate& update, const ScheduleReport& schedule,
+                   const RunLoopOptions& options) {
   DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
                  << kv("step", global_step) << kv("candidates", c.verdicts)
                  << kv("candidates_per_s", fixed(c.candidates / std::max(seconds, 1e-3), 2))
@@ -220,7 +266,9 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
                  << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
                                         : options.update              ? "TraceRL"
                                                                       : kNoPolicyUpdate)
-                 << kv("reward_mode", options.reward_mode);
+                 << kv("reward_mode", options.reward_mode)
+                 << kv("open_levels", schedule.open_levels)
+                 << kv("passed_over", schedule.passed_over);
 }
 
 }  // namespace
@@ -271,8 +319,18 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
   plan.steps = eval ? std::max(1, phase.steps) : phase.steps;
   plan.samples_per_task = phase.samples_per_task.value_or(eval ? 1 : config.learner.group_size);
   plan.refill_constant_groups = phase.refill_constant_groups;
+  plan.schedule.scheduling = phase.scheduling.value_or(config.curriculum.scheduling);
+  plan.schedule.promotion = phase.promotion;
+  plan.schedule.band = phase.pass_rate_band;
+  plan.reward_policy = phase.reward_policy;
   DICE_ASSIGN_OR_RETURN(plan.timing, phase_timing(phase, config.reward));
-  DICE_ASSIGN_OR_RETURN(plan.tasks, load_phase_tasks(phase, prompts));
+  std::map<TaskKind, PromptTemplate> phase_prompts = prompts;
+  if (!phase.prompt_template.empty()) {
+    DICE_ASSIGN_OR_RETURN(PromptTemplate own,
+                          PromptTemplate::load_file(phase.prompt_template, phase.kind));
+    phase_prompts.insert_or_assign(phase.kind, std::move(own));
+  }
+  DICE_ASSIGN_OR_RETURN(plan.tasks, load_phase_tasks(phase, phase_prompts));
   const int wanted_tasks = phase.tasks_per_step.value_or(eval ? static_cast<int>(plan.tasks.size())
                                                               : config.learner.tasks_per_step);
   plan.tasks_per_step = std::min<int>(wanted_tasks, static_cast<int>(plan.tasks.size()));
@@ -287,18 +345,34 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
                  << kv("samples_per_task", plan.samples_per_task)
                  << kv("decoding", plan.decoding == Decoding::kGreedy ? "greedy" : "sample")
                  << kv("timing", plan.timing)
-                 << kv("refill_constant_groups", plan.refill_constant_groups);
+                 << kv("refill_constant_groups", plan.refill_constant_groups)
+                 << kv("scheduling", config::enum_to_name(plan.schedule.scheduling))
+                 << kv("pass_rate_band", plan.schedule.band
+                                             ? "[" + fixed(plan.schedule.band->lo, 2) + ", " +
+                                                   fixed(plan.schedule.band->hi, 2) + "]"
+                                             : std::string("off"))
+                 << kv("reward_policy", plan.reward_policy
+                                            ? config::enum_to_name(plan.reward_policy->kind)
+                                            : std::string("reward.policy"))
+                 << kv("prompt_template", phase_prompts.at(phase.kind).origin());
   return plan;
 }
 
 }  // namespace
 
 Result<bool> phase_timing(const CurriculumPhase& phase, const RewardOptions& reward) {
-  const bool reads_speedup = reward.policy.kind == RewardPolicy::kSpeedupThreshold;
+  const RewardPolicyOptions& policy = phase.reward_policy ? *phase.reward_policy : reward.policy;
+  const bool reads_speedup = policy.kind == RewardPolicy::kSpeedupThreshold;
+  const std::string whose = phase.reward_policy ? "its reward_policy" : "reward.policy";
   if (phase.type == PhaseType::kRl && phase.timing == false && reads_speedup) {
-    return Status::invalid_argument("phase " + phase.name +
-                                    ": timing false, but reward.policy.kind speedup_threshold "
-                                    "rewards a speedup, which needs timing");
+    return Status::invalid_argument("phase " + phase.name + ": timing false, but " + whose +
+                                    " (speedup_threshold) rewards a speedup, which needs timing");
+  }
+  if (phase.reward_policy && reads_speedup && !reward.timing.enabled) {  // reward.policy's own
+    // case is RewardOptions::validate's
+    return Status::invalid_argument("phase " + phase.name + ": " + whose +
+                                    " (speedup_threshold) rewards a speedup, but "
+                                    "reward.timing.enabled is false");
   }
   // An rl step's timings would take the GPU to itself for numbers nothing reads.
   return phase.timing.value_or(phase.type == PhaseType::kEval || reads_speedup);
@@ -398,7 +472,8 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
   const bool eval = plan.type == PhaseType::kEval;
   EvalTally tally;
   run.tally = eval ? &tally : nullptr;
-  TaskCursor cursor(&plan.tasks);
+  TaskScheduler scheduler(&plan.tasks, plan.schedule);
+  run.scheduler = &scheduler;
   for (int k = 1; k <= plan.steps; ++k, ++state->global_step) {
     if (*run.stopping || run.stop_requested()) {
       summary->stopped = true;
@@ -411,10 +486,9 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     StepTiming timing;
     timing.started_ms = wire::unix_millis_now();
     run.traces->clear();
-    run.next_tasks = [&cursor](std::size_t n) { return cursor.next(n); };
     run.refills_left = eval ? 0 : plan.refill_constant_groups;
     StepTracker tracker(settings, &state->next_work_id, &state->next_group_id);
-    tracker.start(cursor.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
+    tracker.start(scheduler.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
     DICE_ASSIGN_OR_RETURN(bool interrupted, drive_step(tracker, run));
     DICE_RETURN_IF_ERROR(run.log.flush());  // every candidate of the step is durable
     timing.finished_ms = wire::unix_millis_now();
@@ -436,6 +510,8 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     }
     timing.finished_ms = wire::unix_millis_now();
     DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, timing, update));
+    const ScheduleReport schedule = scheduler.end_step();
+    DICE_RETURN_IF_ERROR(record_schedule(plan, schedule, settings, run.log));
     run.metrics.steps->add();
     ++summary->steps_completed;
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
@@ -443,9 +519,10 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     const double eta = state->seconds_so_far / summary->steps_completed *
                        (state->total_steps - summary->steps_completed);
     log_step_line(k, plan, state->global_step, c, seconds, eta, state->policy_version, update,
-                  options);
+                  schedule, options);
   }
   run.tally = nullptr;
+  run.scheduler = nullptr;
   if (eval) {
     DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, run.log));
   }

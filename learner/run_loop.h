@@ -27,6 +27,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "learner/policy_update.h"
 #include "learner/prompt_template.h"
 #include "learner/task_loader.h"
+#include "learner/task_scheduler.h"
 #include "net/transport/work_dispatcher.h"
 #include "options/dice_config.h"
 #include "rewardlog/writer.h"
@@ -53,8 +55,11 @@ struct PhasePlan {
   Decoding decoding = Decoding::kSample;
   bool timing = true;              // rl and eval: the reward service times correct candidates
   int refill_constant_groups = 0;  // rl: extra tasks a step, one per constant group
-  std::string sft_data;            // sft
-  int epochs = 0;                  // sft
+  TaskSchedulerOptions schedule;   // rl and eval: how steps pick tasks (task_scheduler.h)
+  // rl and eval: the phase's reward_policy, set on every task it sends; null: reward.policy
+  std::optional<RewardPolicyOptions> reward_policy;
+  std::string sft_data;  // sft
+  int epochs = 0;        // sft
 };
 
 // The sampling a phase's rollouts use: `sampling` (rollout.sampling), or for greedy decoding
@@ -62,8 +67,9 @@ struct PhasePlan {
 SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding);
 
 // Whether a phase's verdicts need timing (CurriculumPhase::timing; null: eval phases, and rl
-// phases whose reward reads a speedup). InvalidArgument for an rl phase without timing under a
-// reward that reads one.
+// phases whose reward, the phase's reward_policy or else reward.policy, reads a speedup).
+// InvalidArgument for an rl phase without timing under a reward that reads one, or a phase
+// reward_policy that reads one while reward.timing.enabled is false.
 Result<bool> phase_timing(const CurriculumPhase& phase, const RewardOptions& reward);
 
 // The phases learner.phases selects (all when empty), in curriculum order, with their tasks

@@ -41,8 +41,10 @@ Result<Qwen3LM> load_initial_policy(const LearnerOptions& learner, const std::st
 }
 
 // The SFT samples of `data_file` that fit sft.max_length; InvalidArgument when none does.
-Result<SftData> load_sft_samples(const DiceConfig& config, const std::string& data_file,
-                                 const std::string& source, const ModelConfig& shape) {
+Result<SftData> load_sft_samples(const DiceConfig& config, const SftJob& job,
+                                 const ModelConfig& shape) {
+  const std::string& data_file = job.data_file;
+  const std::string& source = job.tokenizer_dir;
   const SftOptions& sft = config.learner.sft;
   // The tokenizer only matters for text items; pre-tokenized data needs none.
   std::optional<tokenizer::Tokenizer> tok;
@@ -53,6 +55,11 @@ Result<SftData> load_sft_samples(const DiceConfig& config, const std::string& da
     tok.emplace(std::move(loaded).value());
   }
   DICE_ASSIGN_OR_RETURN(auto templates, load_prompt_templates(config.rollout.prompt_templates));
+  if (!job.prompt_template.empty()) {
+    DICE_ASSIGN_OR_RETURN(PromptTemplate own,
+                          PromptTemplate::load_file(job.prompt_template, job.prompt_kind));
+    templates.insert_or_assign(job.prompt_kind, std::move(own));
+  }
   DICE_ASSIGN_OR_RETURN(SftData data,
                         load_sft_data(data_file, tok ? &*tok : nullptr, templates, sft.max_length,
                                       shape.vocab_size, shape.mask_token_id));
@@ -123,8 +130,7 @@ Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const S
                                 const std::function<bool()>& stop_requested) {
   const LearnerOptions& learner = config.learner;
   const SftOptions& sft = learner.sft;
-  DICE_ASSIGN_OR_RETURN(
-      SftData data, load_sft_samples(config, job.data_file, job.tokenizer_dir, model->config()));
+  DICE_ASSIGN_OR_RETURN(SftData data, load_sft_samples(config, job, model->config()));
   const SftTrainerOptions options = sft_trainer_options(learner);
   DICE_ASSIGN_OR_RETURN(auto trainer, SftTrainer::create(model, options));
   const auto n = static_cast<std::int64_t>(data.samples.size());

@@ -38,6 +38,10 @@ struct SftJob {
   std::string data_file;  // learner/sft_data.h
   int epochs = 1;
   std::string tokenizer_dir;  // the folder whose tokenizer.json tokenizes text items
+  // A curriculum phase's prompt_template: replaces rollout.prompt_templates' template of
+  // `prompt_kind` for this job's pairs. Empty: none.
+  std::string prompt_template;
+  TaskKind prompt_kind = TaskKind::kEndToEnd;
   // Called every learner.checkpoint.interval_steps steps (not after the last): writes a
   // checkpoint. Empty: none in between.
   std::function<Status(std::int64_t steps)> save_every;

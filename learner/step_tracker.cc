@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "net/wire/enum_name.h"
 #include "net/wire/envelope.h"
+#include "net/wire/reward_policy_spec.h"
 
 namespace dice {
 
@@ -158,6 +159,9 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   auto task = request.initTask();
   fill_task(*group.task, task);
   task.setWantTiming(settings_.want_timing);
+  if (settings_.reward_policy) {
+    wire::fill_reward_policy(*settings_.reward_policy, task.initRewardPolicy());
+  }
   // The reward worker judges the text; the token lists (kept for the policy update) stay here, so
   // an evaluation request is a few KB rather than the whole trace. Identity fields come from the
   // learner's own books, not the worker's, because the reward log's keys are built from them.

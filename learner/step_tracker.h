@@ -30,6 +30,7 @@
 #include "learner/task_loader.h"
 #include "learner/trace_layout.h"
 #include "net/transport/dispatcher_state.h"
+#include "options/reward_options.h"
 #include "schemas/rollout.capnp.h"
 
 namespace dice {
@@ -50,6 +51,9 @@ struct StepSettings {
   bool evaluation = false;
   std::string reward_mode = "full";
   bool want_timing = true;  // Task.wantTiming of the evaluation requests
+  // Task.rewardPolicy of the evaluation requests (a phase's reward_policy); null: unset, the
+  // reward service's reward.policy
+  std::optional<RewardPolicyOptions> reward_policy;
 };
 
 // Counts of one step, for the StepRecord, metrics and the progress line.

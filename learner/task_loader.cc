@@ -146,15 +146,4 @@ void fill_task(const LearnerTask& task, schema::Task::Builder out) {
   set_shape_variants(task.shape_variants, out);
 }
 
-std::vector<const LearnerTask*> TaskCursor::next(std::size_t count) {
-  std::vector<const LearnerTask*> out;
-  if (tasks_->empty()) return out;
-  count = std::min(count, tasks_->size());
-  for (std::size_t i = 0; i < count; ++i) {
-    out.push_back(&(*tasks_)[position_]);
-    position_ = (position_ + 1) % tasks_->size();
-  }
-  return out;
-}
-
 }  // namespace dice

@@ -57,17 +57,4 @@ std::vector<LearnerTask> order_by_level(std::vector<LearnerTask> tasks,
 // Fills a schema Task from `task` (phase from its kind).
 void fill_task(const LearnerTask& task, schema::Task::Builder out);
 
-// Sequential select: each step takes the next `count` tasks, wrapping to the start when the list
-// runs out. A step never holds a task twice (the reward log keys candidates by step and task), so
-// `count` is capped at the number of tasks.
-class TaskCursor {
- public:
-  explicit TaskCursor(const std::vector<LearnerTask>* tasks) : tasks_(tasks) {}
-  std::vector<const LearnerTask*> next(std::size_t count);
-
- private:
-  const std::vector<LearnerTask>* tasks_;
-  std::size_t position_ = 0;
-};
-
 }  // namespace dice

@@ -6,10 +6,12 @@
 //   sft   supervised fine-tuning on sft_data for `epochs` (learner.sft gives the rest);
 //   eval  its tasks judged once with the weights as they are (no update), decoded greedily by
 //         default, reported as the field's table (Exec, fast_1, fast_2 per level).
-// An rl or eval phase draws its tasks by "sequential select": its task files are concatenated,
-// sorted stably by level_order (easy to hard; tasks keep file order within a level), and each
-// step takes the next tasks_per_step tasks, wrapping to the start when the list runs out (and,
-// with refill_constant_groups, one more for each group whose rewards were all equal). Each
+// An rl or eval phase's task files are concatenated and sorted stably by level_order (easy to
+// hard; tasks keep file order within a level). By default ("sequential select", DICE's release)
+// each step takes the next tasks_per_step tasks, wrapping to the start when the list runs out
+// (and, with refill_constant_groups, one more for each group whose rewards were all equal);
+// `scheduling: mixed` opens the levels one by one as the policy passes them, and a pass-rate
+// band skips tasks too easy or too hard (learner/task_scheduler.h). Each
 // phase ends with a checkpoint of its weights, <checkpoint.dir>/<run id>/phase-<name>, which
 // retention never deletes.
 //
@@ -23,6 +25,7 @@
 
 #include "common/config/config_errors.h"
 #include "common/config/field_checks.h"
+#include "options/reward_options.h"
 
 namespace dice {
 
@@ -52,12 +55,56 @@ constexpr const auto& enum_names(Decoding) {
   return kDecodingNames;
 }
 
-enum class TaskScheduling { kSequentialSelect };
+// How an rl or eval phase picks each step's tasks (learner/task_scheduler.h).
+enum class TaskScheduling { kSequentialSelect, kMixed };
 inline constexpr config::EnumName<TaskScheduling> kTaskSchedulingNames[] = {
-    {TaskScheduling::kSequentialSelect, "sequential_select"}};
+    {TaskScheduling::kSequentialSelect, "sequential_select"}, {TaskScheduling::kMixed, "mixed"}};
 constexpr const auto& enum_names(TaskScheduling) {
   return kTaskSchedulingNames;
 }
+
+// When the mixed scheduler opens the next level: once the newest open level's correct rate over
+// its last `window` judged candidates reaches `threshold`.
+struct PromotionOptions {
+  double threshold = 0.5;
+  int window = 64;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("threshold", threshold,
+            "Correct rate of the newest open level (over its last `window` candidates) that opens "
+            "the next level. Default: 0.5",
+            config::greater_than(0), config::at_most(1));
+    v.field("window", window,
+            "Judged candidates of a level the rolling correct rate is over; no promotion before "
+            "the window is full. Default: 64",
+            config::at_least(1));
+  }
+};
+
+// Skips tasks that are too easy or too hard for the current policy: a task whose recent pass
+// rate (correct candidates over the candidates of its last `window` groups in this phase) lies
+// outside [lo, hi] is passed over when its turn comes. A task not yet sampled in the phase is
+// always taken; a skipped task is not sampled again, so it stays skipped for the phase.
+struct PassRateBand {
+  double lo = 0.0;
+  double hi = 1.0;
+  int window = 1;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("lo", lo, "Lowest recent pass rate a task may have to be taken. Default: 0",
+            config::at_least(0), config::at_most(1));
+    v.field("hi", hi, "Highest recent pass rate a task may have to be taken. Default: 1",
+            config::at_least(0), config::at_most(1));
+    v.field("window", window, "A task's last groups its pass rate is over. Default: 1",
+            config::at_least(1));
+  }
+
+  void validate(config::Checker& c) const {
+    if (lo > hi) c.error("lo", "greater than hi: the band holds no pass rate");
+  }
+};
 
 struct CurriculumPhase {
   std::string name;
@@ -73,6 +120,11 @@ struct CurriculumPhase {
   int refill_constant_groups = 0;
   std::string sft_data;
   std::optional<int> epochs;
+  std::optional<TaskScheduling> scheduling;
+  PromotionOptions promotion;
+  std::optional<PassRateBand> pass_rate_band;
+  std::string prompt_template;
+  std::optional<RewardPolicyOptions> reward_policy;
 
   template <class V>
   void visit_fields(V& v) {
@@ -120,6 +172,23 @@ struct CurriculumPhase {
             config::is_path());
     v.field("epochs", epochs, "Passes over sft_data; null = learner.sft.epochs. Default: null",
             config::at_least(1));
+    v.field("scheduling", scheduling,
+            "How this rl or eval phase picks each step's tasks: sequential_select (easy to hard "
+            "in level_order, wrapping) or mixed (each step draws from every open level in turn; "
+            "a level opens when the one before passes `promotion`); null = the curriculum's "
+            "`scheduling`. Default: null");
+    v.field("promotion", promotion, "When a mixed phase opens its next level.");
+    v.field("pass_rate_band", pass_rate_band,
+            "Skip tasks whose recent pass rate lies outside [lo, hi] (rl and eval phases); null "
+            "= off. Default: null");
+    v.field("prompt_template", prompt_template,
+            "Prompt template file of this phase (learner/prompt_template.h's format, for the "
+            "phase's kind; sft phases: the template of their pairs' kind); empty = "
+            "rollout.prompt_templates, else the built-in one. Default: empty",
+            config::is_path());
+    v.field("reward_policy", reward_policy,
+            "How this rl or eval phase's verdicts become rewards (reward.policy's keys); null = "
+            "reward.policy. Default: null");
   }
 
   void validate(config::Checker& c) const {
@@ -138,6 +207,11 @@ struct CurriculumPhase {
       if (type == PhaseType::kEval && refill_constant_groups > 0) {
         c.error("refill_constant_groups", "an eval phase judges its tasks once: nothing to refill");
       }
+    }
+    if (type == PhaseType::kSft) {
+      if (scheduling) c.error("scheduling", "an sft phase has no tasks to schedule");
+      if (pass_rate_band) c.error("pass_rate_band", "an sft phase has no tasks to filter");
+      if (reward_policy) c.error("reward_policy", "an sft phase judges nothing");
     }
     for (std::size_t i = 0; i < level_order.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {

@@ -1,6 +1,7 @@
 #include "reward/pipeline.h"
 
 #include "common/log.h"
+#include "net/wire/reward_policy_spec.h"
 #include "reward/extract.h"
 #include "reward/reward_policy.h"
 #include "reward/sandbox/sandbox_netns.h"
@@ -295,7 +296,8 @@ void RewardPipeline::evaluate_compiled(schema::Task::Reader task, const std::str
   if (!report.ok()) return finish(verdict, FC::INTERNAL_ERROR, report.status().to_string());
   DICE_LOG(Debug) << "evaluated" << kv("slot", slot) << kv("seconds", report->eval_seconds)
                   << kv("phases", report->phases);
-  record_report(*report, options_.policy, std::move(findings), verdict);
+  record_report(*report, wire::task_reward_policy(task, options_.policy), std::move(findings),
+                verdict);
 }
 
 }  // namespace dice

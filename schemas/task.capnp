@@ -32,6 +32,20 @@ struct Task {
   wantTiming @9 :Bool = true; # false: nothing reads this verdict's speedup (an rl phase under a
                               # binary reward), so the reward service does not time the candidate
                               # even with reward.timing.enabled
+  rewardPolicy @10 :RewardPolicySpec;
+                              # how this task's verdicts become rewards (a curriculum phase's
+                              # reward_policy); unset: the reward service's reward.policy
+}
+
+# A reward policy as options/reward_options.h's RewardPolicyOptions has it.
+enum RewardPolicyKind {
+  binary @0;            # 1 if it compiles and is correct
+  speedupThreshold @1;  # ... and is at least minSpeedup times faster than eager
+}
+
+struct RewardPolicySpec {
+  kind @0 :RewardPolicyKind;
+  minSpeedup @1 :Float64 = 1.0;
 }
 
 # One other shape of a task: module-level integers of the reference (batch_size, dim, ...) set to

@@ -160,6 +160,62 @@ TEST(DiceConfigTest, ErrorsInAReferencedFileNameThatFileAndTheReference) {
             std::string::npos);
 }
 
+// The curriculum's scheduling keys (issue 21 item 3) are checked on load, each error at its
+// file:line:column and key path.
+TEST(DiceConfigTest, CurriculumSchedulingKeysAreCheckedWithTheirPlace) {
+  TempDir dir;
+  const std::string good =
+      dir.write("good.yaml",
+                "scheduling: mixed\n"
+                "phases:\n"
+                "  - name: a\n"
+                "    task_files: [x.json]\n"
+                "    steps: 2\n"
+                "    promotion: {threshold: 0.6, window: 32}\n"
+                "    pass_rate_band: {lo: 0.1, hi: 0.9, window: 2}\n"
+                "    reward_policy: {kind: speedup_threshold, min_speedup: 1.2}\n"
+                "  - {name: b, scheduling: sequential_select, task_files: [x.json], steps: 1}\n");
+  Result<CurriculumOptions> loaded = load_curriculum(good);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->scheduling, TaskScheduling::kMixed);
+  const CurriculumPhase& a = loaded->phases[0];
+  EXPECT_FALSE(a.scheduling.has_value());  // the curriculum's
+  EXPECT_DOUBLE_EQ(a.promotion.threshold, 0.6);
+  EXPECT_EQ(a.promotion.window, 32);
+  ASSERT_TRUE(a.pass_rate_band.has_value());
+  EXPECT_DOUBLE_EQ(a.pass_rate_band->hi, 0.9);
+  ASSERT_TRUE(a.reward_policy.has_value());
+  EXPECT_EQ(a.reward_policy->kind, RewardPolicy::kSpeedupThreshold);
+  EXPECT_EQ(loaded->phases[1].scheduling, TaskScheduling::kSequentialSelect);
+
+  const std::string typo = dir.write(
+      "typo.yaml", "scheduling: mixd\nphases:\n  - {name: a, task_files: [x.json], steps: 1}\n");
+  Result<CurriculumOptions> r = load_curriculum(typo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), typo +
+                                      ":1:13: scheduling: expected one of sequential_select, "
+                                      "mixed, got 'mixd' (did you mean 'mixed'?)");
+
+  const std::string bad =
+      dir.write("bad.yaml",
+                "phases:\n"
+                "  - name: a\n"
+                "    task_files: [x.json]\n"
+                "    steps: 2\n"
+                "    pass_rate_band: {lo: 0.8, hi: 0.2}\n"
+                "    promotion: {threshold: 1.5}\n"
+                "  - {name: s, type: sft, sft_data: d.json, scheduling: mixed}\n");
+  r = load_curriculum(bad);
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  for (const std::string& expected : std::vector<std::string>{
+           bad + ":5:26: phases[0].pass_rate_band.lo: greater than hi",
+           bad + ":6:28: phases[0].promotion.threshold: must be <= 1, got 1.5",
+           bad + ":7:56: phases[1].scheduling: an sft phase has no tasks to schedule"}) {
+    EXPECT_NE(m.find(expected), std::string::npos) << "no '" << expected << "' in:\n" << m;
+  }
+}
+
 TEST(DiceConfigTest, FilesAreCheckedAgainstEachOther) {
   Result<DiceConfig> r = load_dice_config(kLocal, {"rollout.mask_token_id=151670"});
   ASSERT_FALSE(r.ok());

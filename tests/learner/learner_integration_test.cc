@@ -279,6 +279,59 @@ TEST_F(LearnerIntegrationTest, ConstantGroupsAreRefilledWithTheNextTasks) {
   EXPECT_NE(learner_log().find("refill_constant_groups=2"), std::string::npos) << learner_log();
 }
 
+// The mixed scheduler through the real learner: level 1 (11, 12, 14) alone first; its 6
+// candidates are half correct (the reward double: even samples), which meets threshold 0.5 over
+// a window of 6, so level 2 (10) opens and step 2 draws from both levels in turn. The schedule is
+// in the reward log (schedule/e2e/...) and the promotion in the learner's log.
+TEST_F(LearnerIntegrationTest, MixedSchedulingOpensTheNextLevelAndLogsTheSchedule) {
+  phase_extra_ = "    scheduling: mixed\n    promotion: {threshold: 0.5, window: 6}\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(2)));
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  std::set<std::string> tasks_by_step[2];
+  for (const auto& c : *candidates) {
+    auto v = c.get().getVerdict();
+    ASSERT_LT(v.getStep(), 2u);
+    tasks_by_step[v.getStep()].insert(v.getTaskId().cStr());
+  }
+  EXPECT_EQ(tasks_by_step[0], (std::set<std::string>{"11", "12", "14"}));
+  EXPECT_EQ(tasks_by_step[1], (std::set<std::string>{"11", "10", "12"}));
+  auto open_levels = log->metrics("it-run", std::string("schedule/e2e/open_levels"));
+  ASSERT_TRUE(open_levels.ok());
+  ASSERT_EQ(open_levels->size(), 2u);
+  EXPECT_EQ((*open_levels)[0].get().getValue(), 2.0);  // after step 1: level 2 opened
+  auto rolling = log->metrics("it-run", std::string("schedule/e2e/level_1/rolling_correct"));
+  ASSERT_TRUE(rolling.ok());
+  ASSERT_FALSE(rolling->empty());
+  EXPECT_DOUBLE_EQ((*rolling)[0].get().getValue(), 0.5);
+  EXPECT_NE(learner_log().find("level promoted"), std::string::npos) << learner_log();
+  EXPECT_NE(learner_log().find("scheduling=mixed"), std::string::npos) << learner_log();
+}
+
+// Below the threshold level 2 stays closed: step 2 takes level 1 again, where sequential
+// select would have moved on to 10.
+TEST_F(LearnerIntegrationTest, MixedSchedulingKeepsALevelClosedBelowTheThreshold) {
+  phase_extra_ = "    scheduling: mixed\n    promotion: {threshold: 0.6, window: 6}\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(2)));
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  std::set<std::string> second_step;
+  for (const auto& c : *candidates) {
+    if (c.get().getVerdict().getStep() == 1) second_step.insert(c.get().getVerdict().getTaskId());
+  }
+  EXPECT_EQ(second_step, (std::set<std::string>{"11", "12", "14"}));
+  auto open_levels = log->metrics("it-run", std::string("schedule/e2e/open_levels"));
+  ASSERT_TRUE(open_levels.ok());
+  ASSERT_EQ(open_levels->size(), 2u);
+  EXPECT_EQ((*open_levels)[1].get().getValue(), 1.0);
+  EXPECT_EQ(learner_log().find("level promoted"), std::string::npos) << learner_log();
+}
+
 TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
   const std::string policy = write_tiny_policy();
   ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");

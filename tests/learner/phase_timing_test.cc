@@ -38,5 +38,32 @@ TEST(PhaseTimingTest, AnUntimedRlPhaseUnderASpeedupRewardIsBadInput) {
   EXPECT_NE(r.status().message().find("speedup_threshold"), std::string::npos);
 }
 
+TEST(PhaseTimingTest, APhasesOwnRewardPolicyDecides) {
+  RewardOptions binary;
+  binary.policy.kind = RewardPolicy::kBinary;
+  binary.timing.enabled = true;
+  CurriculumPhase p = phase(PhaseType::kRl);
+  p.reward_policy = RewardPolicyOptions{RewardPolicy::kSpeedupThreshold, 1.5};
+  EXPECT_EQ(phase_timing(p, binary).value(), true);  // the phase's policy reads a speedup
+  p.timing = false;
+  auto untimed = phase_timing(p, binary);
+  ASSERT_FALSE(untimed.ok());
+  EXPECT_NE(untimed.status().message().find("its reward_policy"), std::string::npos)
+      << untimed.status().message();
+  // The reward service times nothing: a speedup reward could never be earned.
+  p.timing = std::nullopt;
+  binary.timing.enabled = false;
+  auto off = phase_timing(p, binary);
+  ASSERT_FALSE(off.ok());
+  EXPECT_NE(off.status().message().find("reward.timing.enabled"), std::string::npos)
+      << off.status().message();
+  // And a binary phase under a speedup reward.policy is not timed.
+  RewardOptions speedup;
+  speedup.policy.kind = RewardPolicy::kSpeedupThreshold;
+  CurriculumPhase q = phase(PhaseType::kRl);
+  q.reward_policy = RewardPolicyOptions{RewardPolicy::kBinary, 1.0};
+  EXPECT_EQ(phase_timing(q, speedup).value(), false);
+}
+
 }  // namespace
 }  // namespace dice

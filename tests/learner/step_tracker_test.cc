@@ -96,6 +96,12 @@ class StepTrackerTest : public ::testing::Test {
       EXPECT_EQ(request.getCandidate().getStep(), 7u);
       EXPECT_TRUE(request.getTask().getId().size() > 0);
       EXPECT_EQ(request.getTask().getWantTiming(), settings_.want_timing);
+      EXPECT_EQ(request.getTask().hasRewardPolicy(), settings_.reward_policy.has_value());
+      if (settings_.reward_policy) {
+        const auto policy = request.getTask().getRewardPolicy();
+        EXPECT_EQ(policy.getKind(), schema::RewardPolicyKind::SPEEDUP_THRESHOLD);
+        EXPECT_EQ(policy.getMinSpeedup(), settings_.reward_policy->min_speedup);
+      }
       eval_task_[item.work_id] = request.getTask().getId().cStr();
       ids.push_back(item.work_id);
     }
@@ -140,6 +146,19 @@ TEST_F(StepTrackerTest, GroupFinishesWithZScoredAdvantages) {
 TEST_F(StepTrackerTest, EvaluationRequestsCarryWhetherToTime) {
   for (const bool timed : {true, false}) {
     settings_.want_timing = timed;
+    rollouts_.clear();
+    auto tracker = start(1);
+    tracker->handle(candidate(0, 0));
+    EXPECT_EQ(evals(*tracker).size(), 1u);
+  }
+}
+
+// A phase's own reward policy rides on every evaluation request (evals() checks it); without
+// one the task carries none, and the reward service applies its reward.policy.
+TEST_F(StepTrackerTest, EvaluationRequestsCarryThePhasesRewardPolicy) {
+  for (const bool own : {true, false}) {
+    settings_.reward_policy.reset();
+    if (own) settings_.reward_policy = RewardPolicyOptions{RewardPolicy::kSpeedupThreshold, 1.3};
     rollouts_.clear();
     auto tracker = start(1);
     tracker->handle(candidate(0, 0));

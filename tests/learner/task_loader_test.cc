@@ -191,20 +191,6 @@ TEST_F(TaskLoaderTest, LevelOrderFiltersAndSortsStably) {
   EXPECT_EQ(order_by_level(tasks, {}).size(), 5u);  // empty: file order, nothing left out
 }
 
-TEST_F(TaskLoaderTest, CursorWalksSequentiallyAndWraps) {
-  std::vector<LearnerTask> tasks(4);
-  for (int i = 0; i < 4; ++i) tasks[i].id = std::to_string(i);
-  TaskCursor cursor(&tasks);
-  auto ids = [](const std::vector<const LearnerTask*>& step) {
-    std::string out;
-    for (const LearnerTask* t : step) out += t->id;
-    return out;
-  };
-  EXPECT_EQ(ids(cursor.next(3)), "012");
-  EXPECT_EQ(ids(cursor.next(3)), "301");
-  EXPECT_EQ(ids(cursor.next(9)), "2301");  // capped: a step never holds a task twice
-}
-
 TEST_F(TaskLoaderTest, BuiltinTemplatesAreTheShippedFiles) {
   for (TaskKind kind : {TaskKind::kInfill, TaskKind::kEndToEnd}) {
     const std::string name = kind == TaskKind::kInfill ? "infill" : "end_to_end";

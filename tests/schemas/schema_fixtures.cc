@@ -28,6 +28,9 @@ void fill_task(schema::Task::Builder b, std::uint32_t salt) {
     size.setValue(i64(salt, 8 + i));
   }
   b.setWantTiming(false);  // its default is true
+  auto policy = b.initRewardPolicy();
+  policy.setKind(schema::RewardPolicyKind::SPEEDUP_THRESHOLD);
+  policy.setMinSpeedup(1.0 + f32(salt, 11));
 }
 void expect_task(schema::Task::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getId().cStr(), txt("task.id", salt));
@@ -46,6 +49,8 @@ void expect_task(schema::Task::Reader r, std::uint32_t salt) {
     EXPECT_EQ(r.getShapeVariants()[i].getSizes()[0].getValue(), i64(salt, 8 + i));
   }
   EXPECT_FALSE(r.getWantTiming());
+  EXPECT_EQ(r.getRewardPolicy().getKind(), schema::RewardPolicyKind::SPEEDUP_THRESHOLD);
+  EXPECT_EQ(r.getRewardPolicy().getMinSpeedup(), 1.0 + f32(salt, 11));
 }
 
 void fill_sampling_params(schema::SamplingParams::Builder b, std::uint32_t salt) {

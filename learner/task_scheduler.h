@@ -1,0 +1,95 @@
+// TaskScheduler: which tasks each step of an rl or eval phase takes (CurriculumPhase scheduling,
+// promotion, pass_rate_band; options/curriculum_options.h).
+//
+//   sequential_select  the phase's tasks in order (level_order, easy to hard), the next ones each
+//                      step, wrapping to the start: DICE's release
+//   mixed              the tasks split by level (in that order); level 1 is open at the start.
+//                      Each step draws from every open level in turn, each level walking its own
+//                      tasks in order and wrapping. After a step, when the newest open level's
+//                      correct rate over its last promotion.window judged candidates reaches
+//                      promotion.threshold, the next level opens (a promotion).
+//
+// With a pass-rate band, a task that was sampled in the phase and whose pass rate over its last
+// band.window groups lies outside [lo, hi] is passed over when its turn comes; when too few
+// tasks are left for a step, passed-over tasks fill it (in order), and the step says how many.
+// A step never holds a task twice (the reward log keys candidates by step and task).
+//
+// The scheduler knows only what observe() tells it, so the run loop feeds it every finished
+// group; its state() is what a checkpoint keeps to continue the same schedule.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "learner/task_loader.h"
+#include "options/curriculum_options.h"
+
+namespace dice {
+
+struct TaskSchedulerOptions {
+  TaskScheduling scheduling = TaskScheduling::kSequentialSelect;
+  PromotionOptions promotion;
+  std::optional<PassRateBand> band;
+};
+
+// What one step's selection and the observations since did to the schedule.
+struct ScheduleReport {
+  int open_levels = 0;     // levels the next step draws from (sequential: all)
+  int passed_over = 0;     // tasks the band passed over in the step (and did not take after all)
+  int band_fallbacks = 0;  // passed-over tasks taken anyway to fill the step
+  std::vector<std::string> promoted;  // levels opened by the last end_step()
+  // Per level (in level order): the correct rate over its last promotion.window candidates, and
+  // how many candidates that is.
+  std::vector<std::pair<std::string, double>> rolling_correct;
+  std::vector<std::pair<std::string, int>> rolling_candidates;
+};
+
+class TaskScheduler {
+ public:
+  // `tasks` (ordered as load_phase_tasks leaves them) must outlive the scheduler.
+  TaskScheduler(const std::vector<LearnerTask>* tasks, TaskSchedulerOptions options);
+
+  // The step's next `count` tasks (fewer when the open levels hold fewer not yet in the step):
+  // a step (its tasks, then any refills) never holds a task twice.
+  std::vector<const LearnerTask*> next(std::size_t count);
+  // A finished group of `task`: `correct` of `judged` candidates were correct.
+  void observe(const LearnerTask& task, int correct, int judged);
+  // After each step: promotion (mixed), and the report of the step just ended.
+  ScheduleReport end_step();
+
+  const std::vector<std::string>& levels() const { return levels_; }
+  // Levels the next step draws from (sequential_select: all of them).
+  int open_levels() const;
+
+ private:
+  struct Queue {  // tasks walked in order, wrapping
+    std::vector<const LearnerTask*> tasks;
+    std::size_t position = 0;
+  };
+
+  bool in_band(const LearnerTask& task) const;
+  // The next task of `queue` not in `taken` that the band allows (with `any`: any not in
+  // `taken`); nullptr when the queue has none. Passing over a task moves the queue past it.
+  const LearnerTask* take_from(Queue& queue, const std::vector<const LearnerTask*>& taken,
+                               bool any);
+
+  TaskSchedulerOptions options_;
+  std::vector<std::string> levels_;       // distinct task levels, in task order
+  std::vector<std::deque<bool>> recent_;  // per level: last promotion.window correctness
+  std::map<std::string, std::size_t> level_index_;
+  std::vector<Queue> queues_;  // sequential: one of every task; mixed: per level
+  std::size_t open_ = 1;       // queues the next step draws from
+  // Per task: (correct, judged) of its last band.window groups.
+  std::map<const LearnerTask*, std::deque<std::pair<int, int>>> history_;
+  std::set<const LearnerTask*> passed_over_;  // by the band in the last selection
+  int band_fallbacks_ = 0;
+  std::vector<const LearnerTask*> step_tasks_;  // taken since the last end_step()
+  std::vector<std::string> promoted_;
+};
+
+}  // namespace dice

@@ -1,0 +1,172 @@
+// TaskScheduler on scripted histories: sequential select walks and wraps, a step never holds a
+// task twice (refills included), the mixed scheduler opens the next level exactly when the
+// newest open level's rolling correct rate reaches the threshold over a full window, and the
+// pass-rate band passes over tasks too easy or too hard, filling a step with them only when
+// nothing else is left.
+#include "learner/task_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace dice {
+namespace {
+
+// Tasks with ids "a", "b", ... and the given levels, in this order.
+std::vector<LearnerTask> tasks_of(const std::vector<std::string>& levels) {
+  std::vector<LearnerTask> tasks(levels.size());
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    tasks[i].id = std::string(1, static_cast<char>('a' + i));
+    tasks[i].level = levels[i];
+  }
+  return tasks;
+}
+
+std::string ids(const std::vector<const LearnerTask*>& step) {
+  std::string out;
+  for (const LearnerTask* t : step) out += t->id;
+  return out;
+}
+
+const LearnerTask& by_id(const std::vector<LearnerTask>& tasks, char id) {
+  return tasks[static_cast<std::size_t>(id - 'a')];
+}
+
+TEST(TaskSchedulerTest, SequentialSelectWalksInOrderAndWraps) {
+  const auto tasks = tasks_of({"1", "1", "2", "2"});
+  TaskScheduler s(&tasks, {});
+  EXPECT_EQ(ids(s.next(3)), "abc");
+  s.end_step();
+  EXPECT_EQ(ids(s.next(3)), "dab");
+  s.end_step();
+  EXPECT_EQ(ids(s.next(9)), "cdab");  // capped: a step never holds a task twice
+  const ScheduleReport report = s.end_step();
+  EXPECT_EQ(report.open_levels, 2);  // sequential select draws from every level
+  EXPECT_TRUE(report.promoted.empty());
+}
+
+TEST(TaskSchedulerTest, RefillsNeverRepeatATaskOfTheStep) {
+  const auto tasks = tasks_of({"1", "1", "1", "1"});
+  TaskScheduler s(&tasks, {});
+  EXPECT_EQ(ids(s.next(3)), "abc");
+  EXPECT_EQ(ids(s.next(1)), "d");  // a refill in the same step
+  EXPECT_EQ(ids(s.next(1)), "");   // every task is in the step already
+  s.end_step();
+  EXPECT_EQ(ids(s.next(2)), "ab");
+}
+
+TEST(TaskSchedulerTest, MixedOpensTheNextLevelWhenTheRollingRatePassesTheThreshold) {
+  const auto tasks = tasks_of({"1", "1", "2", "2", "3"});
+  TaskSchedulerOptions o;
+  o.scheduling = TaskScheduling::kMixed;
+  o.promotion.threshold = 0.5;
+  o.promotion.window = 4;
+  TaskScheduler s(&tasks, o);
+  EXPECT_EQ(s.levels(), (std::vector<std::string>{"1", "2", "3"}));
+
+  // Step 1: only level 1 is open (two tasks). 1 of 4 correct: 0.25, below the threshold.
+  EXPECT_EQ(ids(s.next(3)), "ab");
+  s.observe(by_id(tasks, 'a'), 1, 2);
+  s.observe(by_id(tasks, 'b'), 0, 2);
+  ScheduleReport report = s.end_step();
+  EXPECT_EQ(report.open_levels, 1);
+  EXPECT_TRUE(report.promoted.empty());
+  EXPECT_DOUBLE_EQ(report.rolling_correct[0].second, 0.25);
+
+  // Step 2: 3 of the last 4 correct (the window drops step 1's): 0.75 opens level 2.
+  EXPECT_EQ(ids(s.next(3)), "ab");
+  s.observe(by_id(tasks, 'a'), 2, 2);
+  s.observe(by_id(tasks, 'b'), 1, 2);
+  report = s.end_step();
+  EXPECT_EQ(report.promoted, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(report.open_levels, 2);
+  EXPECT_DOUBLE_EQ(report.rolling_correct[0].second, 0.75);
+
+  // Step 3: both open levels in turn. Level 2 all wrong: level 3 stays closed, however well
+  // level 1 does.
+  EXPECT_EQ(ids(s.next(4)), "acbd");
+  s.observe(by_id(tasks, 'a'), 2, 2);
+  s.observe(by_id(tasks, 'b'), 2, 2);
+  s.observe(by_id(tasks, 'c'), 0, 2);
+  s.observe(by_id(tasks, 'd'), 0, 2);
+  report = s.end_step();
+  EXPECT_TRUE(report.promoted.empty());
+  EXPECT_EQ(report.open_levels, 2);
+  EXPECT_DOUBLE_EQ(report.rolling_correct[1].second, 0.0);
+  EXPECT_EQ(report.rolling_candidates[1].second, 4);
+
+  // Step 4: exactly at the threshold (2 of 4) opens level 3; one promotion per step.
+  EXPECT_EQ(ids(s.next(4)), "acbd");
+  s.observe(by_id(tasks, 'c'), 1, 2);
+  s.observe(by_id(tasks, 'd'), 1, 2);
+  report = s.end_step();
+  EXPECT_EQ(report.promoted, (std::vector<std::string>{"3"}));
+  EXPECT_EQ(ids(s.next(5)), "acebd");  // levels 1, 2, 3, then 1 and 2 again
+}
+
+TEST(TaskSchedulerTest, NoPromotionBeforeTheWindowIsFull) {
+  const auto tasks = tasks_of({"1", "2"});
+  TaskSchedulerOptions o;
+  o.scheduling = TaskScheduling::kMixed;
+  o.promotion.threshold = 0.5;
+  o.promotion.window = 8;
+  TaskScheduler s(&tasks, o);
+  EXPECT_EQ(ids(s.next(2)), "a");
+  s.observe(by_id(tasks, 'a'), 4, 4);  // all correct, but 4 of a window of 8
+  EXPECT_TRUE(s.end_step().promoted.empty());
+  EXPECT_EQ(ids(s.next(2)), "a");
+  s.observe(by_id(tasks, 'a'), 4, 4);
+  EXPECT_EQ(s.end_step().promoted, (std::vector<std::string>{"2"}));
+}
+
+TEST(TaskSchedulerTest, PassRateBandPassesOverTooEasyAndTooHardTasks) {
+  const auto tasks = tasks_of({"1", "1", "1", "1", "1"});
+  TaskSchedulerOptions o;
+  o.band = PassRateBand{0.2, 0.8, 1};
+  TaskScheduler s(&tasks, o);
+  // Nothing sampled yet: every task is taken.
+  EXPECT_EQ(ids(s.next(5)), "abcde");
+  s.observe(by_id(tasks, 'a'), 0, 4);  // 0.0: too hard
+  s.observe(by_id(tasks, 'b'), 4, 4);  // 1.0: too easy
+  s.observe(by_id(tasks, 'c'), 2, 4);  // 0.5
+  s.observe(by_id(tasks, 'd'), 1, 4);  // 0.25
+  s.observe(by_id(tasks, 'e'), 3, 4);  // 0.75
+  EXPECT_EQ(s.end_step().passed_over, 0);
+
+  EXPECT_EQ(ids(s.next(3)), "cde");
+  ScheduleReport report = s.end_step();
+  EXPECT_EQ(report.passed_over, 2);
+  EXPECT_EQ(report.band_fallbacks, 0);
+
+  // Five wanted, three in the band: the two passed over fill the step, and say so.
+  const std::vector<const LearnerTask*> step = s.next(5);
+  EXPECT_EQ(step.size(), 5u);
+  EXPECT_EQ(ids({step.begin(), step.begin() + 3}), "cde");
+  report = s.end_step();
+  EXPECT_EQ(report.band_fallbacks, 2);
+  EXPECT_EQ(report.passed_over, 0);  // taken after all
+}
+
+TEST(TaskSchedulerTest, PassRateBandReadsTheLastWindowGroups) {
+  const auto tasks = tasks_of({"1", "1"});
+  TaskSchedulerOptions o;
+  o.band = PassRateBand{0.1, 0.9, 2};
+  TaskScheduler s(&tasks, o);
+  s.next(2);
+  s.observe(by_id(tasks, 'a'), 4, 4);  // a: 1.0 alone, out of the band
+  s.observe(by_id(tasks, 'b'), 1, 4);
+  s.end_step();
+  EXPECT_EQ(ids(s.next(1)), "b");
+  s.end_step();
+  s.observe(by_id(tasks, 'a'), 0, 4);  // a: (4 + 0) / 8 = 0.5 over its last two groups
+  EXPECT_EQ(ids(s.next(1)), "a");
+  s.end_step();
+  s.observe(by_id(tasks, 'a'), 0, 4);  // a: (0 + 0) / 8: the first group fell out of the window
+  s.observe(by_id(tasks, 'b'), 2, 4);
+  EXPECT_EQ(ids(s.next(2)), "ba");  // a only to fill the step
+  EXPECT_EQ(s.end_step().band_fallbacks, 1);
+}
+
+}  // namespace
+}  // namespace dice
