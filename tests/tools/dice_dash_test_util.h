@@ -237,4 +237,40 @@ inline rewardlog::LogRecord run_record(const std::string& run_id) {
   return must(rewardlog::encode_record(r.asReader()));
 }
 
+// Three steps (two RL, one eval) whose every rate and speedup the tests below know.
+inline std::vector<std::vector<CandidateSpec>> fixture_steps() {
+  const std::string op = "torch-op-in-forward";
+  return {
+      {{"t1", 0, schema::FailureClass::NONE, 1.5f, {}, 0, 1, 2},
+       {"t1", 1, schema::FailureClass::COMPILE_ERROR, 0, {}, 0, 1, 2},
+       {"t2", 0, schema::FailureClass::INCORRECT, 0, {op}, 0, 1, 2},
+       {"t2", 1, schema::FailureClass::NONE, 0.5f, {op, op}, 0, 1, 2}},
+      {{"t1", 0, schema::FailureClass::NONE, 2.0f, {}, 0, 1, 2},
+       {"t1", 1, schema::FailureClass::NONE, 3.0f, {}, 1, 1, 2},
+       {"t2", 0, schema::FailureClass::NONE, 4.0f, {}, 1, 1, 2},
+       {"t2", 1, schema::FailureClass::COMPILE_ERROR, 0, {}, 1, 1, 2}},
+      {{"t1", 0, schema::FailureClass::INCORRECT, 0, {}, 2, 1, 2},
+       {"t1", 1, schema::FailureClass::TIMEOUT, 0, {}, 2, 1, 2},
+       {"t2", 0, schema::FailureClass::NONE, 1.0f, {}, 2, 1, 2},
+       {"t2", 1, schema::FailureClass::NONE, 0, {}, 2, 1, 2}},  // correct, not timed: no speedup
+  };
+}
+
+// Writes run-a's steps [first, last) through `writer`.
+inline void write_steps(rewardlog::RewardLogWriter& writer, uint64_t first, uint64_t last) {
+  const auto specs = fixture_steps();
+  for (uint64_t step = first; step < last; ++step) {
+    const auto& spec = specs[step % specs.size()];
+    ASSERT_TRUE(writer.append(step_records("run-a", step, step, step == 2, spec)).ok());
+  }
+}
+
+inline std::unique_ptr<rewardlog::RewardLogWriter> open_writer(const std::string& path) {
+  rewardlog::RewardLogOptions options;
+  options.path = path;
+  auto writer = rewardlog::RewardLogWriter::open(options);
+  EXPECT_TRUE(writer.ok()) << writer.status().to_string();
+  return writer.ok() ? std::move(writer).value() : nullptr;
+}
+
 }  // namespace dice::dash::testing
