@@ -60,7 +60,7 @@ class DiceDashApiTest : public ::testing::Test {
     }
     const HttpResult r = http_get(dash_->port(), target);
     EXPECT_EQ(r.status, 200) << target << ": " << r.body;
-    return r.status == 200 ? r.json() : json::value(nullptr);
+    return r.status == 200 ? json::parse(r.body) : json::value(nullptr);
   }
 
   testing_util::TempDir dir_{"dice-dash-api-test"};
@@ -219,7 +219,7 @@ TEST_F(DiceDashApiTest, MissingEmptyAndPartlyCorruptLogsGetClearAnswers) {
   EXPECT_NE(dash.output().find("log 1 (" + missing + ") not readable yet"), std::string::npos)
       << dash.output();
 
-  json::value runs = http_get(dash.port(), "/api/runs").json();
+  json::value runs = json::parse(http_get(dash.port(), "/api/runs").body);
   EXPECT_EQ(runs.at("logs").at(0).at("state").as_string(), "ok");
   EXPECT_EQ(runs.at("logs").at(1).at("state").as_string(), "missing");
   EXPECT_EQ(runs.at("logs").at(2).at("state").as_string(), "empty");
@@ -230,7 +230,7 @@ TEST_F(DiceDashApiTest, MissingEmptyAndPartlyCorruptLogsGetClearAnswers) {
   // The damaged step is named; the other steps are still there.
   const HttpResult run = http_get(dash.port(), "/api/run?run=run-a");
   ASSERT_EQ(run.status, 200) << run.body;
-  const json::value d = run.json();
+  const json::value d = json::parse(run.body);
   ASSERT_EQ(d.at("unreadable").as_array().size(), 1u);
   EXPECT_EQ(d.at("unreadable").at(0).at("step").to_number<int>(), 1);
   EXPECT_NE(std::string(d.at("unreadable").at(0).at("error").as_string()).find("corruption"),
@@ -238,7 +238,7 @@ TEST_F(DiceDashApiTest, MissingEmptyAndPartlyCorruptLogsGetClearAnswers) {
   expect_numbers(d.at("failure_rates").at("compileError"), {0.25, NAN, 0}, "compileError");
   const HttpResult step = http_get(dash.port(), "/api/step?run=run-a&step=1");
   EXPECT_EQ(step.status, 200);
-  const json::value step_body = step.json();
+  const json::value step_body = json::parse(step.body);
   EXPECT_EQ(step_body.at("kind").as_string(), "corrupt");
   EXPECT_EQ(step_body.at("groups").at(0).at("candidates").as_array().size(), 2u)
       << "the candidates before the damaged one";
@@ -247,7 +247,7 @@ TEST_F(DiceDashApiTest, MissingEmptyAndPartlyCorruptLogsGetClearAnswers) {
   auto writer = open_writer(missing);
   ASSERT_NE(writer, nullptr);
   ASSERT_TRUE(writer->append({testing::run_record("run-late")}).ok());
-  runs = http_get(dash.port(), "/api/runs").json();
+  runs = json::parse(http_get(dash.port(), "/api/runs").body);
   EXPECT_EQ(runs.at("logs").at(1).at("state").as_string(), "ok");
   EXPECT_EQ(runs.at("runs").at(1).at("run_id").as_string(), "run-late");
 }
@@ -261,16 +261,19 @@ TEST(DiceDashLiveTest, KeepsServingAndShowsNewStepsWhileAWriterAppends) {
   write_steps(*writer, 0, 1);
   DashProcess dash(dir);
   ASSERT_TRUE(dash.start({log}));
-  ASSERT_EQ(
-      http_get(dash.port(), "/api/run?run=run-a").json().at("steps").at("step").as_array().size(),
-      1u);
+  ASSERT_EQ(json::parse(http_get(dash.port(), "/api/run?run=run-a").body)
+                .at("steps")
+                .at("step")
+                .as_array()
+                .size(),
+            1u);
   constexpr uint64_t kSteps = 40;
   for (uint64_t step = 1; step < kSteps; ++step) {
     write_steps(*writer, step, step + 1);
     const HttpResult r = http_get(dash.port(), "/api/run?run=run-a");
     ASSERT_EQ(r.status, 200) << "while the writer appends step " << step << ": " << r.body;
     // refresh-ms 0: every request catches up, so the step acknowledged above is visible.
-    EXPECT_EQ(r.json().at("steps").at("step").as_array().size(), step + 1);
+    EXPECT_EQ(json::parse(r.body).at("steps").at("step").as_array().size(), step + 1);
   }
   ASSERT_TRUE(writer->close().ok());
   EXPECT_EQ(dash.process().wait_exit(std::chrono::milliseconds(0)), -1) << "dice-dash died";

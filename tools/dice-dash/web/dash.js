@@ -99,9 +99,13 @@ function plot(name, x, series, opts) {
     chart._diceKey = key;
     charts[name] = chart;
   }
+  const values = names.reduce((sum, n) =>
+    sum + series[n].filter((v) => v !== null && v !== undefined).length, 0);
+  if (x.length > 0 && names.length > 0 && values === 0) {
+    box.append(el("p", { class: "none" }, "every value is empty (null) so far"));
+  }
   box.dataset.points = String(x.length);
-  box.dataset.values = String(names.reduce((sum, n) =>
-    sum + series[n].filter((v) => v !== null && v !== undefined).length, 0));
+  box.dataset.values = String(values);
 }
 
 // One series per value of `groups` (a phase name per step): `values` where the step is in it.
