@@ -107,6 +107,13 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
   DICE_RETURN_IF_ERROR(make_dirs(state_dir + "/logs"));
   DICE_RETURN_IF_ERROR(
       add_transport_keys(config.cluster, state_dir, inputs.run_id, &services).status());
+  if (config.cluster.dash.enabled) {
+    // After the keys: dice-dash reads the log, it takes no part in the transport.
+    DICE_ASSIGN_OR_RETURN(
+        ServiceSpec dash,
+        plan_dashboard(config.cluster, config.run.reward_log_path, inputs.self_exe));
+    services.push_back(std::move(dash));
+  }
 
   SupervisorSetup setup;
   setup.state.backend = config::enum_to_name(config.cluster.backend);
@@ -118,7 +125,7 @@ Result<ClusterState> local_up(const DiceConfig& config, const std::string& confi
   for (const auto& spec : services) {
     ServiceState s;
     s.name = spec.name;
-    s.role = config::enum_to_name(spec.role);
+    s.role = spec.dashboard ? "dash" : config::enum_to_name(spec.role);
     s.node = spec.node;
     s.worker_index = spec.worker_index;
     s.log_path = state_dir + "/logs/" + spec.name + ".log";

@@ -31,6 +31,7 @@
 #include "cluster/local_backend.h"
 #include "cluster/process.h"
 #include "cluster/remote_commands.h"
+#include "cluster/service_plan.h"
 #include "cluster/slurm_backend.h"
 #include "cluster/slurm_script.h"
 #include "cluster/ssh_backend.h"
@@ -149,6 +150,12 @@ int dry_run(const dice::DiceConfig& config, const std::string& config_path,
                     self_executable()};
   dice::Result<std::vector<ServiceSpec>> services = plan_services(config.cluster, inputs);
   if (!services.ok()) return status_exit(services.status());
+  if (config.cluster.dash.enabled) {
+    dice::Result<ServiceSpec> dash =
+        plan_dashboard(config.cluster, config.run.reward_log_path, inputs.self_exe);
+    if (!dash.ok()) return status_exit(dash.status());
+    services->push_back(std::move(*dash));
+  }
   std::string work_dir = dice::config::working_directory();
   if (config.cluster.backend == dice::ClusterBackend::kSsh) {
     std::vector<ServiceState> states(services->size());
@@ -185,6 +192,9 @@ int up(const dice::DiceConfig& config, const std::string& config_path,
   } else {
     std::cout << "up: run '" << up->run_id << "' started " << up->services.size()
               << " services; state and logs in " << state_dir << "\n";
+  }
+  if (config.cluster.dash.enabled) {
+    std::cout << "  dashboard: " << dashboard_url(config.cluster) << "\n";
   }
   std::cout << "  status: dice-cluster status --state-dir " << state_dir << "\n"
             << "  logs:   dice-cluster logs [SERVICE] --state-dir " << state_dir << "\n"

@@ -35,21 +35,15 @@ int metrics_port(const ClusterOptions& options, NodeRole role, int worker_index)
   return base + worker_index;
 }
 
-Result<std::string> find_executable(const LocalOptions& local, NodeRole role,
-                                    const std::string& self_exe) {
-  std::string role_name = config::enum_to_name(role);
-  auto chosen = local.executables.find(role_name);
-  std::string name = chosen != local.executables.end() ? chosen->second : "dice-" + role_name;
+namespace {
+
+// `name` as is when it holds a '/', else the first executable of that name in `folders`, then
+// PATH. `what` names it in the error, `settings` the keys that choose it.
+Result<std::string> search_executable(const std::string& name, std::vector<std::string> folders,
+                                      const std::string& what, const std::string& settings) {
   if (name.find('/') != std::string::npos) {
     if (is_executable_file(name)) return name;
-    return Status::not_found("executable for role " + role_name + " '" + name +
-                             "' does not exist or is not executable (cluster.local.executables)");
-  }
-  std::vector<std::string> folders;
-  if (!local.bin_dir.empty()) folders.push_back(local.bin_dir);
-  if (!self_exe.empty()) {
-    folders.push_back(folder_of(self_exe));
-    folders.push_back(folder_of(self_exe) + "/../" + role_name);
+    return Status::not_found(what + " '" + name + "' does not exist or is not executable");
   }
   std::size_t explicit_folders = folders.size();
   if (const char* path = std::getenv("PATH")) {
@@ -66,9 +60,67 @@ Result<std::string> find_executable(const LocalOptions& local, NodeRole role,
   std::string searched;
   for (std::size_t i = 0; i < explicit_folders; ++i) searched += " " + folders[i];
   searched += explicit_folders > 0 ? " and PATH" : " PATH";
-  return Status::not_found("no executable '" + name + "' for role " + role_name +
-                           " (searched:" + searched +
-                           "); build it, or set cluster.local.bin_dir / cluster.local.executables");
+  return Status::not_found("no executable '" + name + "' for " + what + " (searched:" + searched +
+                           "); build it, or set " + settings);
+}
+
+// bin_dir, dice-cluster's folder and `build_folder` under the build tree, in that order.
+std::vector<std::string> search_folders(const LocalOptions& local, const std::string& self_exe,
+                                        const std::string& build_folder) {
+  std::vector<std::string> folders;
+  if (!local.bin_dir.empty()) folders.push_back(local.bin_dir);
+  if (!self_exe.empty()) {
+    folders.push_back(folder_of(self_exe));
+    folders.push_back(folder_of(self_exe) + "/../" + build_folder);
+  }
+  return folders;
+}
+
+}  // namespace
+
+Result<std::string> find_executable(const LocalOptions& local, NodeRole role,
+                                    const std::string& self_exe) {
+  std::string role_name = config::enum_to_name(role);
+  auto chosen = local.executables.find(role_name);
+  std::string name = chosen != local.executables.end() ? chosen->second : "dice-" + role_name;
+  Result<std::string> found =
+      search_executable(name, search_folders(local, self_exe, role_name), "role " + role_name,
+                        "cluster.local.bin_dir / cluster.local.executables");
+  if (!found.ok() && chosen != local.executables.end()) {
+    return found.status().with_context("cluster.local.executables");
+  }
+  return found;
+}
+
+Result<ServiceSpec> plan_dashboard(const ClusterOptions& options,
+                                   const std::string& reward_log_path,
+                                   const std::string& self_exe) {
+  ServiceSpec spec;
+  spec.name = "dash-0";
+  spec.role = NodeRole::kLearner;
+  spec.dashboard = true;
+  for (const auto& node : options.nodes) {
+    for (NodeRole role : node.roles) {
+      if (role == NodeRole::kLearner) spec.node = node.host;
+    }
+  }
+  DICE_ASSIGN_OR_RETURN(
+      spec.executable,
+      search_executable("dice-dash", search_folders(options.local, self_exe, "tools/dice-dash"),
+                        "cluster.dash", "cluster.local.bin_dir"));
+  spec.args = {"--bind", options.dash.bind_address, "--port", std::to_string(options.dash.port)};
+  if (!options.dash.token_file.empty()) {
+    spec.args.insert(spec.args.end(), {"--token-file", options.dash.token_file});
+  }
+  spec.args.push_back(reward_log_path);
+  return spec;
+}
+
+std::string dashboard_url(const ClusterOptions& options) {
+  std::string host = options.dash.bind_address;
+  if (host == "0.0.0.0" || host == "::") host = options.learner.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(options.dash.port) + "/";
 }
 
 Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,

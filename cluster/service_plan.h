@@ -30,6 +30,8 @@ struct ServiceSpec {
   int metrics_port = 0;   // its /metrics port (see metrics_port); 0 = any free port
   std::string executable;
   std::vector<std::string> args;  // without the executable itself
+  bool dashboard = false;  // dice-dash (plan_dashboard): role "dash" in the state file; its end
+                           // never stops the run
 };
 
 // The CUDA_VISIBLE_DEVICES value of a service: its gpus joined by commas ("0,1"); empty when the
@@ -52,6 +54,16 @@ struct PlanInputs {
 // executable and every place searched.
 Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,
                                                const PlanInputs& inputs);
+
+// dice-dash over `reward_log_path` on the learner's node, as cluster.dash says ("dash-0"); NotFound
+// naming the places searched when there is no dice-dash executable (bin_dir, next to
+// dice-cluster, the build tree's tools/dice-dash/, PATH).
+Result<ServiceSpec> plan_dashboard(const ClusterOptions& options,
+                                   const std::string& reward_log_path, const std::string& self_exe);
+
+// The address cluster.dash serves on, for people: http://HOST:PORT/ (0.0.0.0 shown as the
+// learner's host).
+std::string dashboard_url(const ClusterOptions& options);
 
 // The /metrics port of worker `worker_index` of `role` (the learner's for kLearner); 0 = any.
 int metrics_port(const ClusterOptions& options, NodeRole role, int worker_index);

@@ -229,6 +229,7 @@ class Supervisor {
   // Without any live service of a role the run cannot move (the learner would wait for a reward
   // worker forever, and `wait` with it): drain the rest and say why, rather than hang.
   void stop_if_role_is_gone(const ServiceState& failed, const std::string& why) {
+    if (failed.role == "dash") return;  // the dashboard only reads the run's log
     for (const auto& s : setup_.state.services) {
       if (s.role == failed.role && s.state != ServiceRunState::kFailed &&
           s.state != ServiceRunState::kExited && s.state != ServiceRunState::kStopped) {

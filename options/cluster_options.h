@@ -292,6 +292,31 @@ struct LocalOptions {
   }
 };
 
+// dice-dash beside the run (tools/dice-dash, docs/DASHBOARD.md): a read-only web dashboard over
+// the run's reward log, started by `dice-cluster up` on the learner's node; up prints its address.
+struct DashOptions {
+  bool enabled = false;
+  std::string bind_address = "127.0.0.1";
+  int port = 8470;
+  std::string token_file;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("enabled", enabled,
+            "Start dice-dash with the run (local backend). It opens run.reward_log_path as a "
+            "RocksDB secondary: read-only, never slowing the learner. Default: false");
+    v.field("bind_address", bind_address,
+            "IP address dice-dash listens on; 0.0.0.0 = every interface (then set token_file). "
+            "Default: 127.0.0.1",
+            config::non_empty());
+    v.field("port", port, "TCP port of the dashboard. Default: 8470", config::in_range(1, 65535));
+    v.field("token_file", token_file,
+            "File whose first line is the access token every request must carry; empty = no "
+            "token. Default: empty",
+            config::is_path());
+  }
+};
+
 struct ClusterOptions {
   ClusterBackend backend = ClusterBackend::kLocal;
   LearnerEndpointOptions learner;
@@ -305,6 +330,7 @@ struct ClusterOptions {
   SshOptions ssh;
   SlurmOptions slurm;
   LocalOptions local;
+  DashOptions dash;
 
   template <class V>
   void visit_fields(V& v) {
@@ -321,6 +347,7 @@ struct ClusterOptions {
     v.field("ssh", ssh, "ssh backend settings.");
     v.field("slurm", slurm, "slurm backend settings.");
     v.field("local", local, "local backend settings (supervisor, restarts, logs).");
+    v.field("dash", dash, "dice-dash, the run's web dashboard.");
   }
 
   void validate(config::Checker& c) const {
@@ -351,6 +378,14 @@ struct ClusterOptions {
         (bind == "localhost" || bind == "::1" || bind.rfind("127.", 0) == 0)) {
       c.error("transport.bind_address",
               "'" + bind + "' is a loopback address: workers on other machines cannot reach it");
+    }
+    if (dash.enabled && backend != ClusterBackend::kLocal) {
+      c.error("dash.enabled",
+              "dice-dash starts with the local backend only; run it by hand "
+              "beside an ssh or slurm run (docs/DASHBOARD.md)");
+    }
+    if (dash.enabled && (dash.port == learner.port || dash.port == learner.metrics_port)) {
+      c.error("dash.port", "must differ from the learner's ports");
     }
     if (backend == ClusterBackend::kSlurm && slurm.partition.empty()) {
       c.error("slurm.partition", "required with backend slurm");

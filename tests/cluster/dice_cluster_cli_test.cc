@@ -11,6 +11,8 @@
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
 #include "tests/cluster/cli_test_support.h"
+#include "tests/support/free_port.h"
+#include "tests/support/http_get.h"
 
 namespace dice::cluster {
 namespace {
@@ -297,6 +299,57 @@ TEST_F(DiceClusterTest, DryRunPrintsCommandsAndStartsNothing) {
       << rollout;
   EXPECT_FALSE(std::filesystem::exists(state_dir_));
   EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+TEST_F(DiceClusterTest, UpStartsTheDashboardBesideTheRunAndPrintsItsAddress) {
+  const int port = testing_util::free_port();
+  const std::string log = dir_ + "/reward_log";  // the sleepy learner never creates it
+  const std::vector<std::string> dash = {"cluster.dash.enabled=true",
+                                         "cluster.dash.port=" + std::to_string(port),
+                                         "run.reward_log_path=" + log};
+  CliResult dry = cli(up_args(kSleepy, {dash[0], dash[1], dash[2], "--dry-run"}));
+  ASSERT_EQ(dry.rc, 0) << dry.output;
+  EXPECT_NE(dry.output.find("dash-0: "), std::string::npos) << dry.output;
+  EXPECT_NE(dry.output.find("dice-dash' '--bind' '127.0.0.1' '--port' '" + std::to_string(port) +
+                            "' '" + log + "'"),
+            std::string::npos)
+      << dry.output;
+
+  CliResult up = cli(up_args(kSleepy, dash));
+  ASSERT_EQ(up.rc, 0) << up.output;
+  EXPECT_NE(up.output.find("dashboard: http://127.0.0.1:" + std::to_string(port) + "/"),
+            std::string::npos)
+      << up.output;
+  const ServiceState* entry = service(state(), "dash-0");
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry->role, "dash");
+  // It serves the run's log (missing until the learner writes it) as soon as it listens.
+  testing_util::HttpResult runs;
+  EXPECT_TRUE(poll_until([&] {
+    runs = testing_util::http_get(port, "/api/runs");
+    return runs.status == 200;
+  })) << cli({"logs", "dash", "--state-dir", state_dir_}).output;
+  EXPECT_NE(runs.body.find("\"state\":\"missing\""), std::string::npos) << runs.body;
+
+  // dice-dash handles SIGTERM from its start; the test doubles once they log their arguments.
+  EXPECT_TRUE(poll_until([&] {
+    for (const char* name : {"learner-0", "rollout-0", "reward-0"}) {
+      if (cli({"logs", name, "--state-dir", state_dir_}).output.find(" args:") ==
+          std::string::npos) {
+        return false;
+      }
+    }
+    return true;
+  }));
+  CliResult stopped = down();
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
+  EXPECT_TRUE(processes_with_token(token_).empty());
+  EXPECT_EQ(testing_util::http_get(port, "/api/runs").status, 0) << "dice-dash still answers";
+
+  // Only the local backend starts it.
+  CliResult ssh = cli(up_args(kSleepy, {dash[0], "cluster.backend=ssh", "--dry-run"}));
+  EXPECT_EQ(ssh.rc, 2) << ssh.output;
+  EXPECT_NE(ssh.output.find("dash.enabled"), std::string::npos) << ssh.output;
 }
 
 TEST_F(DiceClusterTest, LogsOfAnUnknownServiceListsTheServices) {

@@ -302,20 +302,7 @@ TEST_F(DiceLogCliTest, ExportCsvToAFile) {
 }
 
 TEST_F(DiceLogCliTest, CorruptRecordExitsOneNamingTheKey) {
-  {
-    std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-    descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
-    for (Family f : kAllFamilies) {
-      descriptors.emplace_back(family_name(f), rocksdb::ColumnFamilyOptions());
-    }
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), log_, descriptors, &handles, &db).ok());
-    ASSERT_TRUE(
-        db->Put(rocksdb::WriteOptions(), handles[2], step_key("run-a", 1), "junk!!!!").ok());
-    for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
-    delete db;
-  }
+  testing::put_raw_value(log_, Family::kSteps, step_key("run-a", 1), "junk!!!!");
   const CommandResult r = dice_log(dir_, {"steps", log_, "run-a"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("corruption"), std::string::npos) << r.err;

@@ -274,23 +274,6 @@ TEST(RewardLogTest, BadOptionsAndPathsGiveClearErrors) {
   EXPECT_NE(parse_sync_policy("sometimes", &policy).message().find("sometimes"), std::string::npos);
 }
 
-// Writes garbage straight into RocksDB, as disk damage or a foreign writer would.
-void put_raw(const std::string& path, Family family, const std::string& key,
-             const std::string& value) {
-  rocksdb::DBOptions db_options;
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
-  for (Family f : kAllFamilies)
-    descriptors.emplace_back(family_name(f), rocksdb::ColumnFamilyOptions());
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* db = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(db_options, path, descriptors, &handles, &db).ok());
-  ASSERT_TRUE(
-      db->Put(rocksdb::WriteOptions(), handles[static_cast<size_t>(family) + 1], key, value).ok());
-  for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
-  delete db;
-}
-
 TEST(RewardLogTest, GarbageValuesGiveCorruptionNamingTheKey) {
   TempDir dir;
   const std::string path = dir.sub("log");
@@ -299,9 +282,10 @@ TEST(RewardLogTest, GarbageValuesGiveCorruptionNamingTheKey) {
     ASSERT_NE(writer, nullptr);
     ASSERT_TRUE(writer->append(sample_run("src")).ok());
   }
-  put_raw(path, Family::kSteps, step_key("run-a", 7), "\x13\x37garbage bytes here");
-  put_raw(path, Family::kKernels, std::string(40, 'e'), std::string(24, '\xff'));
-  put_raw(path, Family::kCandidates, run_prefix("run-a") + "x", step_record("run-a", 0).value);
+  testing::put_raw_value(path, Family::kSteps, step_key("run-a", 7), "\x13\x37garbage bytes here");
+  testing::put_raw_value(path, Family::kKernels, std::string(40, 'e'), std::string(24, '\xff'));
+  testing::put_raw_value(path, Family::kCandidates, run_prefix("run-a") + "x",
+                         step_record("run-a", 0).value);
 
   auto reader = open_reader(path);
   ASSERT_NE(reader, nullptr);

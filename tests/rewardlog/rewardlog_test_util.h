@@ -3,6 +3,7 @@
 
 #include <capnp/message.h>
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include <cstdint>
 #include <string>
@@ -101,6 +102,24 @@ inline LogRecord metric_record(const std::string& run_id, const std::string& nam
   r.setStep(step);
   r.setValue(value);
   return must(encode_record(r.asReader()));
+}
+
+// Writes `value` under `key` in `family` of the closed log at `path` with RocksDB directly,
+// bypassing the codec, as disk damage or a foreign writer would: how the tests put a damaged
+// record into a log.
+inline void put_raw_value(const std::string& path, Family family, const std::string& key,
+                          const std::string& value) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions());
+  for (Family f : kAllFamilies)
+    descriptors.emplace_back(family_name(f), rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, descriptors, &handles, &db).ok());
+  ASSERT_TRUE(
+      db->Put(rocksdb::WriteOptions(), handles[1 + static_cast<size_t>(family)], key, value).ok());
+  for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+  delete db;
 }
 
 }  // namespace dice::rewardlog::testing

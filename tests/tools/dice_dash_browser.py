@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Drives headless Chromium over the DevTools protocol against a running dice-dash.
+
+Run by dice_dash_browser_test.cc (which writes the reward log and starts dice-dash); standard
+library plus Debian's python3-websocket. Checks, in a real browser:
+  1. the page loads and every per-step chart is drawn (a canvas with coloured pixels) with as
+     many points as the API returned steps, and as many non-null values as the API's series hold;
+  2. clicking a step row lists its candidates, clicking a candidate shows its evaluated source;
+  3. with --ready-file: writes that file, then waits for the charts to grow to one more step
+     (the test appends it): the page updates live.
+Exit status: 0 all checks passed, 1 a check failed (the message says which), 77 no browser.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+PER_STEP_CHARTS = ["reward", "correct", "failures", "throughput", "policy", "learner"]
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def fail(message):
+    raise CheckFailed(message)
+
+
+class Browser:
+    """Headless Chromium with one page, driven over its DevTools websocket."""
+
+    def __init__(self, chromium, profile):
+        import websocket  # Debian: python3-websocket
+
+        self.process = subprocess.Popen(
+            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--remote-debugging-port=0", "--user-data-dir=" + profile,
+             "--window-size=1400,1800", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        deadline = time.time() + 30
+        while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
+            if time.time() > deadline or self.process.poll() is not None:
+                fail("chromium did not start its DevTools endpoint (exit %s)" % self.process.poll())
+            time.sleep(0.05)
+        port = open(port_file).read().split()[0]
+        targets = json.load(urllib.request.urlopen("http://127.0.0.1:%s/json/list" % port))
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30)
+        self.next_id = 0
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    fail("%s: %s" % (method, message["error"]))
+                return message["result"]
+
+    def eval(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
+        if "exceptionDetails" in result:
+            fail("page script failed: %s" % result["exceptionDetails"])
+        return result["result"].get("value")
+
+    def wait_for(self, what, expression, seconds=30):
+        """Polls `expression` until it is truthy; its last value names the failure."""
+        deadline = time.time() + seconds
+        value = None
+        while time.time() < deadline:
+            value = self.eval(expression)
+            if value:
+                return value
+            time.sleep(0.1)
+        fail("timed out after %ds waiting for %s (last: %r)" % (seconds, what, value))
+
+    def close(self):
+        try:
+            self.ws.close()
+        finally:
+            # Chromium's helpers share its process group (its own session, started above).
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+CHARTS_JS = """(Array.from(document.querySelectorAll('.chart')).map(c => {
+  const canvas = c.querySelector('canvas');
+  let inked = 0;
+  if (canvas) {
+    const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
+  }
+  return {name: c.dataset.chart, points: Number(c.dataset.points || -1),
+          values: Number(c.dataset.values || -1), inked};
+}))"""
+
+
+def non_null(columns):
+    return sum(1 for column in columns for v in column if v is not None)
+
+
+def expected_values(run):
+    """Non-null values per chart, from the API's answer (what the page should plot)."""
+    s = run["steps"]
+    steps = s["step"]
+
+    def on_steps(name):
+        metric = run["metrics"].get(name)
+        at = dict(zip(metric["step"], metric["value"])) if metric else {}
+        return [at.get(step) for step in steps]
+
+    return {
+        "reward": non_null([s["mean_reward"]]),
+        "correct": non_null([s["correct_rate"], s["compile_rate"]]),
+        "failures": non_null(run["failure_rates"].values()),
+        "throughput": non_null([on_steps("rollout/candidates_per_s"),
+                                run["reward_seconds_per_candidate"],
+                                on_steps("learner/update_seconds"), s["seconds"]]),
+        "policy": non_null([s["policy_version"], run["max_staleness"],
+                            on_steps("learner/candidates_stale")]),
+        "learner": non_null([s["loss"], s["kl"], s["grad_norm"]]),
+    }
+
+
+def check_charts(browser, api_base, run_id, want_steps):
+    run = json.load(urllib.request.urlopen(api_base + "/api/run?run=" + run_id))
+    steps = len(run["steps"]["step"])
+    if steps != want_steps:
+        fail("the API lists %d steps, the test wrote %d" % (steps, want_steps))
+    browser.wait_for("every per-step chart with %d points" % steps,
+                     "(() => { const c = %s; return %s.every(n => c.find(x => x.name === n && "
+                     "x.points === %d)) ? c : null; })()" % (CHARTS_JS, json.dumps(PER_STEP_CHARTS),
+                                                             steps))
+    charts = {c["name"]: c for c in browser.eval(CHARTS_JS)}
+    want = expected_values(run)
+    for name in PER_STEP_CHARTS:
+        chart = charts[name]
+        if chart["values"] != want[name]:
+            fail("chart %s plots %d values, the API has %d" % (name, chart["values"], want[name]))
+        if chart["inked"] < 200:
+            fail("chart %s has a canvas with %d drawn pixels: not drawn" % (name, chart["inked"]))
+    speedups = run["speedups"]
+    if speedups and charts["speedup"]["values"] <= 0:
+        fail("speedup histogram empty though the API has %d speedups" % len(speedups))
+    print("charts: %d steps, values %s" % (steps, {n: charts[n]["values"] for n in PER_STEP_CHARTS}))
+    return steps
+
+
+def check_candidate(browser, step, task, sample, source_text):
+    browser.wait_for("the row of step %d" % step,
+                     "!!document.querySelector('#steps-table tr[data-step=\"%d\"]')" % step)
+    browser.eval("document.querySelector('#steps-table tr[data-step=\"%d\"]').click()" % step)
+    chip = ".cand[data-task=%s][data-sample=\"%d\"]" % (json.dumps(task), sample)
+    browser.wait_for("candidate %s/%d in the step's groups" % (task, sample),
+                     "!!document.querySelector(%s)" % json.dumps(chip))
+    browser.eval("document.querySelector(%s).click()" % json.dumps(chip))
+    shown = browser.wait_for(
+        "the candidate's source", "(() => { const t = document.getElementById("
+        "'candidate-source').textContent; return t.includes(%s) ? t : null; })()"
+        % json.dumps(source_text))
+    print("candidate %s/%d: source shown (%d chars)" % (task, sample, len(shown)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="dice-dash's address, http://HOST:PORT")
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--steps", type=int, required=True, help="steps the test wrote")
+    parser.add_argument("--step", type=int, required=True, help="step of the candidate to open")
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--sample", type=int, required=True)
+    parser.add_argument("--source-text", required=True, help="text its source must show")
+    parser.add_argument("--ready-file", help="write it, then expect one more step to appear")
+    parser.add_argument("--screenshot", help="save a PNG of the page here at the end")
+    args = parser.parse_args()
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("SKIP: no chromium on PATH (tools/setup installs Debian's chromium)")
+        return 77
+    try:
+        import websocket  # noqa: F401
+    except ImportError:
+        print("SKIP: no python3-websocket (tools/setup installs it)")
+        return 77
+
+    with tempfile.TemporaryDirectory(prefix="dice-dash-chromium-",
+                                     ignore_cleanup_errors=True) as profile:
+        browser = Browser(chromium, profile)
+        try:
+            browser.call("Page.enable")
+            browser.call("Page.navigate", url=args.url + "/")
+            steps = check_charts(browser, args.url, args.run, args.steps)
+            if args.ready_file:
+                open(args.ready_file, "w").close()
+                browser.wait_for("the page to show step %d live" % steps,
+                                 "document.querySelector('.chart[data-chart=reward]')"
+                                 ".dataset.points === '%d'" % (steps + 1))
+                check_charts(browser, args.url, args.run, steps + 1)
+                print("live: the charts grew to %d steps without a reload" % (steps + 1))
+            check_candidate(browser, args.step, args.task, args.sample, args.source_text)
+            if args.screenshot:
+                import base64
+                shot = browser.call("Page.captureScreenshot", format="png")
+                open(args.screenshot, "wb").write(base64.b64decode(shot["data"]))
+        except CheckFailed as e:
+            print("FAIL: %s" % e)
+            return 1
+        finally:
+            browser.close()
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+// dice-dash's page in a real browser: headless Chromium, driven over the DevTools protocol by
+// dice_dash_browser.py, loads the page over a reward log written as a run writes it, sees every
+// chart drawn with the points the API returned, sees one more step appear while the page is open
+// (this test appends it), then clicks into a candidate and sees its source. Skips, saying why,
+// where there is no chromium (tools/setup installs it).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "tests/tools/dice_dash_test_util.h"
+
+namespace dice::dash {
+namespace {
+
+bool chromium_installed() {
+  for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
+    if (std::filesystem::exists(std::string(dir) + "/chromium")) return true;
+  }
+  return false;
+}
+
+TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSource) {
+  if (!chromium_installed()) {
+    GTEST_SKIP() << "no chromium in /usr/bin: the page is not tested in a browser here "
+                    "(tools/setup installs Debian's chromium and python3-websocket)";
+  }
+  testing_util::TempDir dir("dice-dash-browser-test");
+  const std::string log = dir.sub("reward_log");
+  auto writer = testing::open_writer(log);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->append({testing::run_record("run-a")}).ok());
+  testing::write_steps(*writer, 0, 3);
+
+  testing::DashProcess dash(dir);
+  ASSERT_TRUE(dash.start({log}));
+  const std::string ready = dir.sub("ready");
+  const std::string output = dir.sub("browser.txt");
+  testing_util::ChildProcess browser(
+      "/usr/bin/python3",
+      {DICE_DASH_BROWSER_SCRIPT, "--url", "http://127.0.0.1:" + std::to_string(dash.port()),
+       "--run", "run-a", "--steps", "3", "--step", "0", "--task", "t1", "--sample", "1",
+       "--source-text", "t1 sample 1 step 0", "--ready-file", ready},
+      output);
+
+  // The script writes `ready` once it has checked the first three steps; then step 3 is
+  // appended while the page stays open.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  int exit_code = -1;
+  bool appended = false;
+  while (std::chrono::steady_clock::now() < deadline && exit_code == -1) {
+    if (!appended && std::filesystem::exists(ready)) {
+      testing::write_steps(*writer, 3, 4);
+      appended = true;
+    }
+    exit_code = browser.wait_exit(std::chrono::milliseconds(50));
+  }
+  const std::string said = testing::read_text(output);
+  if (exit_code == 77) GTEST_SKIP() << said;
+  EXPECT_EQ(exit_code, 0) << "the browser check failed:\n"
+                          << said << "\ndice-dash:\n"
+                          << dash.output();
+  EXPECT_TRUE(appended) << said;
+  EXPECT_NE(said.find("live: the charts grew to 4 steps"), std::string::npos) << said;
+  EXPECT_NE(said.find("candidate t1/1: source shown"), std::string::npos) << said;
+  ASSERT_TRUE(writer->close().ok());
+}
+
+}  // namespace
+}  // namespace dice::dash

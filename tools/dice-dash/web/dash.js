@@ -1,0 +1,343 @@
+// dice-dash's page: reads the JSON API (tools/dice-dash/api.h) and draws it with uPlot.
+// Every chart's element carries data-points (x values plotted) and data-values (non-null y
+// values over its series) once drawn; window.diceDash exposes the uPlot instances. The browser
+// test (tests/tools/dice_dash_browser.py) reads both.
+"use strict";
+
+const POLL_MS = 2000;
+const COLORS = ["#1565c0", "#c62828", "#2e7d32", "#f9a825", "#6a1b9a", "#00838f", "#ef6c00",
+  "#4e342e", "#ad1457", "#546e7a"];
+const state = { runs: [], log: null, run: null, step: null, task: null, sample: null,
+  data: null, metric: null };
+const charts = {};
+window.diceDash = { charts, state };
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "onclick") node.onclick = value; else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function api(path, params) {
+  const query = new URLSearchParams(params || {}).toString();
+  const response = await fetch("/api/" + path + (query ? "?" + query : ""),
+    { credentials: "same-origin" });
+  const body = await response.json().catch(() => ({ error: "not JSON (HTTP " +
+    response.status + ")", kind: "error" }));
+  if (!response.ok && !body.groups) throw Object.assign(new Error(body.error), body);
+  return body;
+}
+
+function fmt(value, digits) {
+  if (value === null || value === undefined) return "-";
+  if (typeof value !== "number") return String(value);
+  return Number.isInteger(value) ? String(value) : value.toPrecision(digits || 4);
+}
+
+function banner(kind, text) {
+  return el("div", { class: "banner " + kind }, text);
+}
+
+// --- hash navigation: #log=0&run=R[&step=S[&task=T&sample=N]] ---
+function readHash() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  state.log = params.has("log") ? Number(params.get("log")) : null;
+  state.run = params.get("run");
+  state.step = params.has("step") ? Number(params.get("step")) : null;
+  state.task = params.get("task");
+  state.sample = params.has("sample") ? Number(params.get("sample")) : null;
+}
+
+function go(params) {
+  location.hash = new URLSearchParams(params).toString();
+}
+
+// --- charts ---
+function chartBox(name) {
+  return document.querySelector('.chart[data-chart="' + name + '"]');
+}
+
+// Draws (or redraws) chart `name`: x values and named y series.
+function plot(name, x, series, opts) {
+  const box = chartBox(name);
+  const old = box.querySelector(".none");
+  if (old) old.remove();
+  const names = Object.keys(series);
+  const data = [x, ...names.map((n) => series[n])];
+  const key = names.join("\u0000") + (opts && opts.bars ? "|bars" : "");
+  let chart = charts[name];
+  if (chart && chart._diceKey !== key) {
+    chart.destroy();
+    chart = null;
+  }
+  if (x.length === 0 || names.length === 0) {
+    if (chart) chart.destroy();
+    delete charts[name];
+    box.append(el("p", { class: "none" }, (opts && opts.none) || "nothing logged yet"));
+  } else if (chart) {
+    chart.setData(data);
+  } else {
+    const width = Math.max(box.clientWidth - 10, 300);
+    chart = new uPlot({
+      width, height: 200,
+      scales: { x: { time: false } },
+      axes: [{ label: (opts && opts.xLabel) || "step" }, {}],
+      series: [{ label: (opts && opts.xLabel) || "step" }, ...names.map((n, i) => ({
+        label: n, stroke: COLORS[i % COLORS.length], width: 1.5,
+        fill: opts && opts.bars ? COLORS[i % COLORS.length] + "88" : undefined,
+        paths: opts && opts.bars ? uPlot.paths.bars({ size: [0.9] }) : undefined,
+        points: { show: x.length < 60 },
+      }))],
+    }, data, box);
+    chart._diceKey = key;
+    charts[name] = chart;
+  }
+  const values = names.reduce((sum, n) =>
+    sum + series[n].filter((v) => v !== null && v !== undefined).length, 0);
+  if (x.length > 0 && names.length > 0 && values === 0) {
+    box.append(el("p", { class: "none" }, "every value is empty (null) so far"));
+  }
+  box.dataset.points = String(x.length);
+  box.dataset.values = String(values);
+}
+
+// One series per value of `groups` (a phase name per step): `values` where the step is in it.
+function splitBy(groups, values) {
+  const out = {};
+  groups.forEach((group, i) => {
+    if (!(group in out)) out[group] = values.map(() => null);
+    out[group][i] = values[i];
+  });
+  return out;
+}
+
+// A metric series put on the steps' x values (null where it has no value).
+function onSteps(steps, metric) {
+  const at = new Map();
+  if (metric) metric.step.forEach((s, i) => at.set(s, metric.value[i]));
+  return steps.map((s) => (at.has(s) ? at.get(s) : null));
+}
+
+function histogram(values) {
+  if (values.length === 0) return { x: [], counts: [] };
+  const max = values[values.length - 1];
+  const width = max <= 2 ? 0.1 : max <= 5 ? 0.25 : Math.ceil(max / 20);
+  const bins = Math.floor(max / width) + 1;
+  const counts = new Array(bins).fill(0);
+  for (const v of values) counts[Math.floor(v / width)] += 1;
+  return { x: counts.map((_, i) => +(i * width).toFixed(3)), counts };
+}
+
+function drawRun(d) {
+  const s = d.steps;
+  const phases = s.phase_name.map((n, i) => (n || s.phase[i]) + (s.evaluation[i] ? " (eval)" : ""));
+  plot("reward", s.step, splitBy(phases, s.mean_reward));
+  plot("correct", s.step, Object.assign(splitBy(phases, s.correct_rate),
+    { "compile rate (all phases)": s.compile_rate }));
+  plot("failures", s.step, d.failure_rates, { none: "no failures logged" });
+  plot("findings", s.step, d.finding_rates, { none: "no anti-cheat findings logged" });
+  const h = histogram(d.speedups);
+  plot("speedup", h.x, h.x.length ? { "correct kernels": h.counts } : {},
+    { bars: true, xLabel: "speedup (reference ms / kernel ms)",
+      none: "no correct kernel with a timed speedup yet (reward.mode full only)" });
+  plot("throughput", s.step, {
+    "rollout candidates/s": onSteps(s.step, d.metrics["rollout/candidates_per_s"]),
+    "reward s per candidate": d.reward_seconds_per_candidate,
+    "learner update s": onSteps(s.step, d.metrics["learner/update_seconds"]),
+    "step seconds": s.seconds,
+  });
+  plot("policy", s.step, {
+    "policy version": s.policy_version,
+    "max staleness": d.max_staleness,
+    "stale candidates dropped": onSteps(s.step, d.metrics["learner/candidates_stale"]),
+  });
+  plot("learner", s.step, { loss: s.loss, KL: s.kl, "grad norm": s.grad_norm });
+  drawMetric(d);
+}
+
+function drawMetric(d) {
+  const select = $("metric-select");
+  const names = Object.keys(d.metrics).sort();
+  if (select.options.length !== names.length) {
+    select.replaceChildren(...names.map((n) => el("option", { value: n }, n)));
+    if (state.metric && names.includes(state.metric)) select.value = state.metric;
+  }
+  state.metric = select.value;
+  const m = d.metrics[state.metric];
+  plot("metric", m ? m.step : [], m ? { [state.metric]: m.value } : {},
+    { none: "no metrics logged" });
+}
+
+function drawStepsTable(d) {
+  const s = d.steps;
+  const body = $("steps-table").tBodies[0];
+  const rows = [];
+  for (let i = s.step.length - 1; i >= 0 && rows.length < 200; --i) {
+    const step = s.step[i];
+    rows.push(el("tr", { "data-step": step, onclick: () => go({ log: d.log, run: d.run_id, step }) },
+      el("td", {}, step), el("td", {}, s.phase_name[i] || s.phase[i]),
+      el("td", {}, s.policy_version[i]), el("td", {}, s.num_candidates[i]),
+      el("td", {}, s.num_compiled[i]), el("td", {}, s.num_correct[i]),
+      el("td", {}, fmt(s.mean_reward[i])), el("td", {}, fmt(s.loss[i])),
+      el("td", {}, fmt(s.seconds[i], 3))));
+  }
+  body.replaceChildren(...rows);
+}
+
+async function refreshRun() {
+  if (state.run === null) return;
+  let d;
+  try {
+    d = await api("run", { log: state.log, run: state.run });
+  } catch (e) {
+    $("run-warnings").replaceChildren(banner(e.kind === "corrupt" ? "error" : "warn",
+      "cannot read run " + state.run + ": " + e.message));
+    return;
+  }
+  state.data = d;
+  $("run-view").hidden = false;
+  const r = d.run;
+  $("run-info").textContent = "run " + d.run_id + " \u00b7 host " + (r.host || "-") +
+    " \u00b7 git " + (r.gitRevision || "-") + " \u00b7 started " +
+    (r.startedUnixMillis ? new Date(Number(r.startedUnixMillis)).toISOString() : "-") +
+    " \u00b7 " + d.steps.step.length + " steps" + (r.note ? " \u00b7 " + r.note : "");
+  const warnings = d.unreadable.map((u) => banner("error",
+    "step " + u.step + ": candidates unreadable past a damaged record: " + u.error));
+  if (d.steps.step.length === 0) warnings.push(banner("info", "no finished step yet"));
+  $("run-warnings").replaceChildren(...warnings);
+  $("not-in-log").textContent = "Not in the reward log, so not shown: " +
+    d.not_in_log.map((f) => f.field + " (" + f.why + ")").join("; ") + ".";
+  drawRun(d);
+  drawStepsTable(d);
+}
+
+async function showStep() {
+  $("step-view").hidden = state.step === null;
+  if (state.step === null) return;
+  $("step-title").textContent = "step " + state.step;
+  let d;
+  try {
+    d = await api("step", { log: state.log, run: state.run, step: state.step });
+  } catch (e) {
+    $("step-error").replaceChildren(banner("warn", e.message));
+    $("groups").replaceChildren();
+    return;
+  }
+  $("step-error").replaceChildren(...(d.error ? [banner("error", d.error)] : []));
+  $("groups").replaceChildren(...d.groups.map((g) => el("div", { class: "group" },
+    el("span", { class: "task" }, g.task_id + " (group " + g.group + ")"),
+    ...g.candidates.map((c) => el("span", {
+      class: "cand " + (c.correct ? "correct" : c.compiled ? "compiled" : "failed"),
+      "data-task": g.task_id, "data-sample": c.sample,
+      title: c.failure + (c.speedup ? " speedup " + fmt(c.speedup) : "") +
+        (c.findings.length ? " findings: " + c.findings.join(", ") : ""),
+      onclick: () => go({ log: state.log, run: state.run, step: state.step, task: g.task_id,
+        sample: c.sample }),
+    }, c.sample)))));
+}
+
+async function showCandidate() {
+  const view = $("candidate-view");
+  view.hidden = state.task === null || state.sample === null;
+  if (view.hidden) return;
+  $("candidate-title").textContent = "candidate: step " + state.step + ", task " + state.task +
+    ", sample " + state.sample;
+  let d;
+  try {
+    d = await api("candidate", { log: state.log, run: state.run, step: state.step,
+      task: state.task, sample: state.sample });
+  } catch (e) {
+    $("candidate-summary").replaceChildren(banner("warn", e.message));
+    return;
+  }
+  const rec = d.record;
+  const v = rec.verdict || {};
+  const t = v.timings || {};
+  const rows = [["failure", v.failure || "none"], ["compiled", !!v.compiled],
+    ["correct", !!v.correct], ["reward", fmt(v.reward || 0)], ["advantage", fmt(rec.advantage || 0)],
+    ["speedup", fmt(v.speedup || 0)], ["kernel ms", fmt(t.kernelMsMean || 0)],
+    ["reference ms", fmt(t.referenceMsMean || 0)], ["max abs error", fmt(v.maxAbsError || 0)],
+    ["policy version", v.policyVersion || "0"], ["rollout worker", rec.rolloutWorker || "-"],
+    ["reward worker", v.rewardWorker || "-"], ["reused from work id", v.reusedFrom || "0"]];
+  $("candidate-summary").replaceChildren(el("dl", {}, ...rows.flatMap(([k, x]) =>
+    [el("dt", {}, k), el("dd", {}, x)])));
+  $("candidate-source").textContent = rec.evaluatedSource || "(no evaluated file: extraction failed)";
+  $("candidate-response").textContent = rec.responseText || "";
+  const why = Object.fromEntries(d.not_in_log.map((f) => [f.field, f.why]));
+  $("candidate-reference").textContent = "Not in the reward log: " + why["PyTorch reference"];
+  $("candidate-trace").textContent = "Not in the reward log: " + why["denoising trace"];
+  $("candidate-findings").replaceChildren(...(v.findings || []).map((f) =>
+    el("li", {}, (f.fatal ? "[fatal] " : "") + f.check + ": " + (f.detail || ""))));
+  if (!(v.findings || []).length) $("candidate-findings").append(el("li", {}, "none"));
+  $("candidate-kernels").replaceChildren(...d.kernels.map((k) => el("div", {},
+    el("p", { class: "muted" }, k.source_hash + (k.record ? (k.record.compiled ? " compiled" :
+      " did not compile") + ", " + fmt(k.record.compileSeconds || 0) + " s" : " " + k.error)),
+    el("pre", {}, (k.record && k.record.compileLog) || "(empty compiler log)"))));
+  if (!d.kernels.length) {
+    $("candidate-kernels").append(el("p", { class: "muted" }, "no build (failed before compiling)"));
+  }
+  $("candidate-excerpt").textContent = v.logExcerpt || "(none)";
+  view.scrollIntoView();
+}
+
+// --- the run list ---
+async function refreshRuns() {
+  let d;
+  try {
+    d = await api("runs");
+  } catch (e) {
+    $("log-states").replaceChildren(banner("error", "dice-dash does not answer: " + e.message));
+    return;
+  }
+  state.runs = d.runs;
+  const describe = { missing: "no reward log here yet (waiting for the run to create it)",
+    empty: "the log has no runs yet", corrupt: "the log is damaged", unreadable:
+      "not a dice reward log" };
+  $("log-states").replaceChildren(...d.logs.filter((l) => l.state !== "ok").map((l) =>
+    banner(l.state === "empty" || l.state === "missing" ? "info" : "error",
+      "log " + l.index + " " + l.path + ": " + describe[l.state] +
+      (l.error ? " (" + l.error + ")" : ""))));
+  const select = $("run-select");
+  const options = d.runs.map((r) => el("option", { value: r.log + "/" + r.run_id },
+    r.run_id + " (" + (r.steps || 0) + " steps)"));
+  select.replaceChildren(...options);
+  if (state.run === null && d.runs.length) {
+    const last = d.runs[d.runs.length - 1];
+    go({ log: last.log, run: last.run_id });
+    return;
+  }
+  if (state.run !== null) select.value = state.log + "/" + state.run;
+  $("empty-view").hidden = d.runs.length > 0;
+  $("empty-text").textContent = d.runs.length ? "" : "No runs to show yet; this page updates " +
+    "by itself when a run starts writing.";
+}
+
+async function route() {
+  readHash();
+  await refreshRuns();
+  await refreshRun();
+  await showStep();
+  await showCandidate();
+}
+
+$("run-select").onchange = (e) => {
+  const [log, ...run] = e.target.value.split("/");
+  go({ log, run: run.join("/") });
+};
+$("metric-select").onchange = () => { if (state.data) drawMetric(state.data); };
+window.addEventListener("hashchange", route);
+
+async function poll() {
+  await refreshRuns();
+  await refreshRun();
+  $("live").textContent = "live \u00b7 updated " + new Date().toLocaleTimeString();
+  setTimeout(poll, POLL_MS);
+}
+route().then(() => setTimeout(poll, POLL_MS));
