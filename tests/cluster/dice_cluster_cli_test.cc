@@ -320,7 +320,8 @@ TEST_F(DiceClusterTest, UpStartsTheDashboardBesideTheRunAndPrintsItsAddress) {
   EXPECT_NE(up.output.find("dashboard: http://127.0.0.1:" + std::to_string(port) + "/"),
             std::string::npos)
       << up.output;
-  const ServiceState* entry = service(state(), "dash-0");
+  const ClusterState after_up = state();  // kept: `entry` points into it
+  const ServiceState* entry = service(after_up, "dash-0");
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry->role, "dash");
   // It serves the run's log (missing until the learner writes it) as soon as it listens.
