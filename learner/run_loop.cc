@@ -203,14 +203,15 @@ Result<PolicyUpdate> update_and_push(const RunLoopOptions& options,
   return update;
 }
 
-// The StepRecord and the step's metric records, in one append.
+// The StepRecord, the step's metric records and `more` (the schedule's), in one append.
 Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
                            const StepSettings& settings, TaskKind kind, const StepTiming& timing,
-                           const PolicyUpdate& update) {
+                           const PolicyUpdate& update, std::vector<rewardlog::LogRecord> more) {
   DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord step_rec,
                         step_record(c, settings, kind, timing, update));
   DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> records,
                         metric_records(c, settings, timing, update));
+  for (rewardlog::LogRecord& r : more) records.push_back(std::move(r));
   records.push_back(std::move(step_rec));
   return log.append(std::move(records));
 }
@@ -218,8 +219,9 @@ Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
 // The schedule after a step, as metric records dashboards read (schedule/<phase>/...): open
 // levels, tasks the pass-rate band passed over and took anyway, each level's rolling correct
 // rate; and a log line for each level a mixed phase opened.
-Status record_schedule(const PhasePlan& plan, const ScheduleReport& report,
-                       const StepSettings& settings, rewardlog::RewardLogWriter& log) {
+Result<std::vector<rewardlog::LogRecord>> schedule_records(const PhasePlan& plan,
+                                                           const ScheduleReport& report,
+                                                           const StepSettings& settings) {
   const std::string prefix = "schedule/" + plan.name + "/";
   std::vector<std::pair<std::string, double>> values = {{"open_levels", report.open_levels},
                                                         {"passed_over", report.passed_over},
@@ -242,7 +244,7 @@ Status record_schedule(const PhasePlan& plan, const ScheduleReport& report,
                           metric_record(settings.run_id, prefix + name, settings.step, value, now));
     records.push_back(std::move(r));
   }
-  return log.append(std::move(records));
+  return records;
 }
 
 // The progress line of step `k` of `plan`, which took `seconds`.
@@ -509,9 +511,11 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
                                   state->global_step, &state->policy_version, &state->weights_dir));
     }
     timing.finished_ms = wire::unix_millis_now();
-    DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, timing, update));
     const ScheduleReport schedule = scheduler.end_step();
-    DICE_RETURN_IF_ERROR(record_schedule(plan, schedule, settings, run.log));
+    DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> scheduled,
+                          schedule_records(plan, schedule, settings));
+    DICE_RETURN_IF_ERROR(
+        append_step_records(run.log, c, settings, plan.kind, timing, update, std::move(scheduled)));
     run.metrics.steps->add();
     ++summary->steps_completed;
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
