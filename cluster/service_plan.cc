@@ -159,6 +159,9 @@ Result<std::vector<ServiceSpec>> plan_services(const ClusterOptions& options,
                      "--run-id",       inputs.run_id,
                      "--worker-index", std::to_string(spec.worker_index),
                      "--metrics-port", std::to_string(spec.metrics_port)};
+        // A learner the supervisor restarts continues the run (docs/RESUME.md); on the first
+        // start the run id is new and --resume starts it.
+        if (role == NodeRole::kLearner) spec.args.push_back("--resume");
         spec.args.insert(spec.args.end(), inputs.overrides.begin(), inputs.overrides.end());
         services.push_back(std::move(spec));
       }

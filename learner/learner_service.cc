@@ -3,10 +3,14 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
+#include <random>
 #include <thread>
 
 #include "common/log.h"
 #include "learner/policy_updater.h"
+#include "learner/resume_plan.h"
+#include "learner/resume_store.h"
 #include "learner/run_loop.h"
 #include "learner/sft_run.h"
 #include "net/service/metrics_server.h"
@@ -28,6 +32,11 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitBadInput = 2;
 
+// Where the run's resume folder lives (resume_store.h).
+std::string resume_dir_of(const DiceConfig& config) {
+  return config.learner.checkpoint.dir + "/" + config.run.id;
+}
+
 int fail(int code, const std::string& what, const Status& status) {
   DICE_LOG(Error) << what << kv("error", status.to_string());
   std::cerr << "dice-learner: " << what << ": " << status.to_string() << "\n";
@@ -40,28 +49,42 @@ std::string host_name() {
   return name;
 }
 
-// A learner cannot resume a run yet, and a second run under the same id would silently mix its
-// records with the first one's: refuse instead.
-Status check_run_is_new(const std::string& log_path, const std::string& run_id) {
+// The run's RunRecord in the log, if the log holds one under `run_id` (a run to resume, or an
+// id a new run must not reuse).
+struct ExistingRun {
+  bool exists = false;
+  std::int64_t started_ms = 0;
+  std::string note;
+};
+Result<ExistingRun> find_run(const std::string& log_path, const std::string& run_id) {
   rewardlog::RewardLogReaderOptions options;
   options.path = log_path;
   auto reader = rewardlog::RewardLogReader::open(options);
-  if (reader.status().code() == StatusCode::kNotFound) return Status::ok_status();
+  if (reader.status().code() == StatusCode::kNotFound) return ExistingRun{};
   DICE_RETURN_IF_ERROR(reader.status());
   auto existing = (*reader)->run(run_id);
-  if (existing.status().code() == StatusCode::kNotFound) return Status::ok_status();
+  if (existing.status().code() == StatusCode::kNotFound) return ExistingRun{};
   DICE_RETURN_IF_ERROR(existing.status());
-  return Status::invalid_argument(
-      "reward log " + log_path + " already holds run '" + run_id +
-      "'; this learner cannot resume a run: give a new run id (--run-id ID or run.id) or move "
-      "the log away");
+  return ExistingRun{true, existing->get().getStartedUnixMillis(),
+                     existing->get().getNote().cStr()};
 }
 
-Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& config) {
+// A second run under the same id would silently mix its records with the first one's.
+Status refuse_existing_run(const std::string& log_path, const std::string& run_id,
+                           bool can_resume) {
+  return Status::invalid_argument(
+      "reward log " + log_path + " already holds run '" + run_id + "'; " +
+      (can_resume ? "continue it with --resume, or give a new run id (--run-id ID or run.id)"
+                  : "learner.mode sft cannot resume a run: give a new run id (--run-id ID or "
+                    "run.id) or move the log away"));
+}
+
+Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& config,
+                        const ExistingRun& resumed, const std::string& resume_note) {
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::RunRecord>();
   record.setRunId(config.run.id);
-  record.setStartedUnixMillis(wire::unix_millis_now());
+  record.setStartedUnixMillis(resumed.exists ? resumed.started_ms : wire::unix_millis_now());
   record.setConfigYaml(print_dice_config(config));
   record.setGitRevision(DICE_GIT_REVISION);
   record.setHost(host_name());
@@ -74,25 +97,21 @@ Status write_run_record(rewardlog::RewardLogWriter& log, const DiceConfig& confi
     note += "; reward.mode " + dice::config::enum_to_name(config.reward.mode) +
             ": no GPU judged these candidates, so no reward means a correct kernel";
   }
+  if (resumed.exists) note = resumed.note + "; " + resume_note;
   record.setNote(note);
   return log.append_record(record.asReader());
 }
 
-// The run's reward log, opened for a new run with its RunRecord written; on failure the exit
-// code to use (bad input: the run id exists already) and the status.
+// The run's reward log, opened with its RunRecord written (for a resumed run: its note
+// extended by `resume_note`); on failure the exit code to use and the status.
 struct OpenedLog {
   std::unique_ptr<rewardlog::RewardLogWriter> log;
   int exit_code = 0;
   Status status;
 };
-OpenedLog open_run_log(const DiceConfig& config) {
+OpenedLog open_run_log(const DiceConfig& config, const ExistingRun& resumed = {},
+                       const std::string& resume_note = "") {
   OpenedLog out;
-  Status fresh = check_run_is_new(config.run.reward_log_path, config.run.id);
-  if (!fresh.ok()) {
-    out.exit_code = fresh.code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure;
-    out.status = fresh;
-    return out;
-  }
   rewardlog::RewardLogOptions log_options;
   log_options.path = config.run.reward_log_path;
   auto log = rewardlog::RewardLogWriter::open(log_options);
@@ -101,15 +120,65 @@ OpenedLog open_run_log(const DiceConfig& config) {
     out.status = log.status();
     return out;
   }
-  Status recorded = write_run_record(**log, config);
+  Status recorded = write_run_record(**log, config, resumed, resume_note);
   if (!recorded.ok()) {
     out.exit_code = kExitFailure;
     out.status = recorded;
     return out;
   }
   out.log = std::move(log).value();
-  DICE_LOG(Info) << "reward log open" << kv("path", log_options.path) << kv("run", config.run.id);
+  DICE_LOG(Info) << "reward log open" << kv("path", log_options.path) << kv("run", config.run.id)
+                 << kv("resumed", resumed.exists);
   return out;
+}
+
+// What --resume found: the run in the log (or none: a new run), where to continue from (a run
+// without a resume folder starts over), and the note for its RunRecord.
+struct ResumeSetup {
+  ExistingRun run;
+  std::optional<ResumePoint> point;
+  std::string note;
+};
+Result<ResumeSetup> find_resume(const DiceConfig& config, const std::vector<PhasePlan>& phases,
+                                const std::string& resume_dir) {
+  ResumeSetup out;
+  DICE_ASSIGN_OR_RETURN(out.run, find_run(config.run.reward_log_path, config.run.id));
+  if (!out.run.exists) {
+    DICE_LOG(Info) << "--resume: the reward log holds no run " + config.run.id + ": a new run";
+    return out;
+  }
+  auto point = read_resume(resume_dir);
+  if (point.status().code() == StatusCode::kNotFound) {
+    DICE_LOG(Warn) << "--resume: the run has no resume folder (it stopped before its first one "
+                      "was written): it starts over, its records erased"
+                   << kv("dir", resume_dir);
+    ResumePoint fresh;
+    fresh.position.run_id = config.run.id;
+    point = std::move(fresh);
+  }
+  DICE_RETURN_IF_ERROR(point.status());
+  if (point->position.run_id != config.run.id) {
+    return Status::invalid_argument(point->dir + "/position.json is of run '" +
+                                    point->position.run_id + "', not '" + config.run.id + "'");
+  }
+  out.point = std::move(point).value();
+  const RunPosition& p = out.point->position;
+  out.note = "resumed at step " + std::to_string(p.next_step) + " (restart " +
+             std::to_string(p.resumes + 1) + ")";
+  const ResumePlan plan = plan_resume(p, phases);
+  for (std::size_t i = 0; i < plan.changes.size(); ++i) {
+    out.note += (i == 0 ? ", curriculum changed: " : "; ") + plan.changes[i];
+  }
+  return out;
+}
+
+// learner.seed as the run uses it: the config's, else the one the run drew before a restart,
+// else a fresh one (kept in every resume folder).
+std::uint64_t run_seed(const LearnerOptions& learner, const std::optional<ResumePoint>& point) {
+  if (learner.seed != 0) return learner.seed;
+  if (point && point->position.seed != 0) return point->position.seed;
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) | device();
 }
 
 // Tells every worker to finish and exit. The dispatcher sends from its own thread and drops what
@@ -175,8 +244,14 @@ void warn_if_drain_outlasts_local_cluster(const DiceConfig& config) {
 }
 
 RunLoopOptions run_loop_options(const DiceConfig& config, PolicyStages stages,
-                                WeightsPusher push_weights) {
+                                WeightsPusher push_weights, std::optional<ResumePoint> resume) {
   RunLoopOptions loop_options;
+  loop_options.resume_dir = resume_dir_of(config);
+  loop_options.state_interval_steps = config.learner.checkpoint.state_interval_steps;
+  loop_options.save_state = std::move(stages.save_state);
+  loop_options.load_state = std::move(stages.load_state);
+  loop_options.seed = config.learner.seed;
+  loop_options.resume = std::move(resume);
   loop_options.run_id = config.run.id;
   loop_options.group_timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(config.learner.group_timeout_seconds * 1000));
@@ -202,6 +277,12 @@ int run_sft_service(service::ServiceContext& context) {
   if (!metrics_options.ok()) return fail(kExitBadInput, "/metrics", metrics_options.status());
   auto server = service::MetricsServer::start(*metrics_options, &registry);
   if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
+  auto existing = find_run(config.run.reward_log_path, config.run.id);
+  if (!existing.ok()) return fail(kExitFailure, "reward log", existing.status());
+  if (existing->exists) {
+    return fail(kExitBadInput, "reward log",
+                refuse_existing_run(config.run.reward_log_path, config.run.id, false));
+  }
   OpenedLog opened = open_run_log(config);
   if (!opened.log) return fail(opened.exit_code, "reward log", opened.status);
   rewardlog::RewardLogWriter& log = *opened.log;
@@ -225,6 +306,23 @@ int run_learner_service(service::ServiceContext& context) {
   if (!prompts.ok()) return fail(kExitBadInput, "prompt templates", prompts.status());
   auto phases = plan_phases(config, prompts.value());
   if (!phases.ok()) return fail(kExitBadInput, "curriculum", phases.status());
+
+  // A run the log holds already goes on only with --resume; the seed is settled before the
+  // policy stages read it.
+  ResumeSetup resume;
+  if (context.resume) {
+    auto found = find_resume(config, phases.value(), resume_dir_of(config));
+    if (!found.ok()) return fail(input_exit_code(found.status()), "--resume", found.status());
+    resume = std::move(found).value();
+  } else {
+    auto existing = find_run(config.run.reward_log_path, config.run.id);
+    if (!existing.ok()) return fail(kExitFailure, "reward log", existing.status());
+    if (existing->exists) {
+      return fail(kExitBadInput, "reward log",
+                  refuse_existing_run(config.run.reward_log_path, config.run.id, true));
+    }
+  }
+  context.config.learner.seed = run_seed(config.learner, resume.point);
 
   auto shutdown = service::ShutdownSignal::install();
   if (!shutdown.ok()) return fail(kExitFailure, "signal handlers", shutdown.status());
@@ -263,13 +361,13 @@ int run_learner_service(service::ServiceContext& context) {
   if (!server.ok()) return fail(kExitFailure, "/metrics", server.status());
   DICE_LOG(Info) << "serving /metrics" << kv("port", (*server)->port());
 
-  OpenedLog opened = open_run_log(config);
+  OpenedLog opened = open_run_log(config, resume.run, resume.note);
   if (!opened.log) return fail(opened.exit_code, "reward log", opened.status);
   std::unique_ptr<rewardlog::RewardLogWriter>& log = opened.log;
 
   warn_if_drain_outlasts_local_cluster(config);
   RunLoopOptions loop_options =
-      run_loop_options(config, std::move(stages), std::move(push_weights));
+      run_loop_options(config, std::move(stages), std::move(push_weights), std::move(resume.point));
   service::ShutdownSignal& signal = **shutdown;
   auto summary = run_phases(phases.value(), config, loop_options, **dispatcher, *log,
                             metrics.value(), [&signal] { return signal.requested(); });

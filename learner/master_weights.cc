@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
 
 #include <limits>
 
@@ -58,6 +60,54 @@ double MasterWeights::step(double lr) {
   }
   zero_grad();
   return norm;
+}
+
+Status MasterWeights::save(const std::string& path) const {
+  try {
+    torch::serialize::OutputArchive archive;
+    archive.write("count", at::tensor(static_cast<std::int64_t>(masters_.size())));
+    for (std::size_t i = 0; i < masters_.size(); ++i) {
+      archive.write("master." + std::to_string(i), masters_[i].detach().to(at::kCPU));
+    }
+    torch::serialize::OutputArchive adamw;
+    optimizer_->save(adamw);
+    archive.write("adamw", adamw);
+    archive.save_to(path);
+  } catch (const c10::Error& e) {
+    return Status::io_error("optimizer state " + path + ": " + e.what_without_backtrace());
+  }
+  return Status::ok_status();
+}
+
+Status MasterWeights::load(const std::string& path) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    at::Tensor count;
+    archive.read("count", count);
+    if (count.item<std::int64_t>() != static_cast<std::int64_t>(masters_.size())) {
+      return Status::invalid_argument(
+          "optimizer state " + path + " holds " + std::to_string(count.item<std::int64_t>()) +
+          " tensors, this model has " + std::to_string(masters_.size()));
+    }
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < masters_.size(); ++i) {
+      at::Tensor saved;
+      archive.read("master." + std::to_string(i), saved);
+      if (!saved.sizes().equals(masters_[i].sizes())) {
+        return Status::invalid_argument("optimizer state " + path + ": tensor " +
+                                        std::to_string(i) + " has another shape than the model's");
+      }
+      masters_[i].copy_(saved);
+      if (separate_) params_[i].copy_(masters_[i]);
+    }
+    torch::serialize::InputArchive adamw;
+    archive.read("adamw", adamw);
+    optimizer_->load(adamw);
+  } catch (const c10::Error& e) {
+    return Status::invalid_argument("optimizer state " + path + ": " + e.what_without_backtrace());
+  }
+  return Status::ok_status();
 }
 
 }  // namespace dice

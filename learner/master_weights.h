@@ -10,8 +10,10 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "model/qwen3.h"
 #include "options/learner_options.h"
 
@@ -35,6 +37,13 @@ class MasterWeights {
   double step(double lr = 0);
 
   const c10::Device& device() const { return device_; }  // where the model's parameters are
+
+  // The optimizer's whole state, for a resume (resume_store.h): the float32 masters and AdamW's
+  // moments and step counts, in one LibTorch archive at `path`. load() puts them back and writes
+  // the masters into the model, so the weights are the ones saved to the last bit. IOError /
+  // InvalidArgument naming the file (a different model shape included).
+  Status save(const std::string& path) const;
+  Status load(const std::string& path);
 
  private:
   std::vector<at::Tensor> params_;   // the model's, in its dtype

@@ -85,6 +85,9 @@ class PolicyTrainer {
   Qwen3LM model() const { return model_; }
   std::int64_t steps_taken() const { return steps_; }  // optimizer steps
 
+  // The optimizer state for a resume (MasterWeights::save / load).
+  MasterWeights& master_weights() { return *masters_; }
+
  private:
   struct Packed;    // one forward's rows and scored tokens (policy_trainer.cc)
   struct Prepared;  // a step's samples as micro-batches (policy_trainer.cc)

@@ -53,6 +53,26 @@ using SftStage = std::function<Result<PolicyUpdate>(
 using PhaseCheckpointer = std::function<Result<std::string>(
     const std::string& phase, std::uint64_t version, const std::string& weights_dir)>;
 
+// Writes what a resume needs of the learner's weights into resume folder `dir` (resume_store.h):
+// the model in the Hugging Face layout (model/) and, when a trainer exists, the optimizer state
+// (optimizer.pt).
+using StateSaver = std::function<Status(const std::string& dir)>;
+
+// The weights a resumed run holds.
+struct ResumedWeights {
+  std::uint64_t policy_version = 0;
+  std::string weights_dir;  // its checkpoint folder; "": the initial policy
+};
+
+// Takes back what a StateSaver wrote into `dir` (empty: nothing was saved, the initial policy
+// stays): the model's weights and the optimizer state, as policy `version`. Checkpoint folders of
+// later versions (updates the restart undoes) are deleted. When `workers_may_be_ahead` (weights
+// were pushed after the resume folder was written: state_interval_steps above 1), rollout workers
+// may hold such a version, so the weights then take the next number after the newest of them and
+// every worker loads them. The folder of the version held is written again when missing.
+using StateLoader = std::function<Result<ResumedWeights>(
+    const std::string& dir, std::uint64_t version, bool workers_may_be_ahead)>;
+
 // Tells the workers about a new version (learner/nccl_weight_pusher.h, or a checkpoint folder
 // push when empty). An error ends the run.
 using WeightsPusher =

@@ -2,11 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "common/log.h"
 #include "common/remove_tree.h"
@@ -15,6 +18,7 @@
 #include "learner/policy_trainer.h"
 #include "learner/sft_run.h"
 #include "learner/weight_sync_plan.h"
+#include "model/checkpoint/checkpoint.h"
 #include "model/torch_compat.h"
 #include "model/weights.h"
 
@@ -131,6 +135,74 @@ struct Updater {
     return out;
   }
 
+  // A resume folder's model/ and optimizer.pt (the latter only while a trainer exists: after an
+  // sft phase the next update makes one from the weights, as an uninterrupted run does).
+  Status save_state(const std::string& dir) {
+    DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source_dir, dir + "/model"));
+    if (!trainer) return Status::ok_status();
+    return trainer->master_weights().save(dir + "/optimizer.pt");
+  }
+
+  Result<ResumedWeights> load_state(const std::string& dir, std::uint64_t version,
+                                    bool workers_may_be_ahead) {
+    std::error_code ec;
+    if (!dir.empty()) {
+      DICE_ASSIGN_OR_RETURN(Checkpoint saved, Checkpoint::open(dir + "/model"));
+      DICE_RETURN_IF_ERROR(load_weights(saved, *model).with_context("resume " + dir));
+      if (std::filesystem::exists(dir + "/optimizer.pt", ec)) {
+        DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
+        DICE_RETURN_IF_ERROR(trainer->master_weights().load(dir + "/optimizer.pt"));
+      } else {
+        trainer.reset();
+      }
+    }
+    ResumedWeights out;
+    const std::optional<std::uint64_t> undone = restore_retention(version);
+    out.policy_version = undone && workers_may_be_ahead ? *undone + 1 : version;
+    if (out.policy_version == 0) return out;
+    if (out.policy_version != version) {
+      DICE_LOG(Warn) << "weights renumbered: workers may hold a version the restart undid"
+                     << kv("saved_version", version) << kv("version", out.policy_version);
+    }
+    if (!std::filesystem::exists(dir_of(out.policy_version) + "/config.json", ec)) {
+      DICE_RETURN_IF_ERROR(save(out.policy_version).with_context("checkpoint of resumed weights"));
+      if (out.policy_version != version) prune(out.policy_version);
+    }
+    out.weights_dir = dir_of(out.policy_version);
+    return out;
+  }
+
+  // Retention's books after a restart, from the folders on disk: versions after `version` are
+  // updates the restart undoes (deleted); the others are sorted into recent and permanent.
+  // Returns the newest version deleted, if any.
+  std::optional<std::uint64_t> restore_retention(std::uint64_t version) {
+    recent.clear();
+    permanent.clear();
+    std::vector<std::uint64_t> versions;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(base_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("policy-v", 0) != 0) continue;
+      const std::string digits = name.substr(8);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      versions.push_back(std::stoull(digits));
+    }
+    std::sort(versions.begin(), versions.end());
+    const auto interval = static_cast<std::uint64_t>(checkpoint.interval_steps);
+    std::optional<std::uint64_t> newest_undone;
+    for (std::uint64_t v : versions) {
+      if (v > version) {
+        Status removed = remove_tree(dir_of(v));
+        DICE_LOG(Info) << "checkpoint of an update the restart undoes deleted" << kv("version", v)
+                       << kv("ok", removed.ok());
+        newest_undone = v;
+      } else {
+        (v % interval == 0 ? permanent : recent).push_back(v);
+      }
+    }
+    return newest_undone;
+  }
+
   // The phase's closing checkpoint: the model holds the newest weights (updates and sft train
   // it in place). Its name is not a version's, so retention (prune) never touches it.
   Result<std::string> finish_phase(const std::string& phase) {
@@ -221,6 +293,10 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
                          std::uint64_t version, rewardlog::RewardLogWriter& log,
                          const std::function<bool()>& stop_requested) {
     return updater->sft(phase, data_file, epochs, version, log, stop_requested);
+  };
+  stages.save_state = [updater](const std::string& dir) { return updater->save_state(dir); };
+  stages.load_state = [updater](const std::string& dir, std::uint64_t version, bool ahead) {
+    return updater->load_state(dir, version, ahead);
   };
   stages.finish_phase = [updater](const std::string& phase, std::uint64_t, const std::string&) {
     return updater->finish_phase(phase);

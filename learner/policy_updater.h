@@ -27,6 +27,8 @@ struct PolicyStages {
   PolicyUpdater update;
   SftStage sft;
   PhaseCheckpointer finish_phase;
+  StateSaver save_state;  // for a resume: model/ and optimizer.pt
+  StateLoader load_state;
 };
 
 // InvalidArgument / NotFound naming the model folder when it cannot be loaded; InvalidArgument

@@ -9,6 +9,8 @@
 
 #include "common/log.h"
 #include "learner/eval_tally.h"
+#include "learner/resume_plan.h"
+#include "learner/resume_store.h"
 #include "learner/step_records.h"
 #include "net/wire/envelope.h"
 #include "net/wire/sampling_params.h"
@@ -34,7 +36,10 @@ struct StepRun {
   std::unordered_set<std::string>& seen_hashes;
   bool* stopping;                    // set once a stop was requested (shared across steps)
   std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
-  EvalTally* tally = nullptr;        // an eval phase's table, fed every finished group
+  // (task id, sample index) of each of `traces`: the update takes them in this order, not in the
+  // order groups happened to finish, so that a step run again trains exactly the same.
+  std::vector<std::pair<std::string, std::uint32_t>> trace_keys = {};
+  EvalTally* tally = nullptr;  // an eval phase's table, fed every finished group
   // The phase's task scheduler (fed every finished group), and for dynamic sampling
   // (CurriculumPhase::refill_constant_groups) how many more tasks the step may start for groups
   // that came out constant.
@@ -87,11 +92,25 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
     }
     if (group.complete && !group.dropped && run.options.update) {
       for (const FinishedSample& sample : group.samples) {
-        if (sample.scored) run.traces->push_back(sample.trace);
+        if (!sample.scored) continue;
+        run.traces->push_back(sample.trace);
+        run.trace_keys.emplace_back(group.task->id, sample.sample_index);
       }
     }
   }
   return Status::ok_status();
+}
+
+// The step's traces in (task id, sample index) order.
+void sort_traces(StepRun& run) {
+  std::vector<std::size_t> order(run.traces->size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return run.trace_keys[a] < run.trace_keys[b]; });
+  std::vector<TraceSample> sorted;
+  sorted.reserve(order.size());
+  for (std::size_t i : order) sorted.push_back(std::move((*run.traces)[i]));
+  *run.traces = std::move(sorted);
 }
 
 // Drives one step to its end. Returns whether it was cut short by the drain timeout.
@@ -172,15 +191,20 @@ StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& conf
   return settings;
 }
 
-// New weights (an update or an sft phase that ran) become current, and go to the workers.
-Status adopt_and_push(const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
-                      const LearnerMetrics& metrics, const PolicyUpdate& update,
-                      std::uint64_t* policy_version, std::string* weights_dir) {
-  if (!update.ran) return Status::ok_status();
+// New weights (an update or an sft phase that ran) become current.
+void adopt(const LearnerMetrics& metrics, const PolicyUpdate& update, std::uint64_t* policy_version,
+           std::string* weights_dir) {
+  if (!update.ran) return;
   *policy_version = update.policy_version;
   *weights_dir = update.checkpoint_dir;
   metrics.policy_version->set(static_cast<double>(*policy_version));
-  if (update.checkpoint_dir.empty()) return Status::ok_status();
+}
+
+// New weights go to the workers: only once the run's position with them is saved, so that no
+// worker ever holds a version a restarted learner does not know.
+Status push(const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
+            const PolicyUpdate& update) {
+  if (!update.ran || update.checkpoint_dir.empty()) return Status::ok_status();
   return options.push_weights
              ? options.push_weights(update, dispatcher)
              : push_checkpoint_weights(dispatcher, options.learner_id, options.run_id, update,
@@ -188,18 +212,15 @@ Status adopt_and_push(const RunLoopOptions& options, transport::WorkDispatcher& 
 }
 
 // The policy update on the step's traces (none without an updater or traces); when it ran, the
-// new version and its checkpoint folder become current and the weights go to the workers.
-Result<PolicyUpdate> update_and_push(const RunLoopOptions& options,
-                                     transport::WorkDispatcher& dispatcher,
-                                     const LearnerMetrics& metrics,
-                                     std::vector<TraceSample>& traces, std::uint64_t global_step,
-                                     std::uint64_t* policy_version, std::string* weights_dir) {
+// new version and its checkpoint folder become current (pushed later: push()).
+Result<PolicyUpdate> update_policy(const RunLoopOptions& options, const LearnerMetrics& metrics,
+                                   std::vector<TraceSample>& traces, std::uint64_t global_step,
+                                   std::uint64_t* policy_version, std::string* weights_dir) {
   PolicyUpdate update;
   if (!options.update || traces.empty()) return update;
   DICE_ASSIGN_OR_RETURN(update, options.update(std::move(traces), global_step, *policy_version));
   traces.clear();
-  DICE_RETURN_IF_ERROR(
-      adopt_and_push(options, dispatcher, metrics, update, policy_version, weights_dir));
+  adopt(metrics, update, policy_version, weights_dir);
   return update;
 }
 
@@ -403,7 +424,8 @@ Result<std::vector<PhasePlan>> plan_phases(const DiceConfig& config,
 
 namespace {
 
-// What the phases of one run share: ids, the step counter, the weights held, the ETA's clock.
+// What the phases of one run share: ids, the step counter, the weights held, the ETA's clock,
+// and what a resume folder records of the phases.
 struct RunState {
   std::uint64_t next_work_id = 1;
   std::uint64_t next_group_id = 1;
@@ -411,8 +433,88 @@ struct RunState {
   std::uint64_t policy_version = 0;
   std::string weights_dir;  // checkpoint folder of policy_version; empty: the initial policy
   int total_steps = 0;      // of the rl and eval phases, for the ETA
+  int steps_before = 0;     // of those, done before a restart
   double seconds_so_far = 0.0;
+  std::vector<std::string> phases_done;
+  int resumes = 0;
+  std::vector<PhaseFingerprint> phases;  // of this run's plans
 };
+
+// Writes the run's resume folder: `phase` is the rl phase in progress (or just finished) with
+// `steps_done` steps done and its `scheduler` state (empty phase: none). `next_step` is the step
+// to run next.
+Status save_position(const RunLoopOptions& options, const RunState& state, std::uint64_t next_step,
+                     const std::string& phase, int steps_done, const TaskSchedulerState* scheduler,
+                     int steps_completed) {
+  if (options.resume_dir.empty()) return Status::ok_status();
+  RunPosition p;
+  p.run_id = options.run_id;
+  p.next_step = next_step;
+  p.policy_version = state.policy_version;
+  p.weights_dir = state.weights_dir;
+  p.next_work_id = state.next_work_id;
+  p.next_group_id = state.next_group_id;
+  p.steps_completed = state.steps_before + steps_completed;
+  p.seconds_so_far = state.seconds_so_far;
+  p.phases_done = state.phases_done;
+  p.phase = phase;
+  p.phase_steps_done = steps_done;
+  p.has_scheduler = scheduler != nullptr;
+  if (scheduler != nullptr) p.scheduler = *scheduler;
+  p.seed = options.seed;
+  p.resumes = state.resumes;
+  p.state_interval_steps = options.state_interval_steps;
+  p.phases = state.phases;
+  const auto started = Clock::now();
+  DICE_RETURN_IF_ERROR(write_resume(options.resume_dir, p, options.save_state)
+                           .with_context("resume folder after step " +
+                                         std::to_string(next_step == 0 ? 0 : next_step - 1)));
+  DICE_LOG(Debug) << "resume folder written" << kv("next_step", next_step)
+                  << kv("policy_version", state.policy_version)
+                  << kv("seconds",
+                        fixed(std::chrono::duration<double>(Clock::now() - started).count(), 2));
+  return Status::ok_status();
+}
+
+// Takes the run back to options.resume: the curriculum compared (each change logged), the
+// weights and optimizer state loaded, the log's records from the position's step on erased, the
+// counters set. Work and group ids jump by 2^32, so that a result of the work the crash cut short
+// can never match work issued now.
+Result<ResumePlan> resume_run(const std::vector<PhasePlan>& phases, const RunLoopOptions& options,
+                              rewardlog::RewardLogWriter& log, const LearnerMetrics& metrics,
+                              RunState* state) {
+  const ResumePoint& point = *options.resume;
+  const RunPosition& p = point.position;
+  ResumePlan plan = plan_resume(p, phases);
+  for (const std::string& change : plan.changes) {
+    DICE_LOG(Warn) << "curriculum changed since the resume point: " << change;
+  }
+  ResumedWeights weights{p.policy_version, p.weights_dir};
+  if (options.load_state) {
+    DICE_ASSIGN_OR_RETURN(
+        weights, options.load_state(point.dir, p.policy_version, p.state_interval_steps > 1));
+  }
+  DICE_ASSIGN_OR_RETURN(std::size_t erased,
+                        log.erase_run_from(options.run_id, p.next_step, {"sft/"}));
+  constexpr std::uint64_t kIdJump = std::uint64_t{1} << 32;
+  state->next_work_id = p.next_work_id + kIdJump;
+  state->next_group_id = p.next_group_id + kIdJump;
+  state->global_step = p.next_step;
+  state->policy_version = weights.policy_version;
+  state->weights_dir = weights.weights_dir;
+  state->steps_before = p.steps_completed;
+  state->seconds_so_far = p.seconds_so_far;
+  state->phases_done = p.phases_done;
+  state->resumes = p.resumes + 1;
+  metrics.policy_version->set(static_cast<double>(state->policy_version));
+  DICE_LOG(Info) << "run resumed" << kv("from", point.dir.empty() ? "the start" : point.dir)
+                 << kv("next_step", p.next_step) << kv("policy_version", state->policy_version)
+                 << kv("phase", p.phase.empty() ? "-" : p.phase)
+                 << kv("phase_steps_done", p.phase_steps_done)
+                 << kv("phases_done", p.phases_done.size()) << kv("records_erased", erased)
+                 << kv("resume", state->resumes) << kv("curriculum_changes", plan.changes.size());
+  return plan;
+}
 
 // The evaluation table of an eval phase: one line in the log, and eval/<phase>/... metrics
 // (exec, fast_1, fast_2, per level and for all tasks) at the phase's last step.
@@ -444,13 +546,13 @@ Status report_evaluation(const PhasePlan& plan, const EvalTally& tally, const Ru
   return log.append(std::move(records));
 }
 
-// An sft phase: its weights become the next version and go to the workers.
-Status run_sft_phase(const PhasePlan& plan, const RunLoopOptions& options, StepRun& run,
-                     RunState* state) {
+// An sft phase: its weights become the next version (pushed once the phase's position is saved).
+Result<PolicyUpdate> run_sft_phase(const PhasePlan& plan, const RunLoopOptions& options,
+                                   StepRun& run, RunState* state) {
   if (!options.sft) {
     DICE_LOG(Warn) << "sft phase skipped: this learner updates no policy" << kv("phase", plan.name)
                    << kv("learner.update_policy", "false");
-    return Status::ok_status();
+    return PolicyUpdate{};
   }
   DICE_ASSIGN_OR_RETURN(PolicyUpdate update,
                         options.sft(plan.name, plan.sft_data, plan.epochs, state->policy_version,
@@ -458,25 +560,33 @@ Status run_sft_phase(const PhasePlan& plan, const RunLoopOptions& options, StepR
   DICE_LOG(Info) << "sft phase done" << kv("phase", plan.name) << kv("trained", update.ran)
                  << kv("policy_version", update.ran ? update.policy_version : state->policy_version)
                  << kv("seconds", fixed(update.seconds, 1));
-  return adopt_and_push(options, run.dispatcher, run.metrics, update, &state->policy_version,
-                        &state->weights_dir);
+  adopt(run.metrics, update, &state->policy_version, &state->weights_dir);
+  return update;
 }
 
 }  // namespace
 
 namespace {
 
-// The steps of an rl or eval phase. Returns false when the run stops here (a stop request, or
-// a step cut short).
+// The steps of an rl or eval phase, from step `steps_done` + 1 (a resumed phase, with its
+// scheduler's `saved` state); the scheduler's state at the end goes to `*final`. Returns false
+// when the run stops here (a stop request, or a step cut short).
 Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
                             const RunLoopOptions& options, StepRun& run, RunState* state,
-                            RunSummary* summary) {
+                            RunSummary* summary, int steps_done, const TaskSchedulerState* saved,
+                            TaskSchedulerState* final) {
   const bool eval = plan.type == PhaseType::kEval;
   EvalTally tally;
   run.tally = eval ? &tally : nullptr;
   TaskScheduler scheduler(&plan.tasks, plan.schedule);
+  if (saved != nullptr) {
+    for (const std::string& note : scheduler.restore(*saved)) {
+      DICE_LOG(Warn) << "scheduler state of the resume point does not fit whole: " << note
+                     << kv("phase", plan.name);
+    }
+  }
   run.scheduler = &scheduler;
-  for (int k = 1; k <= plan.steps; ++k, ++state->global_step) {
+  for (int k = steps_done + 1; k <= plan.steps; ++k, ++state->global_step) {
     if (*run.stopping || run.stop_requested()) {
       summary->stopped = true;
       return false;
@@ -488,6 +598,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     StepTiming timing;
     timing.started_ms = wire::unix_millis_now();
     run.traces->clear();
+    run.trace_keys.clear();
     run.refills_left = eval ? 0 : plan.refill_constant_groups;
     StepTracker tracker(settings, &state->next_work_id, &state->next_group_id);
     tracker.start(scheduler.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
@@ -506,9 +617,10 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     }
     PolicyUpdate update;
     if (!eval) {
-      DICE_ASSIGN_OR_RETURN(
-          update, update_and_push(options, run.dispatcher, run.metrics, *run.traces,
-                                  state->global_step, &state->policy_version, &state->weights_dir));
+      sort_traces(run);
+      DICE_ASSIGN_OR_RETURN(update,
+                            update_policy(options, run.metrics, *run.traces, state->global_step,
+                                          &state->policy_version, &state->weights_dir));
     }
     timing.finished_ms = wire::unix_millis_now();
     const ScheduleReport schedule = scheduler.end_step();
@@ -520,13 +632,21 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     ++summary->steps_completed;
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     state->seconds_so_far += seconds;
-    const double eta = state->seconds_so_far / summary->steps_completed *
-                       (state->total_steps - summary->steps_completed);
+    // An eval phase's table is not in a position, so a resume runs the whole phase again.
+    if (!eval && k % std::max(options.state_interval_steps, 1) == 0) {
+      const TaskSchedulerState now = scheduler.state();
+      DICE_RETURN_IF_ERROR(save_position(options, *state, state->global_step + 1, plan.name, k,
+                                         &now, summary->steps_completed));
+    }
+    DICE_RETURN_IF_ERROR(push(options, run.dispatcher, update));
+    const int done = state->steps_before + summary->steps_completed;
+    const double eta = state->seconds_so_far / done * std::max(state->total_steps - done, 0);
     log_step_line(k, plan, state->global_step, c, seconds, eta, state->policy_version, update,
                   schedule, options);
   }
   run.tally = nullptr;
   run.scheduler = nullptr;
+  *final = scheduler.state();
   if (eval) {
     DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, run.log));
   }
@@ -545,6 +665,12 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
   bool stopping = false;
   for (const PhasePlan& plan : phases) {
     if (plan.type != PhaseType::kSft) state.total_steps += plan.steps;
+    state.phases.push_back(phase_fingerprint(plan));
+  }
+  ResumePlan resumed;
+  resumed.done.assign(phases.size(), false);
+  if (options.resume) {
+    DICE_ASSIGN_OR_RETURN(resumed, resume_run(phases, options, log, metrics, &state));
   }
   metrics.policy_version->set(static_cast<double>(state.policy_version));
   const char* update_mode = options.update ? "TraceRL" : kNoPolicyUpdate;
@@ -554,16 +680,30 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
 
   std::vector<TraceSample> traces;
   StepRun run{dispatcher, log, metrics, options, stop_requested, seen_hashes, &stopping, &traces};
-  for (const PhasePlan& plan : phases) {
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const PhasePlan& plan = phases[i];
+    if (resumed.done[i]) continue;
     if (stopping || stop_requested()) {
       summary.stopped = true;
       return summary;
     }
+    PolicyUpdate sft_update;
+    TaskSchedulerState final_schedule;
     if (plan.type == PhaseType::kSft) {
-      DICE_RETURN_IF_ERROR(run_sft_phase(plan, options, run, &state));
+      DICE_ASSIGN_OR_RETURN(sft_update, run_sft_phase(plan, options, run, &state));
+      if (stop_requested()) {  // SFT ended early: not done, a resume trains it again
+        summary.stopped = true;
+        DICE_RETURN_IF_ERROR(push(options, dispatcher, sft_update));
+        return summary;
+      }
     } else {
-      DICE_ASSIGN_OR_RETURN(bool go_on,
-                            run_step_phase(plan, config, options, run, &state, &summary));
+      const bool current = resumed.current == static_cast<int>(i);
+      const int steps_done = current ? resumed.steps_done : 0;
+      const TaskSchedulerState* saved = current && options.resume->position.has_scheduler
+                                            ? &options.resume->position.scheduler
+                                            : nullptr;
+      DICE_ASSIGN_OR_RETURN(bool go_on, run_step_phase(plan, config, options, run, &state, &summary,
+                                                       steps_done, saved, &final_schedule));
       if (!go_on) return summary;
     }
     if (options.finish_phase) {
@@ -572,6 +712,13 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
       DICE_LOG(Info) << "phase checkpoint written" << kv("phase", plan.name) << kv("dir", dir)
                      << kv("policy_version", state.policy_version);
     }
+    state.phases_done.push_back(plan.name);
+    // An rl phase stays named with its scheduler, so that it can go on if the curriculum grows it.
+    const bool rl = plan.type == PhaseType::kRl;
+    DICE_RETURN_IF_ERROR(save_position(options, state, state.global_step, rl ? plan.name : "",
+                                       rl ? plan.steps : 0, rl ? &final_schedule : nullptr,
+                                       summary.steps_completed));
+    DICE_RETURN_IF_ERROR(push(options, dispatcher, sft_update));
   }
   return summary;
 }

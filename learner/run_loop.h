@@ -35,6 +35,7 @@
 #include "learner/learner_metrics.h"
 #include "learner/policy_update.h"
 #include "learner/prompt_template.h"
+#include "learner/resume_store.h"
 #include "learner/task_loader.h"
 #include "learner/task_scheduler.h"
 #include "net/transport/work_dispatcher.h"
@@ -103,6 +104,23 @@ struct RunLoopOptions {
   // Named in every step line and the evaluation table: how verdicts are reached
   // (reward.mode: full, compile_only, extraction_only). Default: "full"
   std::string reward_mode = "full";
+
+  // Resume (docs/RESUME.md). Where the run's resume folder is kept (resume_store.h:
+  // <checkpoint.dir>/<run id>); empty: none is written. Default: empty
+  std::string resume_dir;
+  // A resume folder after every this many steps of an rl phase, and after every phase. Default: 1
+  int state_interval_steps = 1;
+  // What goes into a resume folder besides the position, and takes it back (the policy stages'
+  // save_state / load_state); empty: the position only (a learner that updates no policy).
+  // Default: empty
+  StateSaver save_state;
+  StateLoader load_state;
+  // learner.seed as the run uses it, kept in the position. Default: 0
+  std::uint64_t seed = 0;
+  // Continue a run from here (read_resume(); a default RunPosition with an empty dir: the run
+  // starts over): its records from position.next_step on are erased from the log first, the
+  // weights and optimizer state come back through load_state. Default: none (a new run)
+  std::optional<ResumePoint> resume;
 };
 
 // Tells every worker (rollout workers act on it, reward workers ignore it) that

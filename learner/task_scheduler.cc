@@ -84,6 +84,76 @@ void TaskScheduler::observe(const LearnerTask& task, int correct, int judged) {
   while (recent.size() > static_cast<std::size_t>(options_.promotion.window)) recent.pop_front();
 }
 
+const LearnerTask* TaskScheduler::task_by_id(const std::string& id) const {
+  for (const Queue& queue : queues_) {
+    for (const LearnerTask* task : queue.tasks) {
+      if (task->id == id) return task;
+    }
+  }
+  return nullptr;
+}
+
+TaskSchedulerState TaskScheduler::state() const {
+  TaskSchedulerState state;
+  for (const Queue& queue : queues_) {
+    state.next_task.push_back(queue.tasks.empty() ? std::string()
+                                                  : queue.tasks[queue.position]->id);
+  }
+  state.open = static_cast<int>(open_);
+  for (std::size_t l = 0; l < levels_.size(); ++l) {
+    state.recent[levels_[l]] = std::vector<bool>(recent_[l].begin(), recent_[l].end());
+  }
+  for (const auto& [task, groups] : history_) {
+    state.history[task->id] = std::vector<std::pair<int, int>>(groups.begin(), groups.end());
+  }
+  return state;
+}
+
+std::vector<std::string> TaskScheduler::restore(const TaskSchedulerState& state) {
+  std::vector<std::string> notes;
+  if (state.next_task.size() != queues_.size()) {
+    notes.push_back("the phase walks " + std::to_string(queues_.size()) + " task queue(s), the " +
+                    "checkpoint " + std::to_string(state.next_task.size()) +
+                    " (scheduling or levels changed): queues start at their first task");
+  }
+  for (std::size_t q = 0; q < queues_.size() && q < state.next_task.size(); ++q) {
+    Queue& queue = queues_[q];
+    const std::string& id = state.next_task[q];
+    auto at = std::find_if(queue.tasks.begin(), queue.tasks.end(),
+                           [&](const LearnerTask* t) { return t->id == id; });
+    if (at != queue.tasks.end()) {
+      queue.position = static_cast<std::size_t>(at - queue.tasks.begin());
+    } else if (!id.empty()) {
+      notes.push_back("task " + id + ", next in queue " + std::to_string(q + 1) +
+                      ", is no longer in the phase: that queue starts at its first task");
+    }
+  }
+  open_ = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(state.open, 1)),
+                                  std::min<std::size_t>(1, queues_.size()), queues_.size());
+  for (const auto& [level, recent] : state.recent) {
+    auto index = level_index_.find(level);
+    if (index == level_index_.end()) {
+      notes.push_back("level " + level + " is no longer in the phase: its rolling rate is dropped");
+      continue;
+    }
+    recent_[index->second].assign(recent.begin(), recent.end());
+  }
+  std::size_t lost_tasks = 0;
+  for (const auto& [id, groups] : state.history) {
+    const LearnerTask* task = task_by_id(id);
+    if (task == nullptr) {
+      ++lost_tasks;
+      continue;
+    }
+    history_[task].assign(groups.begin(), groups.end());
+  }
+  if (lost_tasks > 0) {
+    notes.push_back(std::to_string(lost_tasks) +
+                    " task(s) with a pass-rate history are no longer in the phase");
+  }
+  return notes;
+}
+
 ScheduleReport TaskScheduler::end_step() {
   promoted_.clear();
   if (options_.scheduling == TaskScheduling::kMixed && open_ < queues_.size()) {

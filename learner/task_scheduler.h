@@ -38,6 +38,17 @@ struct TaskSchedulerOptions {
 };
 
 // What one step's selection and the observations since did to the schedule.
+// Where a scheduler stands between two steps, by task id and level name (not by pointer), so that
+// a checkpoint can hold it and a scheduler over an edited curriculum can take it back.
+struct TaskSchedulerState {
+  std::vector<std::string> next_task;  // per queue: the id of the task it takes next ("": none)
+  int open = 1;                        // queues the next step draws from
+  // Per level: its last promotion.window candidates' correctness, oldest first.
+  std::map<std::string, std::vector<bool>> recent;
+  // Per task id: (correct, judged) of its last band.window groups, oldest first.
+  std::map<std::string, std::vector<std::pair<int, int>>> history;
+};
+
 struct ScheduleReport {
   int open_levels = 0;     // levels the next step draws from (sequential: all)
   int passed_over = 0;     // tasks the band passed over in the step (and did not take after all)
@@ -62,6 +73,12 @@ class TaskScheduler {
   // After each step: promotion (mixed), and the report of the step just ended.
   ScheduleReport end_step();
 
+  // The state between steps (after end_step()), and taking one back: a task id or level the
+  // phase no longer has is left out, and each such loss is one line of the returned notes (empty
+  // when the state fitted whole).
+  TaskSchedulerState state() const;
+  std::vector<std::string> restore(const TaskSchedulerState& state);
+
   const std::vector<std::string>& levels() const { return levels_; }
   // Levels the next step draws from (sequential_select: all of them).
   int open_levels() const;
@@ -73,6 +90,7 @@ class TaskScheduler {
   };
 
   bool in_band(const LearnerTask& task) const;
+  const LearnerTask* task_by_id(const std::string& id) const;
   // The next task of `queue` not in `taken` that the band allows (with `any`: any not in
   // `taken`); nullptr when the queue has none. Passing over a task moves the queue past it.
   const LearnerTask* take_from(Queue& queue, const std::vector<const LearnerTask*>& taken,

@@ -102,6 +102,7 @@ struct CheckpointOptions {
   std::string dir = "runs/checkpoints";
   int interval_steps = 10;
   int keep_last = 0;
+  int state_interval_steps = 1;
 
   template <class V>
   void visit_fields(V& v) {
@@ -114,6 +115,11 @@ struct CheckpointOptions {
             config::at_least(1));
     v.field("keep_last", keep_last, "Keep only the newest N checkpoints; 0 keeps all. Default: 0",
             config::at_least(0));
+    v.field("state_interval_steps", state_interval_steps,
+            "Write the run's resume folder (<dir>/<run id>/resume: weights, optimizer state, "
+            "curriculum position; docs/RESUME.md) after every this many steps of an rl phase, and "
+            "after every phase. A restart repeats at most this many steps. Default: 1",
+            config::at_least(1));
   }
 };
 

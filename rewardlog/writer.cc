@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <string_view>
 #include <system_error>
 
 #include "common/log.h"
@@ -132,6 +134,48 @@ Status RewardLogWriter::flush() {
   Status status = async_error_;
   async_error_ = Status::ok_status();
   return status;
+}
+
+Result<std::size_t> RewardLogWriter::erase_run_from(
+    const std::string& run_id, uint64_t first_step,
+    const std::vector<std::string>& keep_metric_prefixes) {
+  DICE_RETURN_IF_ERROR(check_key_text("runId", run_id));
+  DICE_RETURN_IF_ERROR(flush());
+  const std::string where = "reward log " + options_.path + ": erasing run " + run_id +
+                            " from step " + std::to_string(first_step);
+  const std::string prefix = run_prefix(run_id);
+  rocksdb::WriteBatch batch;
+  std::size_t erased = 0;
+  // Keys of `family` from `from` while they start with the run's prefix, and `erase` says so.
+  auto scan = [&](Family family, const std::string& from,
+                  const std::function<bool(std::string_view)>& erase) -> Status {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->db->NewIterator(rocksdb::ReadOptions(), db_->family(family)));
+    for (it->Seek(from); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      const std::string_view key(it->key().data(), it->key().size());
+      if (!erase(key)) continue;
+      DICE_RETURN_IF_ERROR(from_rocksdb(batch.Delete(db_->family(family), it->key()), where));
+      ++erased;
+    }
+    return from_rocksdb(it->status(), where);
+  };
+  auto always = [](std::string_view) { return true; };
+  DICE_RETURN_IF_ERROR(scan(Family::kSteps, step_key(run_id, first_step), always));
+  DICE_RETURN_IF_ERROR(
+      scan(Family::kCandidates, candidate_step_prefix(run_id, first_step), always));
+  DICE_RETURN_IF_ERROR(scan(Family::kMetrics, prefix, [&](std::string_view key) {
+    const auto parts = parse_key(Family::kMetrics, key);
+    if (!parts || parts->step < first_step) return false;
+    for (const std::string& keep : keep_metric_prefixes) {
+      if (parts->name.compare(0, keep.size(), keep) == 0) return false;
+    }
+    return true;
+  }));
+  if (erased == 0) return erased;
+  rocksdb::WriteOptions synced;
+  synced.sync = true;
+  DICE_RETURN_IF_ERROR(from_rocksdb(db_->db->Write(synced, &batch), where));
+  return erased;
 }
 
 Status RewardLogWriter::close() {

@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,14 @@ class RewardLogWriter {
   // Returns once everything enqueued before the call is durable per the sync policy; the first
   // error of any enqueued batch since the last flush() otherwise.
   Status flush();
+
+  // Erases what run `run_id` logged from step `first_step` on: its StepRecords, CandidateRecords
+  // and MetricRecords of those steps, except metrics whose name starts with one of
+  // `keep_metric_prefixes` (series not counted in run steps, such as "sft/"). One synced batch,
+  // after a flush(). What a resumed run does before its steps from `first_step` run again, so each
+  // is in the log once. Returns how many records were erased.
+  Result<std::size_t> erase_run_from(const std::string& run_id, uint64_t first_step,
+                                     const std::vector<std::string>& keep_metric_prefixes = {});
 
   // Writes everything queued, stops the writer thread and closes the database; returns what
   // flush() would, or the close error. Calling it again returns the same status; append(),

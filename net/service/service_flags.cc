@@ -89,6 +89,8 @@ Result<ServiceFlags> parse_service_flags(int argc, const char* const* argv) {
       flags.help = true;
     } else if (arg == "--print-config") {
       flags.print_config = true;
+    } else if (arg == "--resume") {
+      flags.resume = true;
     } else if (arg.rfind("--", 0) == 0) {
       std::string name = arg;
       std::string value;
@@ -136,6 +138,8 @@ std::string service_usage(const std::string& program) {
          "  --log-level L       debug, info, warn or error (overrides run.log_level)\n"
          "  --transport-keys D  the run's CURVE keys (dice-cluster makes them with\n"
          "                      cluster.transport.curve on)\n"
+         "  --resume            dice-learner: continue the run the reward log holds under\n"
+         "                      this run id from its resume folder (a new run id: start it)\n"
          "  --help              print this and exit\n"
          "  key.path=value      config override, applied in order (see dice-config docs)\n";
 }
@@ -149,8 +153,8 @@ Result<ServiceContext> prepare_service(const std::string& component, const Servi
   DICE_ASSIGN_OR_RETURN(DiceConfig config, load_dice_config(flags.config_path, overrides));
   if (config.run.id.empty()) config.run.id = run_id_from_clock();
 
-  ServiceContext context{std::move(config), component, flags.worker_index, flags.metrics_port,
-                         flags.transport_keys};
+  ServiceContext context{std::move(config),    component,   flags.worker_index, flags.metrics_port,
+                         flags.transport_keys, flags.resume};
   LogOptions log;
   log.level = context.config.run.log_level;
   log.component = component;
@@ -172,6 +176,11 @@ int run_service_main(const std::string& component, int argc, const char* const* 
   if (flags->help) {
     out << service_usage(program);
     return 0;
+  }
+  if (flags->resume && component != "learner") {
+    err << program << ": --resume is dice-learner's flag (a " << component
+        << " worker keeps no run state)\n";
+    return 2;
   }
   Result<ServiceContext> context = prepare_service(component, *flags);
   if (!context.ok()) {

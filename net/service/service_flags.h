@@ -4,8 +4,9 @@
 //   dice-learner --config configs/local.yaml --print-config learner.optimizer.lr=2e-6
 //
 // Flags: --config FILE (required), --print-config, --run-id ID, --worker-index N, --metrics-port P,
-// --log-level debug|info|warn|error, --transport-keys DIR, --help; then any number of "a.b.c=value"
-// overrides (see common/config/overrides.h). "--flag=value" works as well as "--flag value".
+// --log-level debug|info|warn|error, --transport-keys DIR, --resume (dice-learner), --help; then
+// any number of "a.b.c=value" overrides (see common/config/overrides.h). "--flag=value" works as
+// well as "--flag value".
 #pragma once
 
 #include <functional>
@@ -30,6 +31,7 @@ struct ServiceFlags {
   std::optional<int> metrics_port;     // --metrics-port P (0-65535). Default: none
   std::optional<LogLevel> log_level;   // --log-level: wins over run.log_level. Default: none
   std::string transport_keys;          // --transport-keys DIR: the run's CURVE keys. Default: ""
+  bool resume = false;                 // --resume: dice-learner continues the run (RESUME.md)
   bool help = false;                   // --help / -h: print usage, exit 0
   std::vector<std::string> overrides;  // trailing "a.b.c=value", applied in order
 };
@@ -48,6 +50,7 @@ struct ServiceContext {
   std::optional<int> worker_index;  // from --worker-index
   std::optional<int> metrics_port;  // from --metrics-port (none: the service's default)
   std::string transport_keys;       // from --transport-keys (empty: none given)
+  bool resume = false;              // from --resume (the learner's only)
 };
 
 // Loads flags.config_path with flags.overrides (then --run-id and --log-level, which win), makes a

@@ -67,6 +67,11 @@ TEST_F(ServicePlanTest, OneWorkerPerGpuEntryIndexedAcrossNodes) {
   EXPECT_EQ((*plan)[3].args, (std::vector<std::string>{
                                  "--config", "/abs/run.yaml", "--run-id", "r9", "--worker-index",
                                  "2", "--metrics-port", "9202", "learner.optimizer.lr=2e-6"}));
+  // The learner, and only it, continues its run when the supervisor starts it again.
+  EXPECT_EQ((*plan)[0].args,
+            (std::vector<std::string>{"--config", "/abs/run.yaml", "--run-id", "r9",
+                                      "--worker-index", "0", "--metrics-port", "9100", "--resume",
+                                      "learner.optimizer.lr=2e-6"}));
 }
 
 TEST_F(ServicePlanTest, EachServiceGetsItsOwnMetricsPort) {

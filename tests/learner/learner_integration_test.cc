@@ -109,7 +109,7 @@ class LearnerIntegrationTest : public ::testing::Test {
         << "curriculum_file: curriculum.yaml\n"
         << "learner:\n  group_timeout_seconds: " << group_timeout_s
         << "\n  drain_timeout_seconds: 10\n"
-        << (policy_dir.empty() ? "  update_policy: false\n"
+        << (policy_dir.empty() ? "  update_policy: false\n  checkpoint:\n    dir: checkpoints\n"
                                : "  update_policy: true\n  dtype: fp32\n"
                                  "  checkpoint:\n    dir: checkpoints\n    interval_steps: 2\n"
                                  "  optimizer:\n    lr: 1e-3\n    grad_accumulation: 2\n")
@@ -121,10 +121,26 @@ class LearnerIntegrationTest : public ::testing::Test {
     return (dir_ / "dice.yaml").string();
   }
 
-  std::unique_ptr<ChildProcess> start_learner(const std::string& config) {
-    return std::make_unique<ChildProcess>(DICE_LEARNER_BINARY,
-                                          std::vector<std::string>{"--config", config},
-                                          (dir_ / "learner.log").string());
+  std::unique_ptr<ChildProcess> start_learner(const std::string& config,
+                                              const std::vector<std::string>& more = {},
+                                              const std::string& log_name = "learner.log") {
+    std::vector<std::string> args = {"--config", config};
+    args.insert(args.end(), more.begin(), more.end());
+    return std::make_unique<ChildProcess>(DICE_LEARNER_BINARY, args, (dir_ / log_name).string());
+  }
+  // Waits until the log holds at least `count` steps of it-run; the reader (a secondary) stays
+  // open in *log.
+  bool wait_for_steps(std::size_t count, std::unique_ptr<rewardlog::RewardLogReader>* log) {
+    const auto end = std::chrono::steady_clock::now() + kDeadline;
+    while (std::chrono::steady_clock::now() < end) {
+      if (!*log) *log = open_log();
+      if (*log && (*log)->catch_up().ok()) {
+        auto steps = (*log)->steps("it-run");
+        if (steps.ok() && steps->size() >= count) return true;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
   }
   std::unique_ptr<ChildProcess> start_worker(const char* binary, const std::string& id,
                                              int sleep_ms = 0) {
@@ -560,7 +576,112 @@ TEST_F(LearnerIntegrationTest, RefusesARunIdTheLogAlreadyHolds) {
   }
   auto again = start_learner(config);
   EXPECT_EQ(again->wait_exit(kDeadline), 2);
-  EXPECT_NE(learner_log().find("already holds run 'it-run'"), std::string::npos) << learner_log();
+  EXPECT_NE(learner_log().find("already holds run 'it-run'; continue it with --resume"),
+            std::string::npos)
+      << learner_log();
+}
+
+// A learner killed mid-run (SIGKILL: no drain, no goodbye) and started again with --resume ends
+// with the same weights, byte for byte, as a run that was never interrupted, and the log holds
+// every step once, numbered without gaps, each with its candidates once.
+TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterruptedRun) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  const int kSteps = 6;
+  const std::string config = write_config(kSteps, "tasks.json", 20, policy);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(config));
+  const std::string uninterrupted =
+      read_file(dir_ / "checkpoints" / "it-run" / "phase-e2e" / "model.safetensors");
+  ASSERT_GT(uninterrupted.size(), 1000u);
+  std::vector<std::uint64_t> versions;
+  {
+    auto log = open_log();
+    ASSERT_NE(log, nullptr);
+    auto steps = log->steps("it-run");
+    ASSERT_TRUE(steps.ok());
+    for (const auto& step : *steps) versions.push_back(step.get().getPolicyVersion());
+  }
+  fs::rename(dir_ / "log", dir_ / "log-uninterrupted");
+  fs::rename(dir_ / "checkpoints", dir_ / "checkpoints-uninterrupted");
+
+  auto learner = start_learner(config);
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0", /*sleep_ms=*/30);
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  std::unique_ptr<rewardlog::RewardLogReader> log;
+  ASSERT_TRUE(wait_for_steps(2, &log)) << learner_log();
+  learner->kill();
+  ASSERT_TRUE(log->catch_up().ok());
+  const std::size_t steps_at_kill = log->steps("it-run")->size();
+  ASSERT_LT(steps_at_kill, static_cast<std::size_t>(kSteps)) << "killed too late to test anything";
+
+  auto resumed = start_learner(config, {"--resume"}, "learner-resumed.log");
+  const std::string resumed_log = [&] {
+    const int code = resumed->wait_exit(kDeadline);
+    std::string text = read_file(dir_ / "learner-resumed.log");
+    EXPECT_EQ(code, 0) << text;
+    return text;
+  }();
+  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+  EXPECT_NE(resumed_log.find("msg=\"run resumed\""), std::string::npos) << resumed_log;
+
+  ASSERT_TRUE(log->catch_up().ok());
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), static_cast<std::size_t>(kSteps)) << resumed_log;
+  for (std::size_t i = 0; i < steps->size(); ++i) {
+    EXPECT_EQ((*steps)[i].get().getStep(), i);
+    EXPECT_EQ((*steps)[i].get().getPolicyVersion(), versions[i]) << "step " << i;
+  }
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_EQ(candidates->size(), static_cast<std::size_t>(kSteps) * 6u);
+  for (const auto& c : *candidates) EXPECT_LT(c.get().getVerdict().getStep(), 6u);
+  EXPECT_NE(std::string(log->run("it-run")->get().getNote().cStr()).find("; resumed at step "),
+            std::string::npos);
+
+  EXPECT_EQ(read_file(dir_ / "checkpoints" / "it-run" / "phase-e2e" / "model.safetensors"),
+            uninterrupted)
+      << "the resumed run's final weights differ from the uninterrupted run's";
+}
+
+// A run that finished its 2 steps, resumed over a curriculum that now has 3: the new step runs,
+// the schedule goes on where it was, and the change is in the log and the run's note.
+TEST_F(LearnerIntegrationTest, ResumingOverAGrownCurriculumRunsTheNewStepsAndSaysWhatChanged) {
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(2)));
+  const std::string config = write_config(3);
+  auto learner = start_learner(config, {"--resume"}, "learner-resumed.log");
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  const std::string resumed_log = [&] {
+    const int code = learner->wait_exit(kDeadline);
+    std::string text = read_file(dir_ / "learner-resumed.log");
+    EXPECT_EQ(code, 0) << text;
+    return text;
+  }();
+  EXPECT_NE(resumed_log.find("curriculum changed since the resume point: phase \\\"e2e\\\": steps "
+                             "2 -> 3"),
+            std::string::npos)
+      << resumed_log;
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 3u);
+  std::multiset<std::string> third;
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  for (const auto& c : *candidates) {
+    if (c.get().getVerdict().getStep() == 2) third.insert(c.get().getVerdict().getTaskId().cStr());
+  }
+  // Steps 0 and 1 took 11 12 14 and 10 11 12 (see RunsTwoStepsAndLogsEveryCandidateOnce).
+  EXPECT_EQ(third, (std::multiset<std::string>{"14", "14", "10", "10", "11", "11"}));
+  EXPECT_NE(std::string(log->run("it-run")->get().getNote().cStr())
+                .find("resumed at step 2 (restart 1), curriculum changed: phase \"e2e\" had "
+                      "finished after 2 steps; it goes on to 3; phase \"e2e\": steps 2 -> 3"),
+            std::string::npos)
+      << log->run("it-run")->get().getNote().cStr();
 }
 
 }  // namespace

@@ -168,5 +168,61 @@ TEST(TaskSchedulerTest, PassRateBandReadsTheLastWindowGroups) {
   EXPECT_EQ(s.end_step().band_fallbacks, 1);
 }
 
+// A scheduler made again from state() goes on exactly as the one it was taken from: the same
+// selections, promotions and band decisions, step after step.
+TEST(TaskSchedulerTest, ARestoredSchedulerContinuesTheSameSchedule) {
+  const auto tasks = tasks_of({"1", "1", "1", "2", "2", "3"});
+  TaskSchedulerOptions o;
+  o.scheduling = TaskScheduling::kMixed;
+  o.promotion.threshold = 0.5;
+  o.promotion.window = 4;
+  o.band = PassRateBand{0.2, 0.8, 2};
+  TaskScheduler original(&tasks, o);
+  // A scripted outcome per task and step: some too easy, some too hard.
+  auto play = [&](TaskScheduler& s, int step) {
+    std::string out;
+    for (const LearnerTask* t : s.next(3)) {
+      out += t->id;
+      const int correct = (t->id[0] - 'a' + step) % 3;  // 0, 1 or 2 of 2
+      s.observe(*t, correct, 2);
+    }
+    const ScheduleReport r = s.end_step();
+    return out + "/" + std::to_string(r.open_levels) + "/" + std::to_string(r.passed_over);
+  };
+  for (int step = 0; step < 3; ++step) play(original, step);
+
+  TaskScheduler restored(&tasks, o);
+  EXPECT_TRUE(restored.restore(original.state()).empty());
+  for (int step = 3; step < 9; ++step) {
+    EXPECT_EQ(play(restored, step), play(original, step)) << "step " << step;
+  }
+}
+
+TEST(TaskSchedulerTest, RestoringOverAnEditedPhaseSaysWhatDidNotFit) {
+  const auto before = tasks_of({"1", "1", "2"});
+  TaskSchedulerOptions o;
+  o.scheduling = TaskScheduling::kMixed;
+  o.promotion.window = 2;
+  o.band = PassRateBand{0.0, 1.0, 2};
+  TaskScheduler s(&before, o);
+  s.next(1);  // takes "a": "b" is next in level 1's queue
+  s.observe(by_id(before, 'a'), 1, 2);
+  s.end_step();
+  TaskSchedulerState state = s.state();
+  EXPECT_EQ(state.next_task, (std::vector<std::string>{"b", "c"}));
+
+  // The edited phase lost task "b" and level 2, and has a level 4.
+  std::vector<LearnerTask> after = tasks_of({"1", "1", "4"});
+  after[1].id = "z";
+  TaskScheduler edited(&after, o);
+  const std::vector<std::string> notes = edited.restore(state);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("task b, next in queue 1, is no longer in the phase"), std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[1].find("level 2 is no longer in the phase"), std::string::npos) << notes[1];
+  // The task still there keeps its history and the level its rolling rate.
+  EXPECT_EQ(edited.state().history.at("a"), (std::vector<std::pair<int, int>>{{1, 2}}));
+  EXPECT_EQ(edited.state().recent.at("1"), (std::vector<bool>{true, false}));
+}
 }  // namespace
 }  // namespace dice

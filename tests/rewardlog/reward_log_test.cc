@@ -309,5 +309,53 @@ TEST(RewardLogTest, GarbageValuesGiveCorruptionNamingTheKey) {
   EXPECT_EQ(reader->candidates("run-a", {1, std::nullopt})->size(), 4u);
 }
 
+// A resumed run erases what it logged from its resume step on: steps, candidates and metrics of
+// those steps, never another run's records (not even one whose id extends this one's), the
+// RunRecord, kernels, or metric series the caller keeps.
+TEST(RewardLogTest, EraseRunFromRemovesTheStepsThatRunAgain) {
+  TempDir dir;
+  const std::string path = dir.sub("log");
+  {
+    auto writer = open_writer(path);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->append(sample_run("__global__ void k(){}")).ok());
+    std::vector<LogRecord> more;
+    more.push_back(metric_record("run-a", "sft/loss", 7, 0.1));  // an SFT series: its own steps
+    more.push_back(candidate_record("run-a0", 1, "t2", 0));
+    more.push_back(metric_record("run-a0", "loss", 1, 0.5));
+    ASSERT_TRUE(writer->append(std::move(more)).ok());
+    auto erased = writer->erase_run_from("run-a", 1, {"sft/"});
+    ASSERT_TRUE(erased.ok()) << erased.status().to_string();
+    // Steps 1 and 2, the 4 candidates of step 1, metric loss@1.
+    EXPECT_EQ(*erased, 2u + 4u + 1u);
+    auto again = writer->erase_run_from("run-a", 1, {"sft/"});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, 0u);
+    EXPECT_FALSE(writer->erase_run_from(std::string("bad\0id", 6), 0).ok());
+    ASSERT_TRUE(writer->close().ok());
+  }
+  auto reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto steps = reader->steps("run-a");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ((*steps)[0].get().getStep(), 0u);
+  auto candidates = reader->candidates("run-a");
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_EQ(candidates->size(), 4u);
+  for (const auto& c : *candidates) EXPECT_EQ(c.get().getVerdict().getStep(), 0u);
+  auto metrics = reader->metrics("run-a");
+  ASSERT_TRUE(metrics.ok());
+  std::vector<std::string> left;
+  for (const auto& m : *metrics) {
+    left.push_back(std::string(m.get().getName().cStr()) + "@" + std::to_string(m.get().getStep()));
+  }
+  EXPECT_EQ(left, (std::vector<std::string>{"loss@0", "reward/correct_rate@0", "sft/loss@7"}));
+  EXPECT_TRUE(reader->run("run-a").ok());
+  EXPECT_EQ(reader->steps("run-a0")->size(), 1u);
+  EXPECT_EQ(reader->candidates("run-a0")->size(), 1u);
+  EXPECT_EQ(reader->metrics("run-a0")->size(), 1u);
+}
+
 }  // namespace
 }  // namespace dice::rewardlog

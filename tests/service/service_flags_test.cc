@@ -39,6 +39,22 @@ TEST(ServiceFlagsTest, ParsesEveryFlagAndOverrides) {
   EXPECT_EQ(flags->overrides, (std::vector<std::string>{"a.b=1", "c.d[0].e=x y"}));
 }
 
+TEST(ServiceFlagsTest, ResumeIsTheLearnersFlag) {
+  auto flags = parse({"--config", "c.yaml", "--resume"});
+  ASSERT_TRUE(flags.ok()) << flags.status().to_string();
+  EXPECT_TRUE(flags->resume);
+  EXPECT_FALSE(parse({"--config", "c.yaml"})->resume);
+
+  std::ostringstream out, err;
+  const char* argv[] = {"dice-reward", "--config", "c.yaml", "--resume"};
+  bool ran = false;
+  EXPECT_EQ(run_service_main(
+                "reward", 4, argv, [&](ServiceContext&) { return ran = true, 0; }, out, err),
+            2);
+  EXPECT_FALSE(ran);
+  EXPECT_NE(err.str().find("--resume is dice-learner's flag"), std::string::npos) << err.str();
+}
+
 TEST(ServiceFlagsTest, DefaultsWhenOnlyConfigGiven) {
   auto flags = parse({"--config=c.yaml"});
   ASSERT_TRUE(flags.ok());
