@@ -194,7 +194,14 @@ int up(const dice::DiceConfig& config, const std::string& config_path,
               << " services; state and logs in " << state_dir << "\n";
   }
   if (config.cluster.dash.enabled) {
-    std::cout << "  dashboard: " << dashboard_url(config.cluster) << "\n";
+    std::cout << "  dashboard: " << dashboard_url(config.cluster);
+    // On another machine than this one, the address is the learner node's (its loopback there).
+    if (config.cluster.backend != dice::ClusterBackend::kLocal) {
+      for (const auto& s : up->services) {
+        if (s.role == "dash") std::cout << " on " << s.node;
+      }
+    }
+    std::cout << "\n";
   }
   std::cout << "  status: dice-cluster status --state-dir " << state_dir << "\n"
             << "  logs:   dice-cluster logs [SERVICE] --state-dir " << state_dir << "\n"

@@ -145,7 +145,7 @@ ClusterState submitted_state(const DiceConfig& config, const std::string& config
   for (const auto& spec : services) {
     ServiceState s;
     s.name = spec.name;
-    s.role = config::enum_to_name(spec.role);
+    s.role = spec.dashboard ? "dash" : config::enum_to_name(spec.role);
     s.node = spec.node;
     s.worker_index = spec.worker_index;
     s.log_path = state_dir + "/logs/" + spec.name + ".log";
@@ -228,6 +228,13 @@ Result<ClusterState> slurm_up(const DiceConfig& config, const std::string& confi
   DICE_RETURN_IF_ERROR(prepare_state_dir(state_dir));
   DICE_RETURN_IF_ERROR(
       add_transport_keys(config.cluster, state_dir, inputs.run_id, &services).status());
+  if (config.cluster.dash.enabled) {
+    // After the keys, as the local backend does: dice-dash takes no part in the transport.
+    DICE_ASSIGN_OR_RETURN(
+        ServiceSpec dash,
+        plan_dashboard(config.cluster, config.run.reward_log_path, inputs.self_exe));
+    services.push_back(std::move(dash));
+  }
 
   std::string script_path = state_dir + "/job.sbatch";
   std::string work_dir = config::working_directory();

@@ -22,6 +22,7 @@ record() {
 # its step. Each loop's pid is in $steps/.pid-NAME.
 stop_if_role_is_gone() {
   local role="${1%-*}" f pid
+  [[ "$role" == dash ]] && return 0  # dice-dash only reads the run's log: its end is not the run's
   for f in "$steps/$role"-*; do
     [[ "$f" == *.tmp ]] && continue
     grep -qx 'state failed' "$f" || return 0
@@ -124,6 +125,10 @@ std::string slurm_batch_script(const ClusterOptions& options,
   functions = fill(functions, "@MAX_RESTARTS@", policy.max_restarts);
   functions = fill(functions, "@WINDOW_S@", policy.restart_window_s);
   out << functions << "\n";
+  // The run is its services without the dashboard: the job waits for those, then stops dice-dash
+  // (which would otherwise serve on until the time limit), as the local supervisor does.
+  bool dashboard = false;
+  out << "run_pids=()\n";
   for (const auto& spec : services) {
     out << "run_service " << shell_quote(spec.name) << " " << shell_quote(spec.node) << " ";
     if (!visible_devices(spec).empty()) {
@@ -132,6 +137,19 @@ std::string slurm_batch_script(const ClusterOptions& options,
     out << shell_quote(spec.executable);
     for (const auto& arg : spec.args) out << " " << shell_quote(arg);
     out << " &\n";
+    if (spec.dashboard) {
+      dashboard = true;
+    } else {
+      out << "run_pids+=($!)\n";
+    }
+  }
+  if (dashboard) {
+    out << "wait \"${run_pids[@]}\"\n"
+        << "for f in \"$steps\"/.pid-dash-*; do\n"
+        << "  pid=\"$(cat \"$f\")\"\n"
+        << "  kill -TERM \"$pid\" 2>/dev/null\n"
+        << "  pkill -TERM -P \"$pid\" 2>/dev/null  # its srun, which passes the signal on\n"
+        << "done\n";
   }
   out << "wait\n";
   return out.str();

@@ -19,7 +19,9 @@
 //       last_exit exit N            (empty until the first end)
 //
 // A cancelled job (scancel: SIGTERM to the script and every step) records "stopped" and does not
-// restart anything.
+// restart anything. dice-dash (a service with `dashboard` set, cluster.dash) runs as a step like
+// the others, but its giving up never stops the run, and once every other service's loop has
+// ended the script stops it, so the job ends with the run.
 #pragma once
 
 #include <string>

@@ -33,7 +33,7 @@ struct StepRun {
   const LearnerMetrics& metrics;
   const RunLoopOptions& options;
   const std::function<bool()>& stop_requested;
-  std::unordered_set<std::string>& seen_hashes;
+  LoggedOnce& logged;
   bool* stopping;                    // set once a stop was requested (shared across steps)
   std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
   // (task id, sample index) of each of `traces`: the update takes them in this order, not in the
@@ -83,7 +83,7 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
       --run.refills_left;
       tracker.start(run.scheduler->next(1), Clock::now());
     }
-    DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.seen_hashes,
+    DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.logged,
                                                       wire::unix_millis_now()));
     if (!records.empty()) DICE_RETURN_IF_ERROR(run.log.enqueue(std::move(records)));
     if (run.tally != nullptr) {
@@ -661,7 +661,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                               const std::function<bool()>& stop_requested) {
   RunSummary summary;
   RunState state;
-  std::unordered_set<std::string> seen_hashes;
+  LoggedOnce logged;
   bool stopping = false;
   for (const PhasePlan& plan : phases) {
     if (plan.type != PhaseType::kSft) state.total_steps += plan.steps;
@@ -679,7 +679,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                  << kv("reward_mode", options.reward_mode);
 
   std::vector<TraceSample> traces;
-  StepRun run{dispatcher, log, metrics, options, stop_requested, seen_hashes, &stopping, &traces};
+  StepRun run{dispatcher, log, metrics, options, stop_requested, logged, &stopping, &traces};
   for (std::size_t i = 0; i < phases.size(); ++i) {
     const PhasePlan& plan = phases[i];
     if (resumed.done[i]) continue;

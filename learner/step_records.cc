@@ -20,10 +20,32 @@ double mean_reward(const StepCounts& counts) {
   return counts.verdicts == 0 ? 0.0 : counts.reward_sum / counts.verdicts;
 }
 
-Result<std::vector<rewardlog::LogRecord>> group_records(
-    const FinishedGroup& group, const StepSettings& settings,
-    std::unordered_set<std::string>* seen_hashes, std::int64_t now_ms) {
+Result<rewardlog::LogRecord> task_record(const LearnerTask& task, const StepSettings& settings,
+                                         std::int64_t now_ms) {
+  capnp::MallocMessageBuilder message;
+  auto record = message.initRoot<schema::TaskRecord>();
+  record.setRunId(settings.run_id);
+  record.setTaskId(task.id);
+  record.setPhase(task.kind == TaskKind::kInfill ? schema::Phase::INFILL : schema::Phase::E2E);
+  record.setLevel(task.level);
+  record.setReferenceSource(task.reference_source);
+  record.setInfillPrefix(task.infill_prefix);
+  record.setInfillSuffix(task.infill_suffix);
+  record.setFirstStep(settings.step);
+  record.setWrittenUnixMillis(now_ms);
+  return rewardlog::encode_record(record.asReader());
+}
+
+Result<std::vector<rewardlog::LogRecord>> group_records(const FinishedGroup& group,
+                                                        const StepSettings& settings,
+                                                        LoggedOnce* logged, std::int64_t now_ms) {
   std::vector<rewardlog::LogRecord> records;
+  // A group without a judged sample leaves no candidate that would need its task.
+  if (!group.samples.empty() && logged->task_ids.count(group.task->id) == 0) {
+    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord task, task_record(*group.task, settings, now_ms));
+    records.push_back(std::move(task));
+    logged->task_ids.insert(group.task->id);
+  }
   for (const FinishedSample& sample : group.samples) {
     auto verdict = sample.verdict.root().getBody().getVerdict();
     capnp::MallocMessageBuilder message;
@@ -42,13 +64,22 @@ Result<std::vector<rewardlog::LogRecord>> group_records(
     record.setWeightsChecksum(sample.weights_checksum);
     record.setRolloutWorker(sample.rollout_worker);
     record.setWrittenUnixMillis(now_ms);
+    const std::vector<std::int32_t>& steps = sample.trace.unmask_steps;
+    auto unmask = record.initUnmaskStep(static_cast<unsigned>(steps.size()));
+    for (unsigned j = 0; j < steps.size(); ++j) unmask.set(j, static_cast<std::uint16_t>(steps[j]));
+    // Offsets that do not pair one to one with the trace's tokens would split the text wrongly.
+    if (sample.token_text_ends.size() == steps.size()) {
+      auto ends = record.initTokenTextEnds(static_cast<unsigned>(steps.size()));
+      for (unsigned j = 0; j < steps.size(); ++j) ends.set(j, sample.token_text_ends[j]);
+    }
     DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord encoded,
                           rewardlog::encode_record(record.asReader()));
     records.push_back(std::move(encoded));
 
     for (auto build : verdict.getBuilds()) {
       const std::string hash = build.getSourceHash().cStr();
-      if (!rewardlog::check_source_hash(hash).ok() || !seen_hashes->insert(hash).second) continue;
+      if (!rewardlog::check_source_hash(hash).ok() || !logged->kernel_hashes.insert(hash).second)
+        continue;
       capnp::MallocMessageBuilder kernel_message;
       auto kernel = kernel_message.initRoot<schema::KernelRecord>();
       kernel.setSourceHash(hash);

@@ -15,13 +15,27 @@
 
 namespace dice {
 
-// Records of a finished group: one CandidateRecord per sample and a KernelRecord for each source
-// hash of its verdicts not yet in `seen_hashes` (which is updated). Identity fields of the
+// What this process has already written once: kernels are keyed by source hash alone, tasks by
+// run and task id. A restarted learner starts empty and writes them again, which overwrites a
+// record with the same content (a task's first step becomes the resumed step).
+struct LoggedOnce {
+  std::unordered_set<std::string> kernel_hashes;
+  std::unordered_set<std::string> task_ids;  // of the run being written
+};
+
+// Records of a finished group: one CandidateRecord per sample (with its denoising trace), a
+// KernelRecord for each source hash of its verdicts not yet in `logged`, and the group's task as
+// a TaskRecord if `logged` has not seen it (so the reference is stored once per run and task, in
+// the same append as the first candidates of it); `logged` is updated. Identity fields of the
 // verdict (run, step, task, group, sample) are set from the learner's books, so a worker that got
 // them wrong cannot file a record under another candidate's key.
-Result<std::vector<rewardlog::LogRecord>> group_records(
-    const FinishedGroup& group, const StepSettings& settings,
-    std::unordered_set<std::string>* seen_hashes, std::int64_t now_ms);
+Result<std::vector<rewardlog::LogRecord>> group_records(const FinishedGroup& group,
+                                                        const StepSettings& settings,
+                                                        LoggedOnce* logged, std::int64_t now_ms);
+
+// The TaskRecord of `task` as the run met it at `settings.step`.
+Result<rewardlog::LogRecord> task_record(const LearnerTask& task, const StepSettings& settings,
+                                         std::int64_t now_ms);
 
 struct StepTiming {
   std::int64_t started_ms = 0;

@@ -142,6 +142,8 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   }
   ++counts_.candidates;
   sample.response_text = candidate.getText().cStr();
+  for (const std::uint32_t end : candidate.getTokenTextEnds())
+    sample.token_text_ends.push_back(end);
   sample.weights_checksum = candidate.getWeightsChecksum();
   sample.rollout_worker = candidate.getRolloutWorker().cStr();
   counts_.truncated += candidate.getFinishReason() == schema::Candidate::FinishReason::MAX_TOKENS;
@@ -293,7 +295,7 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
     out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
                                          std::move(*sample.verdict), 0.0, std::move(sample.trace),
                                          sample.weights_checksum, std::move(sample.rollout_worker),
-                                         sample.scored});
+                                         sample.scored, std::move(sample.token_text_ends)});
     sample.verdict.reset();
     if (sample.eval_work_id) evals_.erase(sample.eval_work_id);
   }

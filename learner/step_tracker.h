@@ -87,6 +87,9 @@ struct FinishedSample {
   std::string rollout_worker;          // who sampled it (Candidate.rolloutWorker)
   // false: a service fault (is_service_fault()); logged with advantage 0, never trained on
   bool scored = true;
+  // per response token: where its text ends in response_text (Candidate.tokenTextEnds), for the
+  // reward log's view of the trace; empty when the worker sent none
+  std::vector<std::uint32_t> token_text_ends;
 };
 
 // Whether a verdict's failure is the reward service's own rather than the candidate's: such a
@@ -124,6 +127,7 @@ class StepTracker {
  private:
   struct Sample {
     std::string response_text;
+    std::vector<std::uint32_t> token_text_ends;  // Candidate.tokenTextEnds
     TraceSample trace;
     std::uint64_t weights_checksum = 0;
     std::string rollout_worker;

@@ -303,8 +303,9 @@ struct DashOptions {
   template <class V>
   void visit_fields(V& v) {
     v.field("enabled", enabled,
-            "Start dice-dash with the run (local backend). It opens run.reward_log_path as a "
-            "RocksDB secondary: read-only, never slowing the learner. Default: false");
+            "Start dice-dash with the run, on the learner's node (every backend), and stop it "
+            "with the run. It opens run.reward_log_path as a RocksDB secondary: read-only, never "
+            "slowing the learner. Default: false");
     v.field("bind_address", bind_address,
             "IP address dice-dash listens on; 0.0.0.0 = every interface (then set token_file). "
             "Default: 127.0.0.1",
@@ -378,11 +379,6 @@ struct ClusterOptions {
         (bind == "localhost" || bind == "::1" || bind.rfind("127.", 0) == 0)) {
       c.error("transport.bind_address",
               "'" + bind + "' is a loopback address: workers on other machines cannot reach it");
-    }
-    if (dash.enabled && backend != ClusterBackend::kLocal) {
-      c.error("dash.enabled",
-              "dice-dash starts with the local backend only; run it by hand "
-              "beside an ssh or slurm run (docs/DASHBOARD.md)");
     }
     if (dash.enabled && (dash.port == learner.port || dash.port == learner.metrics_port)) {
       c.error("dash.port", "must differ from the learner's ports");

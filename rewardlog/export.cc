@@ -191,6 +191,12 @@ Status export_records(RewardLogReader& reader, std::string_view run_id,
     for (const auto& metric : metrics) sink.write<schema::MetricRecord>("metric", metric.get());
     *count += metrics.size();
   }
+  // Last, so that the order of the kinds before it stays what readers of older exports know.
+  if (wants(options, ExportTable::kTasks)) {
+    DICE_ASSIGN_OR_RETURN(auto tasks, reader.tasks(run_id));
+    for (const auto& task : tasks) sink.write<schema::TaskRecord>("task", task.get());
+    *count += tasks.size();
+  }
   return Status::ok_status();
 }
 
@@ -211,7 +217,8 @@ Status parse_export_table(std::string_view text, ExportTable* table) {
   static const std::pair<std::string_view, ExportTable> kNames[] = {
       {"all", ExportTable::kAll},         {"runs", ExportTable::kRuns},
       {"steps", ExportTable::kSteps},     {"candidates", ExportTable::kCandidates},
-      {"kernels", ExportTable::kKernels}, {"metrics", ExportTable::kMetrics}};
+      {"kernels", ExportTable::kKernels}, {"metrics", ExportTable::kMetrics},
+      {"tasks", ExportTable::kTasks}};
   for (const auto& [name, value] : kNames) {
     if (text == name) {
       *table = value;
@@ -219,7 +226,8 @@ Status parse_export_table(std::string_view text, ExportTable* table) {
     }
   }
   return Status::invalid_argument("table \"" + std::string(text) +
-                                  "\": expected all, runs, steps, candidates, kernels or metrics");
+                                  "\": expected all, runs, steps, candidates, kernels, metrics "
+                                  "or tasks");
 }
 
 std::string csv_field(std::string_view text) {
@@ -248,12 +256,15 @@ std::string record_to_json(schema::KernelRecord::Reader r) {
 std::string record_to_json(schema::MetricRecord::Reader r) {
   return struct_json(capnp::toDynamic(r));
 }
+std::string record_to_json(schema::TaskRecord::Reader r) {
+  return struct_json(capnp::toDynamic(r));
+}
 
 Status export_run(RewardLogReader& reader, std::string_view run_id, const ExportOptions& options,
                   std::ostream& out) {
   if (options.format == ExportFormat::kCsv && options.table == ExportTable::kAll) {
     return Status::invalid_argument(
-        "CSV holds one table per file: choose runs, steps, candidates, kernels or metrics");
+        "CSV holds one table per file: choose runs, steps, candidates, kernels, metrics or tasks");
   }
   Sink sink(options, out);
   size_t count = 0;

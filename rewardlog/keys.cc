@@ -44,8 +44,17 @@ const char* family_name(Family family) {
       return "kernels";
     case Family::kMetrics:
       return "metrics";
+    case Family::kTasks:
+      return "tasks";
   }
   return "unknown";
+}
+
+bool is_optional_family(Family family) {
+  for (Family f : kOptionalFamilies) {
+    if (f == family) return true;
+  }
+  return false;
 }
 
 Status check_key_text(std::string_view what, std::string_view value) {
@@ -148,6 +157,12 @@ std::string metric_key(std::string_view run_id, std::string_view name, uint64_t 
   return key;
 }
 
+std::string task_key(std::string_view run_id, std::string_view task_id) {
+  std::string key = run_prefix(run_id);
+  key.append(task_id);
+  return key;
+}
+
 std::optional<KeyParts> parse_key(Family family, std::string_view key) {
   KeyParts parts;
   std::string_view rest;
@@ -176,6 +191,12 @@ std::optional<KeyParts> parse_key(Family family, std::string_view key) {
       if (!split_text(rest, &parts.name, &rest) || rest.size() != 8) return std::nullopt;
       parts.step = read_u64_be(rest);
       return parts;
+    case Family::kTasks:
+      if (!split_text(key, &parts.run_id, &rest) || !check_key_text("taskId", rest).ok()) {
+        return std::nullopt;
+      }
+      parts.task_id = std::string(rest);
+      return parts;
   }
   return std::nullopt;
 }
@@ -197,6 +218,8 @@ std::string describe_key(Family family, std::string_view key) {
     case Family::kMetrics:
       return out + escaped(parts->run_id) + "/" + escaped(parts->name) +
              "/step=" + std::to_string(parts->step);
+    case Family::kTasks:
+      return out + escaped(parts->run_id) + "/task=" + escaped(parts->task_id);
   }
   return out;
 }

@@ -19,9 +19,14 @@
 //   metrics     +--------+----+-------------+----+--------------+
 //               | run id | 00 | metric name | 00 | step u64 BE  |  value: MetricRecord
 //               +--------+----+-------------+----+--------------+
+//   tasks       +--------+----+---------+
+//               | run id | 00 | task id |                   value: TaskRecord
+//               +--------+----+---------+
 //
-// So a run's steps, candidates and metrics are each one contiguous key range starting with
-// "run id" 00, sorted by step (then task id and sample, or by metric name then step).
+// So a run's steps, candidates, metrics and tasks are each one contiguous key range starting
+// with "run id" 00, sorted by step (then task id and sample), by metric name then step, or by
+// task id. "tasks" came later than the other families: logs written before it lack it, and
+// readers open it only where it exists (kOptionalFamilies).
 #pragma once
 
 #include <array>
@@ -36,12 +41,18 @@
 
 namespace dice::rewardlog {
 
-enum class Family { kRuns, kSteps, kCandidates, kKernels, kMetrics };
+enum class Family { kRuns, kSteps, kCandidates, kKernels, kMetrics, kTasks };
 
-inline constexpr std::array<Family, 5> kAllFamilies = {
-    Family::kRuns, Family::kSteps, Family::kCandidates, Family::kKernels, Family::kMetrics};
+inline constexpr std::array<Family, 6> kAllFamilies = {Family::kRuns,       Family::kSteps,
+                                                       Family::kCandidates, Family::kKernels,
+                                                       Family::kMetrics,    Family::kTasks};
 
-// The RocksDB column family name: "runs", "steps", "candidates", "kernels", "metrics".
+// Families a log written by an older dice lacks: the writer creates them on open, a reader
+// reads them as empty when they are not there.
+inline constexpr std::array<Family, 1> kOptionalFamilies = {Family::kTasks};
+bool is_optional_family(Family family);
+
+// The RocksDB column family name: "runs", "steps", "candidates", "kernels", "metrics", "tasks".
 const char* family_name(Family family);
 
 // Key of the format marker in RocksDB's "default" column family; its value is kFormatVersion.
@@ -62,9 +73,11 @@ std::string kernel_key(std::string_view source_hash);
 // The kernel keys a verdict names: its builds' source hashes that are valid keys, in build order.
 std::vector<std::string> verdict_kernel_keys(schema::Verdict::Reader verdict);
 std::string metric_key(std::string_view run_id, std::string_view name, uint64_t step);
+std::string task_key(std::string_view run_id, std::string_view task_id);
 
 // Prefixes for range scans: every key of the run in steps/candidates/metrics ("run id" 00);
 // every candidate of one step; every candidate of one task in one step; one metric's series.
+// A run's tasks are run_prefix(run id).
 std::string run_prefix(std::string_view run_id);
 std::string candidate_step_prefix(std::string_view run_id, uint64_t step);
 std::string candidate_task_prefix(std::string_view run_id, uint64_t step, std::string_view task_id);
@@ -74,7 +87,7 @@ std::string metric_name_prefix(std::string_view run_id, std::string_view name);
 struct KeyParts {
   std::string run_id;
   uint64_t step = 0;
-  std::string task_id;
+  std::string task_id;  // candidates and tasks
   uint32_t sample = 0;
   std::string name;  // metric name
   std::string source_hash;

@@ -44,6 +44,7 @@ Result<std::unique_ptr<RewardLogReader>> RewardLogReader::open(
   DICE_RETURN_IF_ERROR(
       from_rocksdb(rocksdb::DB::ListColumnFamilies(db_options, options.path, &existing), where));
   for (Family f : kAllFamilies) {
+    if (is_optional_family(f)) continue;
     if (std::find(existing.begin(), existing.end(), family_name(f)) == existing.end()) {
       return Status::invalid_argument(where + ": not a dice reward log (no column family \"" +
                                       family_name(f) + "\")");
@@ -56,11 +57,12 @@ Result<std::unique_ptr<RewardLogReader>> RewardLogReader::open(
     DICE_ASSIGN_OR_RETURN(secondary_path, make_temp_dir());
   }
   auto db = std::make_unique<DbHandles>();
-  Status opened = from_rocksdb(
-      rocksdb::DB::OpenAsSecondary(db_options, options.path, secondary_path,
-                                   column_family_descriptors(rocksdb::ColumnFamilyOptions()),
-                                   &db->handles, &db->db),
-      where + ": opening as a secondary");
+  Status opened =
+      from_rocksdb(rocksdb::DB::OpenAsSecondary(
+                       db_options, options.path, secondary_path,
+                       column_family_descriptors(rocksdb::ColumnFamilyOptions(), &existing),
+                       &db->handles, &db->db),
+                   where + ": opening as a secondary");
   if (opened.ok()) {
     opened = from_rocksdb(db->db->TryCatchUpWithPrimary(), where + ": catching up");
   }
@@ -117,8 +119,9 @@ Status RewardLogReader::scan(const std::string& prefix,
                              const std::function<bool(std::string_view)>& want,
                              const Visitor<T>& visit) {
   const Family family = FamilyOf<T>::kFamily;
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->db->NewIterator(rocksdb::ReadOptions(), db_->family(family)));
+  rocksdb::ColumnFamilyHandle* handle = db_->family(family);
+  if (handle == nullptr) return Status::ok_status();  // a log older than the family: none
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(rocksdb::ReadOptions(), handle));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     const std::string_view key(it->key().data(), it->key().size());
     if (!starts_with(key, prefix)) break;
@@ -144,8 +147,13 @@ Result<std::vector<OwnedRecord<T>>> RewardLogReader::collect(const std::string& 
 template <typename T>
 Result<OwnedRecord<T>> RewardLogReader::get(const std::string& key) {
   const Family family = FamilyOf<T>::kFamily;
+  rocksdb::ColumnFamilyHandle* handle = db_->family(family);
+  if (handle == nullptr) {
+    return Status::not_found("reward log " + path_ + ": no " + describe_key(family, key) +
+                             " (the log predates the " + family_name(family) + " family)");
+  }
   rocksdb::PinnableSlice value;
-  const rocksdb::Status s = db_->db->Get(rocksdb::ReadOptions(), db_->family(family), key, &value);
+  const rocksdb::Status s = db_->db->Get(rocksdb::ReadOptions(), handle, key, &value);
   if (s.IsNotFound()) {
     return Status::not_found("reward log " + path_ + ": no " + describe_key(family, key));
   }
@@ -209,6 +217,19 @@ Result<std::vector<OwnedRecord<schema::CandidateRecord>>> RewardLogReader::candi
 Result<OwnedRecord<schema::KernelRecord>> RewardLogReader::kernel(std::string_view source_hash) {
   DICE_RETURN_IF_ERROR(check_source_hash(source_hash));
   return get<schema::KernelRecord>(kernel_key(source_hash));
+}
+
+Result<std::vector<OwnedRecord<schema::TaskRecord>>> RewardLogReader::tasks(
+    std::string_view run_id) {
+  DICE_RETURN_IF_ERROR(check_key_text("run id", run_id));
+  return collect<schema::TaskRecord>(run_prefix(run_id));
+}
+
+Result<OwnedRecord<schema::TaskRecord>> RewardLogReader::task(std::string_view run_id,
+                                                              std::string_view task_id) {
+  DICE_RETURN_IF_ERROR(check_key_text("run id", run_id));
+  DICE_RETURN_IF_ERROR(check_key_text("task id", task_id));
+  return get<schema::TaskRecord>(task_key(run_id, task_id));
 }
 
 Result<std::vector<OwnedRecord<schema::MetricRecord>>> RewardLogReader::metrics(

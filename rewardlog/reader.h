@@ -37,7 +37,8 @@ class RewardLogReader {
   using Visitor = std::function<Status(OwnedRecord<T>)>;
 
   // NotFound if there is no log at options.path; InvalidArgument if the directory is not a dice
-  // reward log (missing column families, other format version).
+  // reward log (missing column families, other format version). Optional families
+  // (keys.h: kOptionalFamilies) are opened only where the log has them.
   static Result<std::unique_ptr<RewardLogReader>> open(const RewardLogReaderOptions& options);
   ~RewardLogReader();
   RewardLogReader(const RewardLogReader&) = delete;
@@ -64,6 +65,11 @@ class RewardLogReader {
   // The metrics of a run, by (name, step); only `name`'s series when given.
   Result<std::vector<OwnedRecord<schema::MetricRecord>>> metrics(
       std::string_view run_id, const std::optional<std::string>& name = std::nullopt);
+
+  // The tasks a run met (TaskRecord), by task id; none in a log older than the "tasks" family.
+  Result<std::vector<OwnedRecord<schema::TaskRecord>>> tasks(std::string_view run_id);
+  // One task of a run; NotFound if absent (also in a log older than the "tasks" family).
+  Result<OwnedRecord<schema::TaskRecord>> task(std::string_view run_id, std::string_view task_id);
 
   const std::string& path() const { return path_; }
 

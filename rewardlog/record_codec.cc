@@ -46,6 +46,12 @@ Result<std::string> key_of(schema::MetricRecord::Reader r) {
   return metric_key(text(r.getRunId()), text(r.getName()), r.getStep());
 }
 
+Result<std::string> key_of(schema::TaskRecord::Reader r) {
+  DICE_RETURN_IF_ERROR(check_key_text("runId", text(r.getRunId())));
+  DICE_RETURN_IF_ERROR(check_key_text("taskId", text(r.getTaskId())));
+  return task_key(text(r.getRunId()), text(r.getTaskId()));
+}
+
 template <typename T>
 const char* struct_name() {
   return capnp::Schema::from<T>().getShortDisplayName().cStr();
@@ -122,6 +128,9 @@ Result<LogRecord> encode_record(schema::KernelRecord::Reader record) {
 Result<LogRecord> encode_record(schema::MetricRecord::Reader record) {
   return encode<schema::MetricRecord>(record);
 }
+Result<LogRecord> encode_record(schema::TaskRecord::Reader record) {
+  return encode<schema::TaskRecord>(record);
+}
 
 template <typename T>
 Result<OwnedRecord<T>> decode_record(std::string_view key, std::string_view value) {
@@ -167,5 +176,6 @@ template Result<OwnedRecord<schema::KernelRecord>> decode_record(std::string_vie
                                                                  std::string_view);
 template Result<OwnedRecord<schema::MetricRecord>> decode_record(std::string_view,
                                                                  std::string_view);
+template Result<OwnedRecord<schema::TaskRecord>> decode_record(std::string_view, std::string_view);
 
 }  // namespace dice::rewardlog

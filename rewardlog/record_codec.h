@@ -26,13 +26,14 @@ struct LogRecord {
 };
 
 // Encodes a record under the key its fields determine. InvalidArgument when a key field is
-// empty or holds a 0x00 byte (runId, verdict.taskId, metric name) or a kernel's sourceHash is
-// not lowercase hex.
+// empty or holds a 0x00 byte (runId, verdict.taskId, taskId, metric name) or a kernel's sourceHash
+// is not lowercase hex.
 Result<LogRecord> encode_record(schema::RunRecord::Reader record);
 Result<LogRecord> encode_record(schema::StepRecord::Reader record);
 Result<LogRecord> encode_record(schema::CandidateRecord::Reader record);  // keyed by its verdict
 Result<LogRecord> encode_record(schema::KernelRecord::Reader record);
 Result<LogRecord> encode_record(schema::MetricRecord::Reader record);
+Result<LogRecord> encode_record(schema::TaskRecord::Reader record);
 
 // The column family that holds records of type T (schema::StepRecord -> Family::kSteps).
 template <typename T>
@@ -56,6 +57,10 @@ struct FamilyOf<schema::KernelRecord> {
 template <>
 struct FamilyOf<schema::MetricRecord> {
   static constexpr Family kFamily = Family::kMetrics;
+};
+template <>
+struct FamilyOf<schema::TaskRecord> {
+  static constexpr Family kFamily = Family::kTasks;
 };
 
 // A decoded record that owns its bytes; get() stays valid as long as this object lives (moves

@@ -1,13 +1,27 @@
 #include "rewardlog/rocksdb_util.h"
 
+#include <algorithm>
+
 namespace dice::rewardlog {
 
 std::vector<rocksdb::ColumnFamilyDescriptor> column_family_descriptors(
-    const rocksdb::ColumnFamilyOptions& options) {
+    const rocksdb::ColumnFamilyOptions& options, const std::vector<std::string>* existing) {
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, options);
-  for (Family f : kAllFamilies) descriptors.emplace_back(family_name(f), options);
+  for (Family f : kAllFamilies) {
+    const bool absent = existing != nullptr && std::find(existing->begin(), existing->end(),
+                                                         family_name(f)) == existing->end();
+    if (absent && is_optional_family(f)) continue;
+    descriptors.emplace_back(family_name(f), options);
+  }
   return descriptors;
+}
+
+rocksdb::ColumnFamilyHandle* DbHandles::family(Family f) const {
+  for (rocksdb::ColumnFamilyHandle* handle : handles) {
+    if (handle->GetName() == family_name(f)) return handle;
+  }
+  return nullptr;
 }
 
 Status from_rocksdb(const rocksdb::Status& status, const std::string& context) {

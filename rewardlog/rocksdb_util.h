@@ -13,9 +13,12 @@
 
 namespace dice::rewardlog {
 
-// "default" followed by the five families in kAllFamilies order; handle i + 1 is family i.
+// "default" followed by the families in kAllFamilies order. With `existing` (the log's families,
+// rocksdb::DB::ListColumnFamilies), optional families the log lacks are left out: a secondary
+// cannot create them, and a log written before they existed must still open.
 std::vector<rocksdb::ColumnFamilyDescriptor> column_family_descriptors(
-    const rocksdb::ColumnFamilyOptions& options);
+    const rocksdb::ColumnFamilyOptions& options,
+    const std::vector<std::string>* existing = nullptr);
 
 // Maps a RocksDB status to a dice Status with "context: " in front. A held LOCK file (another
 // writer) becomes Unavailable.
@@ -26,9 +29,8 @@ struct DbHandles {
   rocksdb::DB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;  // [default, runs, steps, ...]
 
-  rocksdb::ColumnFamilyHandle* family(Family f) const {
-    return handles[static_cast<size_t>(f) + 1];
-  }
+  // The handle of family `f`; null when the log has no such family (an optional one).
+  rocksdb::ColumnFamilyHandle* family(Family f) const;
   Status close(const std::string& context);
   ~DbHandles();
 };

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "model/tokenizer/chat_template.h"
+#include "model/tokenizer/token_ends.h"
 #include "net/wire/sampling_params.h"
 
 namespace dice {
@@ -83,13 +84,21 @@ void set_candidate_tokens(schema::Candidate::Builder candidate,
   }
 }
 
-// The response as text: special tokens left out, invalid UTF-8 replaced.
-std::string response_text(const tokenizer::Tokenizer& tokenizer, const GenerationResult& result) {
+// The response as text (special tokens left out, invalid UTF-8 replaced) and where each of its
+// tokens ends in it: the worker holds the tokenizer, so it is the one place that can say which
+// text each unmask step wrote (tokenizer/token_ends.h).
+void set_response_text(schema::Candidate::Builder candidate, const tokenizer::Tokenizer& tokenizer,
+                       const GenerationResult& result) {
   std::vector<std::int32_t> text_ids(result.tokens.begin(), result.tokens.end());
   tokenizer::DecodeOptions decode;
   decode.skip_special_tokens = true;
   decode.replace_invalid_utf8 = true;
-  return tokenizer.decode(text_ids, decode);
+  const std::string text = tokenizer.decode(text_ids, decode);
+  const std::vector<std::uint32_t> ends =
+      tokenizer::token_text_ends(tokenizer, text_ids, decode, text);
+  candidate.setText(text);
+  auto out = candidate.initTokenTextEnds(static_cast<unsigned>(ends.size()));
+  for (unsigned j = 0; j < ends.size(); ++j) out.set(j, ends[j]);
 }
 
 }  // namespace
@@ -139,7 +148,7 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
     candidate.setPolicyVersion(group.policy_version);
     candidate.setWeightsChecksum(group.weights_checksum);
     set_candidate_tokens(candidate, prompt, result);
-    candidate.setText(response_text(tokenizer_, result));
+    set_response_text(candidate, tokenizer_, result);
     candidate.setFinishReason(result.finish_reason);
     candidate.setGenerationSeconds(seconds);
     candidate.setRolloutWorker(worker_id_);

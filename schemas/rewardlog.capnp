@@ -52,6 +52,27 @@ struct CandidateRecord {
   writtenUnixMillis @4 :Int64;
   weightsChecksum @5 :UInt64;   # the sampling worker's weights (Candidate.weightsChecksum)
   rolloutWorker @6 :Text;       # the worker that sampled it (Candidate.rolloutWorker)
+  unmaskStep @7 :List(UInt16);  # the denoising trace: per response token, the step of its block
+                                # at which it was unmasked (Candidate.unmaskStep)
+  tokenTextEnds @8 :List(UInt32);  # per response token: the byte offset in responseText where
+                                   # its text ends (Candidate.tokenTextEnds), so a reader splits
+                                   # the text into the trace's tokens without a tokenizer; empty
+                                   # when the worker could not give honest offsets
+}
+
+# Column family "tasks", key = run id, 0x00, task id. The task as the run first met it, written
+# once per run and task (with the first step's candidates of it), so candidate records need not
+# repeat the reference. Logs written before this family existed have none.
+struct TaskRecord {
+  runId @0 :Text;
+  taskId @1 :Text;
+  phase @2 :Phase;              # infill or e2e: how the task is put to the model
+  level @3 :Text;               # the task file's curriculum level ("0".."3"); empty: none given
+  referenceSource @4 :Text;     # the PyTorch reference (Task.referenceSource)
+  infillPrefix @5 :Text;        # infill only: fixed text before the core; else empty
+  infillSuffix @6 :Text;        # infill only: fixed text after the core; else empty
+  firstStep @7 :UInt64;         # the step at which the run first met the task
+  writtenUnixMillis @8 :Int64;
 }
 
 # Column family "kernels", key = source hash (hex text). One per distinct compiled source.

@@ -66,6 +66,12 @@ struct Candidate {
                                 # worker from the checkpoint it loaded
                                 # (model/checkpoint/weights_checksum.h); 0: weights that came by
                                 # NCCL broadcast (no file to sum)
+  tokenTextEnds @18 :List(UInt32);  # per response token: the byte offset in `text` where its
+                                    # text ends (special tokens end where the one before did).
+                                    # Sent by the worker, which holds the tokenizer, so the reward
+                                    # log can show the trace over the text with no tokenizer.
+                                    # Empty when `text` is not the tokens' bytes joined (ill-formed
+                                    # UTF-8 was replaced): no offset would be honest then
 
   enum FinishReason {
     stopToken @0;

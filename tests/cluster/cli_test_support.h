@@ -21,6 +21,7 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
+#include "tests/support/http_get.h"
 
 namespace dice::cluster::cli_test {
 
@@ -164,6 +165,7 @@ template <typename Cli>
 bool wait_until_doubles_handle_signals(Cli&& cli, const std::string& state_dir) {
   return poll_until([&] {
     for (const auto& service : read_state(state_dir).services) {
+      if (service.role == "dash") continue;  // dice-dash handles SIGTERM from its start
       const std::string log = cli({"logs", service.name, "--state-dir", state_dir}).output;
       int starts = 0;
       for (auto at = log.find(" args:"); at != std::string::npos; at = log.find(" args:", at + 1)) {
@@ -173,6 +175,18 @@ bool wait_until_doubles_handle_signals(Cli&& cli, const std::string& state_dir) 
     }
     return true;
   });
+}
+
+// cluster.dash's dice-dash answering on `port`: its /api/runs once it answers 200 (status 0 when
+// it never did within the poll's time). The run's log is missing then (the test doubles never
+// write it), which dice-dash reports as the log's state.
+inline testing_util::HttpResult dashboard_runs(int port) {
+  testing_util::HttpResult runs;
+  poll_until([&] {
+    runs = testing_util::http_get(port, "/api/runs");
+    return runs.status == 200;
+  });
+  return runs;
 }
 
 }  // namespace dice::cluster::cli_test

@@ -325,11 +325,8 @@ TEST_F(DiceClusterTest, UpStartsTheDashboardBesideTheRunAndPrintsItsAddress) {
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry->role, "dash");
   // It serves the run's log (missing until the learner writes it) as soon as it listens.
-  testing_util::HttpResult runs;
-  EXPECT_TRUE(poll_until([&] {
-    runs = testing_util::http_get(port, "/api/runs");
-    return runs.status == 200;
-  })) << cli({"logs", "dash", "--state-dir", state_dir_}).output;
+  const testing_util::HttpResult runs = cli_test::dashboard_runs(port);
+  EXPECT_EQ(runs.status, 200) << cli({"logs", "dash", "--state-dir", state_dir_}).output;
   EXPECT_NE(runs.body.find("\"state\":\"missing\""), std::string::npos) << runs.body;
 
   // dice-dash handles SIGTERM from its start; the test doubles once they log their arguments.
@@ -346,11 +343,38 @@ TEST_F(DiceClusterTest, UpStartsTheDashboardBesideTheRunAndPrintsItsAddress) {
   ASSERT_EQ(stopped.rc, 0) << stopped.output;
   EXPECT_TRUE(processes_with_token(token_).empty());
   EXPECT_EQ(testing_util::http_get(port, "/api/runs").status, 0) << "dice-dash still answers";
+}
 
-  // Only the local backend starts it.
-  CliResult ssh = cli(up_args(kSleepy, {dash[0], "cluster.backend=ssh", "--dry-run"}));
-  EXPECT_EQ(ssh.rc, 2) << ssh.output;
-  EXPECT_NE(ssh.output.find("dash.enabled"), std::string::npos) << ssh.output;
+// The ssh and slurm backends plan it too, on the learner's node: an ssh client whose remote
+// command runs dice-dash, or a step of the batch script that the run does not wait for.
+TEST_F(DiceClusterTest, DryRunOfSshAndSlurmPlansTheDashboardOnTheLearnersNode) {
+  const std::vector<std::string> dash = {"cluster.dash.enabled=true", "cluster.dash.port=18470",
+                                         "run.reward_log_path=" + dir_ + "/reward_log",
+                                         "cluster.learner.port=18400", "--dry-run"};
+  const std::string nodes =
+      "cluster.nodes=[{host: gpu1, roles: [learner, reward], gpus: {learner: [0], reward: [1]}}, "
+      "{host: gpu2, roles: [rollout], gpus: {rollout: [0]}}]";
+  std::vector<std::string> ssh_args = dash;
+  ssh_args.insert(ssh_args.end(),
+                  {"cluster.backend=ssh", nodes, "cluster.transport.bind_address=0.0.0.0"});
+  CliResult ssh = cli(up_args(kSleepy, ssh_args));
+  ASSERT_EQ(ssh.rc, 0) << ssh.output;
+  const std::size_t at = ssh.output.find("dash-0: ");
+  ASSERT_NE(at, std::string::npos) << ssh.output;
+  // The dashboard is planned last; its remote command spans lines.
+  const std::string line = ssh.output.substr(at);
+  EXPECT_NE(line.find("ssh' "), std::string::npos) << line;
+  EXPECT_NE(line.find("'gpu1' 'sh -c"), std::string::npos) << line;
+  EXPECT_EQ(line.find("gpu2"), std::string::npos) << line;
+  EXPECT_NE(line.find("/dice-dash"), std::string::npos) << line;
+
+  std::vector<std::string> slurm_args = dash;
+  slurm_args.insert(slurm_args.end(), {"cluster.backend=slurm", "cluster.slurm.partition=gpu",
+                                       nodes, "cluster.transport.bind_address=0.0.0.0"});
+  CliResult slurm = cli(up_args(kSleepy, slurm_args));
+  ASSERT_EQ(slurm.rc, 0) << slurm.output;
+  EXPECT_NE(slurm.output.find("run_service 'dash-0' 'gpu1' '"), std::string::npos) << slurm.output;
+  EXPECT_NE(slurm.output.find("wait \"${run_pids[@]}\""), std::string::npos) << slurm.output;
 }
 
 TEST_F(DiceClusterTest, LogsOfAnUnknownServiceListsTheServices) {

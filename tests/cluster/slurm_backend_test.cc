@@ -17,6 +17,7 @@
 #include "cluster/slurm_query.h"
 #include "tests/cluster/cli_test_support.h"
 #include "tests/support/free_port.h"
+#include "tests/support/http_get.h"
 
 namespace dice::cluster {
 namespace {
@@ -245,6 +246,35 @@ TEST_F(SlurmBackendTest, UpStatusLogsRestartAndDownOnAOneNodeSlurm) {
   EXPECT_EQ(status.rc, 0) << status.output;
   EXPECT_NE(status.output.find("slurm job " + s.slurm_job_id + " CANCELLED"), std::string::npos)
       << status.output;
+}
+
+// cluster.dash with the slurm backend: dice-dash runs as a step of the job on the learner's node,
+// up prints its address, it serves the run's log, and down (scancel) stops it with the run.
+TEST_F(SlurmBackendTest, UpStartsTheDashboardAsAStepAndDownStopsIt) {
+  const int port = learner_port_ + 30;
+  CliResult up =
+      cli(up_args({"cluster.dash.enabled=true", "cluster.dash.port=" + std::to_string(port),
+                   "run.reward_log_path=" + dir_ + "/reward_log"}));
+  ASSERT_EQ(up.rc, 0) << up.output;
+  EXPECT_NE(up.output.find("dashboard: http://127.0.0.1:" + std::to_string(port) + "/ on " +
+                           short_hostname()),
+            std::string::npos)
+      << up.output;
+  const ClusterState s = state();  // kept: `dash` points into it
+  ASSERT_EQ(s.services.size(), 5u);
+  const ServiceState* dash = cli_test::find_service(s, "dash-0");
+  ASSERT_NE(dash, nullptr);
+  EXPECT_EQ(dash->role, "dash");
+  const testing_util::HttpResult runs = cli_test::dashboard_runs(port);
+  EXPECT_EQ(runs.status, 200) << cli({"logs", "dash-0", "--state-dir", state_dir_}).output;
+  EXPECT_NE(runs.body.find("\"state\":\"missing\""), std::string::npos) << runs.body;
+  CliResult status = cli({"status", "--state-dir", state_dir_});
+  EXPECT_NE(row_of(status.output, "dash-0").find(" running "), std::string::npos) << status.output;
+
+  CliResult stopped = down();
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
+  EXPECT_TRUE(processes_with_token(token_).empty());
+  EXPECT_EQ(testing_util::http_get(port, "/api/runs").status, 0) << "dice-dash still answers";
 }
 
 TEST_F(SlurmBackendTest, ClearErrorsForNoSbatchARejectedScriptAndAFailingJob) {

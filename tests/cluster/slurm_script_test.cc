@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -183,6 +184,49 @@ TEST(SlurmScriptTest, ARoleWithoutServicesStopsTheRun) {
   EXPECT_NE(reason.find("no reward service left: reward-0 gave up (exit 1); its log: "),
             std::string::npos)
       << reason;
+  std::filesystem::remove_all(dir);
+}
+
+// dice-dash beside a learner that finishes: once the learner's loop ends the script stops the
+// dashboard (it would serve until the time limit otherwise) and the job ends.
+TEST(SlurmScriptTest, TheDashboardIsStoppedWhenTheRunEnds) {
+  std::string dir = make_temp_dir();
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/sleep", "0.2"});
+  services[1].name = "dash-0";
+  services[1].executable = "/bin/sleep";
+  services[1].args = {"120"};
+  services[1].dashboard = true;
+  std::string state_dir = dir + "/state";
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_EQ(
+      run_script_with_srun_double(dir, fast_restarts(two_nodes(), 1), services, state_dir, "r5"), 0)
+      << read_file(dir + "/out");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+  ServiceState learner, dash;
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/learner-0", &learner).ok());
+  EXPECT_EQ(learner.state, ServiceRunState::kExited);
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/dash-0", &dash).ok());
+  EXPECT_EQ(dash.state, ServiceRunState::kStopped);
+  std::filesystem::remove_all(dir);
+}
+
+// A dashboard that gives up is not a role the run needs: the learner runs on to its end.
+TEST(SlurmScriptTest, ADashboardThatGivesUpDoesNotStopTheRun) {
+  std::string dir = make_temp_dir();
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/sleep", "1"});
+  services[1].name = "dash-0";
+  services[1].dashboard = true;  // /bin/false: fails every time
+  std::string state_dir = dir + "/state";
+  ASSERT_EQ(
+      run_script_with_srun_double(dir, fast_restarts(two_nodes(), 1), services, state_dir, "r6"), 0)
+      << read_file(dir + "/out");
+  ServiceState learner, dash;
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/dash-0", &dash).ok());
+  EXPECT_EQ(dash.state, ServiceRunState::kFailed);
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/learner-0", &learner).ok());
+  EXPECT_EQ(learner.state, ServiceRunState::kExited);
+  EXPECT_EQ(learner.last_exit, "exit 0");
+  EXPECT_FALSE(std::filesystem::exists(state_dir + "/steps/.stop_reason"));
   std::filesystem::remove_all(dir);
 }
 

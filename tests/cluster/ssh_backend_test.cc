@@ -20,6 +20,7 @@
 #include "cluster/process.h"
 #include "tests/cluster/cli_test_support.h"
 #include "tests/support/free_port.h"
+#include "tests/support/http_get.h"
 
 namespace dice::cluster {
 namespace {
@@ -251,6 +252,43 @@ TEST_F(SshBackendTest, UpRunsServicesOnTheNodesRestartsAKilledOneAndDownLeavesNo
     EXPECT_EQ(entry.last_exit, "exit 0") << entry.name;
     EXPECT_FALSE(std::filesystem::exists(entry.pid_file)) << entry.pid_file;
   }
+}
+
+// cluster.dash with the ssh backend: dice-dash runs on the learner's node (127.0.0.1) through
+// ssh like the services, up prints its address, it serves the run's log, and down stops it there.
+TEST_F(SshBackendTest, UpStartsTheDashboardOnTheLearnersNodeAndDownStopsIt) {
+  const int port = free_port();
+  CliResult up = cli(
+      up_args(kSleepy, {"cluster.dash.enabled=true", "cluster.dash.port=" + std::to_string(port),
+                        "run.reward_log_path=" + dir_ + "/reward_log"}));
+  ASSERT_EQ(up.rc, 0) << up.output;
+  EXPECT_NE(
+      up.output.find("dashboard: http://127.0.0.1:" + std::to_string(port) + "/ on 127.0.0.1"),
+      std::string::npos)
+      << up.output;
+  const ClusterState s = state();  // kept: `dash` points into it
+  ASSERT_EQ(s.services.size(), 5u);
+  const ServiceState* dash = service(s, "dash-0");
+  ASSERT_NE(dash, nullptr);
+  EXPECT_EQ(dash->role, "dash");
+  EXPECT_EQ(dash->node, "127.0.0.1");
+  std::map<std::string, pid_t> remote = wait_remote_pids();
+  ASSERT_EQ(remote.size(), 5u);
+  // Run by sshd on the node, not by the supervisor (whose child is the ssh client).
+  const std::string cmdline = cli_test::process_command_line(remote["dash-0"]);
+  EXPECT_NE(cmdline.find("dice-dash --bind 127.0.0.1 --port " + std::to_string(port)),
+            std::string::npos)
+      << cmdline;
+  EXPECT_NE(getppid_of(remote["dash-0"]), s.supervisor_pid);
+  const testing_util::HttpResult runs = cli_test::dashboard_runs(port);
+  EXPECT_EQ(runs.status, 200) << cli({"logs", "dash-0", "--state-dir", state_dir_}).output;
+  EXPECT_NE(runs.body.find("\"state\":\"missing\""), std::string::npos) << runs.body;
+
+  ASSERT_TRUE(doubles_handle_signals());
+  CliResult stopped = cli({"down", "--state-dir", state_dir_});
+  ASSERT_EQ(stopped.rc, 0) << stopped.output;
+  expect_no_process_left(remote);
+  EXPECT_EQ(testing_util::http_get(port, "/api/runs").status, 0) << "dice-dash still answers";
 }
 
 TEST_F(SshBackendTest, DownKillsWhatAKilledSupervisorLeftOnTheNodes) {

@@ -37,7 +37,9 @@ FinishedSample judged(std::uint32_t index, const std::vector<std::string>& hashe
                         reward > 0 ? 1.0 : -1.0,
                         TraceSample{},
                         0x5eedu,
-                        "rollout-" + std::to_string(index)};
+                        "rollout-" + std::to_string(index),
+                        true,
+                        {}};
 }
 
 TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
@@ -53,7 +55,7 @@ TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
   StepSettings settings;
   settings.run_id = "run";
   settings.step = 5;
-  std::unordered_set<std::string> seen;
+  LoggedOnce seen;
   auto records = group_records(group, settings, &seen, 1000);
   ASSERT_TRUE(records.ok()) << records.status().to_string();
   std::vector<std::string> candidate_keys, kernel_keys;
@@ -76,6 +78,71 @@ TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
   auto again = group_records(group, settings, &seen, 2000);
   ASSERT_TRUE(again.ok());
   for (const auto& r : *again) EXPECT_NE(r.family, rewardlog::Family::kKernels);
+}
+
+// A group's candidates carry their trace and token offsets; the task goes into the same records
+// once per run, with its reference, and a later group of the task does not repeat it.
+TEST(StepRecordsTest, CandidatesCarryTheTraceAndTheTaskIsLoggedOnce) {
+  LearnerTask task;
+  task.id = "t9";
+  task.kind = TaskKind::kInfill;
+  task.level = "2";
+  task.reference_source = "class Model(torch.nn.Module): ...\n";
+  task.infill_prefix = "import torch\n";
+  task.infill_suffix = "class ModelNew: ...\n";
+  FinishedGroup group;
+  group.group = 1;
+  group.task = &task;
+  group.complete = true;
+  group.samples.push_back(judged(0, {}, 1.0f));
+  group.samples[0].trace.unmask_steps = {3, 0, 1, 2};
+  group.samples[0].token_text_ends = {3, 9, 10, 25};
+  group.samples.push_back(judged(1, {}, 0.0f));
+  group.samples[1].trace.unmask_steps = {0, 1};
+  group.samples[1].token_text_ends = {4};  // does not pair with the trace: left out
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 4;
+  LoggedOnce logged;
+  auto records = group_records(group, settings, &logged, 1000);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  std::vector<std::vector<std::uint16_t>> steps;
+  std::vector<std::vector<std::uint32_t>> ends;
+  int tasks = 0;
+  for (const auto& r : *records) {
+    if (r.family == rewardlog::Family::kTasks) {
+      ++tasks;
+      EXPECT_EQ(r.key, rewardlog::task_key("run", "t9"));
+      auto t = rewardlog::decode_record<schema::TaskRecord>(r.key, r.value);
+      ASSERT_TRUE(t.ok()) << t.status().to_string();
+      EXPECT_EQ(t->get().getPhase(), schema::Phase::INFILL);
+      EXPECT_EQ(std::string(t->get().getLevel().cStr()), "2");
+      EXPECT_EQ(std::string(t->get().getReferenceSource().cStr()), task.reference_source);
+      EXPECT_EQ(std::string(t->get().getInfillPrefix().cStr()), task.infill_prefix);
+      EXPECT_EQ(std::string(t->get().getInfillSuffix().cStr()), task.infill_suffix);
+      EXPECT_EQ(t->get().getFirstStep(), 4u);
+    }
+    if (r.family != rewardlog::Family::kCandidates) continue;
+    auto c = rewardlog::decode_record<schema::CandidateRecord>(r.key, r.value);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    steps.emplace_back();
+    for (const std::uint16_t step : c->get().getUnmaskStep()) steps.back().push_back(step);
+    ends.emplace_back();
+    for (const std::uint32_t end : c->get().getTokenTextEnds()) ends.back().push_back(end);
+  }
+  EXPECT_EQ(tasks, 1);
+  EXPECT_EQ(steps, (std::vector<std::vector<std::uint16_t>>{{3, 0, 1, 2}, {0, 1}}));
+  EXPECT_EQ(ends, (std::vector<std::vector<std::uint32_t>>{{3, 9, 10, 25}, {}}));
+
+  settings.step = 5;
+  auto again = group_records(group, settings, &logged, 2000);
+  ASSERT_TRUE(again.ok());
+  for (const auto& r : *again) EXPECT_NE(r.family, rewardlog::Family::kTasks);
+  // Another run (a fresh LoggedOnce) logs it again.
+  LoggedOnce fresh;
+  auto other = group_records(group, settings, &fresh, 3000);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->front().family, rewardlog::Family::kTasks);
 }
 
 TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {

@@ -26,6 +26,7 @@ using testing::kernel_record;
 using testing::metric_record;
 using testing::run_record;
 using testing::step_record;
+using testing::task_record;
 using testing::TempDir;
 
 struct CommandResult {
@@ -139,6 +140,8 @@ class DiceLogCliTest : public ::testing::Test {
       records.push_back(metric_record("run-a", "loss", step, 1.0 / (step + 1)));
     }
     records.push_back(kernel_record("__global__ void k(){}"));
+    records.push_back(task_record("run-a", "t1", "1", "class Model: pass\n"));
+    records.push_back(task_record("run-b", "t1", "2", "not run-a's"));
     ASSERT_TRUE((*writer)->append(std::move(records)).ok());
     ASSERT_TRUE((*writer)->close().ok());
   }
@@ -259,6 +262,12 @@ TEST_F(DiceLogCliTest, ExportJsonlParsesBackToTheRecords) {
       EXPECT_STREQ(candidate.getVerdict().getFindings()[0].getCheck().cStr(),
                    "torch-op-in-forward");
       ++candidates_checked;
+    } else if (kind == "task") {
+      capnp::MallocMessageBuilder decoded;
+      auto task = decoded.initRoot<schema::TaskRecord>();
+      json.decode(fields[1].getValue(), capnp::toDynamic(task));
+      EXPECT_STREQ(task.getReferenceSource().cStr(), "class Model: pass\n");
+      EXPECT_STREQ(task.getLevel().cStr(), "1");
     }
   }
   EXPECT_EQ(kinds["run"], 1);
@@ -266,6 +275,7 @@ TEST_F(DiceLogCliTest, ExportJsonlParsesBackToTheRecords) {
   EXPECT_EQ(kinds["candidate"], 12);
   EXPECT_EQ(kinds["kernel"], 1);
   EXPECT_EQ(kinds["metric"], 3);
+  EXPECT_EQ(kinds["task"], 1);
   EXPECT_EQ(candidates_checked, 12);
 }
 

@@ -18,6 +18,7 @@ TEST(RewardLogKeysTest, LayoutMatchesTheDocumentedBytes) {
             "r1\0"s + "\0\0\0\0\0\0\0\x03"s + "t9\0"s + "\0\0\x0a\x0b"s);
   EXPECT_EQ(metric_key("r1", "loss", 7), "r1\0loss\0"s + "\0\0\0\0\0\0\0\x07"s);
   EXPECT_EQ(kernel_key("a9993e"), "a9993e");
+  EXPECT_EQ(task_key("r1", "t9"), "r1\0t9"s);
 }
 
 TEST(RewardLogKeysTest, BigEndianStepsSortNumerically) {
@@ -56,6 +57,10 @@ TEST(RewardLogKeysTest, ParseInvertsBuild) {
   auto s = parse_key(Family::kSteps, step_key("run-7", 1ull << 40));
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->step, 1ull << 40);
+  auto t = parse_key(Family::kTasks, task_key("run-7", "task/17"));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->run_id, "run-7");
+  EXPECT_EQ(t->task_id, "task/17");
 }
 
 TEST(RewardLogKeysTest, ParseRejectsMalformedKeys) {
@@ -65,12 +70,15 @@ TEST(RewardLogKeysTest, ParseRejectsMalformedKeys) {
   EXPECT_FALSE(parse_key(Family::kCandidates, step_key("run", 1)).has_value());
   EXPECT_FALSE(parse_key(Family::kKernels, "ABC").has_value());  // not lowercase hex
   EXPECT_FALSE(parse_key(Family::kRuns, "").has_value());
+  EXPECT_FALSE(parse_key(Family::kTasks, "run\0"s).has_value());  // empty task id
+  EXPECT_FALSE(parse_key(Family::kTasks, "run\0t\0x"s).has_value());
 }
 
 TEST(RewardLogKeysTest, DescribeKeyNamesThePartsOrEscapesTheBytes) {
   EXPECT_EQ(describe_key(Family::kCandidates, candidate_key("run-7", 3, "17", 2)),
             "candidates/run-7/step=3/task=17/sample=2");
   EXPECT_EQ(describe_key(Family::kMetrics, metric_key("r", "loss", 1)), "metrics/r/loss/step=1");
+  EXPECT_EQ(describe_key(Family::kTasks, task_key("r", "17")), "tasks/r/task=17");
   EXPECT_EQ(describe_key(Family::kSteps, "run\0\x01"s), "steps/<unparseable key run\\x00\\x01>");
 }
 

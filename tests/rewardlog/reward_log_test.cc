@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@ using testing::kernel_record;
 using testing::metric_record;
 using testing::run_record;
 using testing::step_record;
+using testing::task_record;
 using testing::TempDir;
 
 std::unique_ptr<RewardLogWriter> open_writer(const std::string& path,
@@ -272,6 +274,89 @@ TEST(RewardLogTest, BadOptionsAndPathsGiveClearErrors) {
   EXPECT_TRUE(parse_sync_policy("interval", &policy).ok());
   EXPECT_EQ(policy, SyncPolicy::kInterval);
   EXPECT_NE(parse_sync_policy("sometimes", &policy).message().find("sometimes"), std::string::npos);
+}
+
+// Drops the "tasks" column family of the closed log at `path`: a log as dice wrote it before
+// that family existed.
+void drop_tasks_family(const std::string& path) {
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names) {
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, descriptors, &handles, &db).ok());
+  for (auto* handle : handles) {
+    if (handle->GetName() == "tasks") {
+      ASSERT_TRUE(db->DropColumnFamily(handle).ok());
+    }
+  }
+  for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+  delete db;
+  names.clear();
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  ASSERT_EQ(std::count(names.begin(), names.end(), "tasks"), 0);
+}
+
+TEST(RewardLogTest, TasksAreReadByRunAndTaskId) {
+  TempDir dir;
+  const std::string path = dir.sub("log");
+  auto writer = open_writer(path);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer
+                  ->append({task_record("run-a", "t2", "1", "ref 2"),
+                            task_record("run-a", "t10", "", "ref 10"),
+                            task_record("run-a0", "t2", "3", "other run")})
+                  .ok());
+  auto reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto tasks = reader->tasks("run-a");
+  ASSERT_TRUE(tasks.ok()) << tasks.status().to_string();
+  ASSERT_EQ(tasks->size(), 2u);  // not run-a0's
+  EXPECT_STREQ((*tasks)[0].get().getTaskId().cStr(), "t10");
+  EXPECT_STREQ((*tasks)[1].get().getReferenceSource().cStr(), "ref 2");
+  auto one = reader->task("run-a0", "t2");
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_STREQ(one->get().getLevel().cStr(), "3");
+  EXPECT_EQ(reader->task("run-a", "t3").status().code(), StatusCode::kNotFound);
+}
+
+TEST(RewardLogTest, ALogFromBeforeTheTasksFamilyOpensAndGetsItFromTheNextWriter) {
+  TempDir dir;
+  const std::string path = dir.sub("log");
+  {
+    auto writer = open_writer(path);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->append({run_record("run-a"), step_record("run-a", 0)}).ok());
+    ASSERT_TRUE(writer->close().ok());
+  }
+  drop_tasks_family(path);
+  {
+    auto reader = open_reader(path);
+    ASSERT_NE(reader, nullptr);
+    auto steps = reader->steps("run-a");
+    ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+    EXPECT_EQ(steps->size(), 1u);
+    auto tasks = reader->tasks("run-a");
+    ASSERT_TRUE(tasks.ok()) << tasks.status().to_string();
+    EXPECT_TRUE(tasks->empty());
+    const Status missing = reader->task("run-a", "t1").status();
+    EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+    EXPECT_NE(missing.message().find("predates the tasks family"), std::string::npos)
+        << missing.to_string();
+  }
+  // A writer of this build adds the family and can write tasks into the old log.
+  auto writer = open_writer(path);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->append({task_record("run-a", "t1", "2", "ref")}).ok());
+  auto reader = open_reader(path);
+  ASSERT_NE(reader, nullptr);
+  auto task = reader->task("run-a", "t1");
+  ASSERT_TRUE(task.ok()) << task.status().to_string();
+  EXPECT_STREQ(task->get().getLevel().cStr(), "2");
+  EXPECT_EQ(reader->steps("run-a")->size(), 1u);
 }
 
 TEST(RewardLogTest, GarbageValuesGiveCorruptionNamingTheKey) {

@@ -104,6 +104,17 @@ inline LogRecord metric_record(const std::string& run_id, const std::string& nam
   return must(encode_record(r.asReader()));
 }
 
+inline LogRecord task_record(const std::string& run_id, const std::string& task_id,
+                             const std::string& level, const std::string& reference) {
+  capnp::MallocMessageBuilder m;
+  auto r = m.initRoot<schema::TaskRecord>();
+  r.setRunId(run_id);
+  r.setTaskId(task_id);
+  r.setLevel(level);
+  r.setReferenceSource(reference);
+  return must(encode_record(r.asReader()));
+}
+
 // Writes `value` under `key` in `family` of the closed log at `path` with RocksDB directly,
 // bypassing the codec, as disk damage or a foreign writer would: how the tests put a damaged
 // record into a log.

@@ -35,6 +35,13 @@ inline std::vector<std::uint32_t> tokens(std::uint32_t salt, int n) {
   return out;
 }
 
+// n rising byte offsets (per-token text ends), distinct per salt.
+inline std::vector<std::uint32_t> ends_of(std::uint32_t salt, int n = 9) {
+  std::vector<std::uint32_t> out;
+  for (int i = 0; i < n; ++i) out.push_back(salt % 7 + 3 * (i + 1));
+  return out;
+}
+
 template <typename ListBuilder, typename Vec>
 void set_list(ListBuilder list, const Vec& values) {
   for (unsigned i = 0; i < values.size(); ++i) list.set(i, values[i]);

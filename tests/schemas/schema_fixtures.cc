@@ -127,6 +127,7 @@ void fill_candidate(schema::Candidate::Builder b, std::uint32_t salt) {
   set_list(b.initTailUnmaskStep(2),
            std::vector<std::uint16_t>{static_cast<std::uint16_t>(salt % 4 + 1), 3});
   b.setWeightsChecksum(u64(salt, 17));
+  set_list(b.initTokenTextEnds(9), ends_of(salt));
 }
 void expect_candidate(schema::Candidate::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -153,6 +154,7 @@ void expect_candidate(schema::Candidate::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getTailUnmaskStep()[0], salt % 4 + 1);
   EXPECT_EQ(r.getTailUnmaskStep()[1], 3u);
   EXPECT_EQ(r.getWeightsChecksum(), u64(salt, 17));
+  expect_list(r.getTokenTextEnds(), ends_of(salt), "tokenTextEnds");
 }
 
 void fill_eval_request(schema::EvalRequest::Builder b, std::uint32_t salt) {

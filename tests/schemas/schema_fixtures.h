@@ -67,6 +67,8 @@ void fill_kernel_record(schema::KernelRecord::Builder b, std::uint32_t salt);
 void expect_kernel_record(schema::KernelRecord::Reader r, std::uint32_t salt);
 void fill_metric_record(schema::MetricRecord::Builder b, std::uint32_t salt);
 void expect_metric_record(schema::MetricRecord::Reader r, std::uint32_t salt);
+void fill_task_record(schema::TaskRecord::Builder b, std::uint32_t salt);
+void expect_task_record(schema::TaskRecord::Reader r, std::uint32_t salt);
 
 // Fails the test (naming the field path) for every known field, nested ones included, that still
 // holds its default value: proves a fill_*() covers its struct, including fields added later.

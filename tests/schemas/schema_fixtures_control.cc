@@ -204,6 +204,9 @@ void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t sal
   b.setWrittenUnixMillis(i64(salt, 4));
   b.setWeightsChecksum(u64(salt, 5));
   b.setRolloutWorker(txt("cr.rolloutWorker", salt));
+  set_list(b.initUnmaskStep(4),
+           std::vector<std::uint16_t>{3, 0, 2, static_cast<std::uint16_t>(salt % 4)});
+  set_list(b.initTokenTextEnds(4), ends_of(salt, 4));
 }
 void expect_candidate_record(schema::CandidateRecord::Reader r, std::uint32_t salt) {
   expect_verdict(r.getVerdict(), salt + 1);
@@ -213,6 +216,33 @@ void expect_candidate_record(schema::CandidateRecord::Reader r, std::uint32_t sa
   EXPECT_EQ(r.getWrittenUnixMillis(), i64(salt, 4));
   EXPECT_EQ(r.getWeightsChecksum(), u64(salt, 5));
   EXPECT_EQ(r.getRolloutWorker().cStr(), txt("cr.rolloutWorker", salt));
+  expect_list(r.getUnmaskStep(),
+              std::vector<std::uint16_t>{3, 0, 2, static_cast<std::uint16_t>(salt % 4)},
+              "unmaskStep");
+  expect_list(r.getTokenTextEnds(), ends_of(salt, 4), "tokenTextEnds");
+}
+
+void fill_task_record(schema::TaskRecord::Builder b, std::uint32_t salt) {
+  b.setRunId(txt("tr.runId", salt));
+  b.setTaskId(txt("tr.taskId", salt));
+  b.setPhase(schema::Phase::E2E);
+  b.setLevel(txt("tr.level", salt));
+  b.setReferenceSource(txt("tr.referenceSource", salt));
+  b.setInfillPrefix(txt("tr.infillPrefix", salt));
+  b.setInfillSuffix(txt("tr.infillSuffix", salt));
+  b.setFirstStep(u64(salt, 7));
+  b.setWrittenUnixMillis(i64(salt, 8));
+}
+void expect_task_record(schema::TaskRecord::Reader r, std::uint32_t salt) {
+  EXPECT_EQ(r.getRunId().cStr(), txt("tr.runId", salt));
+  EXPECT_EQ(r.getTaskId().cStr(), txt("tr.taskId", salt));
+  EXPECT_EQ(r.getPhase(), schema::Phase::E2E);
+  EXPECT_EQ(r.getLevel().cStr(), txt("tr.level", salt));
+  EXPECT_EQ(r.getReferenceSource().cStr(), txt("tr.referenceSource", salt));
+  EXPECT_EQ(r.getInfillPrefix().cStr(), txt("tr.infillPrefix", salt));
+  EXPECT_EQ(r.getInfillSuffix().cStr(), txt("tr.infillSuffix", salt));
+  EXPECT_EQ(r.getFirstStep(), u64(salt, 7));
+  EXPECT_EQ(r.getWrittenUnixMillis(), i64(salt, 8));
 }
 
 void fill_kernel_record(schema::KernelRecord::Builder b, std::uint32_t salt) {

@@ -79,6 +79,7 @@ TEST(SchemaRoundTrip, RewardLogRecords) {
   DICE_ROUND_TRIP(CandidateRecord, fill_candidate_record, expect_candidate_record);
   DICE_ROUND_TRIP(KernelRecord, fill_kernel_record, expect_kernel_record);
   DICE_ROUND_TRIP(MetricRecord, fill_metric_record, expect_metric_record);
+  DICE_ROUND_TRIP(TaskRecord, fill_task_record, expect_task_record);
 }
 
 // One run per Envelope body arm; the schema's arm count is checked so a new arm needs a fixture.

@@ -5,7 +5,9 @@ Run by dice_dash_browser_test.cc (which writes the reward log and starts dice-da
 library plus Debian's python3-websocket. Checks, in a real browser:
   1. the page loads and every per-step chart is drawn (a canvas with coloured pixels) with as
      many points as the API returned steps, and as many non-null values as the API's series hold;
-  2. clicking a step row lists its candidates, clicking a candidate shows its evaluated source;
+  2. clicking a step row lists its candidates, clicking a candidate shows its evaluated source,
+     its response shaded by denoising step (each token a span carrying its step, matching the
+     API's trace) and the task's PyTorch reference beside it;
   3. with --ready-file: writes that file, then waits for the charts to grow to one more step
      (the test appends it): the page updates live.
 Exit status: 0 all checks passed, 1 a check failed (the message says which), 77 no browser.
@@ -19,9 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
-PER_STEP_CHARTS = ["reward", "correct", "failures", "throughput", "policy", "learner"]
+PER_STEP_CHARTS = ["reward", "correct", "reward-level", "correct-level", "failures", "throughput",
+                   "policy", "learner"]
 
 
 class CheckFailed(Exception):
@@ -121,6 +125,8 @@ def expected_values(run):
     return {
         "reward": non_null([s["mean_reward"]]),
         "correct": non_null([s["correct_rate"], s["compile_rate"]]),
+        "reward-level": non_null([v["mean_reward"] for v in run["by_level"].values()]),
+        "correct-level": non_null([v["correct_rate"] for v in run["by_level"].values()]),
         "failures": non_null(run["failure_rates"].values()),
         "throughput": non_null([on_steps("rollout/candidates_per_s"),
                                 run["reward_seconds_per_candidate"],
@@ -170,6 +176,35 @@ def check_candidate(browser, step, task, sample, source_text):
     print("candidate %s/%d: source shown (%d chars)" % (task, sample, len(shown)))
 
 
+def check_trace_and_reference(browser, api_base, run_id, step, task, sample, reference_text):
+    query = urllib.parse.urlencode({"run": run_id, "step": step, "task": task, "sample": sample})
+    want = json.load(urllib.request.urlopen(api_base + "/api/candidate?" + query))
+    tokens = [t for t in want["trace"]["tokens"] if t["step"] is not None]
+    shown = browser.wait_for(
+        "the trace's %d tokens" % len(tokens),
+        "(() => { const s = [...document.querySelectorAll('#candidate-trace .tok')]; "
+        "return s.length === %d ? s.map(x => [x.textContent, Number(x.dataset.step), x.title, "
+        "getComputedStyle(x).backgroundColor]) : null; })()" % len(tokens))
+    for i, (token, (text, step, title, colour)) in enumerate(zip(tokens, shown)):
+        if text != token["text"] or step != token["step"]:
+            fail("trace token %d shows %r at step %d, the API has %r at step %d"
+                 % (i, text, step, token["text"], token["step"]))
+        if title != "unmask step %d" % step:
+            fail("trace token %d hovers %r, want its step" % (i, title))
+    colours = {step: colour for _, step, _, colour in shown}
+    if len(set(colours.values())) != len(colours):
+        fail("steps share a colour: %s" % colours)
+    legend = browser.eval("document.querySelectorAll('#candidate-trace-legend .legend-step').length")
+    if legend != want["trace"]["num_steps"]:
+        fail("the legend lists %d steps, the trace has %d" % (legend, want["trace"]["num_steps"]))
+    reference = browser.wait_for(
+        "the task's reference", "(() => { const t = document.getElementById("
+        "'candidate-reference').textContent; return t.includes(%s) ? t : null; })()"
+        % json.dumps(reference_text))
+    print("candidate %s/%d: trace of %d tokens over %d steps, reference shown (%d chars)"
+          % (task, sample, len(tokens), len(colours), len(reference)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="dice-dash's address, http://HOST:PORT")
@@ -179,6 +214,7 @@ def main():
     parser.add_argument("--task", required=True)
     parser.add_argument("--sample", type=int, required=True)
     parser.add_argument("--source-text", required=True, help="text its source must show")
+    parser.add_argument("--reference-text", required=True, help="text its reference must show")
     parser.add_argument("--ready-file", help="write it, then expect one more step to appear")
     parser.add_argument("--screenshot", help="save a PNG of the page here at the end")
     args = parser.parse_args()
@@ -208,6 +244,8 @@ def main():
                 check_charts(browser, args.url, args.run, steps + 1)
                 print("live: the charts grew to %d steps without a reload" % (steps + 1))
             check_candidate(browser, args.step, args.task, args.sample, args.source_text)
+            check_trace_and_reference(browser, args.url, args.run, args.step, args.task,
+                                      args.sample, args.reference_text)
             if args.screenshot:
                 import base64
                 shot = browser.call("Page.captureScreenshot", format="png")

@@ -1,7 +1,8 @@
 // dice-dash's page in a real browser: headless Chromium, driven over the DevTools protocol by
 // dice_dash_browser.py, loads the page over a reward log written as a run writes it, sees every
 // chart drawn with the points the API returned, sees one more step appear while the page is open
-// (this test appends it), then clicks into a candidate and sees its source. Skips, saying why,
+// (this test appends it), then clicks into a candidate and sees its source, its tokens shaded by
+// unmask step (each carrying its step) and the task's PyTorch reference. Skips, saying why,
 // where there is no chromium (tools/setup installs it).
 #include <gtest/gtest.h>
 
@@ -20,7 +21,7 @@ bool chromium_installed() {
   return false;
 }
 
-TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSource) {
+TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSourceTraceAndReference) {
   if (!chromium_installed()) {
     GTEST_SKIP() << "no chromium in /usr/bin: the page is not tested in a browser here "
                     "(tools/setup installs Debian's chromium and python3-websocket)";
@@ -40,7 +41,8 @@ TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSource) {
       "/usr/bin/python3",
       {DICE_DASH_BROWSER_SCRIPT, "--url", "http://127.0.0.1:" + std::to_string(dash.port()),
        "--run", "run-a", "--steps", "3", "--step", "0", "--task", "t1", "--sample", "1",
-       "--source-text", "t1 sample 1 step 0", "--ready-file", ready},
+       "--source-text", "t1 sample 1 step 0", "--reference-text",
+       "class Model(torch.nn.Module):  # reference of t1", "--ready-file", ready},
       output);
 
   // The script writes `ready` once it has checked the first three steps; then step 3 is
@@ -63,6 +65,7 @@ TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSource) {
   EXPECT_TRUE(appended) << said;
   EXPECT_NE(said.find("live: the charts grew to 4 steps"), std::string::npos) << said;
   EXPECT_NE(said.find("candidate t1/1: source shown"), std::string::npos) << said;
+  EXPECT_NE(said.find("candidate t1/1: trace of"), std::string::npos) << said;
   ASSERT_TRUE(writer->close().ok());
 }
 

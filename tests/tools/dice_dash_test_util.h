@@ -6,6 +6,7 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <fstream>
@@ -92,6 +93,31 @@ inline std::string kernel_hash(const std::string& task, uint32_t sample, uint64_
   return hash;
 }
 
+// A candidate's response: its source in a fence, and a line with a two-byte UTF-8 character.
+inline std::string trace_response(const std::string& source) {
+  return "```python\n" + source + "```\n# caf\xc3\xa9\n";
+}
+
+// Where the fixture's tokens of `response` end: every 5 bytes, plus one end between the two bytes
+// of its "é" (as when byte-level BPE splits a character across two tokens).
+inline std::vector<uint32_t> trace_token_ends(const std::string& response) {
+  std::vector<uint32_t> ends;
+  const uint32_t inside = static_cast<uint32_t>(response.find("\xc3\xa9") + 1);
+  for (uint32_t end = 5; end < response.size() + 5; end += 5) {
+    if (ends.empty() || ends.back() < inside) {
+      if (end > inside) ends.push_back(inside);
+    }
+    ends.push_back(std::min<uint32_t>(end, static_cast<uint32_t>(response.size())));
+  }
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  return ends;
+}
+
+// The level the fixture's tasks have in their TaskRecords.
+inline std::string fixture_level(const std::string& task) {
+  return task == "t1" ? "1" : "2";
+}
+
 inline rewardlog::LogRecord candidate_record(const std::string& run_id, uint64_t step,
                                              const CandidateSpec& spec) {
   capnp::MallocMessageBuilder message;
@@ -125,7 +151,17 @@ inline rewardlog::LogRecord candidate_record(const std::string& run_id, uint64_t
                              "\nclass ModelNew(torch.nn.Module):\n    pass\n";
   v.setEvaluatedSource(source);
   record.setEvaluatedSource(source);
-  record.setResponseText("```python\n" + source + "```\n");
+  const std::string response = trace_response(source);
+  record.setResponseText(response);
+  // The trace as the learner logs it: token i unmasked at step i % 4, tokens of 5 bytes and one
+  // that ends inside the two bytes of the "é" near the end (trace_token_ends).
+  const std::vector<uint32_t> token_ends = trace_token_ends(response);
+  auto steps = record.initUnmaskStep(static_cast<unsigned>(token_ends.size()));
+  auto ends = record.initTokenTextEnds(static_cast<unsigned>(token_ends.size()));
+  for (unsigned i = 0; i < token_ends.size(); ++i) {
+    steps.set(i, static_cast<uint16_t>(i % 4));
+    ends.set(i, token_ends[i]);
+  }
   record.setAdvantage(correct ? 1.0f : -1.0f);
   record.setRolloutWorker("rollout-0");
   return must(rewardlog::encode_record(record.asReader()));
@@ -149,6 +185,21 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
                                                       uint64_t policy_version, bool evaluation,
                                                       const std::vector<CandidateSpec>& specs) {
   std::vector<rewardlog::LogRecord> records;
+  StepSettings settings;
+  settings.run_id = run_id;
+  settings.step = step;
+  settings.policy_version = policy_version;
+  settings.phase_name = evaluation ? "eval" : "rl";
+  settings.evaluation = evaluation;
+  // The run meets its tasks at step 0: their records, from the learner's own builder.
+  for (const std::string task : {"t1", "t2"}) {
+    if (step != 0) break;
+    LearnerTask learner_task;
+    learner_task.id = task;
+    learner_task.level = fixture_level(task);
+    learner_task.reference_source = "class Model(torch.nn.Module):  # reference of " + task + "\n";
+    records.push_back(must(dice::task_record(learner_task, settings, 1764460000000)));
+  }
   StepCounts counts;
   counts.tasks = 2;
   for (const CandidateSpec& spec : specs) {
@@ -160,12 +211,6 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
     counts.correct += spec.failure == schema::FailureClass::NONE;
     counts.reward_sum += spec.failure == schema::FailureClass::NONE ? 1.0 : 0.0;
   }
-  StepSettings settings;
-  settings.run_id = run_id;
-  settings.step = step;
-  settings.policy_version = policy_version;
-  settings.phase_name = evaluation ? "eval" : "rl";
-  settings.evaluation = evaluation;
   const StepTiming timing{1764460000000 + static_cast<int64_t>(step) * 10000,
                           1764460000000 + static_cast<int64_t>(step) * 10000 + 4000};
   PolicyUpdate update;

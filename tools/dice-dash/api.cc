@@ -7,6 +7,7 @@
 
 #include "net/wire/enum_name.h"
 #include "rewardlog/export.h"
+#include "tools/dice-dash/trace_json.h"
 
 namespace dice::dash {
 namespace {
@@ -187,6 +188,46 @@ json::object rate_columns(const std::vector<const StepAggregate*>& aggregates,
   return out;
 }
 
+// The phase label of a step as the page shows it: the phase's name (else its kind), "(eval)"
+// for an eval phase.
+std::string phase_label(schema::StepRecord::Reader s) {
+  std::string label =
+      s.getPhaseName().size() ? s.getPhaseName().cStr() : wire::enum_name(s.getPhase());
+  return s.getEvaluation() ? label + " (eval)" : label;
+}
+
+// {"<phase> / level <L>": {"mean_reward": [..], "correct_rate": [..]}}: one entry per step, null
+// where the step is of another phase or had no candidate of that level.
+json::object level_columns(const std::vector<rewardlog::OwnedRecord<schema::StepRecord>>& steps,
+                           const std::vector<const StepAggregate*>& aggregates) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const auto& entry : aggregates[i]->levels) {
+      names.insert(phase_label(steps[i].get()) + " / level " + entry.first);
+    }
+  }
+  json::object out;
+  for (const std::string& name : names) {
+    json::array rewards, correct;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const std::string phase = phase_label(steps[i].get());
+      const LevelTally* tally = nullptr;
+      for (const auto& entry : aggregates[i]->levels) {
+        if (phase + " / level " + entry.first == name) tally = &entry.second;
+      }
+      if (tally == nullptr || tally->candidates == 0) {
+        rewards.push_back(nullptr);
+        correct.push_back(nullptr);
+        continue;
+      }
+      rewards.push_back(number(tally->reward_sum / tally->candidates));
+      correct.push_back(number(double(tally->correct) / tally->candidates));
+    }
+    out[name] = json::object{{"mean_reward", rewards}, {"correct_rate", correct}};
+  }
+  return out;
+}
+
 json::value median(std::vector<float> values) {
   if (values.empty()) return nullptr;
   std::sort(values.begin(), values.end());
@@ -196,23 +237,13 @@ json::value median(std::vector<float> values) {
 
 }  // namespace
 
-json::array fields_not_in_log() {
-  return json::array{
-      json::object{{"field", "task level"},
-                   {"why",
-                    "step and candidate records name the task id and phase, not the "
-                    "curriculum level; eval phases' per-level tables are in the metrics "
-                    "eval/<phase>/level_<L>/..."}},
-      json::object{{"field", "denoising trace"},
-                   {"why",
-                    "the rollout's per-token unmask step (Candidate.trace) is used for the "
-                    "update and not written to the reward log; the page shows the "
-                    "response text"}},
-      json::object{{"field", "PyTorch reference"},
-                   {"why",
-                    "the log keeps the evaluated file, not the task's reference source "
-                    "(Task.referenceSource lives in the run's task files)"}},
-  };
+json::array fields_not_in_log(bool has_tasks) {
+  if (has_tasks) return json::array();
+  const char* why =
+      "this run's log has no task records (TaskRecord, column family \"tasks\"): it was "
+      "written by a dice from before they were logged";
+  return json::array{json::object{{"field", "task level"}, {"why", why}},
+                     json::object{{"field", "PyTorch reference"}, {"why", why}}};
 }
 
 ApiResponse Api::handle(const std::string& path, const Query& query) {
@@ -275,14 +306,16 @@ ApiResponse Api::run(const Query& query) {
   if (!steps.ok()) return from_status(steps.status());
   auto metrics = log.reader->metrics(run_id.value());
   if (!metrics.ok()) return from_status(metrics.status());
+  auto levels = task_levels(*log.reader, run_id.value());
+  if (!levels.ok()) return from_status(levels.status());
 
   std::vector<const StepAggregate*> aggregates;
   json::array unreadable, reward_seconds, max_staleness, mean_staleness, speedup_median;
   std::vector<float> speedups;
   for (const auto& record : steps.value()) {
     const auto s = record.get();
-    const StepAggregate& a =
-        aggregates_.get(log.index, *log.reader, run_id.value(), s.getStep(), s.getPolicyVersion());
+    const StepAggregate& a = aggregates_.get(log.index, *log.reader, run_id.value(), s.getStep(),
+                                             s.getPolicyVersion(), levels.value());
     // The cache may hand back its one uncached slot: copy what is needed from a damaged step
     // before the next get() reuses it.
     if (!a.error.empty()) {
@@ -329,8 +362,9 @@ ApiResponse Api::run(const Query& query) {
                    {"speedup_median", speedup_median},
                    {"speedups", all_speedups},
                    {"metrics", metric_series},
+                   {"by_level", level_columns(steps.value(), aggregates)},
                    {"unreadable", unreadable},
-                   {"not_in_log", fields_not_in_log()}}};
+                   {"not_in_log", fields_not_in_log(!levels.value().empty())}}};
 }
 
 ApiResponse Api::step(const Query& query) {
@@ -398,12 +432,14 @@ ApiResponse Api::candidate(const Query& query) {
   filter.step = target.step;
   filter.task_id = task.value();
   std::optional<json::value> found;
+  json::object trace;
   json::array kernels;
   const Status scanned = log.reader->for_each_candidate(
       run_id, filter, [&](rewardlog::OwnedRecord<schema::CandidateRecord> record) {
         const auto v = record.get().getVerdict();
         if (v.getSampleIndex() != sample.value()) return Status::ok_status();
         found = parsed(rewardlog::record_to_json(record.get()));
+        trace = trace_json(record.get());
         for (auto build : v.getBuilds()) {
           const std::string hash = build.getSourceHash().cStr();
           json::object kernel{{"source_hash", hash}};
@@ -423,10 +459,18 @@ ApiResponse Api::candidate(const Query& query) {
                  "run " + run_id + " step " + std::to_string(target.step) + " task " +
                      task.value() + " has no sample " + std::to_string(sample.value()));
   }
-  return ApiResponse{200, json::object{{"log", log.index},
-                                       {"record", *found},
-                                       {"kernels", kernels},
-                                       {"not_in_log", fields_not_in_log()}}};
+  json::object body{{"log", log.index}, {"record", *found}, {"trace", trace}, {"kernels", kernels}};
+  auto task_record = log.reader->task(run_id, task.value());
+  if (task_record.ok()) {
+    body["task"] = parsed(rewardlog::record_to_json(task_record.value().get()));
+  } else if (task_record.status().code() == StatusCode::kNotFound) {
+    body["task"] = nullptr;
+    body["task_note"] = "no task record for " + task.value() +
+                        " in this run (a log written before dice logged tasks)";
+  } else {
+    return from_status(task_record.status());
+  }
+  return ApiResponse{200, std::move(body)};
 }
 
 }  // namespace dice::dash

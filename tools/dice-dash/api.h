@@ -5,11 +5,16 @@
 // go straight into the charts.
 //
 //   GET /api/runs                                   every log's state and its runs
-//   GET /api/run?log=L&run=R                         per-step series, rates, metrics of run R
+//   GET /api/run?log=L&run=R                         per-step series, rates, metrics of run R;
+//                                                    "by_level": mean reward and correct rate
+//                                                    per step for each "<phase> / level <L>"
 //   GET /api/step?log=L&run=R&step=S                 the step's groups and their candidates
 //   GET /api/candidate?log=L&run=R&step=S&task=T&sample=N
 //                                                    one candidate: verdict, findings, response,
-//                                                    evaluated file, compile logs
+//                                                    evaluated file, compile logs; "trace": its
+//                                                    unmask steps and the response cut into
+//                                                    tokens ([{"text", "step"}]); "task": the
+//                                                    TaskRecord (the PyTorch reference, level)
 //
 // Errors are {"error": message, "kind": K} with K one of bad_request (a missing or malformed
 // parameter, naming it), missing (no log at the path, or no such run/step/candidate), corrupt (a
@@ -47,8 +52,9 @@ class Api {
   StepAggregateCache aggregates_;
 };
 
-// The fields of the wish list that the reward log does not record, each with why; the
-// page shows them where the data would be (listed in the run's JSON as "not_in_log").
-boost::json::array fields_not_in_log();
+// The fields of the wish list that this run's log does not record, each with why (a log
+// written before TaskRecords has no levels or references); the page shows them where the data
+// would be (listed in the run's JSON as "not_in_log").
+boost::json::array fields_not_in_log(bool has_tasks);
 
 }  // namespace dice::dash

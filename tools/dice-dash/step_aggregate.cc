@@ -4,8 +4,18 @@
 
 namespace dice::dash {
 
+Result<TaskLevels> task_levels(rewardlog::RewardLogReader& reader, const std::string& run_id) {
+  DICE_ASSIGN_OR_RETURN(auto tasks, reader.tasks(run_id));
+  TaskLevels levels;
+  for (const auto& task : tasks) {
+    const std::string level = task.get().getLevel().cStr();
+    levels[task.get().getTaskId().cStr()] = level.empty() ? "none" : level;
+  }
+  return levels;
+}
+
 StepAggregate aggregate_step(rewardlog::RewardLogReader& reader, const std::string& run_id,
-                             uint64_t step, uint64_t policy_version) {
+                             uint64_t step, uint64_t policy_version, const TaskLevels& levels) {
   StepAggregate out;
   out.step = step;
   uint64_t staleness_sum = 0;
@@ -29,6 +39,13 @@ StepAggregate aggregate_step(rewardlog::RewardLogReader& reader, const std::stri
         const uint64_t staleness = policy_version > sampled ? policy_version - sampled : 0;
         staleness_sum += staleness;
         if (staleness > out.max_staleness) out.max_staleness = staleness;
+        const auto level = levels.find(verdict.getTaskId().cStr());
+        if (level != levels.end()) {
+          LevelTally& tally = out.levels[level->second];
+          ++tally.candidates;
+          tally.correct += verdict.getCorrect() ? 1 : 0;
+          tally.reward_sum += verdict.getReward();
+        }
         return Status::ok_status();
       });
   if (!scanned.ok()) out.error = scanned.to_string();
@@ -38,11 +55,11 @@ StepAggregate aggregate_step(rewardlog::RewardLogReader& reader, const std::stri
 
 const StepAggregate& StepAggregateCache::get(size_t log_index, rewardlog::RewardLogReader& reader,
                                              const std::string& run_id, uint64_t step,
-                                             uint64_t policy_version) {
+                                             uint64_t policy_version, const TaskLevels& levels) {
   auto& steps = runs_[std::to_string(log_index) + "/" + run_id];
   const auto found = steps.find(step);
   if (found != steps.end()) return found->second;
-  StepAggregate aggregate = aggregate_step(reader, run_id, step, policy_version);
+  StepAggregate aggregate = aggregate_step(reader, run_id, step, policy_version, levels);
   if (!aggregate.error.empty()) {
     uncached_ = std::move(aggregate);
     return uncached_;

@@ -41,7 +41,7 @@ commands:
   export LOG RUN [--format jsonl|csv] [--table TABLE] [--out FILE]
                                     write RUN's records as JSON Lines (default) or CSV.
                                     TABLE: all (JSONL default), runs, steps, candidates (CSV
-                                    default), kernels, metrics. FILE is written whole or not
+                                    default), kernels, metrics, tasks. FILE is written whole or not
                                     at all (default: standard output).
 
 Tables are tab-separated with a header line. docs/REWARD_LOG.md describes both export formats.
@@ -260,12 +260,12 @@ rl::ExportOptions export_options(const Args& args) {
   if (auto table = option(args, "--table")) {
     if (!rl::parse_export_table(*table, &options.table).ok()) {
       throw UsageError{"export: --table \"" + *table +
-                       "\": expected all, runs, steps, candidates, kernels or metrics"};
+                       "\": expected all, runs, steps, candidates, kernels, metrics or tasks"};
     }
   }
   if (options.format == rl::ExportFormat::kCsv && options.table == rl::ExportTable::kAll) {
     throw UsageError{
-        "export: CSV holds one table: use --table runs|steps|candidates|kernels|metrics"};
+        "export: CSV holds one table: use --table runs|steps|candidates|kernels|metrics|tasks"};
   }
   return options;
 }

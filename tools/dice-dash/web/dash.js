@@ -141,6 +141,12 @@ function drawRun(d) {
   plot("reward", s.step, splitBy(phases, s.mean_reward));
   plot("correct", s.step, Object.assign(splitBy(phases, s.correct_rate),
     { "compile rate (all phases)": s.compile_rate }));
+  const levels = Object.keys(d.by_level).sort();
+  const noLevels = { none: "no task levels in this log (it has no task records)" };
+  plot("reward-level", s.step, Object.fromEntries(levels.map((n) =>
+    [n, d.by_level[n].mean_reward])), noLevels);
+  plot("correct-level", s.step, Object.fromEntries(levels.map((n) =>
+    [n, d.by_level[n].correct_rate])), noLevels);
   plot("failures", s.step, d.failure_rates, { none: "no failures logged" });
   plot("findings", s.step, d.finding_rates, { none: "no anti-cheat findings logged" });
   const h = histogram(d.speedups);
@@ -212,8 +218,8 @@ async function refreshRun() {
     "step " + u.step + ": candidates unreadable past a damaged record: " + u.error));
   if (d.steps.step.length === 0) warnings.push(banner("info", "no finished step yet"));
   $("run-warnings").replaceChildren(...warnings);
-  $("not-in-log").textContent = "Not in the reward log, so not shown: " +
-    d.not_in_log.map((f) => f.field + " (" + f.why + ")").join("; ") + ".";
+  $("not-in-log").textContent = d.not_in_log.length ? "Not in the reward log, so not shown: " +
+    d.not_in_log.map((f) => f.field + " (" + f.why + ")").join("; ") + "." : "";
   drawRun(d);
   drawStepsTable(d);
 }
@@ -270,9 +276,8 @@ async function showCandidate() {
     [el("dt", {}, k), el("dd", {}, x)])));
   $("candidate-source").textContent = rec.evaluatedSource || "(no evaluated file: extraction failed)";
   $("candidate-response").textContent = rec.responseText || "";
-  const why = Object.fromEntries(d.not_in_log.map((f) => [f.field, f.why]));
-  $("candidate-reference").textContent = "Not in the reward log: " + why["PyTorch reference"];
-  $("candidate-trace").textContent = "Not in the reward log: " + why["denoising trace"];
+  drawTrace(d.trace, rec.responseText || "");
+  drawReference(d.task, d.task_note);
   $("candidate-findings").replaceChildren(...(v.findings || []).map((f) =>
     el("li", {}, (f.fatal ? "[fatal] " : "") + f.check + ": " + (f.detail || ""))));
   if (!(v.findings || []).length) $("candidate-findings").append(el("li", {}, "none"));
@@ -285,6 +290,49 @@ async function showCandidate() {
   }
   $("candidate-excerpt").textContent = v.logExcerpt || "(none)";
   view.scrollIntoView();
+}
+
+// The colour of unmask step `step` of `count`: early steps blue, late ones red.
+function stepColor(step, count) {
+  const hue = count > 1 ? 220 - (220 * step) / (count - 1) : 220;
+  return "hsl(" + hue.toFixed(0) + ", 80%, 82%)";
+}
+
+// The response with each token shaded by the denoising step that unmasked it (hover: the step),
+// and a legend of the steps.
+function drawTrace(trace, text) {
+  const note = $("candidate-trace-note");
+  note.textContent = trace.note || (trace.num_steps + " denoising steps per block; " +
+    trace.unmask_steps.length + " tokens. Hover a token for its step.");
+  $("candidate-trace-legend").replaceChildren(...Array.from({ length: trace.num_steps },
+    (_, k) => el("span", { class: "legend-step", style: "background:" +
+      stepColor(k, trace.num_steps) }, "step " + k)));
+  const box = $("candidate-trace");
+  if (!trace.tokens) {
+    box.textContent = text;
+    return;
+  }
+  box.replaceChildren(...trace.tokens.map((t) => t.step === null ? el("span", {}, t.text) :
+    el("span", { class: "tok", "data-step": t.step, title: "unmask step " + t.step,
+      style: "background:" + stepColor(t.step, trace.num_steps) }, t.text)));
+}
+
+// The task's PyTorch reference (and an infill task's fixed prefix and suffix).
+function drawReference(task, why) {
+  if (!task) {
+    $("candidate-task").textContent = why || "no task record";
+    $("candidate-reference").textContent = "";
+    return;
+  }
+  $("candidate-task").textContent = "task " + task.taskId + " \u00b7 " + (task.phase || "infill") +
+    " \u00b7 level " + (task.level || "none") + " \u00b7 first met at step " +
+    (task.firstStep || "0");
+  let text = task.referenceSource || "(empty reference)";
+  if (task.infillPrefix || task.infillSuffix) {
+    text += "\n# --- infill prefix ---\n" + (task.infillPrefix || "") +
+      "\n# --- infill suffix ---\n" + (task.infillSuffix || "");
+  }
+  $("candidate-reference").textContent = text;
 }
 
 // --- the run list ---
