@@ -587,8 +587,8 @@ TEST_F(LearnerIntegrationTest, RefusesARunIdTheLogAlreadyHolds) {
 TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterruptedRun) {
   const std::string policy = write_tiny_policy();
   ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
-  const int kSteps = 6;
-  const std::string config = write_config(kSteps, "tasks.json", 20, policy);
+  const int num_steps = 6;
+  const std::string config = write_config(num_steps, "tasks.json", 20, policy);
   ASSERT_NO_FATAL_FAILURE(run_to_the_end(config));
   const std::string uninterrupted =
       read_file(dir_ / "checkpoints" / "it-run" / "phase-e2e" / "model.safetensors");
@@ -612,7 +612,8 @@ TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterr
   learner->kill();
   ASSERT_TRUE(log->catch_up().ok());
   const std::size_t steps_at_kill = log->steps("it-run")->size();
-  ASSERT_LT(steps_at_kill, static_cast<std::size_t>(kSteps)) << "killed too late to test anything";
+  ASSERT_LT(steps_at_kill, static_cast<std::size_t>(num_steps))
+      << "killed too late to test anything";
 
   auto resumed = start_learner(config, {"--resume"}, "learner-resumed.log");
   const std::string resumed_log = [&] {
@@ -628,14 +629,14 @@ TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterr
   ASSERT_TRUE(log->catch_up().ok());
   auto steps = log->steps("it-run");
   ASSERT_TRUE(steps.ok());
-  ASSERT_EQ(steps->size(), static_cast<std::size_t>(kSteps)) << resumed_log;
+  ASSERT_EQ(steps->size(), static_cast<std::size_t>(num_steps)) << resumed_log;
   for (std::size_t i = 0; i < steps->size(); ++i) {
     EXPECT_EQ((*steps)[i].get().getStep(), i);
     EXPECT_EQ((*steps)[i].get().getPolicyVersion(), versions[i]) << "step " << i;
   }
   auto candidates = log->candidates("it-run");
   ASSERT_TRUE(candidates.ok());
-  EXPECT_EQ(candidates->size(), static_cast<std::size_t>(kSteps) * 6u);
+  EXPECT_EQ(candidates->size(), static_cast<std::size_t>(num_steps) * 6u);
   for (const auto& c : *candidates) EXPECT_LT(c.get().getVerdict().getStep(), 6u);
   EXPECT_NE(std::string(log->run("it-run")->get().getNote().cStr()).find("; resumed at step "),
             std::string::npos);

@@ -47,13 +47,13 @@ class ChaosSystemTest : public testing_util::ToySystemTest {};
 TEST_F(ChaosSystemTest, TwentyKillsLeaveEveryStepAndVerdictOnceInTheLog) {
   ASSERT_NO_FATAL_FAILURE(make_data_and_model());
 
-  const int kSteps = 40, kTasks = 2, kSamples = 4;
+  const int num_steps = 40, num_tasks = 2, num_samples = 4;
   std::ofstream(dir_ / "curriculum.yaml")
       << "phases:\n"
          "  - {name: sft, type: sft, sft_data: data/sft.json, epochs: 20}\n"
          "  - {name: rl, kind: infill, task_files: [data/tasks.json], steps: "
-      << kSteps << ",\n     tasks_per_step: " << kTasks << ", samples_per_task: " << kSamples
-      << "}\n";
+      << num_steps << ",\n     tasks_per_step: " << num_tasks
+      << ", samples_per_task: " << num_samples << "}\n";
   const std::string run_id = "chaos-" + std::to_string(getpid());
   const std::vector<std::string> overrides = {
       "run.id=" + run_id,
@@ -142,20 +142,20 @@ TEST_F(ChaosSystemTest, TwentyKillsLeaveEveryStepAndVerdictOnceInTheLog) {
   ASSERT_TRUE(log.ok()) << log.status().to_string();
   auto steps = (*log)->steps(run_id);
   ASSERT_TRUE(steps.ok()) << steps.status().to_string();
-  ASSERT_EQ(steps->size(), static_cast<std::size_t>(kSteps)) << waited.output;
+  ASSERT_EQ(steps->size(), static_cast<std::size_t>(num_steps)) << waited.output;
   for (std::size_t i = 0; i < steps->size(); ++i) {
     const auto step = (*steps)[i].get();
     EXPECT_EQ(step.getStep(), i) << "steps numbered with a gap or a repeat";
-    EXPECT_EQ(step.getNumCandidates(), static_cast<std::uint32_t>(kTasks * kSamples))
+    EXPECT_EQ(step.getNumCandidates(), static_cast<std::uint32_t>(num_tasks * num_samples))
         << "step " << i << ": a group is incomplete";
-    EXPECT_EQ(step.getNumTasks(), static_cast<std::uint32_t>(kTasks)) << "step " << i;
+    EXPECT_EQ(step.getNumTasks(), static_cast<std::uint32_t>(num_tasks)) << "step " << i;
   }
   // The sft phase's weights are version 1; RL updates come after.
   EXPECT_GT(steps->back().get().getPolicyVersion(), 1u) << "no update survived the chaos";
 
   auto candidates = (*log)->candidates(run_id, {});
   ASSERT_TRUE(candidates.ok()) << candidates.status().to_string();
-  EXPECT_EQ(candidates->size(), static_cast<std::size_t>(kSteps * kTasks * kSamples));
+  EXPECT_EQ(candidates->size(), static_cast<std::size_t>(num_steps * num_tasks * num_samples));
   std::set<std::string> keys;
   for (const auto& c : *candidates) {
     auto v = c.get().getVerdict();
