@@ -118,20 +118,72 @@ void finish_stats(std::int64_t sequences, int optimizer_steps, PolicyUpdateStats
 Result<PolicyUpdateStats> PolicyTrainer::update(
     const std::vector<TraceSample>& samples,
     std::vector<std::pair<std::size_t, Status>>* left_out) {
-  DICE_ASSIGN_OR_RETURN(Prepared prepared, prepare(samples, left_out));
+  // The old log-probs, recomputed by the learner when asked (a sample whose trace does not fit
+  // keeps its own: prepare() names it).
+  std::vector<TraceSample> rescored;
+  if (options_.loss.recompute_old_log_probs) {
+    rescored = samples;
+    for (TraceSample& s : rescored) {
+      Result<std::vector<float>> lp = log_probs(s);
+      if (lp.ok()) s.old_log_probs = std::move(lp).value();
+    }
+  }
+  const std::vector<TraceSample>& input = rescored.empty() ? samples : rescored;
+  DICE_ASSIGN_OR_RETURN(Prepared whole, prepare(input, left_out));
   PolicyUpdateStats stats;
-  if (prepared.sequences == 0) return stats;
+  if (whole.sequences == 0) return stats;
+  // Mini-batches: the samples that fit, split in order into parts, each prepared as its own
+  // objective (a mean over its sequences).
+  std::vector<Prepared> parts;
+  const std::int64_t wanted =
+      std::min<std::int64_t>(whole.sequences, std::max(1, options_.loss.ppo_mini_batches));
+  if (wanted <= 1) {
+    parts.push_back(std::move(whole));
+  } else {
+    std::vector<bool> bad(input.size(), false);
+    if (left_out != nullptr) {
+      for (const auto& entry : *left_out) {
+        if (entry.first < bad.size()) bad[entry.first] = true;
+      }
+    }
+    std::vector<TraceSample> fitting;
+    for (std::size_t i = 0; i < input.size(); ++i) {
+      if (!bad[i]) fitting.push_back(input[i]);
+    }
+    const std::size_t per_part = (fitting.size() + wanted - 1) / static_cast<std::size_t>(wanted);
+    for (std::size_t begin = 0; begin < fitting.size(); begin += per_part) {
+      const std::size_t end = std::min(fitting.size(), begin + per_part);
+      DICE_ASSIGN_OR_RETURN(Prepared part,
+                            prepare({fitting.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     fitting.begin() + static_cast<std::ptrdiff_t>(end)},
+                                    nullptr));
+      if (part.sequences > 0) parts.push_back(std::move(part));
+    }
+  }
   const int epochs = std::max(1, options_.loss.ppo_epochs);
+  std::int64_t sequences = 0;
+  for (const Prepared& part : parts) sequences += part.sequences;
   try {
     for (int epoch = 0; epoch < epochs; ++epoch) {
-      stats = backward_pass(prepared);  // the last pass's figures are reported
-      stats.grad_norm = masters_->step();
-      ++steps_;
+      stats = PolicyUpdateStats{};  // the last epoch's figures are reported
+      for (const Prepared& part : parts) {
+        const PolicyUpdateStats pass = backward_pass(part);
+        const double norm = masters_->step();
+        ++steps_;
+        stats.scored_tokens += pass.scored_tokens;
+        stats.forwards += pass.forwards;
+        stats.loss += pass.loss / static_cast<double>(parts.size());
+        stats.policy_loss += pass.policy_loss / static_cast<double>(parts.size());
+        stats.kl += pass.kl;
+        stats.mean_ratio += pass.mean_ratio;
+        stats.clip_fraction += pass.clip_fraction;
+        stats.grad_norm += norm / static_cast<double>(parts.size());
+      }
     }
   } catch (const c10::Error& e) {
     return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
   }
-  finish_stats(prepared.sequences, epochs, &stats);
+  finish_stats(sequences, epochs * static_cast<int>(parts.size()), &stats);
   return stats;
 }
 

@@ -44,13 +44,13 @@ struct PolicyUpdateStats {
   std::int64_t sequences = 0;      // samples with at least one scored token
   std::int64_t scored_tokens = 0;  // response tokens scored (every token once)
   std::int64_t forwards = 0;       // the last pass's training forwards (one per micro-batch)
-  int optimizer_steps = 0;         // passes over the samples (loss.ppo_epochs), one step each
+  int optimizer_steps = 0;         // ppo_epochs x the mini-batches (ppo_mini_batches)
   double loss = 0.0;               // the objective the gradient is of (mean over sequences)
   double policy_loss = 0.0;        // its clipped-ratio part
   double kl = 0.0;                 // mean per-token KL estimate
   double mean_ratio = 0.0;         // mean new/old probability ratio (1 when on-policy)
   double clip_fraction = 0.0;      // tokens whose ratio left [1 - eps, 1 + eps]
-  double grad_norm = 0.0;          // global norm before clipping
+  double grad_norm = 0.0;          // global norm before clipping (the last epoch's mean)
 };
 
 class PolicyTrainer {
@@ -61,7 +61,9 @@ class PolicyTrainer {
   PolicyTrainer(const PolicyTrainer&) = delete;
   PolicyTrainer& operator=(const PolicyTrainer&) = delete;
 
-  // loss.ppo_epochs optimizer steps on `samples` (one by default). InvalidArgument (naming the
+  // loss.ppo_epochs passes over `samples`, each loss.ppo_mini_batches optimizer steps on parts of
+  // them in order (one step in all by default); with loss.recompute_old_log_probs the old
+  // log-probs are first the model's own (log_probs()). InvalidArgument (naming the
   // sample) for a sample whose trace does not fit the options, unless `left_out` is given: such
   // samples are then skipped and listed there (index, why). Internal for a LibTorch failure (the
   // weights then hold the passes that completed, and are unchanged when the first failed before

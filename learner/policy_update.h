@@ -30,7 +30,7 @@ struct PolicyUpdate {
   double grad_norm = 0.0;
   double clip_fraction = 0.0;
   double mean_ratio = 0.0;
-  int optimizer_steps = 0;  // learner.loss.ppo_epochs when it ran
+  int optimizer_steps = 0;  // ppo_epochs x ppo_mini_batches (learner.loss) when it ran
   double seconds = 0.0;
 };
 

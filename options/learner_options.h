@@ -44,6 +44,8 @@ struct PolicyLossOptions {
   int trace_shrink = 1;
   bool drop_constant_groups = true;
   int ppo_epochs = 1;
+  int ppo_mini_batches = 1;
+  bool recompute_old_log_probs = false;
 
   template <class V>
   void visit_fields(V& v) {
@@ -66,6 +68,18 @@ struct PolicyLossOptions {
             "bounds how far the step moves; more learning per judged candidate where the reward "
             "is the expensive part. DICE: 1. Default: 1",
             config::at_least(1), config::at_most(64));
+    v.field("ppo_mini_batches", ppo_mini_batches,
+            "Mini-batches per epoch: the step's samples (in task, sample order) split into this "
+            "many parts, one optimizer step on each, each part's objective its own mean; so an "
+            "RL step takes ppo_epochs x ppo_mini_batches optimizer steps (capped by the samples). "
+            "Default: 1",
+            config::at_least(1), config::at_most(1024));
+    v.field("recompute_old_log_probs", recompute_old_log_probs,
+            "Before the update, score every sample with the learner's weights and use those "
+            "log-probs as the old ones in the ratio and the KL, instead of the sampler's: removes "
+            "the numeric drift between the sampler's layout and the learner's (docs/BENCHMARKS.md "
+            "\"bf16 log-prob gap\": ~2 % per token in bf16 on the H200) at one no-grad forward "
+            "pass. With max_staleness > 0 it also drops the staleness correction. Default: false");
   }
 };
 

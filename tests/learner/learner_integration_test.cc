@@ -610,7 +610,10 @@ TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterr
   std::unique_ptr<rewardlog::RewardLogReader> log;
   ASSERT_TRUE(wait_for_steps(2, &log)) << learner_log();
   learner->kill();
-  ASSERT_TRUE(log->catch_up().ok());
+  // A secondary catching up with a writer killed mid-write may fail once (RocksDB saw a half
+  // written file); a reader opened after the kill sees a log at rest.
+  log = open_log();
+  ASSERT_NE(log, nullptr);
   const std::size_t steps_at_kill = log->steps("it-run")->size();
   ASSERT_LT(steps_at_kill, static_cast<std::size_t>(num_steps))
       << "killed too late to test anything";
@@ -626,7 +629,8 @@ TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterr
   EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
   EXPECT_NE(resumed_log.find("msg=\"run resumed\""), std::string::npos) << resumed_log;
 
-  ASSERT_TRUE(log->catch_up().ok());
+  log = open_log();
+  ASSERT_NE(log, nullptr);
   auto steps = log->steps("it-run");
   ASSERT_TRUE(steps.ok());
   ASSERT_EQ(steps->size(), static_cast<std::size_t>(num_steps)) << resumed_log;

@@ -239,6 +239,65 @@ TEST(PolicyTrainerTest, PpoEpochsAreOptimizerStepsOnTheSameSamples) {
   EXPECT_EQ(epochs_stats.forwards, 2);  // one pass's micro-batches
 }
 
+// ppo_mini_batches 2: each epoch is two optimizer steps, one per half of the samples (in order),
+// each half its own objective: the same weights as two update() calls on the halves.
+TEST(PolicyTrainerTest, MiniBatchesAreOptimizerStepsOnPartsInOrder) {
+  std::vector<at::Tensor> after;
+  for (int mini_batches : {2, 1}) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    samples[2].advantage = 0.5;
+    PolicyTrainerOptions o = trainer_options();
+    o.optimizer.lr = 3e-3;
+    o.loss.ppo_mini_batches = mini_batches;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    if (mini_batches == 2) {
+      auto stats = (*trainer)->update(samples);
+      ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+      EXPECT_EQ(stats->optimizer_steps, 2);
+      EXPECT_EQ(stats->sequences, 3);
+      EXPECT_EQ(stats->scored_tokens, 10 + 11 + 12);
+    } else {  // the parts by hand: samples 0-1, then 2
+      ASSERT_TRUE((*trainer)->update({samples[0], samples[1]}).ok());
+      ASSERT_TRUE((*trainer)->update({samples[2]}).ok());
+    }
+    EXPECT_EQ((*trainer)->steps_taken(), 2);
+    after.push_back(model->lm_head.detach().to(at::kFloat));
+  }
+  EXPECT_TRUE(at::allclose(after[0], after[1], 1e-6, 1e-7));
+}
+
+// recompute_old_log_probs: sampling log-probs that are far off (as a drifting sampler's would be)
+// are replaced by the learner's own, so the first pass is on-policy: ratio 1, nothing clipped.
+TEST(PolicyTrainerTest, RecomputedOldLogProbsPutTheFirstPassOnPolicy) {
+  for (bool recompute : {false, true}) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    for (TraceSample& s : samples) {
+      for (float& lp : s.old_log_probs) lp -= 1.0f;  // ratios of e = 2.7: all clipped
+    }
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    PolicyTrainerOptions o = trainer_options();
+    o.loss.recompute_old_log_probs = recompute;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    auto stats = (*trainer)->update(samples);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    if (recompute) {
+      EXPECT_NEAR(stats->mean_ratio, 1.0, 1e-5);
+      EXPECT_EQ(stats->clip_fraction, 0.0);
+      EXPECT_LT(stats->kl, 1e-9);
+    } else {
+      EXPECT_NEAR(stats->mean_ratio, std::exp(1.0), 1e-3);
+      EXPECT_EQ(stats->clip_fraction, 1.0);
+    }
+  }
+}
+
 // A finite-difference check of the whole TraceRL objective (trace views, masked-token softmax,
 // clipped ratio, k3 KL, per-sequence means) on a float64 copy of the model: for a dozen weights,
 // (L(w + h) - L(w - h)) / 2h against the gradient backward leaves. The sampling log-probs are set
