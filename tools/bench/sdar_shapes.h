@@ -42,6 +42,15 @@ inline std::vector<NamedShape> sdar_shapes() {
           {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)}};
 }
 
+// A toy shape (vocabulary 64, mask id 63) for the benches' CPU smoke runs (--tiny).
+inline NamedShape tiny_shape() {
+  ModelConfig c = sdar_config(32, 48, 2, 4, 2, /*tied=*/false);
+  c.vocab_size = 64;
+  c.head_dim = 16;
+  c.mask_token_id = 63;
+  return {"tiny", c};
+}
+
 // "1,16,64" -> {"1", "16", "64"}: the form of --models, --batches, --strategies.
 inline std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;

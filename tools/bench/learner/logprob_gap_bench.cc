@@ -128,11 +128,7 @@ int main(int argc, char** argv) {
   const c10::Device device = f.cpu ? c10::Device(at::kCPU) : c10::Device(at::kCUDA, 0);
   std::vector<dice::bench::NamedShape> shapes;
   if (f.tiny) {
-    dice::ModelConfig c = dice::bench::sdar_config(32, 48, 2, 4, 2, false);
-    c.vocab_size = 64;
-    c.head_dim = 16;
-    c.mask_token_id = 63;
-    shapes.push_back({"tiny", c});
+    shapes.push_back(dice::bench::tiny_shape());
   } else if (!f.model_path.empty()) {
     shapes.push_back({f.model_path, {}});
   } else {

@@ -109,11 +109,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, f)) return 2;
   std::vector<dice::bench::NamedShape> shapes;
   if (f.tiny) {
-    dice::ModelConfig c = dice::bench::sdar_config(32, 48, 2, 4, 2, false);
-    c.vocab_size = 64;
-    c.head_dim = 16;
-    c.mask_token_id = 63;
-    shapes.push_back({"tiny", c});
+    shapes.push_back(dice::bench::tiny_shape());
   } else {
     for (const auto& s : dice::bench::sdar_shapes()) {
       for (const auto& m : f.models) {
