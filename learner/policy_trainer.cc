@@ -119,13 +119,27 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     const std::vector<TraceSample>& samples,
     std::vector<std::pair<std::size_t, Status>>* left_out) {
   // The old log-probs, recomputed by the learner when asked (a sample whose trace does not fit
-  // keeps its own: prepare() names it).
+  // keeps its own: prepare() names it); with importance_cap, each token's truncated weight
+  // pi_learner / pi_sampler comes with them.
   std::vector<TraceSample> rescored;
-  if (options_.loss.recompute_old_log_probs) {
+  const double cap = options_.importance_cap;
+  double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
+  if (options_.loss.recompute_old_log_probs || cap > 0) {
     rescored = samples;
     for (TraceSample& s : rescored) {
       Result<std::vector<float>> lp = log_probs(s);
-      if (lp.ok()) s.old_log_probs = std::move(lp).value();
+      if (!lp.ok()) continue;
+      if (cap > 0) {
+        s.importance.resize(s.old_log_probs.size());
+        for (std::size_t t = 0; t < s.importance.size(); ++t) {
+          const double w = std::exp(static_cast<double>((*lp)[t]) - s.old_log_probs[t]);
+          s.importance[t] = static_cast<float>(std::min(w, cap));
+          importance_sum += s.importance[t];
+          importance_capped += w > cap ? 1.0 : 0.0;
+          importance_tokens += 1.0;
+        }
+      }
+      s.old_log_probs = std::move(lp).value();
     }
   }
   const std::vector<TraceSample>& input = rescored.empty() ? samples : rescored;
@@ -184,6 +198,10 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
   }
   finish_stats(sequences, epochs * static_cast<int>(parts.size()), &stats);
+  if (importance_tokens > 0) {
+    stats.importance_mean = importance_sum / importance_tokens;
+    stats.importance_capped = importance_capped / importance_tokens;
+  }
   return stats;
 }
 
@@ -232,7 +250,7 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
         p.targets.push_back(v.targets[t]);
         p.old_log_probs.push_back(v.old_log_probs[t]);
         p.advantages.push_back(static_cast<float>(advantages[s]));
-        p.weights.push_back(static_cast<float>(weight));
+        p.weights.push_back(static_cast<float>(weight * v.importance[t]));
         p.response_index.push_back(v.positions[t] - l.prompt_length);
       }
       ++row;

@@ -36,6 +36,11 @@ struct PolicyTrainerOptions {
   // CPU (12 bytes per parameter off the GPU: 48 GB for SDAR-4B), copying gradients down and
   // weights back once per update. For one GPU shared with a rollout worker. Default: false
   bool optimizer_on_cpu = false;
+  // Decoupled PPO for samples older than the weights (learner.async.stale importance): > 0 scores
+  // every sample with the weights first (as loss.recompute_old_log_probs), clips the ratio against
+  // those log-probs, and weights each token's term by min(exp(those - the sampler's), this cap).
+  // 0: off. Default: 0
+  double importance_cap = 0.0;
 };
 
 // The figures below are of the last pass over the samples (with loss.ppo_epochs > 1 its ratio
@@ -51,6 +56,10 @@ struct PolicyUpdateStats {
   double mean_ratio = 0.0;         // mean new/old probability ratio (1 when on-policy)
   double clip_fraction = 0.0;      // tokens whose ratio left [1 - eps, 1 + eps]
   double grad_norm = 0.0;          // global norm before clipping (the last epoch's mean)
+  // importance_cap > 0: the mean truncated importance weight over the scored tokens (1 when
+  // every sample is from the weights trained), and the share of tokens the cap cut
+  double importance_mean = 1.0;
+  double importance_capped = 0.0;
 };
 
 class PolicyTrainer {

@@ -32,6 +32,10 @@ struct PolicyUpdate {
   double mean_ratio = 0.0;
   int optimizer_steps = 0;  // ppo_epochs x ppo_mini_batches (learner.loss) when it ran
   double seconds = 0.0;
+  // learner.async.stale importance: the mean truncated importance weight over the scored tokens
+  // and the share the cap cut (1 and 0 otherwise)
+  double importance_mean = 1.0;
+  double importance_capped = 0.0;
 };
 
 // Runs the update for global step `step` on the step's samples; `version` is the version held

@@ -96,6 +96,8 @@ struct Updater {
     out.grad_norm = stats.grad_norm;
     out.clip_fraction = stats.clip_fraction;
     out.mean_ratio = stats.mean_ratio;
+    out.importance_mean = stats.importance_mean;
+    out.importance_capped = stats.importance_capped;
     out.optimizer_steps = stats.optimizer_steps;
     DICE_RETURN_IF_ERROR(
         save(out.policy_version).with_context("checkpoint of step " + std::to_string(step)));
@@ -238,6 +240,9 @@ PolicyTrainerOptions policy_trainer_options(const DiceConfig& config, const Mode
   trainer_options.temperature = config.rollout.sampling.temperature;
   trainer_options.activation_checkpointing = learner.activation_checkpointing;
   trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;
+  if (learner.async.max_ahead > 0 && learner.async.stale == StaleSamples::kImportance) {
+    trainer_options.importance_cap = learner.async.importance_cap;
+  }
   return trainer_options;
 }
 

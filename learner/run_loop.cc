@@ -26,7 +26,7 @@ std::string fixed(double value, int digits) {
   return out.str();
 }
 
-// Everything one step needs besides the tracker.
+// Everything the steps of a phase share.
 struct StepRun {
   transport::WorkDispatcher& dispatcher;
   rewardlog::RewardLogWriter& log;
@@ -34,18 +34,38 @@ struct StepRun {
   const RunLoopOptions& options;
   const std::function<bool()>& stop_requested;
   LoggedOnce& logged;
-  bool* stopping;                    // set once a stop was requested (shared across steps)
-  std::vector<TraceSample>* traces;  // the step's samples of used groups, for the update
+  bool* stopping;              // set once a stop was requested (shared across steps)
+  EvalTally* tally = nullptr;  // an eval phase's table, fed every finished group
+  // The phase's task scheduler (fed every finished group, and asked for refills).
+  TaskScheduler* scheduler = nullptr;
+  // Requests not yet taken by the dispatcher (its queue was full), of every step in flight.
+  std::deque<transport::WorkItem> backlog = {};
+};
+
+// One step in flight (one at a time in the synchronous loop; up to 1 + learner.async.max_ahead
+// in the asynchronous mode): its tracker and what it gathers for its update.
+struct StepWork {
+  StepWork(StepSettings settings, std::uint64_t* next_work_id, std::uint64_t* next_group_id)
+      : tracker(std::move(settings), next_work_id, next_group_id) {}
+  StepTracker tracker;
+  int k = 0;  // its number within the phase, from 1
+  Clock::time_point started;
+  StepTiming timing;
+  std::vector<TraceSample> traces;  // the step's samples of used groups, for the update
   // (task id, sample index) of each of `traces`: the update takes them in this order, not in the
   // order groups happened to finish, so that a step run again trains exactly the same.
-  std::vector<std::pair<std::string, std::uint32_t>> trace_keys = {};
-  EvalTally* tally = nullptr;  // an eval phase's table, fed every finished group
-  // The phase's task scheduler (fed every finished group), and for dynamic sampling
-  // (CurriculumPhase::refill_constant_groups) how many more tasks the step may start for groups
-  // that came out constant.
-  TaskScheduler* scheduler = nullptr;
+  std::vector<std::pair<std::string, std::uint32_t>> trace_keys;
+  // For dynamic sampling (CurriculumPhase::refill_constant_groups): how many more tasks the step
+  // may start for groups that came out constant.
   int refills_left = 0;
+  StepCounts seen{};  // counts already added to the metrics
+  // The scheduler before this step drew its tasks: what a resume point just before this step
+  // holds, when the step was drawn ahead of the update before it.
+  TaskSchedulerState schedule_before;
+  StepSelection selection;  // the tasks it took from the scheduler
 };
+
+using Flight = std::deque<std::unique_ptr<StepWork>>;
 
 // A finished group as one task of the evaluation table: its samples in sample order.
 void tally_group(const FinishedGroup& group, int k, EvalTally* tally) {
@@ -71,7 +91,8 @@ void observe_group(const FinishedGroup& group, TaskScheduler* scheduler) {
 
 // Writes the finished groups' records (queued; flushed at the end of the step); a constant group
 // starts a task in its place while the step has refills left (and no stop was asked for).
-Status write_groups(StepTracker& tracker, StepRun& run) {
+Status write_groups(StepWork& work, StepRun& run) {
+  StepTracker& tracker = work.tracker;
   for (const FinishedGroup& group : tracker.take_finished()) {
     if (group.complete) {
       (group.dropped ? run.metrics.groups_dropped : run.metrics.groups_used)->add();
@@ -79,9 +100,9 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
       run.metrics.groups_skipped->add();
     }
     if (group.complete) observe_group(group, run.scheduler);
-    if (group.complete && group.dropped && run.refills_left > 0 && !*run.stopping) {
-      --run.refills_left;
-      tracker.start(run.scheduler->next(1), Clock::now());
+    if (group.complete && group.dropped && work.refills_left > 0 && !*run.stopping) {
+      --work.refills_left;
+      tracker.start(run.scheduler->next(1, work.selection), Clock::now());
     }
     DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.logged,
                                                       wire::unix_millis_now()));
@@ -93,8 +114,8 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
     if (group.complete && !group.dropped && run.options.update) {
       for (const FinishedSample& sample : group.samples) {
         if (!sample.scored) continue;
-        run.traces->push_back(sample.trace);
-        run.trace_keys.emplace_back(group.task->id, sample.sample_index);
+        work.traces.push_back(sample.trace);
+        work.trace_keys.emplace_back(group.task->id, sample.sample_index);
       }
     }
   }
@@ -102,70 +123,116 @@ Status write_groups(StepTracker& tracker, StepRun& run) {
 }
 
 // The step's traces in (task id, sample index) order.
-void sort_traces(StepRun& run) {
-  std::vector<std::size_t> order(run.traces->size());
+void sort_traces(StepWork& work) {
+  std::vector<std::size_t> order(work.traces.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return run.trace_keys[a] < run.trace_keys[b]; });
+            [&](std::size_t a, std::size_t b) { return work.trace_keys[a] < work.trace_keys[b]; });
   std::vector<TraceSample> sorted;
   sorted.reserve(order.size());
-  for (std::size_t i : order) sorted.push_back(std::move((*run.traces)[i]));
-  *run.traces = std::move(sorted);
+  for (std::size_t i : order) sorted.push_back(std::move(work.traces[i]));
+  work.traces = std::move(sorted);
 }
 
-// Drives one step to its end. Returns whether it was cut short by the drain timeout.
-Result<bool> drive_step(StepTracker& tracker, StepRun& run) {
-  std::deque<transport::WorkItem> backlog;
+// Drops the traces sampled more than `max_staleness` versions before `trained_version` (the
+// asynchronous mode's stale: drop); returns how many.
+std::uint32_t drop_stale_traces(StepWork& work, std::uint64_t trained_version,
+                                std::uint64_t max_staleness) {
+  std::vector<TraceSample> kept;
+  std::vector<std::pair<std::string, std::uint32_t>> kept_keys;
+  for (std::size_t i = 0; i < work.traces.size(); ++i) {
+    if (work.traces[i].policy_version + max_staleness < trained_version) continue;
+    kept.push_back(std::move(work.traces[i]));
+    kept_keys.push_back(std::move(work.trace_keys[i]));
+  }
+  const auto dropped = static_cast<std::uint32_t>(work.traces.size() - kept.size());
+  work.traces = std::move(kept);
+  work.trace_keys = std::move(kept_keys);
+  return dropped;
+}
+
+// Drives the steps in flight until the first of them (the one the next update trains on) has
+// ended; the others go on meanwhile: their requests are submitted, their results handled by the
+// step that asked, their finished groups written. Returns whether the first was cut short by
+// the drain timeout.
+Result<bool> drive_front(Flight& flight, StepRun& run) {
+  StepWork& front = *flight.front();
   Clock::time_point drain_deadline{};
   bool interrupted = false;
-  StepCounts seen{};  // counts already added to the metrics
   while (true) {
-    for (auto& item : tracker.take_outbox()) backlog.push_back(std::move(item));
-    while (!backlog.empty()) {
-      Status submitted = run.dispatcher.submit(backlog.front(), std::chrono::milliseconds(0));
+    std::size_t open_groups = 0;
+    for (auto& work : flight) {
+      for (auto& item : work->tracker.take_outbox()) run.backlog.push_back(std::move(item));
+      open_groups += work->tracker.open_groups();
+    }
+    while (!run.backlog.empty()) {
+      Status submitted = run.dispatcher.submit(run.backlog.front(), std::chrono::milliseconds(0));
       if (submitted.code() == StatusCode::kUnavailable) break;  // queue full: retry next round
       if (!submitted.ok()) return submitted;
-      backlog.pop_front();
+      run.backlog.pop_front();
     }
-    run.metrics.backlog->set(static_cast<double>(backlog.size()));
-    run.metrics.open_groups->set(static_cast<double>(tracker.open_groups()));
-    DICE_RETURN_IF_ERROR(write_groups(tracker, run));
-    if (tracker.done()) break;
+    run.metrics.backlog->set(static_cast<double>(run.backlog.size()));
+    run.metrics.open_groups->set(static_cast<double>(open_groups));
+    for (auto& work : flight) DICE_RETURN_IF_ERROR(write_groups(*work, run));
+    if (front.tracker.done()) break;
 
     auto result = run.dispatcher.next_result(run.options.poll_interval);
     if (result.ok()) {
-      tracker.handle(std::move(result).value());
+      StepWork* owner = &front;  // a result nobody asked for is the front's to count
+      for (auto& work : flight) {
+        if (work->tracker.owns(result->work_id)) {
+          owner = work.get();
+          break;
+        }
+      }
+      owner->tracker.handle(std::move(result).value());
     } else if (result.status().code() != StatusCode::kTimeout) {
       return result.status();
     }
     const auto now = Clock::now();
-    tracker.expire(now, run.options.group_timeout);
+    for (auto& work : flight) work->tracker.expire(now, run.options.group_timeout);
     if (!*run.stopping && run.stop_requested()) {
       *run.stopping = true;
       drain_deadline = now + run.options.drain_timeout;
       DICE_LOG(Info) << "stop requested: no new steps; draining the step in flight"
-                     << kv("open_groups", tracker.open_groups())
+                     << kv("open_groups", front.tracker.open_groups())
+                     << kv("steps_ahead_abandoned", flight.size() - 1)
                      << kv("drain_timeout_s", run.options.drain_timeout.count() / 1000.0);
+      // Steps ahead will never be trained on: a resume samples them again.
+      for (std::size_t i = 1; i < flight.size(); ++i) {
+        flight[i]->tracker.abandon_all("stopped while a step ahead");
+      }
     }
-    if (*run.stopping && !tracker.done()) {
+    if (*run.stopping && !front.tracker.done()) {
       // Nothing can finish without a worker, so waiting out the timeout would only delay exit.
       const bool no_workers = run.dispatcher.stats().workers == 0;
       if (now >= drain_deadline || no_workers) {
-        tracker.abandon_all(no_workers ? "stopped with no worker connected" : "drain timeout");
+        front.tracker.abandon_all(no_workers ? "stopped with no worker connected"
+                                             : "drain timeout");
         interrupted = true;
       }
     }
     // Metrics move as results arrive, not only at the end of the step.
-    const StepCounts& c = tracker.counts();
-    run.metrics.candidates->add(c.candidates - seen.candidates);
-    run.metrics.verdicts->add(c.verdicts - seen.verdicts);
-    run.metrics.correct->add(c.correct - seen.correct);
-    run.metrics.stale->add(c.stale_dropped - seen.stale_dropped);
-    run.metrics.rollout_errors->add(c.rollout_errors - seen.rollout_errors);
-    run.metrics.reward_errors->add(c.eval_errors - seen.eval_errors);
-    seen = c;
+    for (auto& work : flight) {
+      const StepCounts& c = work->tracker.counts();
+      StepCounts& seen = work->seen;
+      run.metrics.candidates->add(c.candidates - seen.candidates);
+      run.metrics.verdicts->add(c.verdicts - seen.verdicts);
+      run.metrics.correct->add(c.correct - seen.correct);
+      run.metrics.stale->add(c.stale_dropped - seen.stale_dropped);
+      run.metrics.rollout_errors->add(c.rollout_errors - seen.rollout_errors);
+      run.metrics.reward_errors->add(c.eval_errors - seen.eval_errors);
+      seen = c;
+    }
   }
   return interrupted;
+}
+
+// How many steps of `plan` may be in flight beyond the one the next update trains on
+// (learner.async.max_ahead): only rl phases that update; an eval phase runs step by step.
+int rollout_ahead(const DiceConfig& config, const PhasePlan& plan, const RunLoopOptions& options) {
+  if (plan.type != PhaseType::kRl || !options.update) return 0;
+  return config.learner.async.max_ahead;
 }
 
 // What StepTracker needs to know about step `global_step` of `plan`.
@@ -188,6 +255,7 @@ StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& conf
   settings.want_timing = plan.timing;
   settings.reward_policy = plan.reward_policy;
   settings.reward_mode = options.reward_mode;
+  settings.rollout_ahead = static_cast<std::uint32_t>(rollout_ahead(config, plan, options));
   return settings;
 }
 
@@ -272,7 +340,7 @@ Result<std::vector<rewardlog::LogRecord>> schedule_records(const PhasePlan& plan
 void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
                    double seconds, double eta, std::uint64_t policy_version,
                    const PolicyUpdate& update, const ScheduleReport& schedule,
-                   const RunLoopOptions& options) {
+                   const RunLoopOptions& options, int ahead) {
   DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
                  << kv("step", global_step) << kv("candidates", c.verdicts)
                  << kv("candidates_per_s", fixed(c.candidates / std::max(seconds, 1e-3), 2))
@@ -281,15 +349,19 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
                  << kv("mean_reward", fixed(mean_reward(c), 3))
                  << kv("groups_dropped", c.groups_dropped) << kv("groups_skipped", c.groups_skipped)
                  << kv("tasks", c.tasks) << kv("stale", c.stale_dropped)
+                 << kv("staleness_mean", fixed(c.staleness_mean, 2))
+                 << kv("staleness_max", c.staleness_max)
                  << kv("worker_errors", c.rollout_errors + c.eval_errors)
                  << kv("service_faults", c.service_faults) << kv("seconds", fixed(seconds, 1))
                  << kv("eta_s", fixed(eta, 0)) << kv("policy_version", policy_version)
                  << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
                  << kv("update_s", fixed(update.seconds, 1))
+                 << kv("importance_mean",
+                       update.ran ? fixed(update.importance_mean, 3) : std::string("-"))
                  << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
                                         : options.update              ? "TraceRL"
                                                                       : kNoPolicyUpdate)
-                 << kv("reward_mode", options.reward_mode)
+                 << kv("reward_mode", options.reward_mode) << kv("ahead", ahead)
                  << kv("open_levels", schedule.open_levels)
                  << kv("passed_over", schedule.passed_over);
 }
@@ -570,12 +642,17 @@ namespace {
 
 // The steps of an rl or eval phase, from step `steps_done` + 1 (a resumed phase, with its
 // scheduler's `saved` state); the scheduler's state at the end goes to `*final`. Returns false
-// when the run stops here (a stop request, or a step cut short).
+// when the run stops here (a stop request, or a step cut short). In the asynchronous mode
+// (rollout_ahead() > 0) the next steps are started before the update of the one in front, so
+// that rollout and reward work on them while it is judged and trained; steps never cross a
+// phase's end.
 Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
                             const RunLoopOptions& options, StepRun& run, RunState* state,
                             RunSummary* summary, int steps_done, const TaskSchedulerState* saved,
                             TaskSchedulerState* final) {
   const bool eval = plan.type == PhaseType::kEval;
+  const int ahead = rollout_ahead(config, plan, options);
+  const AsyncOptions& async = config.learner.async;
   EvalTally tally;
   run.tally = eval ? &tally : nullptr;
   TaskScheduler scheduler(&plan.tasks, plan.schedule);
@@ -586,26 +663,38 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     }
   }
   run.scheduler = &scheduler;
+  Flight flight;
+  const std::uint64_t first_step = state->global_step;  // of step steps_done + 1
+  int next_k = steps_done + 1;                          // the next step to start
+  auto start_step = [&](int k) {
+    const std::uint64_t global = first_step + static_cast<std::uint64_t>(k - steps_done - 1);
+    auto work = std::make_unique<StepWork>(
+        step_settings(options, config, plan, global, state->policy_version, state->weights_dir),
+        &state->next_work_id, &state->next_group_id);
+    work->k = k;
+    work->started = Clock::now();
+    work->timing.started_ms = wire::unix_millis_now();
+    work->refills_left = eval ? 0 : plan.refill_constant_groups;
+    work->schedule_before = scheduler.state();
+    work->tracker.start(
+        scheduler.next(static_cast<std::size_t>(plan.tasks_per_step), work->selection),
+        work->started);
+    flight.push_back(std::move(work));
+  };
+  Clock::time_point last_end = Clock::now();  // of the step before, for its successor's wall time
   for (int k = steps_done + 1; k <= plan.steps; ++k, ++state->global_step) {
     if (*run.stopping || run.stop_requested()) {
       summary->stopped = true;
       return false;
     }
-    const StepSettings settings = step_settings(options, config, plan, state->global_step,
-                                                state->policy_version, state->weights_dir);
+    while (next_k <= plan.steps && next_k <= k + ahead) start_step(next_k++);
+    StepWork& work = *flight.front();
+    const StepSettings& settings = work.tracker.settings();
     run.metrics.step->set(static_cast<double>(state->global_step));
-    const auto started = Clock::now();
-    StepTiming timing;
-    timing.started_ms = wire::unix_millis_now();
-    run.traces->clear();
-    run.trace_keys.clear();
-    run.refills_left = eval ? 0 : plan.refill_constant_groups;
-    StepTracker tracker(settings, &state->next_work_id, &state->next_group_id);
-    tracker.start(scheduler.next(static_cast<std::size_t>(plan.tasks_per_step)), started);
-    DICE_ASSIGN_OR_RETURN(bool interrupted, drive_step(tracker, run));
+    DICE_ASSIGN_OR_RETURN(bool interrupted, drive_front(flight, run));
     DICE_RETURN_IF_ERROR(run.log.flush());  // every candidate of the step is durable
-    timing.finished_ms = wire::unix_millis_now();
-    const StepCounts& c = tracker.counts();
+    work.timing.finished_ms = wire::unix_millis_now();
+    StepCounts c = work.tracker.counts();
     if (interrupted) {
       summary->interrupted = true;
       summary->stopped = true;
@@ -615,37 +704,60 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
                      << kv("verdicts", c.verdicts) << kv("groups_skipped", c.groups_skipped);
       return false;
     }
+    // How stale the batch is, against the weights its update starts from.
+    count_staleness(work.tracker.candidate_versions(), state->policy_version, &c);
     PolicyUpdate update;
     if (!eval) {
-      sort_traces(run);
+      if (ahead == 0 || async.stale == StaleSamples::kDrop) {
+        const std::uint32_t dropped = drop_stale_traces(
+            work, state->policy_version, static_cast<std::uint64_t>(config.learner.max_staleness));
+        c.stale_dropped += dropped;
+        run.metrics.stale->add(dropped);
+      }
+      sort_traces(work);
       DICE_ASSIGN_OR_RETURN(update,
-                            update_policy(options, run.metrics, *run.traces, state->global_step,
+                            update_policy(options, run.metrics, work.traces, state->global_step,
                                           &state->policy_version, &state->weights_dir));
     }
-    timing.finished_ms = wire::unix_millis_now();
-    const ScheduleReport schedule = scheduler.end_step();
+    work.timing.finished_ms = wire::unix_millis_now();
+    const ScheduleReport schedule = scheduler.end_step(work.selection);
     DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> scheduled,
                           schedule_records(plan, schedule, settings));
-    DICE_RETURN_IF_ERROR(
-        append_step_records(run.log, c, settings, plan.kind, timing, update, std::move(scheduled)));
+    DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, work.timing, update,
+                                             std::move(scheduled)));
     run.metrics.steps->add();
     ++summary->steps_completed;
-    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    // A step's wall time: from its start, or from the end of the step before when it ran ahead.
+    const auto now = Clock::now();
+    const double seconds =
+        std::chrono::duration<double>(now - std::max(work.started, last_end)).count();
+    last_end = now;
     state->seconds_so_far += seconds;
-    // An eval phase's table is not in a position, so a resume runs the whole phase again.
+    // An eval phase's table is not in a position, so a resume runs the whole phase again. With
+    // steps ahead in flight, the position is the scheduler's before the next of them drew its
+    // tasks: a resume draws them again rather than passing over them.
     if (!eval && k % std::max(options.state_interval_steps, 1) == 0) {
-      const TaskSchedulerState now = scheduler.state();
+      const TaskSchedulerState now_state =
+          flight.size() > 1 ? flight[1]->schedule_before : scheduler.state();
       DICE_RETURN_IF_ERROR(save_position(options, *state, state->global_step + 1, plan.name, k,
-                                         &now, summary->steps_completed));
+                                         &now_state, summary->steps_completed));
     }
     DICE_RETURN_IF_ERROR(push(options, run.dispatcher, update));
     const int done = state->steps_before + summary->steps_completed;
     const double eta = state->seconds_so_far / done * std::max(state->total_steps - done, 0);
     log_step_line(k, plan, state->global_step, c, seconds, eta, state->policy_version, update,
-                  schedule, options);
+                  schedule, options, ahead);
+    // Requests of the step's skipped groups that never left the backlog: nobody waits for them.
+    run.backlog.erase(std::remove_if(run.backlog.begin(), run.backlog.end(),
+                                     [&](const transport::WorkItem& item) {
+                                       return work.tracker.owns(item.work_id);
+                                     }),
+                      run.backlog.end());
+    flight.pop_front();
   }
   run.tally = nullptr;
   run.scheduler = nullptr;
+  run.backlog.clear();  // requests of skipped groups nobody waits for
   *final = scheduler.state();
   if (eval) {
     DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, run.log));
@@ -678,8 +790,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                  << kv("phases", phases.size()) << kv("steps", state.total_steps)
                  << kv("reward_mode", options.reward_mode);
 
-  std::vector<TraceSample> traces;
-  StepRun run{dispatcher, log, metrics, options, stop_requested, logged, &stopping, &traces};
+  StepRun run{dispatcher, log, metrics, options, stop_requested, logged, &stopping};
   for (std::size_t i = 0; i < phases.size(); ++i) {
     const PhasePlan& plan = phases[i];
     if (resumed.done[i]) continue;

@@ -22,6 +22,12 @@
 // folder as the fallback: RunLoopOptions::push_weights), and the next step asks for them
 // (RolloutRequest.minPolicyVersion). Without an updater (learner.update_policy false) the run
 // evaluates only: weights stay at policy version 0, and the loop says so.
+//
+// The asynchronous mode (learner.async.max_ahead = k > 0, docs/ASYNC.md): an rl phase keeps up
+// to k more steps in flight beyond the one the next update trains on, each with its own
+// StepTracker; results go to the step that asked, updates stay in step order, and each step
+// says how stale its candidates were (StepCounts::staleness_*). Stale samples are dropped past
+// learner.max_staleness (stale: drop) or importance-weighted in the update (stale: importance).
 #pragma once
 
 #include <chrono>

@@ -120,6 +120,9 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
   record.setPhaseName(settings.phase_name);
   record.setEvaluation(settings.evaluation);
   record.setRewardMode(settings.reward_mode);
+  record.setStalenessMean(static_cast<float>(counts.staleness_mean));
+  record.setStalenessMax(counts.staleness_max);
+  record.setRolloutAhead(settings.rollout_ahead);
   return rewardlog::encode_record(record.asReader());
 }
 
@@ -139,6 +142,8 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
       {"learner/groups_dropped", counts.groups_dropped},
       {"learner/groups_skipped", counts.groups_skipped},
       {"learner/candidates_stale", counts.stale_dropped},
+      {"learner/staleness_mean", counts.staleness_mean},
+      {"learner/staleness_max", counts.staleness_max},
       {"learner/worker_errors", counts.rollout_errors + counts.eval_errors},
   };
   if (update.ran) {
@@ -149,6 +154,7 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
                                  {"learner/ratio_mean", update.mean_ratio},
                                  {"learner/optimizer_steps", double(update.optimizer_steps)},
                                  {"learner/update_seconds", update.seconds},
+                                 {"learner/importance_mean", update.importance_mean},
                                  {"learner/policy_version", double(update.policy_version)}});
   }
   std::vector<rewardlog::LogRecord> records;

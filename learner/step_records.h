@@ -52,9 +52,10 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
 // Per-step metric series: reward/mean, reward/correct_rate, reward/compile_rate,
 // rollout/candidates_per_s, rollout/truncated_rate, rollout/generation_seconds_mean,
 // learner/groups_dropped, learner/groups_skipped,
-// learner/candidates_stale, learner/worker_errors; and when the update ran: learner/loss,
-// learner/kl, learner/grad_norm, learner/clip_fraction, learner/ratio_mean,
-// learner/update_seconds, learner/policy_version.
+// learner/candidates_stale, learner/staleness_mean, learner/staleness_max,
+// learner/worker_errors; and when the update ran: learner/loss, learner/kl, learner/grad_norm,
+// learner/clip_fraction, learner/ratio_mean, learner/optimizer_steps, learner/update_seconds,
+// learner/importance_mean, learner/policy_version.
 Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,
                                                          const StepSettings& settings,
                                                          StepTiming timing,

@@ -1,5 +1,6 @@
 #include "learner/step_tracker.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/log.h"
@@ -22,6 +23,7 @@ TraceSample trace_of(schema::Candidate::Reader candidate) {
   for (float lp : candidate.getTokenLogProbs()) t.old_log_probs.push_back(lp);
   for (std::uint32_t id : candidate.getTailTokenIds()) t.tail.push_back(id);
   for (std::uint16_t k : candidate.getTailUnmaskStep()) t.tail_unmask_steps.push_back(k);
+  t.policy_version = candidate.getPolicyVersion();
   return t;
 }
 
@@ -141,6 +143,7 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
     return;
   }
   ++counts_.candidates;
+  ++candidate_versions_[version];
   sample.response_text = candidate.getText().cStr();
   for (const std::uint32_t end : candidate.getTokenTextEnds())
     sample.token_text_ends.push_back(end);
@@ -344,6 +347,24 @@ std::vector<FinishedGroup> StepTracker::take_finished() {
   std::vector<FinishedGroup> out;
   out.swap(finished_);
   return out;
+}
+
+bool StepTracker::owns(std::uint64_t work_id) const {
+  return rollouts_.count(work_id) > 0 || evals_.count(work_id) > 0;
+}
+
+void count_staleness(const std::map<std::uint64_t, std::uint32_t>& versions,
+                     std::uint64_t trained_version, StepCounts* counts) {
+  double sum = 0.0, n = 0.0;
+  std::uint64_t most = 0;
+  for (const auto& [version, count] : versions) {
+    const std::uint64_t age = version < trained_version ? trained_version - version : 0;
+    sum += static_cast<double>(age) * count;
+    n += count;
+    most = std::max(most, age);
+  }
+  counts->staleness_mean = n > 0 ? sum / n : 0.0;
+  counts->staleness_max = static_cast<std::uint32_t>(most);
 }
 
 }  // namespace dice

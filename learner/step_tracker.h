@@ -50,7 +50,8 @@ struct StepSettings {
   std::string phase_name;
   bool evaluation = false;
   std::string reward_mode = "full";
-  bool want_timing = true;  // Task.wantTiming of the evaluation requests
+  std::uint32_t rollout_ahead = 0;  // learner.async.max_ahead the step runs under
+  bool want_timing = true;          // Task.wantTiming of the evaluation requests
   // Task.rewardPolicy of the evaluation requests (a phase's reward_policy); null: unset, the
   // reward service's reward.policy
   std::optional<RewardPolicyOptions> reward_policy;
@@ -75,6 +76,10 @@ struct StepCounts {
   std::uint32_t eval_errors = 0;     // samples lost, or judged with a service fault
   std::uint32_t service_faults = 0;  // of those, verdicts the reward service failed (not scored)
   std::uint32_t unexpected_results = 0;  // results for work this step does not know
+  // How stale the step's candidates were when its update began: its policy version then minus
+  // each candidate's (count_staleness(); 0 in the synchronous loop). The tracker leaves them 0.
+  double staleness_mean = 0.0;
+  std::uint32_t staleness_max = 0;
 };
 
 struct FinishedSample {
@@ -123,6 +128,13 @@ class StepTracker {
   std::size_t open_groups() const { return open_groups_; }
   const StepCounts& counts() const { return counts_; }
   const StepSettings& settings() const { return settings_; }
+  // Whether `work_id` is one of this step's rollout or evaluation requests (several steps are in
+  // flight at once in the asynchronous mode, and each result goes to the step that asked).
+  bool owns(std::uint64_t work_id) const;
+  // The policy versions of the candidates sent for evaluation: version -> how many.
+  const std::map<std::uint64_t, std::uint32_t>& candidate_versions() const {
+    return candidate_versions_;
+  }
 
  private:
   struct Sample {
@@ -165,6 +177,13 @@ class StepTracker {
   std::vector<transport::WorkItem> outbox_;
   std::vector<FinishedGroup> finished_;
   StepCounts counts_;
+  std::map<std::uint64_t, std::uint32_t> candidate_versions_;
 };
+
+// Fills counts->staleness_mean and staleness_max from `versions` (candidate_versions()) against
+// `trained_version`, the policy version the step's update starts from (a candidate newer than it
+// counts 0).
+void count_staleness(const std::map<std::uint64_t, std::uint32_t>& versions,
+                     std::uint64_t trained_version, StepCounts* counts);
 
 }  // namespace dice

@@ -35,39 +35,46 @@ bool TaskScheduler::in_band(const LearnerTask& task) const {
   return rate >= options_.band->lo && rate <= options_.band->hi;
 }
 
-const LearnerTask* TaskScheduler::take_from(Queue& queue,
-                                            const std::vector<const LearnerTask*>& taken,
-                                            bool any) {
+const LearnerTask* TaskScheduler::take_from(Queue& queue, StepSelection& step, bool any) {
   for (std::size_t tried = 0; tried < queue.tasks.size(); ++tried) {
     const LearnerTask* task = queue.tasks[queue.position];
     queue.position = (queue.position + 1) % queue.tasks.size();
-    if (std::find(taken.begin(), taken.end(), task) != taken.end()) continue;
+    if (std::find(step.tasks.begin(), step.tasks.end(), task) != step.tasks.end()) continue;
     if (any || in_band(*task)) return task;
-    passed_over_.insert(task);
+    step.passed_over.insert(task);
   }
   return nullptr;
 }
 
 std::vector<const LearnerTask*> TaskScheduler::next(std::size_t count) {
+  return next(count, current_);
+}
+
+std::vector<const LearnerTask*> TaskScheduler::next(std::size_t count, StepSelection& step) {
+  std::vector<const LearnerTask*>& taken = step.tasks;
   std::size_t available = 0;
   for (std::size_t q = 0; q < open_; ++q) available += queues_[q].tasks.size();
-  count = std::min(count, available - std::min(available, step_tasks_.size()));
-  const std::size_t wanted = step_tasks_.size() + count;
+  count = std::min(count, available - std::min(available, taken.size()));
+  const std::size_t wanted = taken.size() + count;
   // Open levels in turn (one queue under sequential_select), band first, then anything left.
   for (bool any : {false, true}) {
     bool progress = true;
-    while (step_tasks_.size() < wanted && progress) {
+    while (taken.size() < wanted && progress) {
       progress = false;
-      for (std::size_t q = 0; q < open_ && step_tasks_.size() < wanted; ++q) {
-        if (const LearnerTask* task = take_from(queues_[q], step_tasks_, any)) {
-          step_tasks_.push_back(task);
-          band_fallbacks_ += any ? 1 : 0;
+      for (std::size_t q = 0; q < open_ && taken.size() < wanted; ++q) {
+        if (const LearnerTask* task = take_from(queues_[q], step, any)) {
+          taken.push_back(task);
+          step.band_fallbacks += any ? 1 : 0;
           progress = true;
         }
       }
     }
   }
-  return {step_tasks_.end() - static_cast<std::ptrdiff_t>(count), step_tasks_.end()};
+  return {taken.end() - static_cast<std::ptrdiff_t>(count), taken.end()};
+}
+
+ScheduleReport TaskScheduler::end_step() {
+  return end_step(current_);
 }
 
 void TaskScheduler::observe(const LearnerTask& task, int correct, int judged) {
@@ -154,7 +161,7 @@ std::vector<std::string> TaskScheduler::restore(const TaskSchedulerState& state)
   return notes;
 }
 
-ScheduleReport TaskScheduler::end_step() {
+ScheduleReport TaskScheduler::end_step(StepSelection& step) {
   promoted_.clear();
   if (options_.scheduling == TaskScheduling::kMixed && open_ < queues_.size()) {
     const std::deque<bool>& newest = recent_[open_ - 1];
@@ -169,11 +176,12 @@ ScheduleReport TaskScheduler::end_step() {
   ScheduleReport report;
   report.open_levels = open_levels();
   report.passed_over = 0;
-  for (const LearnerTask* task : passed_over_) {  // those the fallback took are not passed over
-    const bool taken = std::find(step_tasks_.begin(), step_tasks_.end(), task) != step_tasks_.end();
+  // Those the fallback took after all are not passed over.
+  for (const LearnerTask* task : step.passed_over) {
+    const bool taken = std::find(step.tasks.begin(), step.tasks.end(), task) != step.tasks.end();
     report.passed_over += taken ? 0 : 1;
   }
-  report.band_fallbacks = band_fallbacks_;
+  report.band_fallbacks = step.band_fallbacks;
   report.promoted = promoted_;
   for (std::size_t l = 0; l < levels_.size(); ++l) {
     const std::deque<bool>& recent = recent_[l];
@@ -182,9 +190,7 @@ ScheduleReport TaskScheduler::end_step() {
         levels_[l], recent.empty() ? 0.0 : static_cast<double>(correct) / recent.size());
     report.rolling_candidates.emplace_back(levels_[l], static_cast<int>(recent.size()));
   }
-  step_tasks_.clear();
-  passed_over_.clear();
-  band_fallbacks_ = 0;
+  step = StepSelection{};
   return report;
 }
 

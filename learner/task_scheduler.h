@@ -60,6 +60,15 @@ struct ScheduleReport {
   std::vector<std::pair<std::string, int>> rolling_candidates;
 };
 
+// One step's selection: the tasks it took (with refills) and what the band did to it. A step
+// never holds a task twice; several steps in flight at once (the asynchronous mode) each have
+// their own.
+struct StepSelection {
+  std::vector<const LearnerTask*> tasks;
+  std::set<const LearnerTask*> passed_over;  // by the band
+  int band_fallbacks = 0;
+};
+
 class TaskScheduler {
  public:
   // `tasks` (ordered as load_phase_tasks leaves them) must outlive the scheduler.
@@ -68,10 +77,14 @@ class TaskScheduler {
   // The step's next `count` tasks (fewer when the open levels hold fewer not yet in the step):
   // a step (its tasks, then any refills) never holds a task twice.
   std::vector<const LearnerTask*> next(std::size_t count);
+  // The same for the step whose selection is `step` (several steps in flight at once).
+  std::vector<const LearnerTask*> next(std::size_t count, StepSelection& step);
   // A finished group of `task`: `correct` of `judged` candidates were correct.
   void observe(const LearnerTask& task, int correct, int judged);
   // After each step: promotion (mixed), and the report of the step just ended.
   ScheduleReport end_step();
+  // The same for the step whose selection is `step` (which it empties).
+  ScheduleReport end_step(StepSelection& step);
 
   // The state between steps (after end_step()), and taking one back: a task id or level the
   // phase no longer has is left out, and each such loss is one line of the returned notes (empty
@@ -93,8 +106,7 @@ class TaskScheduler {
   const LearnerTask* task_by_id(const std::string& id) const;
   // The next task of `queue` not in `taken` that the band allows (with `any`: any not in
   // `taken`); nullptr when the queue has none. Passing over a task moves the queue past it.
-  const LearnerTask* take_from(Queue& queue, const std::vector<const LearnerTask*>& taken,
-                               bool any);
+  const LearnerTask* take_from(Queue& queue, StepSelection& step, bool any);
 
   TaskSchedulerOptions options_;
   std::vector<std::string> levels_;       // distinct task levels, in task order
@@ -104,9 +116,7 @@ class TaskScheduler {
   std::size_t open_ = 1;       // queues the next step draws from
   // Per task: (correct, judged) of its last band.window groups.
   std::map<const LearnerTask*, std::deque<std::pair<int, int>>> history_;
-  std::set<const LearnerTask*> passed_over_;  // by the band in the last selection
-  int band_fallbacks_ = 0;
-  std::vector<const LearnerTask*> step_tasks_;  // taken since the last end_step()
+  StepSelection current_;  // of next(count) and end_step(): one step at a time
   std::vector<std::string> promoted_;
 };
 

@@ -31,6 +31,11 @@ Result<TraceLayout> trace_layout(const TraceSample& sample, const TraceLayoutOpt
                                     " unmask steps and " +
                                     std::to_string(sample.old_log_probs.size()) + " log-probs");
   }
+  if (!sample.importance.empty() && sample.importance.size() != n) {
+    return Status::invalid_argument("trace_layout: " + std::to_string(n) + " response tokens but " +
+                                    std::to_string(sample.importance.size()) +
+                                    " importance weights");
+  }
   if (sample.tail_unmask_steps.size() != sample.tail.size()) {
     return Status::invalid_argument(
         "trace_layout: " + std::to_string(sample.tail.size()) + " tail tokens but " +
@@ -92,6 +97,7 @@ Result<TraceLayout> trace_layout(const TraceSample& sample, const TraceLayoutOpt
         view.positions.push_back(i);
         view.targets.push_back(sample.response[r]);
         view.old_log_probs.push_back(sample.old_log_probs[r]);
+        view.importance.push_back(sample.importance.empty() ? 1.0f : sample.importance[r]);
       }
     }
     if (!view.positions.empty()) layout.views.push_back(std::move(view));

@@ -31,6 +31,10 @@ struct TraceSample {
   std::vector<std::int32_t> unmask_steps;  // per response token (Candidate.unmaskStep)
   std::vector<float> old_log_probs;        // per response token, sampling policy
   double advantage = 0.0;                  // z-scored group advantage
+  // Per response token, a weight on its loss term (empty: 1): decoupled PPO's truncated
+  // importance weight (policy_trainer.h, PolicyTrainerOptions::importance_cap).
+  std::vector<float> importance;
+  std::uint64_t policy_version = 0;  // of the weights that sampled it (Candidate.policyVersion)
   // The rest of the final block after the response (Candidate.tailTokenIds): context only, shown
   // in view k where its step < k, never scored.
   std::vector<std::int64_t> tail;
@@ -44,6 +48,7 @@ struct TraceView {
   std::vector<std::int64_t> positions;  // scored positions (ascending), indices into [0, length)
   std::vector<std::int64_t> targets;    // the token at each scored position
   std::vector<float> old_log_probs;     // its sampling log-prob
+  std::vector<float> importance;        // its loss term's weight (TraceSample::importance)
 };
 
 struct TraceLayout {

@@ -36,6 +36,14 @@ constexpr const auto& enum_names(TrainDtype) {
   return kTrainDtypeNames;
 }
 
+// What the asynchronous mode (AsyncOptions) does with a sample older than the learner's weights.
+enum class StaleSamples { kDrop, kImportance };
+inline constexpr config::EnumName<StaleSamples> kStaleSamplesNames[] = {
+    {StaleSamples::kDrop, "drop"}, {StaleSamples::kImportance, "importance"}};
+constexpr const auto& enum_names(StaleSamples) {
+  return kStaleSamplesNames;
+}
+
 // The TraceRL objective: PPO-clipped ratio times the group-normalised advantage, plus beta * KL.
 struct PolicyLossOptions {
   double clip_eps = 0.2;
@@ -79,7 +87,38 @@ struct PolicyLossOptions {
             "log-probs as the old ones in the ratio and the KL, instead of the sampler's: removes "
             "the numeric drift between the sampler's layout and the learner's (docs/BENCHMARKS.md "
             "\"bf16 log-prob gap\": ~2 % per token in bf16 on the H200) at one no-grad forward "
-            "pass. With max_staleness > 0 it also drops the staleness correction. Default: false");
+            "pass. In the asynchronous mode (learner.async) the ratio is then against the "
+            "learner's weights rather than the ones that sampled. Default: false");
+  }
+};
+
+// The asynchronous mode: rollout runs ahead of the learner instead of waiting for each update
+// (DICE's loop is synchronous: max_ahead 0). docs/ASYNC.md.
+struct AsyncOptions {
+  int max_ahead = 0;
+  StaleSamples stale = StaleSamples::kImportance;
+  double importance_cap = 1.0;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("max_ahead", max_ahead,
+            "RL steps whose rollouts may start before the step in front has been trained on: "
+            "rollout runs ahead of the learner by at most this many policy versions, so a "
+            "sample is at most this many versions older than the weights it trains. 0: DICE's "
+            "synchronous loop (every step samples with the weights of the update before it). "
+            "Default: 0",
+            config::at_least(0), config::at_most(16));
+    v.field("stale", stale,
+            "What an update does with samples older than its weights. drop: those more than "
+            "learner.max_staleness versions old are dropped (counted as stale), the rest trained "
+            "as the synchronous loop trains, the ratio against the log-probs that sampled. "
+            "importance: none dropped; decoupled PPO: the clip is against the learner's weights "
+            "before the update (one no-grad forward per sample) and each token's term is "
+            "weighted by min(pi_learner / pi_sampler, importance_cap). Default: importance");
+    v.field("importance_cap", importance_cap,
+            "Truncation of the importance weight of stale: importance (V-trace's rho-bar). "
+            "Default: 1",
+            config::greater_than(0), config::at_most(100));
   }
 };
 
@@ -194,6 +233,7 @@ struct LearnerOptions {
   OptimizerOptions optimizer;
   CheckpointOptions checkpoint;
   SftOptions sft;
+  AsyncOptions async;
 
   template <class V>
   void visit_fields(V& v) {
@@ -244,6 +284,7 @@ struct LearnerOptions {
     v.field("optimizer", optimizer, "AdamW.");
     v.field("checkpoint", checkpoint, "Checkpoint saving.");
     v.field("sft", sft, "Supervised fine-tuning stage (mode: sft).");
+    v.field("async", async, "The asynchronous mode: rollout ahead of the learner.");
   }
 
   void validate(config::Checker& c) const {
@@ -255,6 +296,12 @@ struct LearnerOptions {
     }
     if (mode == TrainMode::kSft && sft.data_file.empty())
       c.error("sft.data_file", "required when mode is sft");
+    // A step ahead samples with the weights before the update in front of it: at least one
+    // version old when it is trained.
+    if (async.max_ahead > 0 && async.stale == StaleSamples::kDrop && max_staleness == 0)
+      c.error("async.stale",
+              "drop with max_staleness 0 drops every sample a step ahead makes; raise "
+              "max_staleness to async.max_ahead, use stale: importance, or set max_ahead 0");
   }
 };
 

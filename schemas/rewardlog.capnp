@@ -41,6 +41,10 @@ struct StepRecord {
   rewardMode @17 :Text;          # how verdicts were reached: "full" (compiled, run, compared on a
                                  # GPU), "compile_only" or "extraction_only" (no GPU: see
                                  # reward.mode); only "full" rewards mean correct kernels
+  stalenessMean @18 :Float32;    # how stale the step's candidates were: the policy version its
+  stalenessMax @19 :UInt32;      # update started from minus the one that sampled each (mean,
+                                 # max); 0 in the synchronous loop
+  rolloutAhead @20 :UInt32;      # learner.async.max_ahead the step ran under (0: synchronous)
 }
 
 # Column family "candidates", key = run id, 0x00, step (u64 BE), task id, 0x00, sample (u32 BE).

@@ -142,6 +142,29 @@ TEST(DiceConfigTest, LearnerPhasesMustNameCurriculumPhases) {
                 kSource + "/configs/curriculum/dice.yaml (did you mean 'e2e'?)");
 }
 
+TEST(DiceConfigTest, TheAsynchronousModeLoadsAndRefusesADropThatKeepsNothing) {
+  Result<DiceConfig> r = load_dice_config(kLocal, {});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->learner.async.max_ahead, 0);  // DICE's synchronous loop
+  r = load_dice_config(kLocal, {"learner.async.max_ahead=2", "learner.async.stale=drop",
+                                "learner.async.importance_cap=1.5"});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->learner.async.max_ahead, 2);
+  EXPECT_EQ(r->learner.async.stale, StaleSamples::kDrop);
+  EXPECT_DOUBLE_EQ(r->learner.async.importance_cap, 1.5);
+  r = load_dice_config(
+      kLocal, {"learner.async.max_ahead=1", "learner.async.stale=drop", "learner.max_staleness=0"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("learner.async.stale: drop with max_staleness 0 drops every "
+                                      "sample a step ahead makes"),
+            std::string::npos)
+      << r.status().to_string();
+  r = load_dice_config(kLocal, {"learner.async.stale=sometimes"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("learner.async.stale"), std::string::npos)
+      << r.status().to_string();
+}
+
 TEST(DiceConfigTest, ErrorsInAReferencedFileNameThatFileAndTheReference) {
   TempDir dir;
   std::string curriculum = dir.write(

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -113,6 +114,7 @@ class LearnerIntegrationTest : public ::testing::Test {
                                : "  update_policy: true\n  dtype: fp32\n"
                                  "  checkpoint:\n    dir: checkpoints\n    interval_steps: 2\n"
                                  "  optimizer:\n    lr: 1e-3\n    grad_accumulation: 2\n")
+        << learner_extra_
         << "rollout:\n  model_path: " << (policy_dir.empty() ? "no-model-needed" : policy_dir)
         << "\n"
         << "cluster:\n  learner:\n    host: 127.0.0.1\n    port: " << port_
@@ -169,6 +171,35 @@ class LearnerIntegrationTest : public ::testing::Test {
     EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
   }
   std::string learner_log() { return read_file(dir_ / "learner.log"); }
+  // After an uninterrupted run of `config` (its log and checkpoints moved aside here): the same
+  // run again, SIGKILLed once two of its `num_steps` steps are logged, then `--resume`d to the
+  // end. Returns the resumed learner's log text.
+  std::string run_killed_and_resumed(const std::string& config, int num_steps) {
+    fs::rename(dir_ / "log", dir_ / "log-uninterrupted");
+    fs::rename(dir_ / "checkpoints", dir_ / "checkpoints-uninterrupted");
+    auto learner = start_learner(config);
+    auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0", /*sleep_ms=*/30);
+    auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+    std::unique_ptr<rewardlog::RewardLogReader> log;
+    EXPECT_TRUE(wait_for_steps(2, &log)) << learner_log();
+    learner->kill();
+    // A secondary catching up with a writer killed mid-write may fail once (RocksDB saw a half
+    // written file); a reader opened after the kill sees a log at rest.
+    log = open_log();
+    EXPECT_NE(log, nullptr);
+    if (log) {
+      EXPECT_LT(log->steps("it-run")->size(), static_cast<std::size_t>(num_steps))
+          << "killed too late to test anything";
+    }
+    auto resumed = start_learner(config, {"--resume"}, "learner-resumed.log");
+    const int code = resumed->wait_exit(kDeadline);
+    std::string text = read_file(dir_ / "learner-resumed.log");
+    EXPECT_EQ(code, 0) << text;
+    EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
+    EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
+    EXPECT_NE(text.find("msg=\"run resumed\""), std::string::npos) << text;
+    return text;
+  }
   // The tests' tiny random policy in dir_/policy (written by a child process); "" on failure.
   std::string write_tiny_policy() {
     const std::string policy = (dir_ / "policy").string();
@@ -183,7 +214,8 @@ class LearnerIntegrationTest : public ::testing::Test {
   fs::path dir_;
   int port_ = 0;
   int metrics_port_ = 0;
-  std::string phase_extra_;  // more YAML keys of write_config's rl phase ("    key: value\n")
+  std::string phase_extra_;    // more YAML keys of write_config's rl phase ("    key: value\n")
+  std::string learner_extra_;  // more YAML keys of its learner section ("  key: value\n")
 };
 
 TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
@@ -395,6 +427,132 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
   EXPECT_NE(log_text.find("weights pushed"), std::string::npos);
 }
 
+// The asynchronous mode, one step ahead: steps 0 and 1 are asked for before the first update,
+// so step 1 samples with version 0 and trains from version 1; step 2 is asked for after that
+// update, and so on. Every step trains, each says how stale its candidates were, and decoupled
+// PPO's importance weights show in the metrics.
+TEST_F(LearnerIntegrationTest, AsynchronousStepsRunOneAheadAndSayHowStaleTheyWere) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  learner_extra_ = "  async:\n    max_ahead: 1\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(4, "tasks.json", 20, policy)));
+  const std::string log_text = learner_log();
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_EQ(steps->size(), 4u) << log_text;
+  for (std::size_t i = 0; i < steps->size(); ++i) {
+    auto step = (*steps)[i].get();
+    EXPECT_EQ(step.getStep(), i);
+    EXPECT_EQ(step.getNumCandidates(), 6u) << "step " << i;
+    EXPECT_TRUE(std::isfinite(step.getLoss())) << "step " << i << " trained";
+    EXPECT_EQ(step.getRolloutAhead(), 1u);
+    // Asked for with the weights before the update in front of it: version i - 1 (0 for step 0).
+    EXPECT_EQ(step.getPolicyVersion(), i == 0 ? 0u : i - 1) << "step " << i;
+    EXPECT_EQ(step.getStalenessMax(), i == 0 ? 0u : 1u) << "step " << i;
+    EXPECT_FLOAT_EQ(step.getStalenessMean(), i == 0 ? 0.0f : 1.0f) << "step " << i;
+  }
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_EQ(candidates->size(), 4u * 3u * 2u);
+  std::set<std::string> keys;
+  for (const auto& c : *candidates) EXPECT_TRUE(keys.insert(c.key()).second) << c.key();
+  auto weights = log->metrics("it-run", std::string("learner/importance_mean"));
+  ASSERT_TRUE(weights.ok());
+  ASSERT_EQ(weights->size(), 4u);
+  for (const auto& w : *weights) {
+    EXPECT_GT(w.get().getValue(), 0.0);
+    EXPECT_LE(w.get().getValue(), 1.0);  // importance_cap 1
+  }
+  EXPECT_NE(log_text.find("step 4/4 of phase e2e"), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find("staleness_max=1"), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find("ahead=1"), std::string::npos) << log_text;
+  const std::string rollout_log = read_file(worker_log_path("it/rollout/0"));
+  EXPECT_NE(rollout_log.find("weights update policy_version=4 dir="), std::string::npos)
+      << rollout_log;
+}
+
+// stale: drop, two steps ahead, max_staleness 1: steps 0, 1 and 2 are all asked for with
+// version 0, so step 2 (trained from version 2) is two versions old and dropped whole: no
+// update; step 3, asked for after the first update, trains again.
+TEST_F(LearnerIntegrationTest, TheDropModeDropsSamplesOlderThanMaxStaleness) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  learner_extra_ = "  max_staleness: 1\n  async:\n    max_ahead: 2\n    stale: drop\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(4, "tasks.json", 20, policy)));
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 4u) << learner_log();
+  const bool trained[] = {true, true, false, true};
+  const std::uint32_t oldest[] = {0, 1, 2, 1};
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto step = (*steps)[i].get();
+    EXPECT_EQ(std::isfinite(step.getLoss()), trained[i]) << "step " << i;
+    EXPECT_EQ(step.getStalenessMax(), oldest[i]) << "step " << i;
+  }
+  auto stale = log->metrics("it-run", std::string("learner/candidates_stale"));
+  ASSERT_TRUE(stale.ok());
+  ASSERT_EQ(stale->size(), 4u);
+  EXPECT_EQ((*stale)[2].get().getValue(), 6.0);
+  EXPECT_EQ((*stale)[3].get().getValue(), 0.0);
+  auto versions = log->metrics("it-run", std::string("learner/policy_version"));
+  ASSERT_TRUE(versions.ok());
+  ASSERT_FALSE(versions->empty());
+  EXPECT_EQ(versions->back().get().getValue(), 3.0);  // three updates
+}
+
+// The tasks of each step of it-run in the log at `log_dir`: step -> sorted task ids.
+std::map<std::uint64_t, std::multiset<std::string>> tasks_by_step(rewardlog::RewardLogReader& log) {
+  std::map<std::uint64_t, std::multiset<std::string>> out;
+  auto candidates = log.candidates("it-run");
+  if (!candidates.ok()) return out;
+  for (const auto& c : *candidates) {
+    out[c.get().getVerdict().getStep()].insert(c.get().getVerdict().getTaskId().cStr());
+  }
+  return out;
+}
+
+// SIGKILL in the asynchronous mode: the resume point holds the schedule from before the step
+// ahead drew its tasks, so the resumed run asks for that step's tasks again and every step holds
+// the tasks an uninterrupted run's does (the weights may differ: which version samples a step
+// ahead depends on timing).
+TEST_F(LearnerIntegrationTest, AnAsynchronousRunResumedAfterSigkillTakesTheSameTasksEachStep) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  const int num_steps = 6;
+  learner_extra_ = "  async:\n    max_ahead: 1\n";
+  const std::string config = write_config(num_steps, "tasks.json", 20, policy);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(config));
+  std::map<std::uint64_t, std::multiset<std::string>> uninterrupted;
+  {
+    auto log = open_log();
+    ASSERT_NE(log, nullptr);
+    uninterrupted = tasks_by_step(*log);
+  }
+  ASSERT_EQ(uninterrupted.size(), static_cast<std::size_t>(num_steps));
+  const std::string resumed_log = run_killed_and_resumed(config, num_steps);
+  ASSERT_FALSE(HasFailure());
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), static_cast<std::size_t>(num_steps)) << resumed_log;
+  for (std::size_t i = 0; i < steps->size(); ++i) {
+    EXPECT_EQ((*steps)[i].get().getStep(), i);
+    EXPECT_EQ((*steps)[i].get().getNumCandidates(), 6u) << "step " << i;
+  }
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_EQ(candidates->size(), static_cast<std::size_t>(num_steps) * 6u);
+  EXPECT_EQ(tasks_by_step(*log), uninterrupted) << resumed_log;
+}
+
 // Each phase ends in a checkpoint of its own, phase-<name>: also a phase in which no update ran
 // (an eval phase here), and retention, which deletes old policy-v<N> folders during the next
 // phase, never deletes one.
@@ -601,35 +759,10 @@ TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterr
     ASSERT_TRUE(steps.ok());
     for (const auto& step : *steps) versions.push_back(step.get().getPolicyVersion());
   }
-  fs::rename(dir_ / "log", dir_ / "log-uninterrupted");
-  fs::rename(dir_ / "checkpoints", dir_ / "checkpoints-uninterrupted");
+  const std::string resumed_log = run_killed_and_resumed(config, num_steps);
+  ASSERT_FALSE(HasFailure());
 
-  auto learner = start_learner(config);
-  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0", /*sleep_ms=*/30);
-  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
-  std::unique_ptr<rewardlog::RewardLogReader> log;
-  ASSERT_TRUE(wait_for_steps(2, &log)) << learner_log();
-  learner->kill();
-  // A secondary catching up with a writer killed mid-write may fail once (RocksDB saw a half
-  // written file); a reader opened after the kill sees a log at rest.
-  log = open_log();
-  ASSERT_NE(log, nullptr);
-  const std::size_t steps_at_kill = log->steps("it-run")->size();
-  ASSERT_LT(steps_at_kill, static_cast<std::size_t>(num_steps))
-      << "killed too late to test anything";
-
-  auto resumed = start_learner(config, {"--resume"}, "learner-resumed.log");
-  const std::string resumed_log = [&] {
-    const int code = resumed->wait_exit(kDeadline);
-    std::string text = read_file(dir_ / "learner-resumed.log");
-    EXPECT_EQ(code, 0) << text;
-    return text;
-  }();
-  EXPECT_EQ(rollout->wait_exit(milliseconds(5000)), 0);
-  EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
-  EXPECT_NE(resumed_log.find("msg=\"run resumed\""), std::string::npos) << resumed_log;
-
-  log = open_log();
+  auto log = open_log();
   ASSERT_NE(log, nullptr);
   auto steps = log->steps("it-run");
   ASSERT_TRUE(steps.ok());

@@ -298,6 +298,44 @@ TEST(PolicyTrainerTest, RecomputedOldLogProbsPutTheFirstPassOnPolicy) {
   }
 }
 
+// learner.async.stale importance (decoupled PPO): the ratio is against the learner's own
+// log-probs (so it is 1 and nothing is clipped on the first pass) and each token's term is
+// weighted by min(pi_learner / pi_sampler, cap). At ratio 1 the k3 KL is 0 and a sequence's
+// objective is -advantage x weight, so the loss is the weighted mean of -advantage.
+TEST(PolicyTrainerTest, ImportanceWeightsAreTheTruncatedRatioOfLearnerToSampler) {
+  struct Case {
+    float shift;  // added to the sampler's log-probs
+    double cap;
+    double weight;  // min(exp(-shift), cap)
+    double capped;  // share of tokens the cap cut
+  };
+  const Case cases[] = {
+      {0.5f, 1.0, std::exp(-0.5), 0.0}, {-0.5f, 1.0, 1.0, 1.0}, {-0.5f, 2.0, std::exp(0.5), 0.0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("shift " + std::to_string(c.shift) + " cap " + std::to_string(c.cap));
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    ASSERT_EQ(samples.size(), 3u);
+    for (TraceSample& s : samples) {
+      for (float& lp : s.old_log_probs) lp += c.shift;
+    }
+    samples[0].advantage = 1.0;
+    samples[1].advantage = 0.5;
+    samples[2].advantage = 0.0;
+    PolicyTrainerOptions o = trainer_options();
+    o.importance_cap = c.cap;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    auto stats = (*trainer)->update(samples);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    EXPECT_NEAR(stats->mean_ratio, 1.0, 1e-4);
+    EXPECT_EQ(stats->clip_fraction, 0.0);
+    EXPECT_NEAR(stats->importance_mean, c.weight, 1e-4);
+    EXPECT_NEAR(stats->importance_capped, c.capped, 1e-9);
+    EXPECT_NEAR(stats->loss, -(1.0 + 0.5 + 0.0) / 3.0 * c.weight, 1e-4);
+  }
+}
+
 // A finite-difference check of the whole TraceRL objective (trace views, masked-token softmax,
 // clipped ratio, k3 KL, per-sequence means) on a float64 copy of the model: for a dozen weights,
 // (L(w + h) - L(w - h)) / 2h against the gradient backward leaves. The sampling log-probs are set

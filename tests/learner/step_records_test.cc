@@ -168,7 +168,7 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   EXPECT_TRUE(std::isnan(step.getGradNorm()));
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 10u);
+  EXPECT_EQ(metrics->size(), 12u);
   std::map<std::string, double> series;
   for (const auto& m : *metrics) {
     auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
@@ -177,6 +177,41 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   }
   EXPECT_DOUBLE_EQ(series["rollout/truncated_rate"], 0.25);
   EXPECT_DOUBLE_EQ(series["rollout/generation_seconds_mean"], 1.5);
+  EXPECT_DOUBLE_EQ(series["learner/staleness_mean"], 0.0);  // the synchronous loop
+}
+
+TEST(StepRecordsTest, TheStepRecordSaysHowStaleItsCandidatesWere) {
+  StepCounts counts;
+  counts.verdicts = 4;
+  // Versions 5 (x2), 6 and 7 trained from version 7: ages 2, 2, 1, 0.
+  count_staleness({{5, 2}, {6, 1}, {7, 1}}, 7, &counts);
+  EXPECT_DOUBLE_EQ(counts.staleness_mean, 1.25);
+  EXPECT_EQ(counts.staleness_max, 2u);
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 9;
+  settings.rollout_ahead = 2;
+  auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000});
+  ASSERT_TRUE(record.ok());
+  auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_FLOAT_EQ(decoded->get().getStalenessMean(), 1.25f);
+  EXPECT_EQ(decoded->get().getStalenessMax(), 2u);
+  EXPECT_EQ(decoded->get().getRolloutAhead(), 2u);
+  auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
+  ASSERT_TRUE(metrics.ok());
+  std::map<std::string, double> series;
+  for (const auto& m : *metrics) {
+    auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
+    ASSERT_TRUE(metric.ok());
+    series[metric->get().getName().cStr()] = metric->get().getValue();
+  }
+  EXPECT_DOUBLE_EQ(series["learner/staleness_mean"], 1.25);
+  EXPECT_DOUBLE_EQ(series["learner/staleness_max"], 2.0);
+  // A candidate newer than the trained version (a worker that had loaded later weights) is 0 old.
+  count_staleness({{8, 3}}, 7, &counts);
+  EXPECT_DOUBLE_EQ(counts.staleness_mean, 0.0);
+  EXPECT_EQ(counts.staleness_max, 0u);
 }
 
 TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
@@ -203,7 +238,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   EXPECT_FLOAT_EQ(decoded->get().getGradNorm(), 0.5f);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 18u);
+  EXPECT_EQ(metrics->size(), 21u);
   bool saw_version = false, saw_steps = false;
   for (const auto& m : *metrics) {
     auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);

@@ -56,6 +56,23 @@ TEST(TaskSchedulerTest, RefillsNeverRepeatATaskOfTheStep) {
   EXPECT_EQ(ids(s.next(2)), "ab");
 }
 
+// The asynchronous mode draws the next step before the one in front has ended: each step keeps
+// its own selection, so the next one may take a task the front holds, and refills of either
+// never repeat a task of their own step.
+TEST(TaskSchedulerTest, StepsInFlightEachHoldTheirOwnSelection) {
+  const auto tasks = tasks_of({"1", "1", "1", "1", "1"});
+  TaskScheduler s(&tasks, {});
+  StepSelection front, ahead;
+  EXPECT_EQ(ids(s.next(3, front)), "abc");
+  EXPECT_EQ(ids(s.next(3, ahead)), "dea");  // not "de": a is in the other step only
+  EXPECT_EQ(ids(s.next(1, front)), "d");    // a refill of the front step
+  EXPECT_EQ(ids(s.next(1, ahead)), "b");    // and of the step ahead: e and a it holds
+  EXPECT_EQ(ids(s.next(9, ahead)), "c");    // what is left for it
+  EXPECT_EQ(s.end_step(front).open_levels, 1);
+  EXPECT_TRUE(front.tasks.empty());  // end_step() empties the selection it ends
+  EXPECT_EQ(ahead.tasks.size(), 5u);
+}
+
 TEST(TaskSchedulerTest, MixedOpensTheNextLevelWhenTheRollingRatePassesTheThreshold) {
   const auto tasks = tasks_of({"1", "1", "2", "2", "3"});
   TaskSchedulerOptions o;

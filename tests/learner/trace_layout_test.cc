@@ -140,7 +140,34 @@ TEST(TraceLayoutTest, BadTracesAreRejectedWithWhatIsWrong) {
             std::string::npos)
       << bad.status().to_string();
 
+  s = sample();
+  s.importance = {1.0f, 0.5f};
+  bad = trace_layout(s, options());
+  EXPECT_NE(bad.status().message().find("7 response tokens but 2 importance weights"),
+            std::string::npos)
+      << bad.status().to_string();
+
   EXPECT_EQ(trace_layout(sample(), options(0)).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TraceLayoutTest, ImportanceWeightsFollowTheirTokensIntoTheViews) {
+  TraceSample s = sample();
+  s.importance = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f};
+  auto layout = trace_layout(s, options());
+  ASSERT_TRUE(layout.ok()) << layout.status().to_string();
+  for (const TraceView& v : layout->views) {
+    ASSERT_EQ(v.importance.size(), v.old_log_probs.size());
+    // sample() pairs log-prob -0.k with token k-1; the weight 0.k goes with it.
+    for (std::size_t t = 0; t < v.importance.size(); ++t) {
+      EXPECT_FLOAT_EQ(v.importance[t], -v.old_log_probs[t]);
+    }
+  }
+  TraceSample plain = sample();
+  auto unweighted = trace_layout(plain, options());
+  ASSERT_TRUE(unweighted.ok());
+  for (const TraceView& v : unweighted->views) {
+    for (float w : v.importance) EXPECT_EQ(w, 1.0f);  // none given: every weight 1
+  }
 }
 
 }  // namespace

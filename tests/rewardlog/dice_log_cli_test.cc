@@ -209,7 +209,9 @@ TEST_F(DiceLogCliTest, RunsStepsCandidatesAndKernel) {
     EXPECT_EQ(cells[0], std::to_string(i - 1));
     EXPECT_EQ(cells[1], "e2e");
     EXPECT_EQ(cells[7], i == 1 ? "0" : i == 2 ? "0.5" : "1");  // mean_reward 0.5 * step
+    EXPECT_EQ(cells[header.size() - 1], "0");  // staleness_max: the synchronous loop
   }
+  EXPECT_EQ(header.back(), "staleness_max");
 
   r = dice_log(dir_, {"candidates", log_, "run-a", "--step=1", "--task", "t2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -174,6 +174,9 @@ void fill_step_record(schema::StepRecord::Builder b, std::uint32_t salt) {
   b.setPhaseName(txt("step.phaseName", salt));
   b.setEvaluation(true);
   b.setRewardMode(txt("step.rewardMode", salt));
+  b.setStalenessMean(f32(salt, 18));
+  b.setStalenessMax(u32(salt, 19));
+  b.setRolloutAhead(u32(salt, 20));
 }
 void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getRunId().cStr(), txt("step.runId", salt));
@@ -194,6 +197,9 @@ void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getPhaseName().cStr(), txt("step.phaseName", salt));
   EXPECT_TRUE(r.getEvaluation());
   EXPECT_EQ(r.getRewardMode().cStr(), txt("step.rewardMode", salt));
+  EXPECT_EQ(r.getStalenessMean(), f32(salt, 18));
+  EXPECT_EQ(r.getStalenessMax(), u32(salt, 19));
+  EXPECT_EQ(r.getRolloutAhead(), u32(salt, 20));
 }
 
 void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t salt) {

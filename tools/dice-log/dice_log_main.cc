@@ -185,7 +185,7 @@ Status cmd_steps(rl::RewardLogReader& log, const std::string& run_id) {
     DICE_RETURN_IF_ERROR(log.run(run_id).status());  // NotFound for an unknown run
   }
   std::cout << "step\tphase\tpolicy\ttasks\tcandidates\tcompiled\tcorrect\tmean_reward"
-               "\tdropped_groups\tloss\tkl\tgrad_norm\tseconds\n";
+               "\tdropped_groups\tloss\tkl\tgrad_norm\tseconds\tstaleness_mean\tstaleness_max\n";
   for (const auto& step : steps) {
     const auto s = step.get();
     const int64_t millis = s.getFinishedUnixMillis() - s.getStartedUnixMillis();
@@ -194,7 +194,8 @@ Status cmd_steps(rl::RewardLogReader& log, const std::string& run_id) {
               << s.getNumCompiled() << '\t' << s.getNumCorrect() << '\t' << num(s.getMeanReward())
               << '\t' << s.getNumGroupsDropped() << '\t' << num(s.getLoss()) << '\t'
               << num(s.getKlDivergence()) << '\t' << num(s.getGradNorm()) << '\t'
-              << (millis > 0 ? num(millis / 1000.0) : "-") << '\n';
+              << (millis > 0 ? num(millis / 1000.0) : "-") << '\t' << num(s.getStalenessMean())
+              << '\t' << s.getStalenessMax() << '\n';
   }
   return Status::ok_status();
 }
