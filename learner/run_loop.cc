@@ -336,14 +336,16 @@ Result<std::vector<rewardlog::LogRecord>> schedule_records(const PhasePlan& plan
   return records;
 }
 
-// The progress line of step `k` of `plan`, which took `seconds`.
+// The progress line of step `k` of `plan`, which took `seconds` of the run's wall time (from the
+// end of the step before, or its own start when later) and `span_seconds` from its own start
+// (longer when it ran ahead: its candidates came in over that span).
 void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
-                   double seconds, double eta, std::uint64_t policy_version,
+                   double seconds, double span_seconds, double eta, std::uint64_t policy_version,
                    const PolicyUpdate& update, const ScheduleReport& schedule,
                    const RunLoopOptions& options, int ahead) {
   DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
                  << kv("step", global_step) << kv("candidates", c.verdicts)
-                 << kv("candidates_per_s", fixed(c.candidates / std::max(seconds, 1e-3), 2))
+                 << kv("candidates_per_s", fixed(c.candidates / std::max(span_seconds, 1e-3), 2))
                  << kv("truncated", c.truncated)
                  << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
                  << kv("mean_reward", fixed(mean_reward(c), 3))
@@ -745,7 +747,8 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     DICE_RETURN_IF_ERROR(push(options, run.dispatcher, update));
     const int done = state->steps_before + summary->steps_completed;
     const double eta = state->seconds_so_far / done * std::max(state->total_steps - done, 0);
-    log_step_line(k, plan, state->global_step, c, seconds, eta, state->policy_version, update,
+    const double span = std::chrono::duration<double>(now - work.started).count();
+    log_step_line(k, plan, state->global_step, c, seconds, span, eta, state->policy_version, update,
                   schedule, options, ahead);
     // Requests of the step's skipped groups that never left the backlog: nobody waits for them.
     run.backlog.erase(std::remove_if(run.backlog.begin(), run.backlog.end(),
