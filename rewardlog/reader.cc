@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include "rewardlog/rocksdb_util.h"
@@ -87,11 +89,24 @@ Result<std::unique_ptr<RewardLogReader>> RewardLogReader::open(
       new RewardLogReader(options.path, secondary_path, owns_secondary_path, std::move(db)));
 }
 
+namespace {
+
+// The text of the database's IDENTITY file (RocksDB writes one per database), "" when none.
+std::string read_identity(const std::string& path) {
+  std::ifstream file(path + "/IDENTITY");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
 RewardLogReader::RewardLogReader(std::string path, std::string secondary_path,
                                  bool owns_secondary_path, std::unique_ptr<DbHandles> db)
     : path_(std::move(path)),
       secondary_path_(std::move(secondary_path)),
       owns_secondary_path_(owns_secondary_path),
+      identity_(read_identity(path_)),
       db_(std::move(db)) {}
 
 RewardLogReader::~RewardLogReader() {
@@ -111,7 +126,16 @@ Status RewardLogReader::catch_up() {
     status = db_->db->TryCatchUpWithPrimary();
     if (status.ok()) break;
   }
-  return from_rocksdb(status, "reward log " + path_ + ": catching up");
+  DICE_RETURN_IF_ERROR(from_rocksdb(status, "reward log " + path_ + ": catching up"));
+  // A secondary keeps reading the files it opened, so a log deleted and written anew at the same
+  // path would look unchanged for ever; the database's identity file tells them apart.
+  if (read_identity(path_) != identity_) {
+    return Status(StatusCode::kNotFound,
+                  "reward log " + path_ +
+                      ": replaced since it was opened (another database at this path, or none); "
+                      "open it again");
+  }
+  return Status::ok_status();
 }
 
 template <typename T>

@@ -45,7 +45,8 @@ class RewardLogReader {
   RewardLogReader& operator=(const RewardLogReader&) = delete;
 
   // Brings the view up to date with the writer: after ok, every record acknowledged before the
-  // call is visible. The view does not move between calls.
+  // call is visible. The view does not move between calls. NotFound when the log was deleted or
+  // replaced by another database at its path since it was opened: open it again.
   Status catch_up();
 
   // Every run, by run id.
@@ -90,6 +91,7 @@ class RewardLogReader {
   std::string path_;
   std::string secondary_path_;
   bool owns_secondary_path_ = false;
+  std::string identity_;  // the IDENTITY file's text when opened: catch_up() sees a replaced log
   std::unique_ptr<DbHandles> db_;
 };
 

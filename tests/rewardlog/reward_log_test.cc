@@ -1,6 +1,8 @@
 // Writer and reader against a real RocksDB on disk, in one process.
 #include <gtest/gtest.h>
+
 #include <rocksdb/db.h>
+#include <filesystem>
 
 #include <algorithm>
 #include <atomic>
@@ -232,6 +234,32 @@ TEST(RewardLogTest, SecondaryReaderSeesNewWritesAfterCatchUp) {
     ASSERT_TRUE(steps.ok());
     ASSERT_EQ(steps->size(), step + 1);
   }
+}
+
+// A secondary keeps reading the files it opened: without a check, a log deleted and written anew
+// at the same path would look unchanged to it for ever.
+TEST(RewardLogTest, ACatchUpAfterTheLogWasReplacedSaysSo) {
+  TempDir dir;
+  {
+    auto writer = open_writer(dir.sub("log"));
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->append({run_record("first")}).ok());
+  }
+  auto reader = open_reader(dir.sub("log"));
+  ASSERT_NE(reader, nullptr);
+  ASSERT_TRUE(reader->catch_up().ok());
+  std::filesystem::remove_all(dir.sub("log"));
+  {
+    auto writer = open_writer(dir.sub("log"));
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->append({run_record("second")}).ok());
+  }
+  const Status caught = reader->catch_up();
+  EXPECT_EQ(caught.code(), StatusCode::kNotFound) << caught.to_string();
+  EXPECT_NE(caught.message().find("replaced since it was opened"), std::string::npos);
+  auto fresh = open_reader(dir.sub("log"));
+  ASSERT_NE(fresh, nullptr);
+  ASSERT_TRUE(fresh->run("second").ok());
 }
 
 TEST(RewardLogTest, SecondWriterIsRefusedWhileTheFirstHoldsTheLog) {

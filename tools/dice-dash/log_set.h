@@ -33,8 +33,11 @@ class LogSet {
   size_t size() const { return logs_.size(); }
   // Opens log `index` if it is not open, catches it up if its view is older than `refresh`.
   // A failed catch-up keeps the older view (the writer may be swapping its WAL; the next
-  // request tries again).
+  // request tries again); after kReopenAfterFailedCatchUps failures in a row the log is opened
+  // again (its files were replaced under the reader), so the view never stays stale for good.
   LogView view(size_t index);
+
+  static constexpr int kReopenAfterFailedCatchUps = 3;
 
  private:
   struct Entry {
@@ -42,6 +45,7 @@ class LogSet {
     std::unique_ptr<rewardlog::RewardLogReader> reader;
     Status status;
     std::chrono::steady_clock::time_point caught_up;
+    int failed_catch_ups = 0;  // in a row
   };
 
   std::chrono::milliseconds refresh_;
