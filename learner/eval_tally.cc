@@ -16,12 +16,14 @@ void EvalTally::add_task(const std::string& level, const std::vector<Sample>& sa
     any = any || samples[static_cast<std::size_t>(i)].correct;
   }
   const double speedup = first ? samples.front().speedup : 0.0;
+  const bool fast_1 = first && eval::counts_as_fast(samples.front(), 1.0, noise_z_);
+  const bool fast_2 = first && eval::counts_as_fast(samples.front(), 2.0, noise_z_);
   for (EvalCell* cell : {&levels_[level], &all_}) {
     ++cell->tasks;
     cell->correct += first;
     cell->pass_at_k += any;
-    cell->fast_1 += first && speedup > 1.0;
-    cell->fast_2 += first && speedup > 2.0;
+    cell->fast_1 += fast_1;
+    cell->fast_2 += fast_2;
     if (first && speedup > 0) {
       cell->log_speedup_sum += std::log(speedup);
       ++cell->timed;

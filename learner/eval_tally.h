@@ -3,7 +3,9 @@
 //
 //   per level: Exec   = correct tasks / all tasks
 //              fast_p = tasks whose kernel is correct AND faster than eager PyTorch by more than
-//                       p (speedup > p), over ALL tasks of the level; fast_0 = Exec
+//                       p beyond its timing noise, over ALL tasks of the level; fast_0 = Exec.
+//                       The rule is dice-eval's (tasks/answer_scoring.h: the speedup's one-sided
+//                       lower confidence bound > p, z 1.645 unless set; z 0: speedup > p)
 //              geo-mean speedup of the correct kernels
 //
 // A task counts as correct when its first sample is (greedy decoding gives one sample; with more
@@ -15,6 +17,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "tasks/answer_scoring.h"
 
 namespace dice {
 
@@ -36,11 +40,11 @@ struct EvalCell {
 
 class EvalTally {
  public:
-  // One task's samples, in sample order: correct, and the speedup (0: not timed).
-  struct Sample {
-    bool correct = false;
-    double speedup = 0;
-  };
+  // `noise_z`: the z of the speedup's noise check (0: KernelBench's plain speedup > p).
+  explicit EvalTally(double noise_z = eval::kDefaultNoiseZ) : noise_z_(noise_z) {}
+
+  // One task's samples, in sample order: their verdicts (correct, speedup, its timing spread).
+  using Sample = eval::AnswerVerdict;
   // `level` as the task file names it ("" for none); `k` for pass@k (at least 1).
   void add_task(const std::string& level, const std::vector<Sample>& samples, int k);
 
@@ -51,6 +55,7 @@ class EvalTally {
   std::string summary() const;
 
  private:
+  double noise_z_;
   std::map<std::string, EvalCell> levels_;
   EvalCell all_;
 };

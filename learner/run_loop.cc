@@ -14,6 +14,7 @@
 #include "learner/step_records.h"
 #include "net/wire/envelope.h"
 #include "net/wire/sampling_params.h"
+#include "tasks/answer_verdict.h"
 
 namespace dice {
 namespace {
@@ -71,8 +72,7 @@ using Flight = std::deque<std::unique_ptr<StepWork>>;
 void tally_group(const FinishedGroup& group, int k, EvalTally* tally) {
   std::vector<EvalTally::Sample> samples;
   for (const FinishedSample& sample : group.samples) {
-    auto verdict = sample.verdict.root().getBody().getVerdict();
-    samples.push_back({verdict.getCorrect(), verdict.getSpeedup()});
+    samples.push_back(eval::answer_of(sample.verdict.root().getBody().getVerdict()));
   }
   tally->add_task(group.task->level, samples, k);
 }

@@ -6,7 +6,7 @@
 //    "compile_seconds": 41.2, "eval_seconds": 3.1, "speedup": 1.8, "kernel_ms": 0.05,
 //    "reference_ms": 0.09, "kernel_ms_std": 0.002, "reference_ms_std": 0.003, "timing_trials": 99
 //    (the six null unless timed and correct; the stds and trials are what a noise check of the
-//    speedup needs: tools/dice-eval/scoring.h), "max_abs_error": 1e-06, "source_hash": "...",
+//    speedup needs: tasks/answer_scoring.h), "max_abs_error": 1e-06, "source_hash": "...",
 //    "edit": "" (variants: what changed), "log_excerpt": "..." (at most 600 bytes)}
 //
 // tools/bench/reward/kernelbench/ writes the same format from KernelBench's own evaluation, so

@@ -1,5 +1,5 @@
-// tools/dice-eval/scoring.h: the noise check and pass@k against hand-computed values.
-#include "tools/dice-eval/scoring.h"
+// tasks/answer_scoring.h: the noise check and pass@k against hand-computed values.
+#include "tasks/answer_scoring.h"
 
 #include <gtest/gtest.h>
 

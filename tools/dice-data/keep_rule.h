@@ -1,6 +1,6 @@
 // Which judged pairs dice-data build-sft keeps: a pair goes into the SFT file only when its
 // candidate is correct and faster than eager PyTorch by at least min_speedup, judged on the
-// noise-checked lower bound of the speedup (tools/dice-eval/scoring.h, the rule dice-eval's
+// noise-checked lower bound of the speedup (tasks/answer_scoring.h, the rule dice-eval's
 // fast_p uses), never on the raw ratio of means: a tiny kernel whose timings spread widely
 // (launch overhead, a busy GPU) shows a large raw speedup that the bound does not confirm.
 //
@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "tools/dice-eval/scoring.h"
+#include "tasks/answer_scoring.h"
 
 namespace dice::data {
 

@@ -145,7 +145,7 @@ std::string report_json(const SftReport& r) {
   root["rule"] =
       "kept: correct and speedup_lower_bound >= min_speedup, where speedup_lower_bound = S * "
       "exp(-z * sqrt(se_log_k^2 + se_log_r^2)), se_log_x = sd_x / (mean_x * sqrt(n - 1)) "
-      "(tools/dice-eval/scoring.h)";
+      "(tasks/answer_scoring.h)";
   root["form"] = r.settings.form;
   root["pairs"] = r.pairs;
   root["duplicates"] = r.duplicates;
@@ -237,7 +237,7 @@ std::string report_markdown(const SftReport& r) {
   md << "\n## Speedups of the correct, timed pairs\n\n"
      << "Raw: the reference's mean time over the kernel's. Lower bound: the one-sided "
      << number(rule.noise_z) << "-sigma lower confidence bound of that ratio from both means, "
-     << "their spreads and the number of timed trials (tools/dice-eval/scoring.h); a pair is "
+     << "their spreads and the number of timed trials (tasks/answer_scoring.h); a pair is "
      << "kept when it is at least " << number(rule.min_speedup) << ".\n\n"
      << "| speedup | raw | | lower bound | |\n|---|---|---|---|---|\n";
   std::size_t most = 0;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/status.h"
+#include "tasks/answer_scoring.h"
 #include "tools/dice-eval/problem_set.h"
-#include "tools/dice-eval/scoring.h"
 
 namespace dice::eval {
 

@@ -6,12 +6,12 @@
 // With n answers per problem (--samples), every rate is the mean over the row's problems of the
 // problem's share of its n answers (the unbiased estimate of the one-answer rate; with n = 1,
 // the fraction of problems):
-//   exec = fast_0  answers correct                 (scoring.h)
-//   fast_p         answers correct and faster than p by more than the noise (scoring.h)
-//   fast_p_raw     answers correct and speedup > p (KernelBench's rule, for comparison)
-//   compiled       answers that compiled
-//   rewarded       answers whose reward was > 0 (outside reward.mode full: what the mode checked)
-//   pass@k         the unbiased pass@k per problem (scoring.h), for each k asked
+//   exec = fast_0  answers correct                 (tasks/answer_scoring.h)
+//   fast_p         answers correct and faster than p by more than the noise
+//   (tasks/answer_scoring.h) fast_p_raw     answers correct and speedup > p (KernelBench's rule,
+//   for comparison) compiled       answers that compiled rewarded       answers whose reward was >
+//   0 (outside reward.mode full: what the mode checked) pass@k         the unbiased pass@k per
+//   problem (tasks/answer_scoring.h), for each k asked
 // and the geometric mean of the speedups of the row's correct, timed answers (0 when none).
 #pragma once
 
@@ -19,15 +19,15 @@
 #include <string>
 #include <vector>
 
+#include "tasks/answer_scoring.h"
 #include "tools/dice-eval/problem.h"
-#include "tools/dice-eval/scoring.h"
 
 namespace dice::eval {
 
 struct TableOptions {
   int samples = 1;                  // answers asked per problem
   std::vector<int> pass_k;          // k of each pass@k column, each in [1, samples]
-  double noise_z = kDefaultNoiseZ;  // scoring.h; 0: no noise check
+  double noise_z = kDefaultNoiseZ;  // tasks/answer_scoring.h; 0: no noise check
 };
 
 inline constexpr char kAllLevels[] = "all";

@@ -5,22 +5,6 @@
 namespace dice::eval {
 namespace {
 
-AnswerVerdict answer_of(schema::Verdict::Reader v) {
-  AnswerVerdict a;
-  a.judged = true;
-  a.compiled = v.getCompiled();
-  a.correct = v.getCorrect();
-  a.rewarded = v.getReward() > 0;
-  a.speedup = v.getSpeedup();
-  auto t = v.getTimings();
-  a.kernel_ms_mean = t.getKernelMsMean();
-  a.kernel_ms_std = t.getKernelMsStd();
-  a.reference_ms_mean = t.getReferenceMsMean();
-  a.reference_ms_std = t.getReferenceMsStd();
-  a.timing_trials = static_cast<int>(t.getTimingTrials());
-  return a;
-}
-
 int judged_count(const std::vector<AnswerVerdict>& answers) {
   return static_cast<int>(std::count_if(answers.begin(), answers.end(),
                                         [](const AnswerVerdict& a) { return a.judged; }));

@@ -17,8 +17,8 @@
 
 #include "common/status.h"
 #include "rewardlog/reader.h"
+#include "tasks/answer_verdict.h"
 #include "tools/dice-eval/plan.h"
-#include "tools/dice-eval/scoring.h"
 
 namespace dice::eval {
 

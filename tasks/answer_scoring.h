@@ -24,8 +24,9 @@
 // timing) does not count as fast for any p > 0. z = 0 is KernelBench's plain rule: S > p.
 // fast_0 is the correct rate (KernelBench: a correct kernel always has S > 0).
 //
-// The rule is its own library (dice_eval_scoring): dice-data build-sft keeps an SFT pair only when
-// speedup_lower_bound reaches its threshold, so that the two tools cannot judge a speedup apart.
+// The rule is its own library (dice_eval_scoring), below the learner and the tools: dice-eval's
+// table, the learner's in-run evaluation (learner/eval_tally.h) and dice-data build-sft (an SFT
+// pair is kept only when speedup_lower_bound reaches its threshold) cannot judge a speedup apart.
 #pragma once
 
 namespace dice::eval {

@@ -1,4 +1,4 @@
-#include "tools/dice-eval/scoring.h"
+#include "tasks/answer_scoring.h"
 
 #include <cmath>
 
