@@ -8,6 +8,8 @@
 #include <string>
 
 #include "learner/trace_loss.h"
+#include "learner/training_flops.h"
+#include "model/torch_compat.h"
 
 namespace dice {
 
@@ -101,6 +103,15 @@ PolicyUpdateStats PolicyTrainer::backward_pass(const Prepared& prepared) {
   return stats;
 }
 
+double PolicyTrainer::lap(std::chrono::steady_clock::time_point* mark) const {
+  if (!options_.time_parts) return 0.0;
+  compat::synchronize(masters_->device());
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - *mark).count();
+  *mark = now;
+  return seconds;
+}
+
 namespace {
 
 // Sums over tokens become means; the sequence count is the prepared one.
@@ -122,6 +133,9 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   // keeps its own: prepare() names it); with importance_cap, each token's truncated weight
   // pi_learner / pi_sampler comes with them.
   std::vector<TraceSample> rescored;
+  const double flops_before = forward_flops_;
+  auto mark = std::chrono::steady_clock::now();
+  lap(&mark);
   const double cap = options_.importance_cap;
   double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
   if (options_.loss.recompute_old_log_probs || cap > 0) {
@@ -142,6 +156,8 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
       s.old_log_probs = std::move(lp).value();
     }
   }
+  const double rescore_seconds = lap(&mark);
+  const double rescore_flops = forward_flops_ - flops_before;
   const std::vector<TraceSample>& input = rescored.empty() ? samples : rescored;
   DICE_ASSIGN_OR_RETURN(Prepared whole, prepare(input, left_out));
   PolicyUpdateStats stats;
@@ -177,13 +193,21 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   const int epochs = std::max(1, options_.loss.ppo_epochs);
   std::int64_t sequences = 0;
   for (const Prepared& part : parts) sequences += part.sequences;
+  double model_flops = rescore_flops;
+  PolicyUpdateStats times;  // the parts' seconds over every pass
   try {
     for (int epoch = 0; epoch < epochs; ++epoch) {
       stats = PolicyUpdateStats{};  // the last epoch's figures are reported
       for (const Prepared& part : parts) {
         const PolicyUpdateStats pass = backward_pass(part);
+        lap(&mark);
         const double norm = masters_->step();
+        times.optimizer_seconds += lap(&mark);
         ++steps_;
+        model_flops += pass.model_flops;
+        times.upload_seconds += pass.upload_seconds;
+        times.forward_seconds += pass.forward_seconds;
+        times.backward_seconds += pass.backward_seconds;
         stats.scored_tokens += pass.scored_tokens;
         stats.forwards += pass.forwards;
         stats.loss += pass.loss / static_cast<double>(parts.size());
@@ -202,6 +226,12 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     stats.importance_mean = importance_sum / importance_tokens;
     stats.importance_capped = importance_capped / importance_tokens;
   }
+  stats.model_flops = model_flops;
+  stats.rescore_seconds = rescore_seconds;
+  stats.upload_seconds = times.upload_seconds;
+  stats.forward_seconds = times.forward_seconds;
+  stats.backward_seconds = times.backward_seconds;
+  stats.optimizer_seconds = times.optimizer_seconds;
   return stats;
 }
 
@@ -259,11 +289,16 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
   return p;
 }
 
-at::Tensor PolicyTrainer::policy_log_probs(const Packed& p) {
+at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* stats) {
   const c10::Device device = masters_->device();
   const auto long_cpu = at::TensorOptions().dtype(at::kLong);
+  auto mark = std::chrono::steady_clock::now();
+  if (stats != nullptr) lap(&mark);
   at::Tensor x_t = at::tensor(p.noisy, long_cpu).view({p.rows, p.length}).to(device);
   at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.rows, p.length}).to(device);
+  if (stats != nullptr) stats->upload_seconds += lap(&mark);
+  forward_flops_ += training_forward_flops(model_->config(), p.rows, p.length,
+                                           static_cast<std::int64_t>(p.targets.size()));
   at::Tensor hidden = model_->hidden_training(x_t, x_0);  // [rows, length, hidden]
   at::Tensor picked = hidden.reshape({p.rows * p.length, hidden.size(-1)})
                           .index_select(0, at::tensor(p.flat_positions, long_cpu).to(device));
@@ -286,13 +321,20 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p) {
 void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats) {
   const c10::Device device = masters_->device();
   const auto float_cpu = at::TensorOptions().dtype(at::kFloat);
-  at::Tensor new_log_probs = policy_log_probs(p);
+  const double flops_before = forward_flops_;
+  const double upload_before = stats.upload_seconds;
+  auto mark = std::chrono::steady_clock::now();
+  lap(&mark);
+  at::Tensor new_log_probs = policy_log_probs(p, &stats);
   TraceTokenLoss terms =
       trace_token_loss(new_log_probs, at::tensor(p.old_log_probs, float_cpu).to(device),
                        at::tensor(p.advantages, float_cpu).to(device), options_.loss);
   at::Tensor weights = at::tensor(p.weights, float_cpu).to(device);
   at::Tensor loss = (terms.loss * weights).sum();
+  stats.forward_seconds += lap(&mark) - (stats.upload_seconds - upload_before);
   loss.backward();
+  stats.backward_seconds += lap(&mark);
+  stats.model_flops += 3 * (forward_flops_ - flops_before);  // backward is twice the forward
 
   stats.forwards += 1;
   stats.scored_tokens += static_cast<std::int64_t>(p.targets.size());

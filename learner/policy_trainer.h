@@ -9,6 +9,7 @@
 //   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -41,6 +42,9 @@ struct PolicyTrainerOptions {
   // those log-probs, and weights each token's term by min(exp(those - the sampler's), this cap).
   // 0: off. Default: 0
   double importance_cap = 0.0;
+  // Time the update's parts (PolicyUpdateStats::*_seconds), synchronising the device around each:
+  // for benches, it costs the overlap of host and device work. Default: false
+  bool time_parts = false;
 };
 
 // The figures below are of the last pass over the samples (with loss.ppo_epochs > 1 its ratio
@@ -60,6 +64,15 @@ struct PolicyUpdateStats {
   // every sample is from the weights trained), and the share of tokens the cap cut
   double importance_mean = 1.0;
   double importance_capped = 0.0;
+  // Model FLOPs of every pass and of the recomputed log-probs (training_flops.h: recomputation
+  // for activation checkpointing is not counted).
+  double model_flops = 0.0;
+  // With PolicyTrainerOptions::time_parts, seconds in each part of update(), all passes: the
+  // log-probs recomputed first, the inputs' upload to the device, forward (with the loss),
+  // backward, and the optimizer (clipping, AdamW on the masters, and with optimizer_on_cpu the
+  // copies between host and device). 0 otherwise.
+  double rescore_seconds = 0.0, upload_seconds = 0.0, forward_seconds = 0.0, backward_seconds = 0.0,
+         optimizer_seconds = 0.0;
 };
 
 class PolicyTrainer {
@@ -110,8 +123,11 @@ class PolicyTrainer {
   PolicyUpdateStats backward_pass(const Prepared& prepared);
   Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
               double sequence_weight) const;
-  // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad).
-  at::Tensor policy_log_probs(const Packed& packed);
+  // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad);
+  // counts the forward's model FLOPs (forward_flops_) and, with time_parts, the upload's seconds.
+  at::Tensor policy_log_probs(const Packed& packed, PolicyUpdateStats* stats = nullptr);
+  // With time_parts: the device synchronised, then seconds since `*mark`, which moves to now.
+  double lap(std::chrono::steady_clock::time_point* mark) const;
   // Forward + backward of one micro-batch; adds to `stats` (sums; update() averages).
   void accumulate(const Packed& packed, PolicyUpdateStats& stats);
 
@@ -119,6 +135,7 @@ class PolicyTrainer {
   PolicyTrainerOptions options_;
   std::unique_ptr<MasterWeights> masters_;
   std::int64_t steps_ = 0;
+  double forward_flops_ = 0.0;  // of every forward policy_log_probs() ran
 };
 
 }  // namespace dice

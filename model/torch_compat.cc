@@ -91,6 +91,10 @@ bool cuda_available() {
   return torch::cuda::is_available();
 }
 
+void synchronize(const c10::Device& device) {
+  if (device.is_cuda() && cuda_available()) torch::cuda::synchronize(device.index());
+}
+
 int cuda_device_count() {
   return cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
 }

@@ -51,6 +51,8 @@ at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Te
 
 // Whether this LibTorch was built with CUDA and sees at least one device (false on Debian's).
 bool cuda_available();
+// Waits for the work queued on `device` (CUDA); returns at once for the CPU. For timings only.
+void synchronize(const c10::Device& device);
 // Number of visible CUDA devices; 0 where cuda_available() is false.
 int cuda_device_count();
 // Whether a bfloat16 matmul runs on CUDA device `device` and gives the exact answer. Checked by

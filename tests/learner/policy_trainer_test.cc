@@ -336,6 +336,42 @@ TEST(PolicyTrainerTest, ImportanceWeightsAreTheTruncatedRatioOfLearnerToSampler)
   }
 }
 
+// Model FLOPs add up over passes (a second epoch doubles them; recomputed log-probs add one
+// forward), and the parts are timed only when asked.
+TEST(PolicyTrainerTest, ModelFlopsCountEveryPassAndTimedPartsOnlyWhenAsked) {
+  auto flops_of = [](int epochs, bool recompute, bool timed, PolicyUpdateStats* out) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    PolicyTrainerOptions o = trainer_options();
+    o.loss.ppo_epochs = epochs;
+    o.loss.recompute_old_log_probs = recompute;
+    o.time_parts = timed;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    auto stats = (*trainer)->update(samples);
+    ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+    *out = *stats;
+  };
+  PolicyUpdateStats one, two, rescored, timed;
+  ASSERT_NO_FATAL_FAILURE(flops_of(1, false, false, &one));
+  ASSERT_NO_FATAL_FAILURE(flops_of(2, false, false, &two));
+  ASSERT_NO_FATAL_FAILURE(flops_of(1, true, false, &rescored));
+  ASSERT_NO_FATAL_FAILURE(flops_of(1, false, true, &timed));
+  EXPECT_GT(one.model_flops, 0.0);
+  EXPECT_DOUBLE_EQ(two.model_flops, 2 * one.model_flops);
+  // The recomputation scores one sample a forward; the pass packs them by twos: more than a
+  // third of the pass's forward-and-backward, less than all of it.
+  EXPECT_GT(rescored.model_flops - one.model_flops, one.model_flops / 3 * 0.5);
+  EXPECT_LT(rescored.model_flops - one.model_flops, one.model_flops);
+  EXPECT_EQ(one.forward_seconds + one.backward_seconds + one.optimizer_seconds, 0.0);
+  EXPECT_GT(timed.forward_seconds, 0.0);
+  EXPECT_GT(timed.backward_seconds, 0.0);
+  EXPECT_GT(timed.optimizer_seconds, 0.0);
+  EXPECT_GE(timed.upload_seconds, 0.0);
+}
+
 // A finite-difference check of the whole TraceRL objective (trace views, masked-token softmax,
 // clipped ratio, k3 KL, per-sequence means) on a float64 copy of the model: for a dozen weights,
 // (L(w + h) - L(w - h)) / 2h against the gradient backward leaves. The sampling log-probs are set

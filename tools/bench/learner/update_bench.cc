@@ -3,15 +3,21 @@
 //
 //   update_bench [--models 1.7b,4b] [--sequences 8] [--prompt 512] [--response 4096]
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
-//                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
+//                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu] [--parts]
+//                [--peak-tflops 989]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
 // +1/-1 alternating. One update = --forwards training-layout forwards (the step's samples split
 // evenly; each holds every trace view of its samples) + backward + AdamW with fp32 masters.
 // Reported per (model, checkpointing): seconds per update (after one warm-up), scored tokens/s,
-// and the peak GPU memory of the update (weights, masters and Adam moments included). An update
-// that runs out of memory prints "OOM" and the bench moves on.
+// model TFLOP/s and MFU against --peak-tflops (learner/training_flops.h: the FLOPs of the layout
+// the forwards actually run, recomputation not counted; the H200's dense bf16 datasheet peak by
+// default), and the peak GPU memory of the update (weights, masters and Adam moments included).
+// With --parts, also the seconds per update in each part (PolicyTrainerOptions::time_parts:
+// upload, forward, backward, optimizer; the device synchronised around each, so the parts add up
+// to a little more than an untimed update). An update that runs out of memory prints "OOM" and
+// the bench moves on.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -23,6 +29,7 @@
 #include <vector>
 
 #include "learner/policy_trainer.h"
+#include "learner/training_flops.h"
 #include "model/torch_compat.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/sdar_shapes.h"
@@ -34,7 +41,8 @@ struct Flags {
   std::vector<std::string> checkpointing = {"on", "off"};
   int sequences = 8, forwards = 8, updates = 2;
   int64_t prompt = 512, response = 4096;
-  bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false;
+  bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false, parts = false;
+  double peak_tflops = dice::kH200PeakBf16Flops / 1e12;
 };
 
 bool parse(int argc, char** argv, Flags& f) {
@@ -68,6 +76,10 @@ bool parse(int argc, char** argv, Flags& f) {
         f.tiny = true;
       } else if (flag == "--optimizer-on-cpu") {
         f.optimizer_on_cpu = true;
+      } else if (flag == "--parts") {
+        f.parts = true;
+      } else if (flag == "--peak-tflops") {
+        f.peak_tflops = std::stod(value());
       } else {
         throw std::invalid_argument("unknown flag (see the header of update_bench.cc)");
       }
@@ -76,10 +88,11 @@ bool parse(int argc, char** argv, Flags& f) {
     std::fprintf(stderr, "update_bench: %s: %s\n", flag.c_str(), e.what());
     return false;
   }
-  if (f.sequences < 1 || f.forwards < 1 || f.updates < 1 || f.prompt < 1 || f.response < 1) {
+  if (f.sequences < 1 || f.forwards < 1 || f.updates < 1 || f.prompt < 1 || f.response < 1 ||
+      !(f.peak_tflops > 0)) {
     std::fprintf(stderr,
-                 "update_bench: --sequences, --forwards, --updates, --prompt and "
-                 "--response must be positive\n");
+                 "update_bench: --sequences, --forwards, --updates, --prompt, --response and "
+                 "--peak-tflops must be positive\n");
     return false;
   }
   return true;
@@ -129,8 +142,9 @@ int main(int argc, char** argv) {
       f.cpu ? "cpu" : "cuda:0", f.sequences, static_cast<long long>(f.prompt),
       static_cast<long long>(f.response), f.forwards, f.fp32 ? "fp32" : "bf16",
       f.optimizer_on_cpu ? "CPU" : "model's device");
-  std::printf("%-6s %-13s %12s %14s %14s\n", "model", "checkpointing", "s/update", "scored tok/s",
-              "peak GiB");
+  std::printf("%-6s %-13s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing", "s/update",
+              "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
+              f.parts ? "   upload  forward backward optimizer (s/update)" : "");
   int status = 0;
   for (const auto& shape : shapes) {
     for (const std::string& mode : f.checkpointing) {
@@ -142,6 +156,7 @@ int main(int argc, char** argv) {
       o.optimizer.grad_accumulation = f.forwards;
       o.activation_checkpointing = mode == "on";
       o.optimizer_on_cpu = f.optimizer_on_cpu;
+      o.time_parts = f.parts;
       std::string result;
       try {
         dice::bench::reset_peak_gpu_memory();
@@ -150,8 +165,9 @@ int main(int argc, char** argv) {
             c10::TensorOptions().dtype(f.fp32 ? at::kFloat : at::kBFloat16).device(device));
         auto trainer = dice::PolicyTrainer::create(model, o);
         if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
-        double seconds = 0;
+        double seconds = 0, flops = 0;
         int64_t tokens = 0;
+        dice::PolicyUpdateStats parts;
         for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
           const auto start = std::chrono::steady_clock::now();
           auto stats = (*trainer)->update(samples);
@@ -161,13 +177,25 @@ int main(int argc, char** argv) {
           seconds +=
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           tokens += stats->scored_tokens;
+          flops += stats->model_flops;
+          parts.upload_seconds += stats->upload_seconds / f.updates;
+          parts.forward_seconds += stats->forward_seconds / f.updates;
+          parts.backward_seconds += stats->backward_seconds / f.updates;
+          parts.optimizer_seconds += stats->optimizer_seconds / f.updates;
         }
-        char line[128], peak[32] = "-";
+        char line[256], peak[32] = "-";
         const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
         if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
-        std::snprintf(line, sizeof line, "%12.2f %14.0f %14s", seconds / f.updates,
-                      static_cast<double>(tokens) / seconds, peak);
+        const double tflops = flops / seconds / 1e12;
+        std::snprintf(line, sizeof line, "%12.2f %14.0f %10.1f %6.1f%% %14s", seconds / f.updates,
+                      static_cast<double>(tokens) / seconds, tflops, 100.0 * tflops / f.peak_tflops,
+                      peak);
         result = line;
+        if (f.parts) {
+          std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
+                        parts.forward_seconds, parts.backward_seconds, parts.optimizer_seconds);
+          result += line;
+        }
       } catch (const std::exception& e) {
         const std::string what = e.what();
         result = what.find("out of memory") != std::string::npos ? "OOM" : "error: " + what;

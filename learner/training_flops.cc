@@ -1,0 +1,28 @@
+#include "learner/training_flops.h"
+
+namespace dice {
+
+double decoder_params_per_token(const ModelConfig& c) {
+  const double d = static_cast<double>(c.hidden_size);
+  const double q = static_cast<double>(c.num_attention_heads * c.head_dim);
+  const double kv = static_cast<double>(c.num_key_value_heads * c.head_dim);
+  const double attention = d * q + 2 * d * kv + q * d;
+  const double mlp = 3 * d * static_cast<double>(c.intermediate_size);
+  return static_cast<double>(c.num_hidden_layers) * (attention + mlp);
+}
+
+double training_forward_flops(const ModelConfig& c, std::int64_t rows, std::int64_t length,
+                              std::int64_t scored) {
+  const double b = static_cast<double>(c.block_size > 0 ? c.block_size : 1);
+  const double blocks = static_cast<double>((length + (c.block_size > 0 ? c.block_size : 1) - 1) /
+                                            (c.block_size > 0 ? c.block_size : 1));
+  const double pairs = b * b * blocks * (blocks + 1);
+  const double linear = 2 * decoder_params_per_token(c) * 2 * static_cast<double>(length);
+  const double attention = 4 * static_cast<double>(c.num_attention_heads * c.head_dim) * pairs *
+                           static_cast<double>(c.num_hidden_layers);
+  const double lm_head = 2 * static_cast<double>(c.hidden_size) *
+                         static_cast<double>(c.vocab_size) * static_cast<double>(scored);
+  return static_cast<double>(rows) * (linear + attention) + lm_head;
+}
+
+}  // namespace dice
