@@ -19,6 +19,7 @@ struct PolicyTrainer::Packed {
   std::vector<std::int64_t> flat_positions, targets;
   std::vector<float> old_log_probs, advantages, weights;
   std::vector<std::int64_t> response_index;  // per scored token: its index in the response
+  double model_flops = 0;  // of its forward (training_flops.h): each row at its own length
 };
 
 Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
@@ -273,6 +274,8 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
     const TraceLayout& l = *layouts[s];
     const double weight = sequence_weight / static_cast<double>(l.response_length);
     for (const TraceView& v : l.views) {
+      p.model_flops +=
+          training_sequence_flops(model_->config(), static_cast<std::int64_t>(l.clean.size()));
       std::copy(v.noisy.begin(), v.noisy.end(), p.noisy.begin() + row * p.length);
       std::copy(l.clean.begin(), l.clean.end(), p.clean.begin() + row * p.length);
       for (std::size_t t = 0; t < v.positions.size(); ++t) {
@@ -286,6 +289,7 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
       ++row;
     }
   }
+  p.model_flops += lm_head_flops(model_->config(), static_cast<std::int64_t>(p.targets.size()));
   return p;
 }
 
@@ -297,8 +301,7 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* s
   at::Tensor x_t = at::tensor(p.noisy, long_cpu).view({p.rows, p.length}).to(device);
   at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.rows, p.length}).to(device);
   if (stats != nullptr) stats->upload_seconds += lap(&mark);
-  forward_flops_ += training_forward_flops(model_->config(), p.rows, p.length,
-                                           static_cast<std::int64_t>(p.targets.size()));
+  forward_flops_ += p.model_flops;
   at::Tensor hidden = model_->hidden_training(x_t, x_0);  // [rows, length, hidden]
   at::Tensor picked = hidden.reshape({p.rows * p.length, hidden.size(-1)})
                           .index_select(0, at::tensor(p.flat_positions, long_cpu).to(device));

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <string>
 
+#include "learner/training_flops.h"
+
 namespace dice {
 
 SftNoised sft_noise(const SftSample& sample, double t, std::int64_t block_size,
@@ -78,6 +80,9 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
       }
       rows.back().push_back(i);
       row_length += length;
+      stats.model_flops +=
+          3 * (training_sequence_flops(config, length) +
+               lm_head_flops(config, static_cast<std::int64_t>(noised[i].masked.size())));
     }
     // Forwards of up to rows_per_forward rows each, padded to their longest row with a filler
     // sequence that sees only itself and that no loss term reads.

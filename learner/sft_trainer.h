@@ -46,6 +46,9 @@ struct SftStepStats {
   std::int64_t masked_tokens = 0;
   std::int64_t sequences = 0;
   std::int64_t forwards = 0;  // forwards run (packed or several rows each: fewer than sequences)
+  // Model FLOPs of the step's forwards and backward (training_flops.h: each sequence at its own
+  // length, padding and recomputation not counted)
+  double model_flops = 0.0;
 };
 
 // One sample's noisy copy: x_t, x_0 (both padded to whole blocks), the masked positions and p.

@@ -11,18 +11,25 @@ double decoder_params_per_token(const ModelConfig& c) {
   return static_cast<double>(c.num_hidden_layers) * (attention + mlp);
 }
 
-double training_forward_flops(const ModelConfig& c, std::int64_t rows, std::int64_t length,
-                              std::int64_t scored) {
-  const double b = static_cast<double>(c.block_size > 0 ? c.block_size : 1);
-  const double blocks = static_cast<double>((length + (c.block_size > 0 ? c.block_size : 1) - 1) /
-                                            (c.block_size > 0 ? c.block_size : 1));
+double training_sequence_flops(const ModelConfig& c, std::int64_t length) {
+  const std::int64_t block = c.block_size > 0 ? c.block_size : 1;
+  const double b = static_cast<double>(block);
+  const double blocks = static_cast<double>((length + block - 1) / block);
   const double pairs = b * b * blocks * (blocks + 1);
   const double linear = 2 * decoder_params_per_token(c) * 2 * static_cast<double>(length);
   const double attention = 4 * static_cast<double>(c.num_attention_heads * c.head_dim) * pairs *
                            static_cast<double>(c.num_hidden_layers);
-  const double lm_head = 2 * static_cast<double>(c.hidden_size) *
-                         static_cast<double>(c.vocab_size) * static_cast<double>(scored);
-  return static_cast<double>(rows) * (linear + attention) + lm_head;
+  return linear + attention;
+}
+
+double lm_head_flops(const ModelConfig& c, std::int64_t scored) {
+  return 2 * static_cast<double>(c.hidden_size) * static_cast<double>(c.vocab_size) *
+         static_cast<double>(scored);
+}
+
+double training_forward_flops(const ModelConfig& c, std::int64_t rows, std::int64_t length,
+                              std::int64_t scored) {
+  return static_cast<double>(rows) * training_sequence_flops(c, length) + lm_head_flops(c, scored);
 }
 
 }  // namespace dice

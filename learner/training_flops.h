@@ -22,8 +22,16 @@ namespace dice {
 // Weights one token meets in the decoder layers (attention projections and MLP), all layers.
 double decoder_params_per_token(const ModelConfig& config);
 
-// FLOPs of one forward over `rows` training rows of `length` tokens a half, `scored` positions
-// through lm_head in all.
+// FLOPs of one sequence of `length` tokens a half through the decoder (both halves), without
+// lm_head. Sequences packed into one row do not see each other, so a row's FLOPs are its
+// sequences' sum; padding is not counted (it is waste, which MFU should show).
+double training_sequence_flops(const ModelConfig& config, std::int64_t length);
+
+// lm_head's FLOPs for `scored` positions.
+double lm_head_flops(const ModelConfig& config, std::int64_t scored);
+
+// FLOPs of one forward over `rows` training rows of one `length`-token sequence a half,
+// `scored` positions through lm_head in all.
 double training_forward_flops(const ModelConfig& config, std::int64_t rows, std::int64_t length,
                               std::int64_t scored);
 

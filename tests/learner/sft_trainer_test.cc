@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "learner/training_flops.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {
@@ -162,6 +163,23 @@ TEST(SftTrainerTest, PackingChangesTheForwardsNotTheLoss) {
   EXPECT_NEAR(stats[0].loss, stats[1].loss, 1e-4 * std::abs(stats[0].loss));
   EXPECT_NEAR(stats[0].grad_norm, stats[1].grad_norm, 1e-4 * stats[0].grad_norm);
   EXPECT_TRUE(at::allclose(weights[0], weights[1], 1e-5, 1e-6));
+}
+
+// A step's model FLOPs are each sample's at its own length (16 tokens: 5 + 10 padded to whole
+// blocks) plus lm_head on its masked tokens, three times (forward and backward), however the
+// samples are packed.
+TEST(SftTrainerTest, ModelFlopsCountEachSampleAtItsOwnLengthPackedOrNot) {
+  const SftSample a = sample(10), b = sample(30), c = sample(40);
+  std::vector<const SftSample*> batch = {&a, &b, &c};
+  const ModelConfig config = tiny_config();
+  for (std::int64_t pack : {0, 32}) {
+    std::optional<OneStep> step = one_step(batch, pack, 1);
+    ASSERT_TRUE(step);
+    ASSERT_GT(step->stats.masked_tokens, 0);
+    const double expected = 3 * (3 * training_sequence_flops(config, 16) +
+                                 lm_head_flops(config, step->stats.masked_tokens));
+    EXPECT_DOUBLE_EQ(step->stats.model_flops, expected) << "pack " << pack;
+  }
 }
 
 // Rows of different lengths (two 16-token samples, one 16-token sample, one 28-token sample) in

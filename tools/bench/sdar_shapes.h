@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -49,6 +51,42 @@ inline NamedShape tiny_shape() {
   c.head_dim = 16;
   c.mask_token_id = 63;
   return {"tiny", c};
+}
+
+// The shapes named by --models ("1.7b,4b"), or the toy shape alone with --tiny.
+inline std::vector<NamedShape> selected_shapes(const std::vector<std::string>& models, bool tiny) {
+  if (tiny) return {tiny_shape()};
+  std::vector<NamedShape> out;
+  for (const NamedShape& s : sdar_shapes()) {
+    for (const std::string& m : models) {
+      if (s.name == m) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+// Walks a bench's flags: `on_flag(flag, value)` for each, where value() takes the next argument
+// (throwing when there is none); the handler throws std::invalid_argument for an unknown flag or
+// a bad value (std::stoi's own exceptions are caught too). False, after "<bench>: <flag>: why" on
+// stderr, for the first flag that fails.
+inline bool parse_flags(
+    int argc, char** argv, const char* bench,
+    const std::function<void(const std::string& flag, const std::function<std::string()>& value)>&
+        on_flag) {
+  std::string flag;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      flag = argv[i];
+      on_flag(flag, [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument("needs a value");
+        return argv[++i];
+      });
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s: %s\n", bench, flag.c_str(), e.what());
+    return false;
+  }
+  return true;
 }
 
 // "1,16,64" -> {"1", "16", "64"}: the form of --models, --batches, --strategies.

@@ -41,38 +41,30 @@ struct Flags {
 };
 
 bool parse(int argc, char** argv, Flags& f) {
-  std::string flag;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      flag = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument("needs a value");
-        return argv[++i];
-      };
-      if (flag == "--models") {
-        f.models = dice::bench::split_list(value());
-      } else if (flag == "--samples") {
-        f.samples = std::stoi(value());
-      } else if (flag == "--prompt") {
-        f.prompt = std::stoll(value());
-      } else if (flag == "--response") {
-        f.response = std::stoll(value());
-      } else if (flag == "--model-path") {
-        f.model_path = value();
-      } else if (flag == "--device") {
-        const std::string d = value();
-        if (d != "cuda" && d != "cpu") throw std::invalid_argument("cuda or cpu");
-        f.cpu = d == "cpu";
-      } else if (flag == "--tiny") {
-        f.tiny = true;
-      } else {
-        throw std::invalid_argument("unknown flag");
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "logprob_gap_bench: %s: %s\n", flag.c_str(), e.what());
-    return false;
-  }
+  const bool ok = dice::bench::parse_flags(
+      argc, argv, "logprob_gap_bench",
+      [&](const std::string& flag, const std::function<std::string()>& value) {
+        if (flag == "--models") {
+          f.models = dice::bench::split_list(value());
+        } else if (flag == "--samples") {
+          f.samples = std::stoi(value());
+        } else if (flag == "--prompt") {
+          f.prompt = std::stoll(value());
+        } else if (flag == "--response") {
+          f.response = std::stoll(value());
+        } else if (flag == "--model-path") {
+          f.model_path = value();
+        } else if (flag == "--device") {
+          const std::string d = value();
+          if (d != "cuda" && d != "cpu") throw std::invalid_argument("cuda or cpu");
+          f.cpu = d == "cpu";
+        } else if (flag == "--tiny") {
+          f.tiny = true;
+        } else {
+          throw std::invalid_argument("unknown flag");
+        }
+      });
+  if (!ok) return false;
   if (f.samples < 1 || f.prompt < 1 || f.response < 1) {
     std::fprintf(stderr, "logprob_gap_bench: --samples, --prompt and --response must be >= 1\n");
     return false;

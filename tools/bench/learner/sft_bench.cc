@@ -1,0 +1,158 @@
+// sft_bench: SFT steps (learner/sft_trainer.h) at SDAR shapes with random weights and synthetic
+// samples: seconds per step, trained tokens/s, model TFLOP/s and MFU, peak GPU memory.
+//
+//   sft_bench [--models 1.7b,4b] [--batch 32] [--prompt 512] [--response 1536]
+//             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
+//             [--dtype bf16|fp32] [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
+//             [--peak-tflops 989]
+//
+// Each sample: --prompt and --response random token ids. One step = the SFT objective over the
+// batch (each sample noised at its own t; packed side by side into rows of --pack-length tokens
+// when given, --rows-per-forward rows a forward) + backward + AdamW with fp32 masters. Tokens/s
+// counts every token of every sample (prompt and response, one copy; the forwards run x_t and
+// x_0). Model FLOPs: learner/training_flops.h (each sequence at its own length: neither padding
+// nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet peak by
+// default). One warm-up step first; "OOM" where a step runs out of memory.
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "learner/sft_trainer.h"
+#include "learner/training_flops.h"
+#include "model/torch_compat.h"
+#include "tools/bench/gpu_memory.h"
+#include "tools/bench/learner/train_bench_flags.h"
+#include "tools/bench/sdar_shapes.h"
+
+namespace {
+
+// SFT samples are shorter than RL traces: 512 + 1,536 tokens by default.
+dice::bench::TrainBenchFlags sft_defaults() {
+  dice::bench::TrainBenchFlags f;
+  f.response = 1536;
+  return f;
+}
+
+struct Flags {
+  dice::bench::TrainBenchFlags train = sft_defaults();
+  int batch = 32, steps = 2, rows_per_forward = 1;
+  int64_t pack_length = 0;
+};
+
+bool parse(int argc, char** argv, Flags& f) {
+  const bool ok = dice::bench::parse_flags(
+      argc, argv, "sft_bench",
+      [&](const std::string& flag, const std::function<std::string()>& value) {
+        if (dice::bench::take_train_flag(flag, value, f.train)) {
+          return;
+        }
+        if (flag == "--batch") {
+          f.batch = std::stoi(value());
+        } else if (flag == "--steps") {
+          f.steps = std::stoi(value());
+        } else if (flag == "--rows-per-forward") {
+          f.rows_per_forward = std::stoi(value());
+        } else if (flag == "--pack-length") {
+          f.pack_length = std::stoll(value());
+        } else {
+          throw std::invalid_argument("unknown flag (see the header of sft_bench.cc)");
+        }
+      });
+  if (!ok) return false;
+  if (f.batch < 1 || f.steps < 1 || f.rows_per_forward < 1 || f.pack_length < 0 ||
+      !train_flags_valid(f.train)) {
+    std::fprintf(stderr,
+                 "sft_bench: --batch, --steps, --rows-per-forward, --prompt, --response and "
+                 "--peak-tflops must be positive, --pack-length not negative\n");
+    return false;
+  }
+  return true;
+}
+
+std::vector<dice::SftSample> synthetic_samples(const Flags& f, const dice::ModelConfig& c) {
+  std::vector<dice::SftSample> out(static_cast<size_t>(f.batch));
+  const int64_t vocab = std::min<int64_t>(c.vocab_size, c.mask_token_id);  // ids below the mask
+  for (dice::SftSample& s : out) {
+    at::Tensor p = at::randint(0, vocab, {f.train.prompt}, at::kLong);
+    at::Tensor r = at::randint(0, vocab, {f.train.response}, at::kLong);
+    s.prompt.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + f.train.prompt);
+    s.response.assign(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + f.train.response);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (!parse(argc, argv, f)) return 2;
+  const std::vector<dice::bench::NamedShape> shapes =
+      dice::bench::selected_shapes(f.train.models, f.train.tiny);
+  const std::optional<c10::Device> on = dice::bench::bench_device(f.train, "sft_bench");
+  if (!on) return 0;
+  const c10::Device device = *on;
+  std::printf(
+      "sft_bench: %s, batch %d of %lld prompt + %lld response tokens, pack length %lld, %d "
+      "row(s) a forward, %s, optimizer on the %s\n",
+      f.train.cpu ? "cpu" : "cuda:0", f.batch, static_cast<long long>(f.train.prompt),
+      static_cast<long long>(f.train.response), static_cast<long long>(f.pack_length),
+      f.rows_per_forward, f.train.fp32 ? "fp32" : "bf16",
+      f.train.optimizer_on_cpu ? "CPU" : "model's device");
+  std::printf("%-6s %-13s %10s %12s %10s %7s %9s %10s\n", "model", "checkpointing", "s/step",
+              "tokens/s", "TFLOP/s", "MFU", "forwards", "peak GiB");
+  int status = 0;
+  for (const auto& shape : shapes) {
+    for (const std::string& mode : f.train.checkpointing) {
+      at::manual_seed(1);
+      const std::vector<dice::SftSample> samples = synthetic_samples(f, shape.config);
+      std::vector<const dice::SftSample*> batch;
+      for (const auto& s : samples) batch.push_back(&s);
+      dice::SftTrainerOptions o;
+      o.activation_checkpointing = mode == "on";
+      o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+      o.pack_length = f.pack_length;
+      o.rows_per_forward = f.rows_per_forward;
+      std::string result;
+      try {
+        dice::bench::reset_peak_gpu_memory();
+        dice::Qwen3LM model(
+            shape.config,
+            c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(device));
+        auto trainer = dice::SftTrainer::create(model, o);
+        if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
+        double seconds = 0, flops = 0;
+        int64_t forwards = 0;
+        for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
+          const auto start = std::chrono::steady_clock::now();
+          auto stats = (*trainer)->step(batch, 1e-5);
+          if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
+          dice::compat::synchronize(device);
+          if (s == 0) continue;
+          seconds +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          flops += stats->model_flops;
+          forwards = stats->forwards;
+        }
+        const double tokens = static_cast<double>(f.steps) * f.batch *
+                              static_cast<double>(f.train.prompt + f.train.response);
+        char line[160], peak[32] = "-";
+        const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
+        if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
+        const double tflops = flops / seconds / 1e12;
+        std::snprintf(line, sizeof line, "%10.2f %12.0f %10.1f %6.1f%% %9lld %10s",
+                      seconds / f.steps, tokens / seconds, tflops,
+                      100.0 * tflops / f.train.peak_tflops, static_cast<long long>(forwards), peak);
+        result = line;
+      } catch (const std::exception& e) {
+        result = dice::bench::failure_text(e, &status);
+      }
+      std::printf("%-6s %-13s %s\n", shape.name.c_str(), mode.c_str(), result.c_str());
+      std::fflush(stdout);
+    }
+  }
+  return status;
+}

@@ -1,0 +1,83 @@
+// What update_bench and sft_bench share: their common flags (which shapes, activation
+// checkpointing, the sample length, precision and device, where the optimizer runs, the peak MFU
+// is against), the device they run on, and how a run that failed is reported.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "learner/training_flops.h"
+#include "model/torch_compat.h"
+#include "tools/bench/sdar_shapes.h"
+
+namespace dice::bench {
+
+struct TrainBenchFlags {
+  std::vector<std::string> models = {"1.7b", "4b"};
+  std::vector<std::string> checkpointing = {"on", "off"};
+  int64_t prompt = 512, response = 4096;
+  bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false;
+  double peak_tflops = kH200PeakBf16Flops / 1e12;
+};
+
+// Takes `flag` (with value() for its argument) when it is one of the shared flags: --models,
+// --checkpointing, --prompt, --response, --dtype bf16|fp32, --device cuda|cpu, --tiny,
+// --optimizer-on-cpu, --peak-tflops. False for any other flag.
+inline bool take_train_flag(const std::string& flag, const std::function<std::string()>& value,
+                            TrainBenchFlags& f) {
+  if (flag == "--models") {
+    f.models = split_list(value());
+  } else if (flag == "--checkpointing") {
+    f.checkpointing = split_list(value());
+  } else if (flag == "--prompt") {
+    f.prompt = std::stoll(value());
+  } else if (flag == "--response") {
+    f.response = std::stoll(value());
+  } else if (flag == "--dtype") {
+    f.fp32 = value() == "fp32";
+  } else if (flag == "--device") {
+    f.cpu = value() == "cpu";
+  } else if (flag == "--tiny") {
+    f.tiny = true;
+  } else if (flag == "--optimizer-on-cpu") {
+    f.optimizer_on_cpu = true;
+  } else if (flag == "--peak-tflops") {
+    f.peak_tflops = std::stod(value());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Whether the shared flags hold sensible values (lengths and peak positive).
+inline bool train_flags_valid(const TrainBenchFlags& f) {
+  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0;
+}
+
+// The device --device names; none (after "<bench>: skipped: ..." on stdout) when it is CUDA and
+// this LibTorch has no GPU: CI runs the benches without one.
+inline std::optional<c10::Device> bench_device(const TrainBenchFlags& f, const char* bench) {
+  if (f.cpu) return c10::Device(c10::kCPU);
+  if (!compat::cuda_available()) {
+    std::printf("%s: skipped: needs a CUDA GPU (or --device cpu); this is %s\n", bench,
+                compat::describe_torch().c_str());
+    return std::nullopt;
+  }
+  return c10::Device(c10::kCUDA, 0);
+}
+
+// A run that threw: "OOM" when the device ran out of memory (the bench goes on: that is a
+// result), else "error: ..." and *status 1.
+inline std::string failure_text(const std::exception& e, int* status) {
+  const std::string what = e.what();
+  if (what.find("out of memory") != std::string::npos) return "OOM";
+  *status = 1;
+  return "error: " + what;
+}
+
+}  // namespace dice::bench
