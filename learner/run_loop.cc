@@ -49,7 +49,6 @@ struct StepWork {
   StepWork(StepSettings settings, std::uint64_t* next_work_id, std::uint64_t* next_group_id)
       : tracker(std::move(settings), next_work_id, next_group_id) {}
   StepTracker tracker;
-  int k = 0;  // its number within the phase, from 1
   Clock::time_point started;
   StepTiming timing;
   std::vector<TraceSample> traces;  // the step's samples of used groups, for the update
@@ -673,7 +672,6 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     auto work = std::make_unique<StepWork>(
         step_settings(options, config, plan, global, state->policy_version, state->weights_dir),
         &state->next_work_id, &state->next_group_id);
-    work->k = k;
     work->started = Clock::now();
     work->timing.started_ms = wire::unix_millis_now();
     work->refills_left = eval ? 0 : plan.refill_constant_groups;
