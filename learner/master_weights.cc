@@ -8,6 +8,8 @@
 
 #include <limits>
 
+#include "learner/gradient_reducer.h"
+
 namespace dice {
 
 MasterWeights::MasterWeights(Qwen3LMImpl& model, const OptimizerOptions& options, bool on_cpu)
@@ -34,10 +36,15 @@ MasterWeights::MasterWeights(Qwen3LMImpl& model, const OptimizerOptions& options
 MasterWeights::~MasterWeights() = default;
 
 void MasterWeights::zero_grad() {
+  if (reducer_ != nullptr) return reducer_->zero();
   for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
 }
 
 double MasterWeights::step(double lr) {
+  if (reducer_ != nullptr) {
+    const Status summed = reducer_->finish();
+    TORCH_CHECK(summed.ok(), summed.to_string());
+  }
   if (lr > 0) {
     for (auto& group : optimizer_->param_groups()) {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);

@@ -23,6 +23,8 @@ class AdamW;
 
 namespace dice {
 
+class GradientReducer;
+
 class MasterWeights {
  public:
   // Throws c10::Error (callers turn it into a Status) when LibTorch cannot allocate the masters.
@@ -33,8 +35,12 @@ class MasterWeights {
 
   void zero_grad();
   // One AdamW step at `lr` (the options' lr when lr <= 0); returns the global gradient norm
-  // before clipping. Throws c10::Error.
+  // before clipping. Throws c10::Error (a failed data-parallel sum included).
   double step(double lr = 0);
+
+  // Data-parallel training (data_parallel.h): the gradients live in `reducer`'s buckets;
+  // zero_grad() zeroes them there and step() first waits for their sum over the ranks.
+  void set_reducer(GradientReducer* reducer) { reducer_ = reducer; }
 
   const c10::Device& device() const { return device_; }  // where the model's parameters are
 
@@ -52,6 +58,7 @@ class MasterWeights {
   double grad_clip_norm_;
   c10::Device device_{at::kCPU};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
+  GradientReducer* reducer_ = nullptr;
 };
 
 }  // namespace dice

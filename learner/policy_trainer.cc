@@ -39,7 +39,12 @@ Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
     return Status::invalid_argument("PolicyTrainer: negative sampling temperature");
   }
   try {
-    return std::unique_ptr<PolicyTrainer>(new PolicyTrainer(std::move(model), std::move(options)));
+    std::unique_ptr<PolicyTrainer> trainer(new PolicyTrainer(std::move(model), std::move(options)));
+    DICE_ASSIGN_OR_RETURN(
+        trainer->replicas_,
+        DataParallel::create(trainer->model_, trainer->options_.optimizer,
+                             trainer->options_.optimizer_on_cpu, trainer->options_.data_parallel));
+    return trainer;
   } catch (const c10::Error& e) {
     return Status::internal(std::string("PolicyTrainer: ") + e.what_without_backtrace());
   }
@@ -49,8 +54,6 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)) {
   model_->train();
   model_->model->activation_checkpointing = options_.activation_checkpointing;
-  masters_ =
-      std::make_unique<MasterWeights>(*model_, options_.optimizer, options_.optimizer_on_cpu);
 }
 
 PolicyTrainer::~PolicyTrainer() = default;
@@ -80,8 +83,9 @@ Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
   const auto n = static_cast<std::int64_t>(layouts.size());
   prepared.sequences = n;
   if (n == 0) return prepared;
-  const std::int64_t micro_batches =
-      std::min<std::int64_t>(n, std::max(1, options_.optimizer.grad_accumulation));
+  // At least one micro-batch per replica (when there are samples enough).
+  const std::int64_t micro_batches = std::min<std::int64_t>(
+      n, std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
   const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
   // Packed once: every pass scores the same tokens against the same sampling log-probs.
   for (std::int64_t begin = 0; begin < n; begin += per_batch) {
@@ -99,14 +103,62 @@ Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
 
 PolicyUpdateStats PolicyTrainer::backward_pass(const Prepared& prepared) {
   PolicyUpdateStats stats;
-  masters_->zero_grad();
+  replicas_->masters(0).zero_grad();
   for (const Packed& p : prepared.micro_batches) accumulate(p, stats);
   return stats;
 }
 
-double PolicyTrainer::lap(std::chrono::steady_clock::time_point* mark) const {
-  if (!options_.time_parts) return 0.0;
-  compat::synchronize(masters_->device());
+Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
+    const Prepared& prepared) {
+  // Each micro-batch to the replica with the fewest token rows so far (ties: the lowest rank).
+  const auto replicas = static_cast<std::size_t>(replicas_->size());
+  std::vector<std::vector<const Packed*>> mine(replicas);
+  std::vector<std::int64_t> load(replicas, 0);
+  for (const Packed& p : prepared.micro_batches) {
+    const auto least =
+        static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    mine[least].push_back(&p);
+    load[least] += p.rows * p.length;
+  }
+  std::vector<PolicyUpdateStats> stats(replicas);
+  std::vector<double> norms(replicas, 0.0);
+  Status ran = replicas_->run([&](int rank) -> Status {
+    const auto r = static_cast<std::size_t>(rank);
+    MasterWeights& masters = replicas_->masters(rank);
+    try {
+      masters.zero_grad();
+      for (std::size_t j = 0; j < mine[r].size(); ++j) {
+        if (j + 1 == mine[r].size()) replicas_->arm(rank);
+        accumulate(*mine[r][j], stats[r], rank);
+      }
+      auto mark = std::chrono::steady_clock::now();
+      lap(&mark, rank);
+      norms[r] = masters.step();
+      stats[r].optimizer_seconds += lap(&mark, rank);
+    } catch (const c10::Error& e) {
+      return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
+    }
+    return Status::ok_status();
+  });
+  DICE_RETURN_IF_ERROR(ran);
+  PolicyUpdateStats sum = stats.front();
+  for (std::size_t r = 1; r < replicas; ++r) {
+    const PolicyUpdateStats& s = stats[r];
+    sum.scored_tokens += s.scored_tokens;
+    sum.forwards += s.forwards;
+    sum.loss += s.loss;
+    sum.policy_loss += s.policy_loss;
+    sum.kl += s.kl;
+    sum.mean_ratio += s.mean_ratio;
+    sum.clip_fraction += s.clip_fraction;
+    sum.model_flops += s.model_flops;
+  }
+  return std::make_pair(sum, norms.front());
+}
+
+double PolicyTrainer::lap(std::chrono::steady_clock::time_point* mark, int rank) const {
+  if (!options_.time_parts || rank != 0) return 0.0;
+  compat::synchronize(replicas_->masters(0).device());
   const auto now = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(now - *mark).count();
   *mark = now;
@@ -196,14 +248,14 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   for (const Prepared& part : parts) sequences += part.sequences;
   double model_flops = rescore_flops;
   PolicyUpdateStats times;  // the parts' seconds over every pass
-  try {
+  {
     for (int epoch = 0; epoch < epochs; ++epoch) {
       stats = PolicyUpdateStats{};  // the last epoch's figures are reported
       for (const Prepared& part : parts) {
-        const PolicyUpdateStats pass = backward_pass(part);
-        lap(&mark);
-        const double norm = masters_->step();
-        times.optimizer_seconds += lap(&mark);
+        DICE_ASSIGN_OR_RETURN(auto stepped, step_on_replicas(part));
+        const PolicyUpdateStats& pass = stepped.first;
+        const double norm = stepped.second;
+        times.optimizer_seconds += pass.optimizer_seconds;
         ++steps_;
         model_flops += pass.model_flops;
         times.upload_seconds += pass.upload_seconds;
@@ -219,8 +271,6 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
         stats.grad_norm += norm / static_cast<double>(parts.size());
       }
     }
-  } catch (const c10::Error& e) {
-    return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
   }
   finish_stats(sequences, epochs * static_cast<int>(parts.size()), &stats);
   if (importance_tokens > 0) {
@@ -293,21 +343,21 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
   return p;
 }
 
-at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* stats) {
-  const c10::Device device = masters_->device();
+at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* stats, int rank) {
+  const c10::Device device = replicas_->masters(rank).device();
+  Qwen3LM model = replicas_->replica(rank);
   const auto long_cpu = at::TensorOptions().dtype(at::kLong);
   auto mark = std::chrono::steady_clock::now();
-  if (stats != nullptr) lap(&mark);
+  if (stats != nullptr) lap(&mark, rank);
   at::Tensor x_t = at::tensor(p.noisy, long_cpu).view({p.rows, p.length}).to(device);
   at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.rows, p.length}).to(device);
-  if (stats != nullptr) stats->upload_seconds += lap(&mark);
-  forward_flops_ += p.model_flops;
-  at::Tensor hidden = model_->hidden_training(x_t, x_0);  // [rows, length, hidden]
+  if (stats != nullptr) stats->upload_seconds += lap(&mark, rank);
+  at::Tensor hidden = model->hidden_training(x_t, x_0);  // [rows, length, hidden]
   at::Tensor picked = hidden.reshape({p.rows * p.length, hidden.size(-1)})
                           .index_select(0, at::tensor(p.flat_positions, long_cpu).to(device));
   // float32 at least (a bf16 model's log-softmax would round away the ratio); a float64 model
   // (the gradient check) keeps its precision.
-  at::Tensor logits = model_->logits(picked);
+  at::Tensor logits = model->logits(picked);
   if (logits.scalar_type() != at::kDouble) logits = logits.to(at::kFloat);
   if (options_.temperature > 0 && options_.temperature != 1.0) {
     logits = logits / options_.temperature;
@@ -321,23 +371,22 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* s
       .squeeze(1);
 }
 
-void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats) {
-  const c10::Device device = masters_->device();
+void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats, int rank) {
+  const c10::Device device = replicas_->masters(rank).device();
   const auto float_cpu = at::TensorOptions().dtype(at::kFloat);
-  const double flops_before = forward_flops_;
   const double upload_before = stats.upload_seconds;
   auto mark = std::chrono::steady_clock::now();
-  lap(&mark);
-  at::Tensor new_log_probs = policy_log_probs(p, &stats);
+  lap(&mark, rank);
+  at::Tensor new_log_probs = policy_log_probs(p, &stats, rank);
   TraceTokenLoss terms =
       trace_token_loss(new_log_probs, at::tensor(p.old_log_probs, float_cpu).to(device),
                        at::tensor(p.advantages, float_cpu).to(device), options_.loss);
   at::Tensor weights = at::tensor(p.weights, float_cpu).to(device);
   at::Tensor loss = (terms.loss * weights).sum();
-  stats.forward_seconds += lap(&mark) - (stats.upload_seconds - upload_before);
+  stats.forward_seconds += lap(&mark, rank) - (stats.upload_seconds - upload_before);
   loss.backward();
-  stats.backward_seconds += lap(&mark);
-  stats.model_flops += 3 * (forward_flops_ - flops_before);  // backward is twice the forward
+  stats.backward_seconds += lap(&mark, rank);
+  stats.model_flops += 3 * p.model_flops;  // backward is twice the forward
 
   stats.forwards += 1;
   stats.scored_tokens += static_cast<std::int64_t>(p.targets.size());
@@ -355,6 +404,7 @@ Result<std::vector<float>> PolicyTrainer::log_probs(const TraceSample& sample) {
   try {
     at::NoGradGuard no_grad;
     Packed p = pack({&layout}, {0.0}, 1.0);
+    forward_flops_ += p.model_flops;
     at::Tensor lp = policy_log_probs(p).to(at::kCPU, at::kFloat).contiguous();
     const float* values = lp.data_ptr<float>();
     for (std::size_t t = 0; t < p.response_index.size(); ++t) {
@@ -364,6 +414,17 @@ Result<std::vector<float>> PolicyTrainer::log_probs(const TraceSample& sample) {
     return Status::internal(std::string("PolicyTrainer::log_probs: ") + e.what_without_backtrace());
   }
   return out;
+}
+
+Status PolicyTrainer::save_optimizer_state(const std::string& path) const {
+  return replicas_->masters(0).save(path);
+}
+
+Status PolicyTrainer::load_optimizer_state(const std::string& path) {
+  for (int r = 0; r < replicas_->size(); ++r) {
+    DICE_RETURN_IF_ERROR(replicas_->masters(r).load(path));
+  }
+  return Status::ok_status();
 }
 
 }  // namespace dice

@@ -7,15 +7,21 @@
 //     trace_token_loss, each sequence's sum over its response length, averaged over the step's
 //     sequences; backward (gradients add up over micro-batches)
 //   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
+//
+// On several devices (options.data_parallel, data_parallel.h) each optimizer step's
+// micro-batches are shared out between the replicas (at least one each), whose gradients are
+// summed: the objective's normaliser is the whole step's sequence count on every replica, so the
+// sum is the one-device gradient, up to the order of float additions.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
-#include "learner/master_weights.h"
+#include "learner/data_parallel.h"
 #include "learner/trace_layout.h"
 #include "model/qwen3.h"
 #include "options/learner_options.h"
@@ -45,6 +51,8 @@ struct PolicyTrainerOptions {
   // Time the update's parts (PolicyUpdateStats::*_seconds), synchronising the device around each:
   // for benches, it costs the overlap of host and device work. Default: false
   bool time_parts = false;
+  // Replicas on several devices; the default is the model's device alone.
+  DataParallelOptions data_parallel;
 };
 
 // The figures below are of the last pass over the samples (with loss.ppo_epochs > 1 its ratio
@@ -109,8 +117,11 @@ class PolicyTrainer {
   Qwen3LM model() const { return model_; }
   std::int64_t steps_taken() const { return steps_; }  // optimizer steps
 
-  // The optimizer state for a resume (MasterWeights::save / load).
-  MasterWeights& master_weights() { return *masters_; }
+  // The optimizer state for a resume (MasterWeights::save / load): saved from the first replica,
+  // loaded into every one (which also sets every replica's weights to the saved masters).
+  Status save_optimizer_state(const std::string& path) const;
+  Status load_optimizer_state(const std::string& path);
+  int replicas() const { return replicas_->size(); }
 
  private:
   struct Packed;    // one forward's rows and scored tokens (policy_trainer.cc)
@@ -119,23 +130,30 @@ class PolicyTrainer {
   PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options);
   Result<Prepared> prepare(const std::vector<TraceSample>& samples,
                            std::vector<std::pair<std::size_t, Status>>* left_out) const;
-  // zero_grad, then forward + backward of every micro-batch: one pass's gradient and figures.
+  // zero_grad, then forward + backward of every micro-batch on the first replica: one pass's
+  // gradient and figures (no sum over replicas; what gradients() reports).
   PolicyUpdateStats backward_pass(const Prepared& prepared);
+  // One optimizer step on `prepared`: its micro-batches shared out between the replicas, the
+  // gradients summed, every replica stepped. The figures summed over replicas; the norm.
+  Result<std::pair<PolicyUpdateStats, double>> step_on_replicas(const Prepared& prepared);
   Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
               double sequence_weight) const;
   // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad);
   // counts the forward's model FLOPs (forward_flops_) and, with time_parts, the upload's seconds.
-  at::Tensor policy_log_probs(const Packed& packed, PolicyUpdateStats* stats = nullptr);
+  at::Tensor policy_log_probs(const Packed& packed, PolicyUpdateStats* stats = nullptr,
+                              int rank = 0);
   // With time_parts: the device synchronised, then seconds since `*mark`, which moves to now.
-  double lap(std::chrono::steady_clock::time_point* mark) const;
-  // Forward + backward of one micro-batch; adds to `stats` (sums; update() averages).
-  void accumulate(const Packed& packed, PolicyUpdateStats& stats);
+  // Replicas other than the first are not timed (their threads overlap the first's).
+  double lap(std::chrono::steady_clock::time_point* mark, int rank = 0) const;
+  // Forward + backward of one micro-batch on replica `rank`; adds to `stats` (sums; update()
+  // averages).
+  void accumulate(const Packed& packed, PolicyUpdateStats& stats, int rank = 0);
 
   Qwen3LM model_;
   PolicyTrainerOptions options_;
-  std::unique_ptr<MasterWeights> masters_;
+  std::unique_ptr<DataParallel> replicas_;
   std::int64_t steps_ = 0;
-  double forward_flops_ = 0.0;  // of every forward policy_log_probs() ran
+  double forward_flops_ = 0.0;  // of the no-grad forwards log_probs() ran
 };
 
 }  // namespace dice

@@ -142,7 +142,7 @@ struct Updater {
   Status save_state(const std::string& dir) {
     DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source_dir, dir + "/model"));
     if (!trainer) return Status::ok_status();
-    return trainer->master_weights().save(dir + "/optimizer.pt");
+    return trainer->save_optimizer_state(dir + "/optimizer.pt");
   }
 
   Result<ResumedWeights> load_state(const std::string& dir, std::uint64_t version,
@@ -153,7 +153,7 @@ struct Updater {
       DICE_RETURN_IF_ERROR(load_weights(saved, *model).with_context("resume " + dir));
       if (std::filesystem::exists(dir + "/optimizer.pt", ec)) {
         DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
-        DICE_RETURN_IF_ERROR(trainer->master_weights().load(dir + "/optimizer.pt"));
+        DICE_RETURN_IF_ERROR(trainer->load_optimizer_state(dir + "/optimizer.pt"));
       } else {
         trainer.reset();
       }
@@ -272,6 +272,8 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
   auto updater = std::make_shared<Updater>();
   updater->model = *model;
   updater->trainer_options = policy_trainer_options(config, (*model)->config());
+  DICE_ASSIGN_OR_RETURN(updater->trainer_options.data_parallel,
+                        data_parallel_options(learner.data_parallel, options.device()));
   // Made now, so that bad trainer options are found at start (the first update reuses it).
   DICE_ASSIGN_OR_RETURN(updater->trainer,
                         PolicyTrainer::create(updater->model, updater->trainer_options));
@@ -287,6 +289,7 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
   }
   DICE_LOG(Info) << "policy loaded for training" << kv("model", source)
                  << kv("device", gpu ? "cuda:0" : "cpu")
+                 << kv("replicas", updater->trainer_options.data_parallel.devices.size())
                  << kv("dtype", learner.dtype == TrainDtype::kBf16 ? "bf16" : "fp32")
                  << kv("checkpoints", updater->base_dir);
   PolicyStages stages;

@@ -71,8 +71,10 @@ Result<SftData> load_sft_samples(const DiceConfig& config, const SftJob& job,
   return data;
 }
 
-SftTrainerOptions sft_trainer_options(const LearnerOptions& learner) {
+Result<SftTrainerOptions> sft_trainer_options(const LearnerOptions& learner,
+                                              const c10::Device& home) {
   SftTrainerOptions options;
+  DICE_ASSIGN_OR_RETURN(options.data_parallel, data_parallel_options(learner.data_parallel, home));
   options.optimizer = learner.optimizer;
   options.activation_checkpointing = learner.activation_checkpointing;
   options.optimizer_on_cpu = learner.optimizer_on_cpu;
@@ -131,7 +133,8 @@ Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const S
   const LearnerOptions& learner = config.learner;
   const SftOptions& sft = learner.sft;
   DICE_ASSIGN_OR_RETURN(SftData data, load_sft_samples(config, job, model->config()));
-  const SftTrainerOptions options = sft_trainer_options(learner);
+  const c10::Device home = model->parameters().front().device();
+  DICE_ASSIGN_OR_RETURN(const SftTrainerOptions options, sft_trainer_options(learner, home));
   DICE_ASSIGN_OR_RETURN(auto trainer, SftTrainer::create(model, options));
   const auto n = static_cast<std::int64_t>(data.samples.size());
   const std::int64_t per_epoch = (n + sft.batch_size - 1) / sft.batch_size;
@@ -146,7 +149,8 @@ Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const S
   }
   DICE_LOG(Info) << "SFT" << kv("data", job.data_file) << kv("samples", n)
                  << kv("too_long", data.too_long) << kv("epochs", job.epochs)
-                 << kv("batch_size", sft.batch_size) << kv("steps", total) << kv("lr", sft.lr);
+                 << kv("batch_size", sft.batch_size) << kv("steps", total) << kv("lr", sft.lr)
+                 << kv("replicas", options.data_parallel.devices.size());
   SftRunSummary summary;
   std::mt19937_64 shuffle(options.seed ^ 0x5f7);
   std::vector<std::size_t> order(data.samples.size());

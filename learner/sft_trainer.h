@@ -9,6 +9,10 @@
 //                per row of samples packed side by side that cannot see each other, or per
 //                rows_per_forward such rows), then one AdamW step (master_weights.h)
 //
+// On several devices (options.data_parallel.devices, data_parallel.h) the step's forwards are
+// shared out between the replicas (each to the one with the fewest tokens so far), whose
+// gradients are summed: the same step as on one device, up to the order of float additions.
+//
 // The noise comes from the trainer's own generator (seeded): the same seed, data order and
 // options give the same masks.
 #pragma once
@@ -19,7 +23,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "learner/master_weights.h"
+#include "learner/data_parallel.h"
 #include "learner/sft_data.h"
 #include "model/qwen3.h"
 #include "options/learner_options.h"
@@ -38,6 +42,8 @@ struct SftTrainerOptions {
   // Rows run in one forward ([rows, length], padded to the longest): 1 suits a large model, whose
   // one row fills the GPU; a small model needs many, or kernel launches bound the step. Default: 1
   int rows_per_forward = 1;
+  // Replicas on several devices; the default is the model's device alone.
+  DataParallelOptions data_parallel;
 };
 
 struct SftStepStats {
@@ -46,6 +52,8 @@ struct SftStepStats {
   std::int64_t masked_tokens = 0;
   std::int64_t sequences = 0;
   std::int64_t forwards = 0;  // forwards run (packed or several rows each: fewer than sequences)
+  int replicas = 1;           // devices the step ran on
+  std::size_t buckets_overlapped = 0;  // gradient buckets summed during rank 0's backward
   // Model FLOPs of the step's forwards and backward (training_flops.h: each sequence at its own
   // length, padding and recomputation not counted)
   double model_flops = 0.0;
@@ -74,7 +82,7 @@ class SftTrainer {
 
   Qwen3LM model_;
   SftTrainerOptions options_;
-  std::unique_ptr<MasterWeights> masters_;
+  std::unique_ptr<DataParallel> replicas_;
   std::mt19937_64 rng_;
 };
 

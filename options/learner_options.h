@@ -122,6 +122,31 @@ struct AsyncOptions {
   }
 };
 
+// Data-parallel training over the learner's GPUs (learner/data_parallel.h): one replica per GPU,
+// gradients summed over NCCL in buckets while the backward runs.
+struct DataParallelSettings {
+  int devices = 0;
+  int bucket_mb = 25;
+  double timeout_seconds = 600;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("devices", devices,
+            "GPUs the learner trains on, one model replica each: the first N it sees; 0 = every "
+            "GPU it sees (under dice-cluster, the node's gpus.learner). SFT and the RL update use "
+            "them all; the first holds the weights that are checkpointed and pushed. Default: 0",
+            config::at_least(0), config::at_most(64));
+    v.field("bucket_mb", bucket_mb,
+            "Gradient bucket size in MiB: a bucket is summed across GPUs as soon as the backward "
+            "has produced it. Default: 25",
+            config::at_least(1), config::at_most(1024));
+    v.field("timeout_seconds", timeout_seconds,
+            "How long a GPU waits for the others in one gradient sum before the step fails (a "
+            "dead or stuck peer). Default: 600",
+            config::greater_than(0));
+  }
+};
+
 // AdamW with global grad-norm clipping.
 struct OptimizerOptions {
   double lr = 1e-6;
@@ -234,6 +259,7 @@ struct LearnerOptions {
   CheckpointOptions checkpoint;
   SftOptions sft;
   AsyncOptions async;
+  DataParallelSettings data_parallel;
 
   template <class V>
   void visit_fields(V& v) {
@@ -285,6 +311,7 @@ struct LearnerOptions {
     v.field("checkpoint", checkpoint, "Checkpoint saving.");
     v.field("sft", sft, "Supervised fine-tuning stage (mode: sft).");
     v.field("async", async, "The asynchronous mode: rollout ahead of the learner.");
+    v.field("data_parallel", data_parallel, "Training on several GPUs (data-parallel).");
   }
 
   void validate(config::Checker& c) const {

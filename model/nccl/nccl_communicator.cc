@@ -58,6 +58,24 @@ Status wait_idle(ncclComm_t comm, Clock::time_point deadline, const std::string&
   }
 }
 
+// Waits until the kernels enqueued on `stream` are done. A dead peer leaves NCCL's kernels
+// spinning, which only the deadline (and the caller's ncclCommAbort) end.
+Status wait_stream(ncclComm_t comm, cudaStream_t stream, Clock::time_point deadline,
+                   const std::string& what) {
+  while (true) {
+    cudaError_t done = cudaStreamQuery(stream);
+    if (done == cudaSuccess) return Status::ok_status();
+    if (done != cudaErrorNotReady) return cuda_check(done, what + ": stream");
+    ncclResult_t state = ncclSuccess;
+    if (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state != ncclSuccess &&
+        state != ncclInProgress) {
+      return Status::internal(what + ": " + nccl_error(state, comm));
+    }
+    if (Clock::now() >= deadline) return Status::timeout(what);
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
 }  // namespace
 
 struct Communicator::Impl {
@@ -155,6 +173,10 @@ Communicator::Communicator(std::string unique_id, int world_size, int rank,
 
 Communicator::~Communicator() = default;
 
+void Communicator::abort() {
+  if (impl_ != nullptr) impl_->abort();
+}
+
 bool Communicator::usable() const {
   return impl_ != nullptr && !impl_->aborted;
 }
@@ -195,20 +217,50 @@ Status Communicator::broadcast(const std::vector<DeviceBuffer>& buffers, int roo
   }
   Status enqueued = wait_idle(impl.comm, deadline, who);
   if (!enqueued.ok()) return fail(enqueued);
-  // The kernels run on our stream; a dead peer leaves them spinning, which only the deadline and
-  // ncclCommAbort end.
-  while (true) {
-    cudaError_t done = cudaStreamQuery(impl.stream);
-    if (done == cudaSuccess) return Status::ok_status();
-    if (done != cudaErrorNotReady) return fail(cuda_check(done, who + ": stream"));
-    ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(impl.comm, &state) == ncclSuccess && state != ncclSuccess &&
-        state != ncclInProgress) {
-      return fail(Status::internal(who + ": " + nccl_error(state, impl.comm)));
-    }
-    if (Clock::now() >= deadline) return fail(Status::timeout(who));
-    std::this_thread::sleep_for(kPollInterval);
+  Status done = wait_stream(impl.comm, impl.stream, deadline, who);
+  return done.ok() ? done : fail(done);
+}
+
+Status Communicator::start_all_reduce_sum(const DeviceBuffer& buffer, void* after_stream,
+                                          std::chrono::milliseconds timeout) {
+  const std::string who = "NCCL all-reduce of " + std::to_string(buffer.count) +
+                          " elements at rank " + std::to_string(rank_) + " of " +
+                          std::to_string(world_size_);
+  if (!usable())
+    return Status::aborted(who + ": the communicator was aborted by an earlier failure");
+  Impl& impl = *impl_;
+  DICE_RETURN_IF_ERROR(cuda_check(cudaSetDevice(impl.device), who + ": cudaSetDevice"));
+  // Our stream waits for the gradients the caller's stream is still producing; the host does not.
+  cudaEvent_t produced = nullptr;
+  DICE_RETURN_IF_ERROR(cuda_check(cudaEventCreateWithFlags(&produced, cudaEventDisableTiming),
+                                  who + ": cudaEventCreate"));
+  Status ordered = cuda_check(cudaEventRecord(produced, static_cast<cudaStream_t>(after_stream)),
+                              who + ": cudaEventRecord");
+  if (ordered.ok()) {
+    ordered = cuda_check(cudaStreamWaitEvent(impl.stream, produced, 0), who + ": cudaStreamWait");
   }
+  cudaEventDestroy(produced);  // the wait is enqueued; the event may go
+  DICE_RETURN_IF_ERROR(ordered);
+  const auto deadline = Clock::now() + timeout;
+  ncclResult_t started = ncclAllReduce(buffer.data, buffer.data, buffer.count,
+                                       to_nccl(buffer.dtype), ncclSum, impl.comm, impl.stream);
+  if (started != ncclSuccess && started != ncclInProgress) {
+    impl.abort();
+    return Status::internal(who + ": ncclAllReduce: " + nccl_error(started, impl.comm));
+  }
+  Status enqueued = wait_idle(impl.comm, deadline, who);
+  if (!enqueued.ok()) impl.abort();
+  return enqueued;
+}
+
+Status Communicator::wait_all_reduces(std::chrono::milliseconds timeout) {
+  const std::string who =
+      "NCCL all-reduces at rank " + std::to_string(rank_) + " of " + std::to_string(world_size_);
+  if (!usable())
+    return Status::aborted(who + ": the communicator was aborted by an earlier failure");
+  Status done = wait_stream(impl_->comm, impl_->stream, Clock::now() + timeout, who);
+  if (!done.ok()) impl_->abort();
+  return done;
 }
 
 }  // namespace dice::nccl

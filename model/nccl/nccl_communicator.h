@@ -70,9 +70,21 @@ class Communicator {
   Status broadcast(const std::vector<DeviceBuffer>& buffers, int root,
                    std::chrono::milliseconds timeout);
 
+  // Data-parallel gradients: starts summing `buffer` across ranks in place (ncclAllReduce) on the
+  // communicator's own stream, after the work enqueued so far on `after_stream` (a cudaStream_t;
+  // nullptr: the legacy default stream), without waiting for the device. Returns once enqueued.
+  // Every rank starts the same buffers in the same order. Errors as broadcast().
+  Status start_all_reduce_sum(const DeviceBuffer& buffer, void* after_stream,
+                              std::chrono::milliseconds timeout);
+  // Waits until every started all-reduce is done, or Timeout (the communicator is then aborted).
+  Status wait_all_reduces(std::chrono::milliseconds timeout);
+
   const std::string& unique_id() const { return unique_id_; }
   int world_size() const { return world_size_; }
   int rank() const { return rank_; }
+  // Aborts it now (ncclCommAbort): for a rank that fails between collectives, so that it never
+  // leaves a half-done sequence behind. Only the thread that uses the communicator may call it.
+  void abort();
   // False once a failure aborted it; a new unique id and communicator are needed then.
   bool usable() const;
 

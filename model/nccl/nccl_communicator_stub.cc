@@ -35,12 +35,22 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const std::string&, i
 
 Communicator::~Communicator() = default;
 
+void Communicator::abort() {}
+
 bool Communicator::usable() const {
   return false;
 }
 
 Status Communicator::broadcast(const std::vector<DeviceBuffer>&, int, std::chrono::milliseconds) {
   return without_nccl("NCCL broadcast");
+}
+
+Status Communicator::start_all_reduce_sum(const DeviceBuffer&, void*, std::chrono::milliseconds) {
+  return without_nccl("NCCL all-reduce");
+}
+
+Status Communicator::wait_all_reduces(std::chrono::milliseconds) {
+  return without_nccl("NCCL all-reduce");
 }
 
 }  // namespace dice::nccl

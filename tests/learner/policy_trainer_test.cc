@@ -476,3 +476,59 @@ TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
 
 }  // namespace
 }  // namespace dice
+
+namespace dice {
+namespace {
+
+// Data-parallel (data_parallel.h): the update on two and three CPU replicas, their gradients
+// summed in small buckets while the backward runs, gives the one-replica update: the same loss,
+// figures and weights, with ppo_epochs 2 and importance weights on (rescoring, then two steps).
+// A resume's optimizer state loads into every replica.
+TEST(PolicyTrainerTest, AnUpdateOnSeveralReplicasEqualsTheUpdateOnOne) {
+  std::vector<at::Tensor> after;
+  std::vector<PolicyUpdateStats> stats;
+  const std::string state = ::testing::TempDir() + "/dp_optimizer.pt";
+  for (int replicas : {1, 2, 3}) {
+    SCOPED_TRACE("replicas " + std::to_string(replicas));
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    samples[2].advantage = 0.5;
+    PolicyTrainerOptions o = trainer_options();
+    o.optimizer.lr = 1e-3;
+    o.optimizer.grad_accumulation = 3;  // one micro-batch per sample, for every replica count
+    o.loss.ppo_epochs = 2;
+    o.importance_cap = 2.0;
+    o.data_parallel.devices.assign(static_cast<std::size_t>(replicas), c10::Device(at::kCPU));
+    o.data_parallel.buckets.first_bucket_bytes = o.data_parallel.buckets.bucket_bytes = 2048;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+    EXPECT_EQ((*trainer)->replicas(), replicas);
+    auto update = (*trainer)->update(samples);
+    ASSERT_TRUE(update.ok()) << update.status().to_string();
+    stats.push_back(*update);
+    after.push_back(model->lm_head.detach().clone());
+    if (replicas == 1) {
+      ASSERT_TRUE((*trainer)->save_optimizer_state(state).ok());
+    }
+    if (replicas == 3) {  // every replica back to the one-replica state, and a step from there
+      ASSERT_TRUE((*trainer)->load_optimizer_state(state).ok());
+      EXPECT_TRUE(at::allclose(model->lm_head, after[0], 0, 0));
+      ASSERT_TRUE((*trainer)->update(samples).ok());
+    }
+  }
+  for (std::size_t k = 1; k < after.size(); ++k) {
+    EXPECT_LT((after[k] - after[0]).abs().max().item<double>(), 1e-5);
+    EXPECT_NEAR(stats[k].loss, stats[0].loss, 1e-5 * std::abs(stats[0].loss) + 1e-9);
+    EXPECT_NEAR(stats[k].mean_ratio, stats[0].mean_ratio, 1e-6);
+    EXPECT_NEAR(stats[k].grad_norm, stats[0].grad_norm, 1e-5 * stats[0].grad_norm);
+    EXPECT_EQ(stats[k].scored_tokens, stats[0].scored_tokens);
+    EXPECT_EQ(stats[k].forwards, stats[0].forwards);
+    EXPECT_NEAR(stats[k].model_flops, stats[0].model_flops, 1e-6 * stats[0].model_flops);
+  }
+  EXPECT_GT((after[0] - random_lm(tiny_config(), 3)->lm_head).abs().max().item<double>(), 1e-4);
+}
+
+}  // namespace
+}  // namespace dice

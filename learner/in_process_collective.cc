@@ -1,0 +1,90 @@
+#include "learner/in_process_collective.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace dice {
+
+int InProcessCollective::world_size() const {
+  return group_->world_size();
+}
+
+Status InProcessCollective::start_sum(std::size_t bucket, const at::Tensor& flat) {
+  queued_.emplace_back(bucket, flat);
+  return Status::ok_status();
+}
+
+Status InProcessCollective::wait() {
+  std::vector<std::pair<std::size_t, at::Tensor>> queued;
+  queued.swap(queued_);
+  for (const auto& [bucket, flat] : queued) {
+    DICE_RETURN_IF_ERROR(group_->sum(rank_, bucket, flat));
+  }
+  return Status::ok_status();
+}
+
+void InProcessCollective::abort(const Status& why) {
+  group_->abort(rank_, why);
+}
+
+InProcessGroup::InProcessGroup(int world_size, std::chrono::milliseconds timeout)
+    : timeout_(timeout),
+      arrived_(static_cast<std::size_t>(world_size)),
+      buckets_(static_cast<std::size_t>(world_size)) {
+  for (int r = 0; r < world_size; ++r) {
+    ranks_.push_back(std::unique_ptr<InProcessCollective>(new InProcessCollective(this, r)));
+  }
+}
+
+Status InProcessGroup::sum(int rank, std::size_t bucket, const at::Tensor& flat) {
+  std::unique_lock<std::mutex> lock(mu_);
+  DICE_RETURN_IF_ERROR(failed_);
+  const auto r = static_cast<std::size_t>(rank);
+  arrived_[r] = flat;
+  buckets_[r] = bucket;
+  const std::uint64_t round = round_;
+  if (++count_ < world_size()) {
+    if (!cv_.wait_for(lock, timeout_, [&] { return round_ != round || !failed_.ok(); })) {
+      failed_ = Status::timeout("data-parallel sum of bucket " + std::to_string(bucket) +
+                                ": not every rank arrived within " +
+                                std::to_string(timeout_.count()) + " ms");
+      cv_.notify_all();
+    }
+    return failed_;
+  }
+  // The last to arrive sums for everyone.
+  try {
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+      if (buckets_[i] != bucket || arrived_[i].numel() != flat.numel()) {
+        failed_ = Status::internal("data-parallel ranks out of step: rank " + std::to_string(i) +
+                                   " summed bucket " + std::to_string(buckets_[i]) + ", rank " +
+                                   std::to_string(rank) + " bucket " + std::to_string(bucket));
+      }
+    }
+    if (failed_.ok()) {
+      at::NoGradGuard no_grad;
+      at::Tensor total = arrived_[0].clone();
+      for (std::size_t i = 1; i < arrived_.size(); ++i) total += arrived_[i].to(total.device());
+      for (at::Tensor& t : arrived_) t.copy_(total);
+    }
+  } catch (const c10::Error& e) {
+    failed_ = Status::internal(std::string("data-parallel sum: ") + e.what_without_backtrace());
+  }
+  for (at::Tensor& t : arrived_) t = at::Tensor();
+  count_ = 0;
+  ++round_;
+  cv_.notify_all();
+  return failed_;
+}
+
+void InProcessGroup::abort(int rank, const Status& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (failed_.ok()) {
+    failed_ = Status::aborted("data-parallel rank " + std::to_string(rank) +
+                              " failed: " + why.to_string());
+  }
+  cv_.notify_all();
+}
+
+}  // namespace dice
