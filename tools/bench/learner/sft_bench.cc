@@ -4,7 +4,7 @@
 //   sft_bench [--models 1.7b,4b] [--batch 32] [--prompt 512] [--response 1536]
 //             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
 //             [--dtype bf16|fp32] [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
-//             [--peak-tflops 989]
+//             [--peak-tflops 989] [--replicas 1]
 //
 // Each sample: --prompt and --response random token ids. One step = the SFT objective over the
 // batch (each sample noised at its own t; packed side by side into rows of --pack-length tokens
@@ -12,7 +12,8 @@
 // counts every token of every sample (prompt and response, one copy; the forwards run x_t and
 // x_0). Model FLOPs: learner/training_flops.h (each sequence at its own length: neither padding
 // nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet peak by
-// default). One warm-up step first; "OOM" where a step runs out of memory.
+// default; with --replicas N, per device over N data-parallel replicas, learner/data_parallel.h).
+// One warm-up step first; "OOM" where a step runs out of memory.
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -66,8 +67,8 @@ bool parse(int argc, char** argv, Flags& f) {
   if (f.batch < 1 || f.steps < 1 || f.rows_per_forward < 1 || f.pack_length < 0 ||
       !train_flags_valid(f.train)) {
     std::fprintf(stderr,
-                 "sft_bench: --batch, --steps, --rows-per-forward, --prompt, --response and "
-                 "--peak-tflops must be positive, --pack-length not negative\n");
+                 "sft_bench: --batch, --steps, --rows-per-forward, --prompt, --response, "
+                 "--peak-tflops and --replicas must be positive, --pack-length not negative\n");
     return false;
   }
   return true;
@@ -95,12 +96,16 @@ int main(int argc, char** argv) {
   const std::optional<c10::Device> on = dice::bench::bench_device(f.train, "sft_bench");
   if (!on) return 0;
   const c10::Device device = *on;
+  const std::vector<c10::Device> devices = dice::bench::replica_devices(f.train, device);
+  if (devices.empty()) return 2;
+  // MFU is per device: the FLOPs of all replicas against all their peaks.
+  const double peak_tflops = f.train.peak_tflops * static_cast<double>(devices.size());
   std::printf(
       "sft_bench: %s, batch %d of %lld prompt + %lld response tokens, pack length %lld, %d "
       "row(s) a forward, %s, optimizer on the %s\n",
-      f.train.cpu ? "cpu" : "cuda:0", f.batch, static_cast<long long>(f.train.prompt),
-      static_cast<long long>(f.train.response), static_cast<long long>(f.pack_length),
-      f.rows_per_forward, f.train.fp32 ? "fp32" : "bf16",
+      (std::to_string(devices.size()) + (f.train.cpu ? " cpu" : " cuda") + " replica(s)").c_str(),
+      f.batch, static_cast<long long>(f.train.prompt), static_cast<long long>(f.train.response),
+      static_cast<long long>(f.pack_length), f.rows_per_forward, f.train.fp32 ? "fp32" : "bf16",
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
   std::printf("%-6s %-13s %10s %12s %10s %7s %9s %10s\n", "model", "checkpointing", "s/step",
               "tokens/s", "TFLOP/s", "MFU", "forwards", "peak GiB");
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
       dice::SftTrainerOptions o;
       o.activation_checkpointing = mode == "on";
       o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+      o.data_parallel.devices = devices;
       o.pack_length = f.pack_length;
       o.rows_per_forward = f.rows_per_forward;
       std::string result;
@@ -144,8 +150,8 @@ int main(int argc, char** argv) {
         if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
         const double tflops = flops / seconds / 1e12;
         std::snprintf(line, sizeof line, "%10.2f %12.0f %10.1f %6.1f%% %9lld %10s",
-                      seconds / f.steps, tokens / seconds, tflops,
-                      100.0 * tflops / f.train.peak_tflops, static_cast<long long>(forwards), peak);
+                      seconds / f.steps, tokens / seconds, tflops, 100.0 * tflops / peak_tflops,
+                      static_cast<long long>(forwards), peak);
         result = line;
       } catch (const std::exception& e) {
         result = dice::bench::failure_text(e, &status);

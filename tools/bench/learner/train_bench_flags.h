@@ -23,11 +23,12 @@ struct TrainBenchFlags {
   int64_t prompt = 512, response = 4096;
   bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false;
   double peak_tflops = kH200PeakBf16Flops / 1e12;
+  int replicas = 1;  // data-parallel over this many devices (learner/data_parallel.h)
 };
 
 // Takes `flag` (with value() for its argument) when it is one of the shared flags: --models,
 // --checkpointing, --prompt, --response, --dtype bf16|fp32, --device cuda|cpu, --tiny,
-// --optimizer-on-cpu, --peak-tflops. False for any other flag.
+// --optimizer-on-cpu, --peak-tflops, --replicas. False for any other flag.
 inline bool take_train_flag(const std::string& flag, const std::function<std::string()>& value,
                             TrainBenchFlags& f) {
   if (flag == "--models") {
@@ -48,15 +49,33 @@ inline bool take_train_flag(const std::string& flag, const std::function<std::st
     f.optimizer_on_cpu = true;
   } else if (flag == "--peak-tflops") {
     f.peak_tflops = std::stod(value());
+  } else if (flag == "--replicas") {
+    f.replicas = std::stoi(value());
   } else {
     return false;
   }
   return true;
 }
 
-// Whether the shared flags hold sensible values (lengths and peak positive).
+// Whether the shared flags hold sensible values (lengths, peak and replicas positive).
 inline bool train_flags_valid(const TrainBenchFlags& f) {
-  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0;
+  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0 && f.replicas >= 1;
+}
+
+// The devices of --replicas N starting at `first`: cuda:0..N-1 on a GPU (fewer visible: empty,
+// after a line saying so), N CPU replicas on the CPU (the code path, not a speed).
+inline std::vector<c10::Device> replica_devices(const TrainBenchFlags& f, c10::Device first) {
+  std::vector<c10::Device> out;
+  if (first.is_cuda() && f.replicas > compat::cuda_device_count()) {
+    std::printf("--replicas %d: only %d CUDA device(s) visible\n", f.replicas,
+                compat::cuda_device_count());
+    return out;
+  }
+  for (int r = 0; r < f.replicas; ++r) {
+    out.push_back(first.is_cuda() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(r))
+                                  : first);
+  }
+  return out;
 }
 
 // The device --device names; none (after "<bench>: skipped: ..." on stdout) when it is CUDA and

@@ -4,7 +4,7 @@
 //   update_bench [--models 1.7b,4b] [--sequences 8] [--prompt 512] [--response 4096]
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
 //                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu] [--parts]
-//                [--peak-tflops 989]
+//                [--peak-tflops 989] [--replicas 1]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
@@ -13,7 +13,8 @@
 // Reported per (model, checkpointing): seconds per update (after one warm-up), scored tokens/s,
 // model TFLOP/s and MFU against --peak-tflops (learner/training_flops.h: the FLOPs of the layout
 // the forwards actually run, recomputation not counted; the H200's dense bf16 datasheet peak by
-// default), and the peak GPU memory of the update (weights, masters and Adam moments included).
+// default; with --replicas N, per device over N data-parallel replicas, learner/data_parallel.h),
+// and the peak GPU memory of the update (weights, masters and Adam moments included).
 // With --parts, also the seconds per update in each part (PolicyTrainerOptions::time_parts:
 // upload, forward, backward, optimizer; the device synchronised around each, so the parts add up
 // to a little more than an untimed update). An update that runs out of memory prints "OOM" and
@@ -65,8 +66,8 @@ bool parse(int argc, char** argv, Flags& f) {
   if (!ok) return false;
   if (f.sequences < 1 || f.forwards < 1 || f.updates < 1 || !train_flags_valid(f.train)) {
     std::fprintf(stderr,
-                 "update_bench: --sequences, --forwards, --updates, --prompt, --response and "
-                 "--peak-tflops must be positive\n");
+                 "update_bench: --sequences, --forwards, --updates, --prompt, --response, "
+                 "--peak-tflops and --replicas must be positive\n");
     return false;
   }
   return true;
@@ -99,11 +100,16 @@ int main(int argc, char** argv) {
   const std::optional<c10::Device> on = dice::bench::bench_device(f.train, "update_bench");
   if (!on) return 0;
   const c10::Device device = *on;
+  const std::vector<c10::Device> devices = dice::bench::replica_devices(f.train, device);
+  if (devices.empty()) return 2;
+  // MFU is per device: the FLOPs of all replicas against all their peaks.
+  const double peak_tflops = f.train.peak_tflops * static_cast<double>(devices.size());
   std::printf(
       "update_bench: %s, %d sequences of %lld prompt + %lld response tokens, %d forwards "
       "per update, %s, optimizer on the %s\n",
-      f.train.cpu ? "cpu" : "cuda:0", f.sequences, static_cast<long long>(f.train.prompt),
-      static_cast<long long>(f.train.response), f.forwards, f.train.fp32 ? "fp32" : "bf16",
+      (std::to_string(devices.size()) + (f.train.cpu ? " cpu" : " cuda") + " replica(s)").c_str(),
+      f.sequences, static_cast<long long>(f.train.prompt), static_cast<long long>(f.train.response),
+      f.forwards, f.train.fp32 ? "fp32" : "bf16",
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
   std::printf("%-6s %-13s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing", "s/update",
               "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
@@ -119,6 +125,7 @@ int main(int argc, char** argv) {
       o.optimizer.grad_accumulation = f.forwards;
       o.activation_checkpointing = mode == "on";
       o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+      o.data_parallel.devices = devices;
       o.time_parts = f.parts;
       std::string result;
       try {
@@ -151,8 +158,8 @@ int main(int argc, char** argv) {
         if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
         const double tflops = flops / seconds / 1e12;
         std::snprintf(line, sizeof line, "%12.2f %14.0f %10.1f %6.1f%% %14s", seconds / f.updates,
-                      static_cast<double>(tokens) / seconds, tflops,
-                      100.0 * tflops / f.train.peak_tflops, peak);
+                      static_cast<double>(tokens) / seconds, tflops, 100.0 * tflops / peak_tflops,
+                      peak);
         result = line;
         if (f.parts) {
           std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
