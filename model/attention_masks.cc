@@ -60,6 +60,10 @@ at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device)
   return at::cat({top, bottom}, 0).view({1, 1, 2 * length, 2 * length});
 }
 
+at::Tensor training_views_mask(int64_t length, int64_t block_size, c10::Device device) {
+  return training_mask(length, block_size, device).narrow(2, 0, length);
+}
+
 at::Tensor packed_training_mask(const std::vector<int64_t>& lengths, int64_t block_size,
                                 c10::Device device) {
   std::vector<int64_t> sequence;

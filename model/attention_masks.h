@@ -22,6 +22,10 @@
 //            keys:  x_t           x_0
 //     x_t   [ same block   | earlier blocks ]
 //     x_0   [   nothing    | block-causal   ]
+//
+// (d) training, several noisy views of one clean copy: the clean sequence runs once, as (a), and
+//     each view's queries see the view's own keys and the clean copy's as in (c): the x_t rows
+//     of (c). What each view computes is exactly (c)'s x_t half; the clean copy is not repeated.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -46,6 +50,9 @@ at::Tensor cached_chunk_mask(const at::Tensor& cache_lengths, const at::Tensor& 
 
 // (c) [1, 1, 2L, 2L].
 at::Tensor training_mask(int64_t length, int64_t block_size, c10::Device device);
+// (d) shared clean copies (Qwen3LM::hidden_training_views): a noisy view's queries against its
+// own keys, then its clean row's: (c)'s x_t rows, [1, 1, L, 2L]. The clean rows use (a).
+at::Tensor training_views_mask(int64_t length, int64_t block_size, c10::Device device);
 // (c) positions 0..L-1, 0..L-1: [2L] int64.
 at::Tensor training_positions(int64_t length, c10::Device device);
 

@@ -43,6 +43,13 @@ struct AttentionContext {
   int64_t key_slots = 0;
   int64_t grid_rows = 0, grid_len = 0;
   at::Tensor grid_index;  // [N] int64: token i's place in the grid; undefined: x is the grid
+  // Shared clean copies (Qwen3LM::hidden_training_views; attention_masks.h (d)): x's first
+  // `clean_rows` rows are clean sequences, attending block-causally (`mask`); each row after them
+  // is a noisy view that attends to its own row and to clean row `view_clean[v]`, through
+  // `view_mask` [1, 1, T, 2T] (keys: the view's own, then its clean row's). 0: not this layout.
+  int64_t clean_rows = 0;
+  at::Tensor view_clean;  // [views] int64
+  at::Tensor view_mask;
 };
 
 // Where the tokens of one cached-chunk forward go (attention_masks.h (b)), on the model's device.
@@ -189,6 +196,13 @@ class Qwen3LMImpl : public torch::nn::Module {
   // forward of R rows instead of R forwards: what a small model needs to fill a GPU.
   at::Tensor hidden_training_rows(const at::Tensor& x_t, const at::Tensor& x_0,
                                   const std::vector<std::vector<int64_t>>& row_lengths);
+
+  // (d) several noisy views of each clean sequence, the clean copy run once: x_t [V, L] views,
+  // x_0 [C, L] clean sequences, view v a view of clean row view_clean[v]. The views' hidden
+  // states [V, L, hidden], each as hidden_training(x_t[v], x_0[view_clean[v]]) gives it, for
+  // (C + V) L tokens through the weights instead of 2 V L.
+  at::Tensor hidden_training_views(const at::Tensor& x_t, const at::Tensor& x_0,
+                                   const std::vector<int64_t>& view_clean);
 
   // Final hidden states -> logits.
   at::Tensor logits(const at::Tensor& hidden);

@@ -208,6 +208,29 @@ at::Tensor Qwen3LMImpl::hidden_training(const at::Tensor& x_t, const at::Tensor&
                     training_positions(len, device));
 }
 
+at::Tensor Qwen3LMImpl::hidden_training_views(const at::Tensor& x_t, const at::Tensor& x_0,
+                                              const std::vector<int64_t>& view_clean) {
+  TORCH_CHECK(x_t.dim() == 2 && x_0.dim() == 2 && x_t.size(1) == x_0.size(1),
+              "Qwen3LM: views x_t [V, L] and clean x_0 [C, L] of one length, got ", x_t.sizes(),
+              " and ", x_0.sizes());
+  TORCH_CHECK(static_cast<int64_t>(view_clean.size()) == x_t.size(0),
+              "Qwen3LM: ", view_clean.size(), " clean rows named for ", x_t.size(0), " views");
+  for (int64_t c : view_clean) {
+    TORCH_CHECK(c >= 0 && c < x_0.size(0), "Qwen3LM: view of clean row ", c, " of ", x_0.size(0));
+  }
+  const int64_t len = x_t.size(1);
+  const c10::Device device = x_t.device();
+  AttentionContext ctx;
+  ctx.mask = block_causal_mask(len, config_.block_size, device);
+  ctx.clean_rows = x_0.size(0);
+  ctx.view_clean = at::tensor(view_clean, at::TensorOptions().dtype(at::kLong)).to(device);
+  ctx.view_mask = training_views_mask(len, config_.block_size, device);
+  at::Tensor positions =
+      at::arange(len, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0);
+  at::Tensor hidden = model(at::cat({x_0, x_t}, 0), positions, ctx);
+  return hidden.narrow(0, x_0.size(0), x_t.size(0));
+}
+
 at::Tensor Qwen3LMImpl::hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0,
                                    const at::Tensor& mask, const at::Tensor& positions) {
   AttentionContext ctx;
