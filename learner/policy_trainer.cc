@@ -15,7 +15,12 @@ namespace dice {
 
 struct PolicyTrainer::Packed {
   std::int64_t rows = 0, length = 0;
-  std::vector<std::int64_t> noisy, clean;  // [rows * length]
+  std::vector<std::int64_t> noisy;  // [rows * length]: one trace view a row
+  // [rows * length], each view's clean copy beside it; with share_clean_copy [samples * length],
+  // one a sample, and view_clean names each view's
+  std::vector<std::int64_t> clean;
+  std::int64_t clean_rows = 0;
+  std::vector<std::int64_t> view_clean;
   std::vector<std::int64_t> flat_positions, targets;
   std::vector<float> old_log_probs, advantages, weights;
   std::vector<std::int64_t> response_index;  // per scored token: its index in the response
@@ -317,17 +322,29 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
     p.rows += static_cast<std::int64_t>(l->views.size());
   }
   const std::int64_t mask = options_.layout.mask_token_id;
+  const bool shared = options_.share_clean_copy;
+  p.clean_rows = shared ? static_cast<std::int64_t>(layouts.size()) : p.rows;
   p.noisy.assign(static_cast<std::size_t>(p.rows * p.length), mask);
-  p.clean.assign(static_cast<std::size_t>(p.rows * p.length), mask);
+  p.clean.assign(static_cast<std::size_t>(p.clean_rows * p.length), mask);
   std::int64_t row = 0;
   for (std::size_t s = 0; s < layouts.size(); ++s) {
     const TraceLayout& l = *layouts[s];
     const double weight = sequence_weight / static_cast<double>(l.response_length);
-    for (const TraceView& v : l.views) {
+    const auto length = static_cast<std::int64_t>(l.clean.size());
+    if (shared) {
+      const auto sample = static_cast<std::int64_t>(s);
+      std::copy(l.clean.begin(), l.clean.end(), p.clean.begin() + sample * p.length);
       p.model_flops +=
-          training_sequence_flops(model_->config(), static_cast<std::int64_t>(l.clean.size()));
+          training_views_flops(model_->config(), length, static_cast<std::int64_t>(l.views.size()));
+    }
+    for (const TraceView& v : l.views) {
       std::copy(v.noisy.begin(), v.noisy.end(), p.noisy.begin() + row * p.length);
-      std::copy(l.clean.begin(), l.clean.end(), p.clean.begin() + row * p.length);
+      if (shared) {
+        p.view_clean.push_back(static_cast<std::int64_t>(s));
+      } else {
+        std::copy(l.clean.begin(), l.clean.end(), p.clean.begin() + row * p.length);
+        p.model_flops += training_sequence_flops(model_->config(), length);
+      }
       for (std::size_t t = 0; t < v.positions.size(); ++t) {
         p.flat_positions.push_back(row * p.length + v.positions[t]);
         p.targets.push_back(v.targets[t]);
@@ -350,9 +367,11 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* s
   auto mark = std::chrono::steady_clock::now();
   if (stats != nullptr) lap(&mark, rank);
   at::Tensor x_t = at::tensor(p.noisy, long_cpu).view({p.rows, p.length}).to(device);
-  at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.rows, p.length}).to(device);
+  at::Tensor x_0 = at::tensor(p.clean, long_cpu).view({p.clean_rows, p.length}).to(device);
   if (stats != nullptr) stats->upload_seconds += lap(&mark, rank);
-  at::Tensor hidden = model->hidden_training(x_t, x_0);  // [rows, length, hidden]
+  at::Tensor hidden = options_.share_clean_copy  // [rows, length, hidden]
+                          ? model->hidden_training_views(x_t, x_0, p.view_clean)
+                          : model->hidden_training(x_t, x_0);
   at::Tensor picked = hidden.reshape({p.rows * p.length, hidden.size(-1)})
                           .index_select(0, at::tensor(p.flat_positions, long_cpu).to(device));
   // float32 at least (a bf16 model's log-softmax would round away the ratio); a float64 model

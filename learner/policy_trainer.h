@@ -48,6 +48,10 @@ struct PolicyTrainerOptions {
   // those log-probs, and weights each token's term by min(exp(those - the sampler's), this cap).
   // 0: off. Default: 0
   double importance_cap = 0.0;
+  // Run each sample's clean copy once beside all its trace views (Qwen3LM::hidden_training_views)
+  // instead of once per view: the same log-probs and gradients for (1 + views) / (2 views) of the
+  // tokens through the weights. Default: true
+  bool share_clean_copy = true;
   // Time the update's parts (PolicyUpdateStats::*_seconds), synchronising the device around each:
   // for benches, it costs the overlap of host and device work. Default: false
   bool time_parts = false;

@@ -22,6 +22,12 @@ double training_sequence_flops(const ModelConfig& c, std::int64_t length) {
   return linear + attention;
 }
 
+double training_views_flops(const ModelConfig& c, std::int64_t length, std::int64_t views) {
+  // training_sequence_flops counts two halves; each half has half of its linear and attention
+  // work (x_t's block and earlier clean blocks pair as often as x_0's block-causal pairs).
+  return training_sequence_flops(c, length) / 2 * static_cast<double>(1 + views);
+}
+
 double lm_head_flops(const ModelConfig& c, std::int64_t scored) {
   return 2 * static_cast<double>(c.hidden_size) * static_cast<double>(c.vocab_size) *
          static_cast<double>(scored);

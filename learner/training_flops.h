@@ -27,6 +27,11 @@ double decoder_params_per_token(const ModelConfig& config);
 // sequences' sum; padding is not counted (it is waste, which MFU should show).
 double training_sequence_flops(const ModelConfig& config, std::int64_t length);
 
+// FLOPs of `views` noisy views of one sequence of `length` tokens run beside one clean copy
+// (Qwen3LM::hidden_training_views): the clean copy once, block-causal, and each view's half; with
+// one view, training_sequence_flops(length).
+double training_views_flops(const ModelConfig& config, std::int64_t length, std::int64_t views);
+
 // lm_head's FLOPs for `scored` positions.
 double lm_head_flops(const ModelConfig& config, std::int64_t scored);
 

@@ -532,3 +532,40 @@ TEST(PolicyTrainerTest, AnUpdateOnSeveralReplicasEqualsTheUpdateOnOne) {
 
 }  // namespace
 }  // namespace dice
+
+namespace dice {
+namespace {
+
+// share_clean_copy (the default): each sample's clean copy runs once beside all its trace views
+// (Qwen3LM::hidden_training_views). The update equals the one with a clean copy per view, in
+// loss, figures and weights, with fewer model FLOPs.
+TEST(PolicyTrainerTest, ASharedCleanCopyGivesTheUpdateOfOneCopyPerView) {
+  std::vector<at::Tensor> after;
+  std::vector<PolicyUpdateStats> stats;
+  for (bool shared : {true, false}) {
+    Qwen3LM model = random_lm(tiny_config(), 3);
+    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+    samples[0].advantage = 1.0;
+    samples[1].advantage = -1.0;
+    samples[2].advantage = 0.5;
+    PolicyTrainerOptions o = trainer_options();
+    o.optimizer.lr = 1e-3;
+    o.loss.ppo_epochs = 2;
+    o.share_clean_copy = shared;
+    auto trainer = PolicyTrainer::create(model, o);
+    ASSERT_TRUE(trainer.ok());
+    auto update = (*trainer)->update(samples);
+    ASSERT_TRUE(update.ok()) << update.status().to_string();
+    stats.push_back(*update);
+    after.push_back(model->lm_head.detach().clone());
+  }
+  EXPECT_LT((after[0] - after[1]).abs().max().item<double>(), 1e-5);
+  EXPECT_NEAR(stats[0].loss, stats[1].loss, 1e-5 * std::abs(stats[1].loss) + 1e-9);
+  EXPECT_NEAR(stats[0].mean_ratio, stats[1].mean_ratio, 1e-6);
+  EXPECT_NEAR(stats[0].grad_norm, stats[1].grad_norm, 1e-4 * stats[1].grad_norm);
+  EXPECT_EQ(stats[0].scored_tokens, stats[1].scored_tokens);
+  EXPECT_LT(stats[0].model_flops, stats[1].model_flops);
+}
+
+}  // namespace
+}  // namespace dice

@@ -35,5 +35,12 @@ TEST(TrainingFlopsTest, AForwardCountsBothHalvesTheMaskedPairsAndTheScoredHeads)
   EXPECT_DOUBLE_EQ(training_forward_flops(small(), 0, 10, 0), 0.0);
 }
 
+TEST(TrainingFlopsTest, ViewsBesideOneCleanCopyCountTheCleanCopyOnce) {
+  // One view: the two-half layout. Four views: five halves instead of eight.
+  EXPECT_DOUBLE_EQ(training_views_flops(small(), 10, 1), training_sequence_flops(small(), 10));
+  EXPECT_DOUBLE_EQ(training_views_flops(small(), 10, 4),
+                   4 * training_sequence_flops(small(), 10) * 5 / 8);
+}
+
 }  // namespace
 }  // namespace dice
