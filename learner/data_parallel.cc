@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <thread>
 
@@ -122,7 +123,12 @@ Status DataParallel::run(const std::function<Status(int rank)>& fn) {
   if (size() == 1) return fn(0);
   std::vector<Status> results(replicas_.size());
   auto one = [&](int r) {
-    Status s = fn(r);
+    Status s;
+    try {  // a thread must not let an exception through (std::terminate)
+      s = fn(r);
+    } catch (const std::exception& e) {
+      s = Status::internal("data-parallel rank " + std::to_string(r) + ": " + e.what());
+    }
     if (!s.ok()) collectives_[static_cast<std::size_t>(r)]->abort(s);
     results[static_cast<std::size_t>(r)] = s;
   };

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -219,6 +220,20 @@ TEST(DataParallelTest, ARankThatNeverSumsCostsATimeoutNotAHang) {
   });
   EXPECT_FALSE(ran.ok());
   EXPECT_NE(ran.to_string().find("within 300 ms"), std::string::npos) << ran.to_string();
+}
+
+TEST(DataParallelTest, AnExceptionInARanksThreadIsAnErrorNotATermination) {
+  Qwen3LM model = random_lm(tiny_config(), 4);
+  DataParallelOptions o;
+  o.devices = {c10::Device(at::kCPU), c10::Device(at::kCPU)};
+  auto dp = DataParallel::create(model, OptimizerOptions{}, false, o);
+  ASSERT_TRUE(dp.ok());
+  Status ran = (*dp)->run([](int rank) -> Status {
+    if (rank == 1) throw std::runtime_error("out of host memory");
+    return Status::ok_status();
+  });
+  EXPECT_EQ(ran.code(), StatusCode::kInternal);
+  EXPECT_NE(ran.message().find("rank 1: out of host memory"), std::string::npos) << ran.message();
 }
 
 TEST(DataParallelTest, TheFirstDeviceMustBeTheModels) {
