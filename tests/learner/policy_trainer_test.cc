@@ -474,11 +474,23 @@ TEST(PolicyTrainerTest, BadSamplesAndOptionsAreNamed) {
   EXPECT_EQ(PolicyTrainer::create(model, o).status().code(), StatusCode::kInvalidArgument);
 }
 
-}  // namespace
-}  // namespace dice
+// Samples with advantages of both signs and one in between, for the update-equality tests below.
+std::vector<TraceSample> mixed_advantage_samples(Qwen3LM model) {
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
+  samples[0].advantage = 1.0;
+  samples[1].advantage = -1.0;
+  samples[2].advantage = 0.5;
+  return samples;
+}
 
-namespace dice {
-namespace {
+// Two updates of the same samples agree: loss, ratio, gradient norm, tokens and lm_head.
+void expect_same_update(const PolicyUpdateStats& a, const at::Tensor& a_weights,
+                        const PolicyUpdateStats& b, const at::Tensor& b_weights) {
+  EXPECT_LT((a_weights - b_weights).abs().max().item<double>(), 1e-5);
+  EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::abs(b.loss) + 1e-9);
+  EXPECT_NEAR(a.mean_ratio, b.mean_ratio, 1e-6);
+  EXPECT_EQ(a.scored_tokens, b.scored_tokens);
+}
 
 // Data-parallel (data_parallel.h): the update on two and three CPU replicas, their gradients
 // summed in small buckets while the backward runs, gives the one-replica update: the same loss,
@@ -491,10 +503,7 @@ TEST(PolicyTrainerTest, AnUpdateOnSeveralReplicasEqualsTheUpdateOnOne) {
   for (int replicas : {1, 2, 3}) {
     SCOPED_TRACE("replicas " + std::to_string(replicas));
     Qwen3LM model = random_lm(tiny_config(), 3);
-    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
-    samples[0].advantage = 1.0;
-    samples[1].advantage = -1.0;
-    samples[2].advantage = 0.5;
+    std::vector<TraceSample> samples = mixed_advantage_samples(model);
     PolicyTrainerOptions o = trainer_options();
     o.optimizer.lr = 1e-3;
     o.optimizer.grad_accumulation = 3;  // one micro-batch per sample, for every replica count
@@ -519,22 +528,13 @@ TEST(PolicyTrainerTest, AnUpdateOnSeveralReplicasEqualsTheUpdateOnOne) {
     }
   }
   for (std::size_t k = 1; k < after.size(); ++k) {
-    EXPECT_LT((after[k] - after[0]).abs().max().item<double>(), 1e-5);
-    EXPECT_NEAR(stats[k].loss, stats[0].loss, 1e-5 * std::abs(stats[0].loss) + 1e-9);
-    EXPECT_NEAR(stats[k].mean_ratio, stats[0].mean_ratio, 1e-6);
+    expect_same_update(stats[k], after[k], stats[0], after[0]);
     EXPECT_NEAR(stats[k].grad_norm, stats[0].grad_norm, 1e-5 * stats[0].grad_norm);
-    EXPECT_EQ(stats[k].scored_tokens, stats[0].scored_tokens);
     EXPECT_EQ(stats[k].forwards, stats[0].forwards);
     EXPECT_NEAR(stats[k].model_flops, stats[0].model_flops, 1e-6 * stats[0].model_flops);
   }
   EXPECT_GT((after[0] - random_lm(tiny_config(), 3)->lm_head).abs().max().item<double>(), 1e-4);
 }
-
-}  // namespace
-}  // namespace dice
-
-namespace dice {
-namespace {
 
 // share_clean_copy (the default): each sample's clean copy runs once beside all its trace views
 // (Qwen3LM::hidden_training_views). The update equals the one with a clean copy per view, in
@@ -544,10 +544,7 @@ TEST(PolicyTrainerTest, ASharedCleanCopyGivesTheUpdateOfOneCopyPerView) {
   std::vector<PolicyUpdateStats> stats;
   for (bool shared : {true, false}) {
     Qwen3LM model = random_lm(tiny_config(), 3);
-    std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_STATIC);
-    samples[0].advantage = 1.0;
-    samples[1].advantage = -1.0;
-    samples[2].advantage = 0.5;
+    std::vector<TraceSample> samples = mixed_advantage_samples(model);
     PolicyTrainerOptions o = trainer_options();
     o.optimizer.lr = 1e-3;
     o.loss.ppo_epochs = 2;
@@ -559,11 +556,8 @@ TEST(PolicyTrainerTest, ASharedCleanCopyGivesTheUpdateOfOneCopyPerView) {
     stats.push_back(*update);
     after.push_back(model->lm_head.detach().clone());
   }
-  EXPECT_LT((after[0] - after[1]).abs().max().item<double>(), 1e-5);
-  EXPECT_NEAR(stats[0].loss, stats[1].loss, 1e-5 * std::abs(stats[1].loss) + 1e-9);
-  EXPECT_NEAR(stats[0].mean_ratio, stats[1].mean_ratio, 1e-6);
+  expect_same_update(stats[0], after[0], stats[1], after[1]);
   EXPECT_NEAR(stats[0].grad_norm, stats[1].grad_norm, 1e-4 * stats[1].grad_norm);
-  EXPECT_EQ(stats[0].scored_tokens, stats[1].scored_tokens);
   EXPECT_LT(stats[0].model_flops, stats[1].model_flops);
 }
 
