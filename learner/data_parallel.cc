@@ -67,6 +67,7 @@ Result<std::unique_ptr<DataParallel>> DataParallel::create(Qwen3LM model,
       for (std::size_t i = 0; i < own.size(); ++i) theirs[i].copy_(own[i]);
       replica->train(model->is_training());
       replica->model->activation_checkpointing = model->model->activation_checkpointing;
+      replica->model->attention_tile = model->model->attention_tile;
       dp->replicas_.push_back(replica);
     }
     if (devices.size() > 1) {

@@ -59,6 +59,7 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)) {
   model_->train();
   model_->model->activation_checkpointing = options_.activation_checkpointing;
+  model_->model->attention_tile = options_.attention_tile;
 }
 
 PolicyTrainer::~PolicyTrainer() = default;

@@ -239,6 +239,7 @@ PolicyTrainerOptions policy_trainer_options(const DiceConfig& config, const Mode
   trainer_options.layout.shrink = learner.loss.trace_shrink;
   trainer_options.temperature = config.rollout.sampling.temperature;
   trainer_options.activation_checkpointing = learner.activation_checkpointing;
+  trainer_options.attention_tile = learner.attention_tile;
   trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;
   if (learner.async.max_ahead > 0 && learner.async.stale == StaleSamples::kImportance) {
     trainer_options.importance_cap = learner.async.importance_cap;

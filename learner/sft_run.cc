@@ -77,6 +77,7 @@ Result<SftTrainerOptions> sft_trainer_options(const LearnerOptions& learner,
   DICE_ASSIGN_OR_RETURN(options.data_parallel, data_parallel_options(learner.data_parallel, home));
   options.optimizer = learner.optimizer;
   options.activation_checkpointing = learner.activation_checkpointing;
+  options.attention_tile = learner.attention_tile;
   options.optimizer_on_cpu = learner.optimizer_on_cpu;
   options.seed = learner.seed != 0 ? learner.seed : std::random_device{}();
   options.pack_length = learner.sft.packed ? learner.sft.max_length : 0;

@@ -82,6 +82,7 @@ SftTrainer::SftTrainer(Qwen3LM model, SftTrainerOptions options)
     : model_(std::move(model)), options_(std::move(options)), rng_(options_.seed) {
   model_->train();
   model_->model->activation_checkpointing = options_.activation_checkpointing;
+  model_->model->attention_tile = options_.attention_tile;
 }
 
 Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch, double lr) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/layer_checkpoint.h"
+#include "model/tiled_attention.h"
 #include "model/torch_compat.h"
 
 namespace dice {
@@ -70,21 +71,20 @@ at::Tensor Qwen3AttentionImpl::forward(const at::Tensor& x, const AttentionConte
     // keys, gathered (the gradient of a clean row's keys and values sums over its views).
     const int64_t clean = ctx.clean_rows, views = batch - clean;
     at::Tensor qt = q.transpose(1, 2), kt = k.transpose(1, 2), vt = v.transpose(1, 2);
-    at::Tensor out_clean = compat::scaled_dot_product_attention(
-        qt.narrow(0, 0, clean), kt.narrow(0, 0, clean), vt.narrow(0, 0, clean), ctx.mask, scale);
-    at::Tensor keys = at::cat(
-        {kt.narrow(0, clean, views), kt.narrow(0, 0, clean).index_select(0, ctx.view_clean)}, 2);
-    at::Tensor values = at::cat(
-        {vt.narrow(0, clean, views), vt.narrow(0, 0, clean).index_select(0, ctx.view_clean)}, 2);
-    at::Tensor out_views = compat::scaled_dot_product_attention(qt.narrow(0, clean, views), keys,
-                                                                values, ctx.view_mask, scale);
+    at::Tensor k_clean = kt.narrow(0, 0, clean), v_clean = vt.narrow(0, 0, clean);
+    at::Tensor out_clean =
+        ctx.tiles->attend(qt.narrow(0, 0, clean), {{k_clean, {}}}, {{v_clean, {}}}, scale);
+    at::Tensor out_views = ctx.view_tiles->attend(
+        qt.narrow(0, clean, views), {{kt.narrow(0, clean, views), {}}, {k_clean, ctx.view_clean}},
+        {{vt.narrow(0, clean, views), {}}, {v_clean, ctx.view_clean}}, scale);
     at::Tensor out = at::cat({out_clean, out_views}, 0);  // [B, heads, T, head_dim]
     return at::linear(out.transpose(1, 2).reshape({batch, len, heads_ * head_dim_}), o_proj);
   }
   if (ctx.cache == nullptr) {
-    at::Tensor out = compat::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                          v.transpose(1, 2), ctx.mask,
-                                                          scale);  // [B, heads, T, head_dim]
+    at::Tensor qt = q.transpose(1, 2), kt = k.transpose(1, 2), vt = v.transpose(1, 2);
+    at::Tensor out = ctx.tiles ? ctx.tiles->attend(qt, {{kt, {}}}, {{vt, {}}}, scale)
+                               : compat::scaled_dot_product_attention(qt, kt, vt, ctx.mask, scale);
+    // [B, heads, T, head_dim]
     return at::linear(out.transpose(1, 2).reshape({batch, len, heads_ * head_dim_}), o_proj);
   }
 

@@ -18,12 +18,15 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/checkpoint/model_config.h"
 #include "model/kv_cache.h"
 
 namespace dice {
+
+class TiledAttention;
 
 // Parameters of every module below are plain tensors named as in Hugging Face checkpoints
 // (q_proj is the weight of the q projection); weights.h maps them to checkpoint names.
@@ -50,6 +53,10 @@ struct AttentionContext {
   int64_t clean_rows = 0;
   at::Tensor view_clean;  // [views] int64
   at::Tensor view_mask;
+  // The training layouts: attention in query tiles that skip the keys their mask hides
+  // (tiled_attention.h), planned from `mask` (tiles) and `view_mask` (view_tiles); null: one
+  // dense attention over the mask.
+  std::shared_ptr<const TiledAttention> tiles, view_tiles;
 };
 
 // Where the tokens of one cached-chunk forward go (attention_masks.h (b)), on the model's device.
@@ -129,6 +136,9 @@ class Qwen3ModelImpl : public torch::nn::Module {
   // With gradients on (training), keep one hidden state per layer and recompute the rest in
   // backward (layer_checkpoint.h). Default: false
   bool activation_checkpointing = false;
+  // Queries per tile of the training layouts' attention (tiled_attention.h: each tile reads only
+  // the keys its queries may see); 0: one tile. Exact either way. Default: 0
+  int64_t attention_tile = 0;
 
  private:
   ModelConfig config_;
@@ -217,6 +227,8 @@ class Qwen3LMImpl : public torch::nn::Module {
   // ([2L], or [B, 2L] per row); the hidden states of the x_t half.
   at::Tensor hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0, const at::Tensor& mask,
                         const at::Tensor& positions);
+  // The plan of a training layout's attention over `mask` (model->attention_tile queries a tile).
+  std::shared_ptr<const TiledAttention> plan_tiles(const at::Tensor& mask) const;
   // forward_cached() up to the final hidden states [B, T, hidden].
   at::Tensor hidden_cached(const at::Tensor& input_ids, const std::vector<int64_t>& valid,
                            KvCache& cache, bool store);

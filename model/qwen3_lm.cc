@@ -6,6 +6,7 @@
 
 #include "model/attention_masks.h"
 #include "model/qwen3.h"
+#include "model/tiled_attention.h"
 
 namespace dice {
 
@@ -225,16 +226,29 @@ at::Tensor Qwen3LMImpl::hidden_training_views(const at::Tensor& x_t, const at::T
   ctx.clean_rows = x_0.size(0);
   ctx.view_clean = at::tensor(view_clean, at::TensorOptions().dtype(at::kLong)).to(device);
   ctx.view_mask = training_views_mask(len, config_.block_size, device);
+  ctx.tiles = plan_tiles(ctx.mask);
+  ctx.view_tiles = plan_tiles(ctx.view_mask);
   at::Tensor positions =
       at::arange(len, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0);
   at::Tensor hidden = model(at::cat({x_0, x_t}, 0), positions, ctx);
   return hidden.narrow(0, x_0.size(0), x_t.size(0));
 }
 
+std::shared_ptr<const TiledAttention> Qwen3LMImpl::plan_tiles(const at::Tensor& mask) const {
+  // Whole blocks a tile: a block's queries see the same keys, so a tile edge inside a block
+  // would read that block's keys twice.
+  const int64_t block = config_.block_size;
+  const int64_t tile = model->attention_tile > 0
+                           ? (model->attention_tile + block - 1) / block * block
+                           : mask.size(2);
+  return std::make_shared<const TiledAttention>(TiledAttention::plan(mask, tile));
+}
+
 at::Tensor Qwen3LMImpl::hidden_x_t(const at::Tensor& x_t, const at::Tensor& x_0,
                                    const at::Tensor& mask, const at::Tensor& positions) {
   AttentionContext ctx;
   ctx.mask = mask;
+  ctx.tiles = plan_tiles(mask);
   at::Tensor hidden =
       model(at::cat({x_t, x_0}, 1), positions.dim() == 1 ? positions.unsqueeze(0) : positions, ctx);
   return hidden.narrow(1, 0, x_t.size(1));

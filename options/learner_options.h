@@ -250,6 +250,7 @@ struct LearnerOptions {
   int max_staleness = 1;
   TrainDtype dtype = TrainDtype::kBf16;
   bool activation_checkpointing = true;
+  std::int64_t attention_tile = 256;
   bool optimizer_on_cpu = false;
   std::uint64_t seed = 0;
   double group_timeout_seconds = 3600;
@@ -291,6 +292,12 @@ struct LearnerOptions {
     v.field("activation_checkpointing", activation_checkpointing,
             "Keep one hidden state per layer in the update's forward and recompute the rest in "
             "backward: far less GPU memory for about a third more compute. Default: true");
+    v.field("attention_tile", attention_tile,
+            "Queries per tile of the training forwards' attention: each tile reads only the "
+            "keys its queries may see (the block-causal and noisy-view masks hide most), so "
+            "attention costs about the visible pairs instead of the whole grid; the same "
+            "results. Rounded up to whole blocks; 0 = one dense attention. Default: 256",
+            config::at_least(0));
     v.field("optimizer_on_cpu", optimizer_on_cpu,
             "Keep the fp32 master weights and AdamW's moments in host memory and step them on "
             "the CPU: 12 bytes per parameter off the GPU (48 GB for SDAR-4B), for a learner "

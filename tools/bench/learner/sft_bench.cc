@@ -4,7 +4,7 @@
 //   sft_bench [--models 1.7b,4b] [--batch 32] [--prompt 512] [--response 1536]
 //             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
 //             [--dtype bf16|fp32] [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
-//             [--peak-tflops 989] [--replicas 1]
+//             [--peak-tflops 989] [--replicas 1] [--attention-tile 0,256]
 //
 // Each sample: --prompt and --response random token ids. One step = the SFT objective over the
 // batch (each sample noised at its own t; packed side by side into rows of --pack-length tokens
@@ -13,7 +13,8 @@
 // x_0). Model FLOPs: learner/training_flops.h (each sequence at its own length: neither padding
 // nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet peak by
 // default; with --replicas N, per device over N data-parallel replicas, learner/data_parallel.h).
-// One warm-up step first; "OOM" where a step runs out of memory.
+// One row per (model, checkpointing, queries per attention tile: SftTrainerOptions::attention_tile,
+// 0 for one dense attention). One warm-up step first; "OOM" where a step runs out of memory.
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -107,57 +108,61 @@ int main(int argc, char** argv) {
       f.batch, static_cast<long long>(f.train.prompt), static_cast<long long>(f.train.response),
       static_cast<long long>(f.pack_length), f.rows_per_forward, f.train.fp32 ? "fp32" : "bf16",
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
-  std::printf("%-6s %-13s %10s %12s %10s %7s %9s %10s\n", "model", "checkpointing", "s/step",
-              "tokens/s", "TFLOP/s", "MFU", "forwards", "peak GiB");
+  std::printf("%-6s %-13s %5s %10s %12s %10s %7s %9s %10s\n", "model", "checkpointing", "tile",
+              "s/step", "tokens/s", "TFLOP/s", "MFU", "forwards", "peak GiB");
   int status = 0;
   for (const auto& shape : shapes) {
     for (const std::string& mode : f.train.checkpointing) {
-      at::manual_seed(1);
-      const std::vector<dice::SftSample> samples = synthetic_samples(f, shape.config);
-      std::vector<const dice::SftSample*> batch;
-      for (const auto& s : samples) batch.push_back(&s);
-      dice::SftTrainerOptions o;
-      o.activation_checkpointing = mode == "on";
-      o.optimizer_on_cpu = f.train.optimizer_on_cpu;
-      o.data_parallel.devices = devices;
-      o.pack_length = f.pack_length;
-      o.rows_per_forward = f.rows_per_forward;
-      std::string result;
-      try {
-        dice::bench::reset_peak_gpu_memory();
-        dice::Qwen3LM model(
-            shape.config,
-            c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(device));
-        auto trainer = dice::SftTrainer::create(model, o);
-        if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
-        double seconds = 0, flops = 0;
-        int64_t forwards = 0;
-        for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
-          const auto start = std::chrono::steady_clock::now();
-          auto stats = (*trainer)->step(batch, 1e-5);
-          if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
-          dice::compat::synchronize(device);
-          if (s == 0) continue;
-          seconds +=
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          flops += stats->model_flops;
-          forwards = stats->forwards;
+      for (int64_t tile : f.train.attention_tiles) {
+        at::manual_seed(1);
+        const std::vector<dice::SftSample> samples = synthetic_samples(f, shape.config);
+        std::vector<const dice::SftSample*> batch;
+        for (const auto& s : samples) batch.push_back(&s);
+        dice::SftTrainerOptions o;
+        o.activation_checkpointing = mode == "on";
+        o.attention_tile = tile;
+        o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+        o.data_parallel.devices = devices;
+        o.pack_length = f.pack_length;
+        o.rows_per_forward = f.rows_per_forward;
+        std::string result;
+        try {
+          dice::bench::reset_peak_gpu_memory();
+          dice::Qwen3LM model(
+              shape.config,
+              c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(device));
+          auto trainer = dice::SftTrainer::create(model, o);
+          if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
+          double seconds = 0, flops = 0;
+          int64_t forwards = 0;
+          for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
+            const auto start = std::chrono::steady_clock::now();
+            auto stats = (*trainer)->step(batch, 1e-5);
+            if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
+            dice::compat::synchronize(device);
+            if (s == 0) continue;
+            seconds +=
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            flops += stats->model_flops;
+            forwards = stats->forwards;
+          }
+          const double tokens = static_cast<double>(f.steps) * f.batch *
+                                static_cast<double>(f.train.prompt + f.train.response);
+          char line[160], peak[32] = "-";
+          const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
+          if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
+          const double tflops = flops / seconds / 1e12;
+          std::snprintf(line, sizeof line, "%10.2f %12.0f %10.1f %6.1f%% %9lld %10s",
+                        seconds / f.steps, tokens / seconds, tflops, 100.0 * tflops / peak_tflops,
+                        static_cast<long long>(forwards), peak);
+          result = line;
+        } catch (const std::exception& e) {
+          result = dice::bench::failure_text(e, &status);
         }
-        const double tokens = static_cast<double>(f.steps) * f.batch *
-                              static_cast<double>(f.train.prompt + f.train.response);
-        char line[160], peak[32] = "-";
-        const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
-        if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
-        const double tflops = flops / seconds / 1e12;
-        std::snprintf(line, sizeof line, "%10.2f %12.0f %10.1f %6.1f%% %9lld %10s",
-                      seconds / f.steps, tokens / seconds, tflops, 100.0 * tflops / peak_tflops,
-                      static_cast<long long>(forwards), peak);
-        result = line;
-      } catch (const std::exception& e) {
-        result = dice::bench::failure_text(e, &status);
+        std::printf("%-6s %-13s %5lld %s\n", shape.name.c_str(), mode.c_str(),
+                    static_cast<long long>(tile), result.c_str());
+        std::fflush(stdout);
       }
-      std::printf("%-6s %-13s %s\n", shape.name.c_str(), mode.c_str(), result.c_str());
-      std::fflush(stdout);
     }
   }
   return status;

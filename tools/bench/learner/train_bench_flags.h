@@ -24,11 +24,13 @@ struct TrainBenchFlags {
   bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false;
   double peak_tflops = kH200PeakBf16Flops / 1e12;
   int replicas = 1;  // data-parallel over this many devices (learner/data_parallel.h)
+  // Queries per attention tile, each a run (PolicyTrainerOptions::attention_tile; 0 = dense).
+  std::vector<int64_t> attention_tiles = {256};
 };
 
 // Takes `flag` (with value() for its argument) when it is one of the shared flags: --models,
 // --checkpointing, --prompt, --response, --dtype bf16|fp32, --device cuda|cpu, --tiny,
-// --optimizer-on-cpu, --peak-tflops, --replicas. False for any other flag.
+// --optimizer-on-cpu, --peak-tflops, --replicas, --attention-tile. False for any other flag.
 inline bool take_train_flag(const std::string& flag, const std::function<std::string()>& value,
                             TrainBenchFlags& f) {
   if (flag == "--models") {
@@ -51,6 +53,10 @@ inline bool take_train_flag(const std::string& flag, const std::function<std::st
     f.peak_tflops = std::stod(value());
   } else if (flag == "--replicas") {
     f.replicas = std::stoi(value());
+  } else if (flag == "--attention-tile") {
+    f.attention_tiles.clear();
+    for (const std::string& tile : split_list(value()))
+      f.attention_tiles.push_back(std::stoll(tile));
   } else {
     return false;
   }
@@ -59,7 +65,9 @@ inline bool take_train_flag(const std::string& flag, const std::function<std::st
 
 // Whether the shared flags hold sensible values (lengths, peak and replicas positive).
 inline bool train_flags_valid(const TrainBenchFlags& f) {
-  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0 && f.replicas >= 1;
+  bool tiles_valid = !f.attention_tiles.empty();
+  for (int64_t tile : f.attention_tiles) tiles_valid = tiles_valid && tile >= 0;
+  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0 && f.replicas >= 1 && tiles_valid;
 }
 
 // The devices of --replicas N starting at `first`: cuda:0..N-1 on a GPU (fewer visible: empty,

@@ -5,13 +5,14 @@
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
 //                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu] [--parts]
 //                [--peak-tflops 989] [--replicas 1]
-//                [--clean shared,separate]
+//                [--clean shared,separate] [--attention-tile 0,256]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
 // +1/-1 alternating. One update = --forwards training-layout forwards (the step's samples split
 // evenly; each holds every trace view of its samples) + backward + AdamW with fp32 masters.
-// Reported per (model, checkpointing, clean copy shared or one per view): seconds per update (after
+// Reported per (model, checkpointing, clean copy shared or one per view, queries per attention
+// tile, 0 for one dense attention: PolicyTrainerOptions::attention_tile): seconds per update (after
 // one warm-up), scored tokens/s, model TFLOP/s and MFU against --peak-tflops
 // (learner/training_flops.h: the FLOPs of the layout the forwards actually run, recomputation not
 // counted; the H200's dense bf16 datasheet peak by default; with --replicas N, per device over N
@@ -122,69 +123,72 @@ int main(int argc, char** argv) {
       f.sequences, static_cast<long long>(f.train.prompt), static_cast<long long>(f.train.response),
       f.forwards, f.train.fp32 ? "fp32" : "bf16",
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
-  std::printf("%-6s %-13s %-8s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing", "clean",
-              "s/update", "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
+  std::printf("%-6s %-13s %-8s %5s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing", "clean",
+              "tile", "s/update", "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
               f.parts ? "   upload  forward backward optimizer (s/update)" : "");
   int status = 0;
   for (const auto& shape : shapes) {
     for (const std::string& mode : f.train.checkpointing) {
       for (const std::string& clean : f.clean) {
-        at::manual_seed(1);
-        std::vector<dice::TraceSample> samples = synthetic_samples(f, shape.config);
-        dice::PolicyTrainerOptions o;
-        o.layout.block_size = shape.config.block_size;
-        o.layout.mask_token_id = shape.config.mask_token_id;
-        o.optimizer.grad_accumulation = f.forwards;
-        o.activation_checkpointing = mode == "on";
-        o.optimizer_on_cpu = f.train.optimizer_on_cpu;
-        o.data_parallel.devices = devices;
-        o.time_parts = f.parts;
-        o.share_clean_copy = clean == "shared";
-        std::string result;
-        try {
-          dice::bench::reset_peak_gpu_memory();
-          dice::Qwen3LM model(
-              shape.config,
-              c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(device));
-          auto trainer = dice::PolicyTrainer::create(model, o);
-          if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
-          double seconds = 0, flops = 0;
-          int64_t tokens = 0;
-          dice::PolicyUpdateStats parts;
-          for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
-            const auto start = std::chrono::steady_clock::now();
-            auto stats = (*trainer)->update(samples);
-            if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
-            if (!f.train.cpu) torch::cuda::synchronize();
-            if (u == 0) continue;
-            seconds +=
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            tokens += stats->scored_tokens;
-            flops += stats->model_flops;
-            parts.upload_seconds += stats->upload_seconds / f.updates;
-            parts.forward_seconds += stats->forward_seconds / f.updates;
-            parts.backward_seconds += stats->backward_seconds / f.updates;
-            parts.optimizer_seconds += stats->optimizer_seconds / f.updates;
+        for (int64_t tile : f.train.attention_tiles) {
+          at::manual_seed(1);
+          std::vector<dice::TraceSample> samples = synthetic_samples(f, shape.config);
+          dice::PolicyTrainerOptions o;
+          o.layout.block_size = shape.config.block_size;
+          o.layout.mask_token_id = shape.config.mask_token_id;
+          o.optimizer.grad_accumulation = f.forwards;
+          o.activation_checkpointing = mode == "on";
+          o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+          o.data_parallel.devices = devices;
+          o.time_parts = f.parts;
+          o.share_clean_copy = clean == "shared";
+          o.attention_tile = tile;
+          std::string result;
+          try {
+            dice::bench::reset_peak_gpu_memory();
+            dice::Qwen3LM model(shape.config, c10::TensorOptions()
+                                                  .dtype(f.train.fp32 ? at::kFloat : at::kBFloat16)
+                                                  .device(device));
+            auto trainer = dice::PolicyTrainer::create(model, o);
+            if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
+            double seconds = 0, flops = 0;
+            int64_t tokens = 0;
+            dice::PolicyUpdateStats parts;
+            for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
+              const auto start = std::chrono::steady_clock::now();
+              auto stats = (*trainer)->update(samples);
+              if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
+              if (!f.train.cpu) torch::cuda::synchronize();
+              if (u == 0) continue;
+              seconds +=
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              tokens += stats->scored_tokens;
+              flops += stats->model_flops;
+              parts.upload_seconds += stats->upload_seconds / f.updates;
+              parts.forward_seconds += stats->forward_seconds / f.updates;
+              parts.backward_seconds += stats->backward_seconds / f.updates;
+              parts.optimizer_seconds += stats->optimizer_seconds / f.updates;
+            }
+            char line[256], peak[32] = "-";
+            const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
+            if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
+            const double tflops = flops / seconds / 1e12;
+            std::snprintf(line, sizeof line, "%12.2f %14.0f %10.1f %6.1f%% %14s",
+                          seconds / f.updates, static_cast<double>(tokens) / seconds, tflops,
+                          100.0 * tflops / peak_tflops, peak);
+            result = line;
+            if (f.parts) {
+              std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
+                            parts.forward_seconds, parts.backward_seconds, parts.optimizer_seconds);
+              result += line;
+            }
+          } catch (const std::exception& e) {
+            result = dice::bench::failure_text(e, &status);
           }
-          char line[256], peak[32] = "-";
-          const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
-          if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
-          const double tflops = flops / seconds / 1e12;
-          std::snprintf(line, sizeof line, "%12.2f %14.0f %10.1f %6.1f%% %14s", seconds / f.updates,
-                        static_cast<double>(tokens) / seconds, tflops, 100.0 * tflops / peak_tflops,
-                        peak);
-          result = line;
-          if (f.parts) {
-            std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
-                          parts.forward_seconds, parts.backward_seconds, parts.optimizer_seconds);
-            result += line;
-          }
-        } catch (const std::exception& e) {
-          result = dice::bench::failure_text(e, &status);
+          std::printf("%-6s %-13s %-8s %5lld %s\n", shape.name.c_str(), mode.c_str(), clean.c_str(),
+                      static_cast<long long>(tile), result.c_str());
+          std::fflush(stdout);
         }
-        std::printf("%-6s %-13s %-8s %s\n", shape.name.c_str(), mode.c_str(), clean.c_str(),
-                    result.c_str());
-        std::fflush(stdout);
       }
     }
   }
