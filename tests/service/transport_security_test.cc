@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "net/service/worker_loop.h"
@@ -23,7 +24,8 @@ ServiceContext context_with(const std::vector<std::string>& overrides, int worke
   flags.worker_index = worker_index;
   flags.transport_keys = keys;
   auto context = prepare_service("reward", flags);
-  EXPECT_TRUE(context.ok()) << context.status().to_string();
+  // Thrown, not dereferenced: gtest reports the test failed with the reason instead of crashing.
+  if (!context.ok()) throw std::runtime_error(context.status().to_string());
   log_configure(LogOptions{});
   return std::move(context).value();
 }
