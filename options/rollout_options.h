@@ -109,6 +109,7 @@ struct RolloutOptions {
   SamplingOptions sampling;
   int max_batch = 128;
   std::int64_t max_sequence_length = 6144;
+  double gpu_memory_fraction = 0.9;
   std::map<std::string, std::string> prompt_templates;
   bool abort_on_weight_update = false;
   WeightSync weight_sync = WeightSync::kAuto;
@@ -129,12 +130,20 @@ struct RolloutOptions {
             "the CPU, for the tiny models of tests and toy runs only (tools/up without a GPU). "
             "Default: cuda");
     v.field("sampling", sampling, "Sampling for RL rollouts (requests may override per task).");
-    v.field("max_batch", max_batch, "Most sequences decoded at once by one worker. Default: 128",
+    v.field("max_batch", max_batch,
+            "Most sequences decoded at once by one worker; on a GPU it decodes as many as fit "
+            "(gpu_memory_fraction), up to this. Default: 128",
             config::at_least(1));
     v.field("max_sequence_length", max_sequence_length,
             "KV-cache room per sequence in tokens (prompt + response + one block); GPU memory is "
             "max_batch x this x the model's KV bytes per token. Default: 6144",
             config::at_least(8));
+    v.field("gpu_memory_fraction", gpu_memory_fraction,
+            "Share of its GPU's total memory a rollout worker may hold (weights, KV cache, "
+            "working memory): at start it sizes its KV cache to the sequences of "
+            "max_sequence_length that fit in this share and in the memory free then, at most "
+            "max_batch, and says so. Lower it where a learner shares the GPU. Default: 0.9",
+            config::greater_than(0), config::at_most(1));
     v.field("prompt_templates", prompt_templates,
             "Prompt template file per task kind (infill, end_to_end); a missing kind uses the "
             "built-in template. Default: {}",

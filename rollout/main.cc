@@ -14,11 +14,41 @@
 
 #include "common/log.h"
 #include "model/checkpoint/weights_checksum.h"
+#include "model/device_memory.h"
 #include "model/weights.h"
 #include "net/service/worker_loop.h"
+#include "rollout/kv_slot_budget.h"
 #include "rollout/rollout_worker.h"
 
 namespace {
+
+// The sampler's slots from the GPU's memory (rollout/kv_slot_budget.h), after the weights are
+// loaded on GPU 0. A driver that cannot be asked leaves max_batch as configured, with a warning.
+dice::Status size_kv_cache(const dice::RolloutOptions& options, dice::Qwen3LMImpl& model,
+                           dice::SamplerOptions& sampler) {
+  using namespace dice;
+  auto memory = cuda_device_memory(0);
+  if (!memory.ok()) {
+    DICE_LOG(Warn) << "cannot read the GPU's free memory; max_batch as configured"
+                   << kv("max_batch", sampler.max_batch) << kv("why", memory.status().to_string());
+    return Status::ok_status();
+  }
+  SlotBudgetInput in;
+  in.model = model.config();
+  in.dtype_bytes = static_cast<std::int64_t>(model.lm_head.element_size());
+  in.max_sequence_length = sampler.max_sequence_length;
+  in.max_prefill_tokens = sampler.max_prefill_tokens;
+  in.max_batch = sampler.max_batch;
+  in.gpu_memory_fraction = options.gpu_memory_fraction;
+  in.free_bytes = memory->free_bytes;
+  in.total_bytes = memory->total_bytes;
+  for (const at::Tensor& p : model.parameters()) in.weights_bytes += p.nbytes();
+  DICE_ASSIGN_OR_RETURN(SlotBudget budget, kv_slot_budget(in));
+  sampler.max_batch = budget.slots;
+  DICE_LOG(Info) << "KV cache sized from GPU memory" << kv("slots", budget.slots)
+                 << kv("budget", budget.describe(in));
+  return Status::ok_status();
+}
 
 int run(dice::service::ServiceContext& context) {
   using namespace dice;
@@ -53,6 +83,13 @@ int run(dice::service::ServiceContext& context) {
     std::cerr << "dice-rollout: " << sampler.status().to_string() << "\n";
     return 2;
   }
+  if (!cpu) {
+    Status sized = size_kv_cache(options, **model, *sampler);
+    if (!sized.ok()) {
+      std::cerr << "dice-rollout: " << sized.to_string() << "\n";
+      return 2;
+    }
+  }
   // The initial policy's checksum, reported with every candidate until new weights come.
   auto checkpoint = Checkpoint::open(options.model_path);
   const std::uint64_t checksum = checkpoint.ok() ? weights_checksum(checkpoint.value()) : 0;
@@ -63,7 +100,7 @@ int run(dice::service::ServiceContext& context) {
   }
   // Enough groups in hand to keep the batch full while finished groups are replaced.
   const int group = std::max(1, context.config.learner.group_size);
-  const auto capacity = static_cast<std::uint32_t>(std::max(2, 2 * options.max_batch / group));
+  const auto capacity = static_cast<std::uint32_t>(std::max(2, 2 * sampler->max_batch / group));
   auto loop_options = service::worker_loop_options(context, schema::Role::ROLLOUT, capacity);
   if (!loop_options.ok()) {
     std::cerr << "dice-rollout: " << loop_options.status().to_string() << "\n";
@@ -79,7 +116,7 @@ int run(dice::service::ServiceContext& context) {
   RolloutWorker worker(**engine, tokenizer.value(), loop_options->transport.worker_id, registry,
                        options.abort_on_weight_update);
   DICE_LOG(Info) << "rollout worker ready" << kv("model", options.model_path)
-                 << kv("max_batch", options.max_batch) << kv("capacity", capacity);
+                 << kv("max_batch", sampler->max_batch) << kv("capacity", capacity);
   if (options.weight_sync != WeightSync::kCheckpoint) {
     worker.enable_nccl(
         std::make_unique<NcclWeightReceiver>(model.value(), loop_options->transport.worker_id));
