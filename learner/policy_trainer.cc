@@ -199,8 +199,16 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
   if (options_.loss.recompute_old_log_probs || cap > 0) {
     rescored = samples;
-    for (TraceSample& s : rescored) {
-      Result<std::vector<float>> lp = log_probs(s);
+    // As many samples a forward as the update's micro-batches hold (prepare()): no-grad
+    // forwards of that size fit wherever the update's do.
+    const auto micro_batches = static_cast<std::int64_t>(
+        std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
+    const auto n = static_cast<std::int64_t>(samples.size());
+    std::vector<Result<std::vector<float>>> scored =
+        log_probs(samples, (n + micro_batches - 1) / micro_batches);
+    for (std::size_t i = 0; i < rescored.size(); ++i) {
+      TraceSample& s = rescored[i];
+      Result<std::vector<float>>& lp = scored[i];
       if (!lp.ok()) continue;
       if (cap > 0) {
         s.importance.resize(s.old_log_probs.size());
@@ -418,20 +426,52 @@ void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats, int ra
 }
 
 Result<std::vector<float>> PolicyTrainer::log_probs(const TraceSample& sample) {
-  DICE_ASSIGN_OR_RETURN(TraceLayout layout, trace_layout(sample, options_.layout));
-  std::vector<float> out(sample.response.size(), 0.0f);
-  if (layout.views.empty()) return out;
-  try {
-    at::NoGradGuard no_grad;
-    Packed p = pack({&layout}, {0.0}, 1.0);
-    forward_flops_ += p.model_flops;
-    at::Tensor lp = policy_log_probs(p).to(at::kCPU, at::kFloat).contiguous();
-    const float* values = lp.data_ptr<float>();
-    for (std::size_t t = 0; t < p.response_index.size(); ++t) {
-      out[static_cast<std::size_t>(p.response_index[t])] = values[t];
+  return std::move(log_probs(std::vector<TraceSample>{sample}, 1).front());
+}
+
+std::vector<Result<std::vector<float>>> PolicyTrainer::log_probs(
+    const std::vector<TraceSample>& samples, std::int64_t per_forward) {
+  std::vector<Result<std::vector<float>>> out;
+  std::vector<TraceLayout> layouts;
+  std::vector<std::size_t> owner;  // layouts[k] is samples[owner[k]]'s
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    Result<TraceLayout> layout = trace_layout(samples[i], options_.layout);
+    if (!layout.ok()) {
+      out.emplace_back(layout.status());
+      continue;
     }
-  } catch (const c10::Error& e) {
-    return Status::internal(std::string("PolicyTrainer::log_probs: ") + e.what_without_backtrace());
+    out.emplace_back(std::vector<float>(samples[i].response.size(), 0.0f));
+    if (layout->views.empty()) continue;  // nothing scored: zeros
+    layouts.push_back(std::move(layout).value());
+    owner.push_back(i);
+  }
+  const std::size_t step = static_cast<std::size_t>(std::max<std::int64_t>(1, per_forward));
+  for (std::size_t begin = 0; begin < layouts.size(); begin += step) {
+    const std::size_t end = std::min(layouts.size(), begin + step);
+    std::vector<const TraceLayout*> batch;
+    for (std::size_t k = begin; k < end; ++k) batch.push_back(&layouts[k]);
+    try {
+      at::NoGradGuard no_grad;
+      Packed p = pack(batch, std::vector<double>(batch.size(), 0.0), 1.0);
+      forward_flops_ += p.model_flops;
+      at::Tensor lp = policy_log_probs(p).to(at::kCPU, at::kFloat).contiguous();
+      const float* values = lp.data_ptr<float>();
+      // pack() lays the scored tokens out sample after sample, view after view.
+      std::size_t t = 0;
+      for (std::size_t k = begin; k < end; ++k) {
+        std::vector<float>& mine = out[owner[k]].value();
+        for (const TraceView& v : layouts[k].views) {
+          for (std::size_t j = 0; j < v.positions.size(); ++j, ++t) {
+            mine[static_cast<std::size_t>(p.response_index[t])] = values[t];
+          }
+        }
+      }
+    } catch (const c10::Error& e) {
+      for (std::size_t k = begin; k < end; ++k) {
+        out[owner[k]] = Status::internal(std::string("PolicyTrainer::log_probs: ") +
+                                         e.what_without_backtrace());
+      }
+    }
   }
   return out;
 }

@@ -120,6 +120,10 @@ class PolicyTrainer {
   // update's ratio compares with the sampling log-prob), in response order; no gradient.
   // InvalidArgument as update().
   Result<std::vector<float>> log_probs(const TraceSample& sample);
+  // log_probs() of each sample, `per_forward` samples a forward (the update's micro-batches,
+  // where it recomputes the old log-probs): entry i is samples[i]'s, or why it has none.
+  std::vector<Result<std::vector<float>>> log_probs(const std::vector<TraceSample>& samples,
+                                                    std::int64_t per_forward);
 
   Qwen3LM model() const { return model_; }
   std::int64_t steps_taken() const { return steps_; }  // optimizer steps

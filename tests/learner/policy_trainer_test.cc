@@ -104,6 +104,43 @@ TEST(PolicyTrainerTest, TraceViewsReproduceTheSamplersLogProbs) {
   }
 }
 
+TEST(PolicyTrainerTest, LogProbsOfSeveralSamplesAForwardAreEachSamplesOwn) {
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::LOW_CONFIDENCE_DYNAMIC);
+  TraceSample bad = samples[1];
+  bad.unmask_steps.push_back(0);  // a trace that does not fit its response
+  TraceSample empty = samples[2];
+  empty.response.clear();
+  empty.unmask_steps.clear();
+  empty.old_log_probs.clear();
+  empty.tail.clear();
+  empty.tail_unmask_steps.clear();
+  samples.insert(samples.begin() + 1, bad);
+  samples.push_back(empty);  // a good one, bad, two good, empty
+  auto trainer = PolicyTrainer::create(model, trainer_options());
+  ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+  for (std::int64_t per_forward : {1, 2, 3, 5}) {
+    SCOPED_TRACE("per forward " + std::to_string(per_forward));
+    auto together = (*trainer)->log_probs(samples, per_forward);
+    ASSERT_EQ(together.size(), samples.size());
+    EXPECT_EQ(together[1].status().code(), StatusCode::kInvalidArgument);
+    ASSERT_TRUE(together[4].ok());
+    EXPECT_TRUE(together[4]->empty());
+    for (std::size_t i : {0u, 2u, 3u}) {
+      ASSERT_TRUE(together[i].ok()) << together[i].status().to_string();
+      // Padded beside longer rows or not, each sample scores as it does alone and as sampled.
+      auto alone_or = (*trainer)->log_probs(samples[i]);
+      ASSERT_TRUE(alone_or.ok()) << alone_or.status().to_string();
+      const std::vector<float>& alone = *alone_or;
+      ASSERT_EQ(together[i]->size(), alone.size());
+      for (std::size_t t = 0; t < alone.size(); ++t) {
+        EXPECT_NEAR((*together[i])[t], alone[t], 1e-5) << "sample " << i << " token " << t;
+        EXPECT_NEAR((*together[i])[t], samples[i].old_log_probs[t], 2e-5);
+      }
+    }
+  }
+}
+
 double mean(const std::vector<float>& v) {
   double sum = 0;
   for (float x : v) sum += x;
