@@ -5,7 +5,7 @@
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
 //                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu] [--parts]
 //                [--peak-tflops 989] [--replicas 1]
-//                [--clean shared,separate] [--attention-tile 0,256]
+//                [--clean shared,separate] [--attention-tile 0,256] [--push DIR]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
@@ -19,21 +19,31 @@
 // data-parallel replicas, learner/data_parallel.h), and the peak GPU memory of the update (weights,
 // masters and Adam moments included). With --parts, also the seconds per update in each part
 // (PolicyTrainerOptions::time_parts: upload, forward, backward, optimizer; the device synchronised
-// around each, so the parts add up to a little more than an untimed update). An update that runs
-// out of memory prints "OOM" and the bench moves on.
+// around each, so the parts add up to a little more than an untimed update). With --push DIR, also
+// the weight push by checkpoint folder after the updates, on each model's first row: the learner
+// writing the policy
+// checkpoint under DIR (learner/policy_checkpoint.h) and a worker opening it, loading it into its
+// model and checksumming it (what RolloutEngine::update_weights does); the NCCL broadcast needs a
+// second GPU and is the scaling issue's. An update that runs out of memory prints "OOM" and the
+// bench moves on.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "learner/policy_checkpoint.h"
 #include "learner/policy_trainer.h"
 #include "learner/training_flops.h"
+#include "model/checkpoint/weights_checksum.h"
 #include "model/torch_compat.h"
+#include "model/weights.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/learner/train_bench_flags.h"
 #include "tools/bench/sdar_shapes.h"
@@ -47,7 +57,34 @@ struct Flags {
   // Each sample's clean copy: once beside all its trace views (shared) or once per view
   // (separate): PolicyTrainerOptions::share_clean_copy.
   std::vector<std::string> clean = {"shared"};
+  std::string push;  // where to time the weight push by checkpoint folder; empty: not timed
 };
+
+// Seconds of a weight push by checkpoint folder: the learner saving `model` as `dir`, then a
+// worker opening it, loading it into a model and checksumming it (into `model` itself: the same
+// bytes move). The folder is removed afterwards.
+std::pair<double, double> push_seconds(dice::Qwen3LMImpl& model, const std::string& dir) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // No side files (tokenizer) to copy: their folder does not exist.
+  const dice::Status saved = dice::save_policy_checkpoint(model, dir + ".no-side-files", dir);
+  if (!saved.ok()) throw std::runtime_error(saved.to_string());
+  const auto written = Clock::now();
+  auto checkpoint = dice::Checkpoint::open(dir);
+  if (!checkpoint.ok()) throw std::runtime_error(checkpoint.status().to_string());
+  {
+    torch::NoGradGuard no_grad;
+    const dice::Status loaded = dice::load_weights(*checkpoint, model);
+    if (!loaded.ok()) throw std::runtime_error(loaded.to_string());
+  }
+  const std::uint64_t checksum = dice::weights_checksum(*checkpoint);
+  dice::compat::synchronize(model.lm_head.device());
+  const auto read = Clock::now();
+  std::filesystem::remove_all(dir);
+  if (checksum == 0) throw std::runtime_error("weights checksum 0");
+  return {std::chrono::duration<double>(written - start).count(),
+          std::chrono::duration<double>(read - written).count()};
+}
 
 bool parse(int argc, char** argv, Flags& f) {
   const bool ok = dice::bench::parse_flags(
@@ -62,6 +99,8 @@ bool parse(int argc, char** argv, Flags& f) {
           f.forwards = std::stoi(value());
         } else if (flag == "--updates") {
           f.updates = std::stoi(value());
+        } else if (flag == "--push") {
+          f.push = value();
         } else if (flag == "--parts") {
           f.parts = true;
         } else if (flag == "--clean") {
@@ -125,8 +164,11 @@ int main(int argc, char** argv) {
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
   std::printf("%-6s %-13s %-8s %5s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing", "clean",
               "tile", "s/update", "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
-              f.parts ? "   upload  forward backward optimizer (s/update)" : "");
+              (std::string(f.parts ? "   upload  forward backward optimizer (s/update)" : "") +
+               (f.push.empty() ? "" : "  push: save   load (s)"))
+                  .c_str());
   int status = 0;
+  std::string pushed;  // the model whose push was timed last
   for (const auto& shape : shapes) {
     for (const std::string& mode : f.train.checkpointing) {
       for (const std::string& clean : f.clean) {
@@ -181,6 +223,12 @@ int main(int argc, char** argv) {
               std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
                             parts.forward_seconds, parts.backward_seconds, parts.optimizer_seconds);
               result += line;
+            }
+            if (!f.push.empty() && pushed != shape.name) {  // once a model: the same bytes
+              const auto [save, load] = push_seconds(*model, f.push + "/" + shape.name);
+              std::snprintf(line, sizeof line, " %11.2f %6.2f", save, load);
+              result += line;
+              pushed = shape.name;
             }
           } catch (const std::exception& e) {
             result = dice::bench::failure_text(e, &status);
