@@ -24,7 +24,8 @@ struct PolicyTrainer::Packed {
   std::vector<std::int64_t> flat_positions, targets;
   std::vector<float> old_log_probs, advantages, weights;
   std::vector<std::int64_t> response_index;  // per scored token: its index in the response
-  double model_flops = 0;  // of its forward (training_flops.h): each row at its own length
+  double model_flops = 0;           // of its forward (training_flops.h): each row at its own length
+  std::int64_t real_positions = 0;  // token positions of noisy and clean rows that are not padding
 };
 
 Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
@@ -69,6 +70,31 @@ struct PolicyTrainer::Prepared {
   std::vector<Packed> micro_batches;
 };
 
+namespace {
+
+// Sums over tokens become means; the sequence count is the prepared one.
+void finish_stats(std::int64_t sequences, int optimizer_steps, PolicyUpdateStats* stats) {
+  const double tokens = static_cast<double>(std::max<std::int64_t>(1, stats->scored_tokens));
+  stats->sequences = sequences;
+  stats->optimizer_steps = optimizer_steps;
+  stats->kl /= tokens;
+  stats->mean_ratio /= tokens;
+  stats->clip_fraction /= tokens;
+}
+
+// Indices of `layouts`, longest first (ties in order): micro-batches cut from this order pad
+// each row to a length close to its own. The update's sum does not depend on the grouping.
+std::vector<std::size_t> longest_first(const std::vector<TraceLayout>& layouts) {
+  std::vector<std::size_t> order(layouts.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return layouts[a].clean.size() > layouts[b].clean.size();
+  });
+  return order;
+}
+
+}  // namespace
+
 Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
     const std::vector<TraceSample>& samples,
     std::vector<std::pair<std::size_t, Status>>* left_out) const {
@@ -93,14 +119,16 @@ Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
   const std::int64_t micro_batches = std::min<std::int64_t>(
       n, std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
   const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
+  const std::vector<std::size_t> order = longest_first(layouts);
   // Packed once: every pass scores the same tokens against the same sampling log-probs.
   for (std::int64_t begin = 0; begin < n; begin += per_batch) {
     const std::int64_t end = std::min(n, begin + per_batch);
     std::vector<const TraceLayout*> batch;
     std::vector<double> batch_advantages;
     for (std::int64_t i = begin; i < end; ++i) {
-      batch.push_back(&layouts[static_cast<std::size_t>(i)]);
-      batch_advantages.push_back(advantages[static_cast<std::size_t>(i)]);
+      const std::size_t s = order[static_cast<std::size_t>(i)];
+      batch.push_back(&layouts[s]);
+      batch_advantages.push_back(advantages[s]);
     }
     prepared.micro_batches.push_back(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)));
   }
@@ -170,20 +198,6 @@ double PolicyTrainer::lap(std::chrono::steady_clock::time_point* mark, int rank)
   *mark = now;
   return seconds;
 }
-
-namespace {
-
-// Sums over tokens become means; the sequence count is the prepared one.
-void finish_stats(std::int64_t sequences, int optimizer_steps, PolicyUpdateStats* stats) {
-  const double tokens = static_cast<double>(std::max<std::int64_t>(1, stats->scored_tokens));
-  stats->sequences = sequences;
-  stats->optimizer_steps = optimizer_steps;
-  stats->kl /= tokens;
-  stats->mean_ratio /= tokens;
-  stats->clip_fraction /= tokens;
-}
-
-}  // namespace
 
 Result<PolicyUpdateStats> PolicyTrainer::update(
     const std::vector<TraceSample>& samples,
@@ -258,8 +272,14 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     }
   }
   const int epochs = std::max(1, options_.loss.ppo_epochs);
-  std::int64_t sequences = 0;
-  for (const Prepared& part : parts) sequences += part.sequences;
+  std::int64_t sequences = 0, positions = 0, real_positions = 0;
+  for (const Prepared& part : parts) {
+    sequences += part.sequences;
+    for (const Packed& p : part.micro_batches) {
+      positions += (p.rows + p.clean_rows) * p.length;
+      real_positions += p.real_positions;
+    }
+  }
   double model_flops = rescore_flops;
   PolicyUpdateStats times;  // the parts' seconds over every pass
   {
@@ -292,6 +312,9 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     stats.importance_capped = importance_capped / importance_tokens;
   }
   stats.model_flops = model_flops;
+  stats.padding_fraction =
+      positions > 0 ? 1.0 - static_cast<double>(real_positions) / static_cast<double>(positions)
+                    : 0.0;
   stats.rescore_seconds = rescore_seconds;
   stats.upload_seconds = times.upload_seconds;
   stats.forward_seconds = times.forward_seconds;
@@ -340,6 +363,8 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
     const TraceLayout& l = *layouts[s];
     const double weight = sequence_weight / static_cast<double>(l.response_length);
     const auto length = static_cast<std::int64_t>(l.clean.size());
+    p.real_positions +=
+        length * (static_cast<std::int64_t>(l.views.size()) + (shared ? 1 : l.views.size()));
     if (shared) {
       const auto sample = static_cast<std::int64_t>(s);
       std::copy(l.clean.begin(), l.clean.end(), p.clean.begin() + sample * p.length);
@@ -444,6 +469,18 @@ std::vector<Result<std::vector<float>>> PolicyTrainer::log_probs(
     if (layout->views.empty()) continue;  // nothing scored: zeros
     layouts.push_back(std::move(layout).value());
     owner.push_back(i);
+  }
+  // Longest first, as prepare() groups them: each forward pads to a length near its own.
+  {
+    const std::vector<std::size_t> order = longest_first(layouts);
+    std::vector<TraceLayout> sorted;
+    std::vector<std::size_t> sorted_owner;
+    for (std::size_t k : order) {
+      sorted.push_back(std::move(layouts[k]));
+      sorted_owner.push_back(owner[k]);
+    }
+    layouts = std::move(sorted);
+    owner = std::move(sorted_owner);
   }
   const std::size_t step = static_cast<std::size_t>(std::max<std::int64_t>(1, per_forward));
   for (std::size_t begin = 0; begin < layouts.size(); begin += step) {

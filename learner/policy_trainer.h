@@ -75,6 +75,9 @@ struct PolicyUpdateStats {
   double mean_ratio = 0.0;         // mean new/old probability ratio (1 when on-policy)
   double clip_fraction = 0.0;      // tokens whose ratio left [1 - eps, 1 + eps]
   double grad_norm = 0.0;          // global norm before clipping (the last epoch's mean)
+  // Share of the token positions the forwards ran that were padding: each micro-batch's rows
+  // run at its longest sample's length, and samples are grouped longest first to keep it low.
+  double padding_fraction = 0.0;
   // importance_cap > 0: the mean truncated importance weight over the scored tokens (1 when
   // every sample is from the weights trained), and the share of tokens the cap cut
   double importance_mean = 1.0;

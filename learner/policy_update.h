@@ -36,6 +36,7 @@ struct PolicyUpdate {
   // and the share the cap cut (1 and 0 otherwise)
   double importance_mean = 1.0;
   double importance_capped = 0.0;
+  double padding_fraction = 0.0;  // of the update forwards' token positions (PolicyUpdateStats)
 };
 
 // Runs the update for global step `step` on the step's samples; `version` is the version held

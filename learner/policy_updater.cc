@@ -98,6 +98,7 @@ struct Updater {
     out.mean_ratio = stats.mean_ratio;
     out.importance_mean = stats.importance_mean;
     out.importance_capped = stats.importance_capped;
+    out.padding_fraction = stats.padding_fraction;
     out.optimizer_steps = stats.optimizer_steps;
     DICE_RETURN_IF_ERROR(
         save(out.policy_version).with_context("checkpoint of step " + std::to_string(step)));

@@ -155,6 +155,7 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
                                  {"learner/optimizer_steps", double(update.optimizer_steps)},
                                  {"learner/update_seconds", update.seconds},
                                  {"learner/importance_mean", update.importance_mean},
+                                 {"learner/padding_fraction", update.padding_fraction},
                                  {"learner/policy_version", double(update.policy_version)}});
   }
   std::vector<rewardlog::LogRecord> records;

@@ -55,7 +55,7 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
 // learner/candidates_stale, learner/staleness_mean, learner/staleness_max,
 // learner/worker_errors; and when the update ran: learner/loss, learner/kl, learner/grad_norm,
 // learner/clip_fraction, learner/ratio_mean, learner/optimizer_steps, learner/update_seconds,
-// learner/importance_mean, learner/policy_version.
+// learner/importance_mean, learner/padding_fraction, learner/policy_version.
 Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,
                                                          const StepSettings& settings,
                                                          StepTiming timing,

@@ -228,6 +228,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   update.kl = 0.001;
   update.grad_norm = 0.5;
   update.optimizer_steps = 2;
+  update.padding_fraction = 0.125;
   auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(record.ok());
   auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
@@ -238,8 +239,8 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   EXPECT_FLOAT_EQ(decoded->get().getGradNorm(), 0.5f);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 21u);
-  bool saw_version = false, saw_steps = false;
+  EXPECT_EQ(metrics->size(), 22u);
+  bool saw_version = false, saw_steps = false, saw_padding = false;
   for (const auto& m : *metrics) {
     auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
     ASSERT_TRUE(metric.ok());
@@ -251,9 +252,14 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
       EXPECT_EQ(metric->get().getValue(), 2.0);
       saw_steps = true;
     }
+    if (std::string(metric->get().getName().cStr()) == "learner/padding_fraction") {
+      EXPECT_EQ(metric->get().getValue(), 0.125);
+      saw_padding = true;
+    }
   }
   EXPECT_TRUE(saw_version);
   EXPECT_TRUE(saw_steps);
+  EXPECT_TRUE(saw_padding);
 }
 
 }  // namespace
