@@ -36,7 +36,7 @@ void find(void* library, const char* name, F& out, std::string& error) {
 
 // Opened once; never closed (the driver stays loaded for the process's life anyway).
 const Driver& driver() {
-  static const Driver d = [] {
+  static const Driver kDriver = [] {
     Driver out;
     void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
@@ -52,7 +52,7 @@ const Driver& driver() {
     find(library, "cuMemGetInfo_v2", out.mem_get_info, out.error);
     return out;
   }();
-  return d;
+  return kDriver;
 }
 
 Status driver_error(const char* call, int code, int ordinal) {
