@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 namespace dice::compat {
 namespace {
@@ -45,6 +46,44 @@ void check_shapes(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   }
 }
 
+// Grouped-query attention with a mask, as attention over the key/value heads whose queries are
+// their groups' queries side by side: q [..., kv * g, T, E] -> [..., kv, g * T, E], the mask
+// likewise, the result back to [..., kv * g, T, Ev]. The rollout's cached layout does this by
+// construction; here it keeps masked training attention on SDPA's fused kernels, whose
+// memory-efficient one does not take grouped heads in every 2.x release (such calls fell to the
+// math kernel, which holds every score), and reads each key/value head as it is, without copies.
+template <class Attend>
+at::Tensor attend_grouped_as_grid(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const at::Tensor& mask, Attend attend) {
+  const int64_t heads = q.size(-3), kv_heads = k.size(-3), len = q.size(-2);
+  TORCH_CHECK(heads % kv_heads == 0, "dice::compat attention: ", heads,
+              " query heads is not a multiple of ", kv_heads, " key/value heads");
+  const int64_t groups = heads / kv_heads;
+  std::vector<int64_t> grid(q.sizes().begin(), q.sizes().end());
+  grid[grid.size() - 3] = kv_heads;
+  grid[grid.size() - 2] = groups * len;
+  // The mask at q's rank, one row per query ([..., 1 or heads, T, S]), then as the grid.
+  at::Tensor m = mask;
+  while (m.dim() < q.dim()) m = m.unsqueeze(0);
+  std::vector<int64_t> rows(m.sizes().begin(), m.sizes().end());
+  rows[rows.size() - 2] = len;
+  m = m.expand(rows);
+  std::vector<int64_t> mask_grid = rows;
+  mask_grid[mask_grid.size() - 2] = groups * len;
+  if (m.size(-3) == 1) {
+    std::vector<int64_t> repeated = rows;
+    repeated.insert(repeated.end() - 2, groups);  // [..., 1, groups, T, S]
+    m = m.unsqueeze(-3).expand(repeated);
+  } else {
+    mask_grid[mask_grid.size() - 3] = kv_heads;  // per-head masks: [..., kv, groups, T, S]
+  }
+  at::Tensor out = attend(q.reshape(grid), k, v, m.reshape(mask_grid));
+  std::vector<int64_t> back(out.sizes().begin(), out.sizes().end());
+  back[back.size() - 3] = heads;
+  back[back.size() - 2] = len;
+  return out.reshape(back);
+}
+
 }  // namespace
 
 at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -67,8 +106,16 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k
                                         const at::Tensor& v,
                                         const std::optional<at::Tensor>& attn_mask,
                                         std::optional<double> scale) {
-#if DICE_TORCH_HAS_SDPA
   check_shapes(q, k, v, attn_mask);
+  if (attn_mask && k.size(-3) != q.size(-3)) {
+    return attend_grouped_as_grid(q, k, v, *attn_mask,
+                                  [&](const at::Tensor& gq, const at::Tensor& gk,
+                                      const at::Tensor& gv, const at::Tensor& gmask) {
+                                    return dice::compat::scaled_dot_product_attention(gq, gk, gv,
+                                                                                      gmask, scale);
+                                  });
+  }
+#if DICE_TORCH_HAS_SDPA
   c10::optional<at::Tensor> mask;
   if (attn_mask) mask = *attn_mask;
   c10::optional<double> sdpa_scale;

@@ -172,6 +172,28 @@ TEST(TorchCompatTest, GroupedQueryHeadsShareKeyValueHeads) {
   }
 }
 
+TEST(TorchCompatTest, GroupedQueryHeadsWithEveryMaskShape) {
+  // The dispatch runs masked grouped-query attention with each key/value head's queries side by
+  // side; every mask shape must reach the queries it did: [T, S], [B, 1, T, S] per sample,
+  // [1, 1, 1, S] one row for all, [B, heads, T, S] per head.
+  at::Generator gen = seeded(4);
+  const at::Tensor q = at::randn({2, 6, 5, 8}, gen);  // 6 query heads over 2: groups of 3
+  const at::Tensor k = at::randn({2, 2, 7, 8}, gen);
+  const at::Tensor v = at::randn({2, 2, 7, 4}, gen);
+  const at::Tensor per_head = at::randn({2, 6, 5, 7}, gen).gt(-0.5);
+  per_head.select(-1, 0).fill_(true);  // every query row sees a key
+  const std::vector<at::Tensor> masks = {
+      block_causal_mask(7, 2).narrow(0, 2, 5),
+      at::randn({2, 1, 5, 7}, gen).gt(-0.5).index_fill_(-1, at::tensor({0L}), true),
+      at::randn({1, 1, 1, 7}, gen).gt(0.0).index_fill_(-1, at::tensor({3L}), true), per_head};
+  for (std::size_t i = 0; i < masks.size(); ++i) {
+    const at::Tensor out = compat::scaled_dot_product_attention(q, k, v, masks[i], 0.3);
+    const at::Tensor expected = attention_math(q, k, v, masks[i], 0.3);
+    ASSERT_EQ(out.sizes(), expected.sizes()) << "mask " << i;
+    EXPECT_TRUE(at::allclose(out, expected, 1e-5, 1e-6)) << "mask " << i;
+  }
+}
+
 TEST(TorchCompatTest, ReducedPrecisionKeepsDtypeAndStaysClose) {
   at::Generator gen = seeded(5);
   const at::Tensor q = at::randn({1, 2, 8, 16}, gen);
