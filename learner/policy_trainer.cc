@@ -471,22 +471,12 @@ std::vector<Result<std::vector<float>>> PolicyTrainer::log_probs(
     owner.push_back(i);
   }
   // Longest first, as prepare() groups them: each forward pads to a length near its own.
-  {
-    const std::vector<std::size_t> order = longest_first(layouts);
-    std::vector<TraceLayout> sorted;
-    std::vector<std::size_t> sorted_owner;
-    for (std::size_t k : order) {
-      sorted.push_back(std::move(layouts[k]));
-      sorted_owner.push_back(owner[k]);
-    }
-    layouts = std::move(sorted);
-    owner = std::move(sorted_owner);
-  }
+  const std::vector<std::size_t> order = longest_first(layouts);
   const std::size_t step = static_cast<std::size_t>(std::max<std::int64_t>(1, per_forward));
-  for (std::size_t begin = 0; begin < layouts.size(); begin += step) {
-    const std::size_t end = std::min(layouts.size(), begin + step);
+  for (std::size_t begin = 0; begin < order.size(); begin += step) {
+    const std::size_t end = std::min(order.size(), begin + step);
     std::vector<const TraceLayout*> batch;
-    for (std::size_t k = begin; k < end; ++k) batch.push_back(&layouts[k]);
+    for (std::size_t i = begin; i < end; ++i) batch.push_back(&layouts[order[i]]);
     try {
       at::NoGradGuard no_grad;
       Packed p = pack(batch, std::vector<double>(batch.size(), 0.0), 1.0);
@@ -495,18 +485,18 @@ std::vector<Result<std::vector<float>>> PolicyTrainer::log_probs(
       const float* values = lp.data_ptr<float>();
       // pack() lays the scored tokens out sample after sample, view after view.
       std::size_t t = 0;
-      for (std::size_t k = begin; k < end; ++k) {
-        std::vector<float>& mine = out[owner[k]].value();
-        for (const TraceView& v : layouts[k].views) {
+      for (std::size_t i = begin; i < end; ++i) {
+        std::vector<float>& mine = out[owner[order[i]]].value();
+        for (const TraceView& v : layouts[order[i]].views) {
           for (std::size_t j = 0; j < v.positions.size(); ++j, ++t) {
             mine[static_cast<std::size_t>(p.response_index[t])] = values[t];
           }
         }
       }
     } catch (const c10::Error& e) {
-      for (std::size_t k = begin; k < end; ++k) {
-        out[owner[k]] = Status::internal(std::string("PolicyTrainer::log_probs: ") +
-                                         e.what_without_backtrace());
+      for (std::size_t i = begin; i < end; ++i) {
+        out[owner[order[i]]] = Status::internal(std::string("PolicyTrainer::log_probs: ") +
+                                                e.what_without_backtrace());
       }
     }
   }

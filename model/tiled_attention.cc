@@ -28,16 +28,18 @@ TiledAttention TiledAttention::plan(const at::Tensor& mask, int64_t tile) {
   TiledAttention p;
   p.queries_ = mask.size(2);
   p.keys_ = mask.size(3);
-  // Which key columns each tile's queries see (over the batch too): [tiles, K], one host copy.
+  // Which key columns each tile's queries see (over the batch too), [tiles, K], and whether every
+  // query row sees a key (dense SDPA and the CPU fallback disagree on an empty row): one host
+  // copy a forward.
   at::Tensor seen = mask.any(0).select(0, 0);  // [Q, K]
-  // Checked here, once a forward: dense SDPA and the CPU fallback disagree on an empty row.
-  TORCH_CHECK(mask.any(3).all().item<bool>(), "TiledAttention: a query may attend to no key");
   std::vector<at::Tensor> per_tile;
   for (int64_t s = 0; s < p.queries_; s += tile) {
     per_tile.push_back(seen.narrow(0, s, std::min(tile, p.queries_ - s)).any(0));
   }
-  at::Tensor host = at::stack(per_tile).to(at::kCPU).contiguous();
+  const at::Tensor every_row_sees = mask.any(3).all().view({1});
+  at::Tensor host = at::cat({at::stack(per_tile).flatten(), every_row_sees}).to(at::kCPU);
   const bool* visible = host.data_ptr<bool>();
+  TORCH_CHECK(visible[host.numel() - 1], "TiledAttention: a query may attend to no key");
   for (std::size_t t = 0; t < per_tile.size(); ++t) {
     Tile out;
     out.begin = static_cast<int64_t>(t) * tile;
