@@ -1,6 +1,7 @@
 #include "learner/data_parallel.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <exception>

@@ -1,6 +1,7 @@
 #include "learner/in_process_collective.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <string>
 

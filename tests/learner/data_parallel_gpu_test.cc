@@ -5,6 +5,7 @@
 // of additions (the gradients are summed in another order), not bf16's. Skips with fewer than two
 // GPUs, saying so.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include <vector>

@@ -15,6 +15,7 @@
 // and the share of tokens whose ratio lies outside the clip range [0.8, 1.2]. Random weights
 // unless --model-path names a checkpoint (a trained policy's distributions are sharper).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <cmath>
