@@ -38,10 +38,23 @@ inline ModelConfig sdar_config(int64_t hidden, int64_t intermediate, int64_t lay
   return c;
 }
 
-// SDAR-1.7B (tied embeddings) and SDAR-4B.
+// The small recipe's model (configs/models/sdar-tiny.yaml, ~27M parameters with the vocabulary
+// pruned to the curriculum's ~1,700 tokens): where launches and host syncs, not FLOPs, bound.
+inline ModelConfig small_recipe_config() {
+  ModelConfig c = sdar_config(512, 1536, 8, 8, 4, /*tied=*/false);
+  c.vocab_size = 1792;
+  c.head_dim = 64;
+  c.rope_theta = 10000;
+  c.max_position_embeddings = 4096;
+  c.mask_token_id = 1791;
+  return c;
+}
+
+// SDAR-1.7B (tied embeddings), SDAR-4B, and the small recipe's model ("27m").
 inline std::vector<NamedShape> sdar_shapes() {
   return {{"1.7b", sdar_config(2048, 6144, 28, 16, 8, /*tied=*/true)},
-          {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)}};
+          {"4b", sdar_config(2560, 9728, 36, 32, 8, /*tied=*/false)},
+          {"27m", small_recipe_config()}};
 }
 
 // A toy shape (vocabulary 64, mask id 63) for the benches' CPU smoke runs (--tiny).

@@ -1,13 +1,15 @@
 // sft_bench: SFT steps (learner/sft_trainer.h) at SDAR shapes with random weights and synthetic
 // samples: seconds per step, trained tokens/s, model TFLOP/s and MFU, peak GPU memory.
 //
-//   sft_bench [--models 1.7b,4b] [--batch 32] [--prompt 512] [--response 1536]
+//   sft_bench [--models 1.7b,4b,27m] [--batch 32] [--prompt 512] [--response 1536]
 //             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
 //             [--dtype bf16|fp32] [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
-//             [--peak-tflops 989] [--replicas 1] [--attention-tile 0,256]
+//             [--peak-tflops 989] [--replicas 1] [--attention-tile 0,256] [--vary-lengths]
 //
-// Each sample: --prompt and --response random token ids. One step = the SFT objective over the
-// batch (each sample noised at its own t; packed side by side into rows of --pack-length tokens
+// Each sample: --prompt and --response random token ids; with --vary-lengths, a new batch every
+// step whose samples' lengths are drawn from [length / 4, length], as a curriculum's are (each
+// step's rows then have a width of their own, as in a real run). One step = the SFT objective over
+// the batch (each sample noised at its own t; packed side by side into rows of --pack-length tokens
 // when given, --rows-per-forward rows a forward) + backward + AdamW with fp32 masters. Tokens/s
 // counts every token of every sample (prompt and response, one copy; the forwards run x_t and
 // x_0). Model FLOPs: learner/training_flops.h (each sequence at its own length: neither padding
@@ -43,6 +45,7 @@ struct Flags {
   dice::bench::TrainBenchFlags train = sft_defaults();
   int batch = 32, steps = 2, rows_per_forward = 1;
   int64_t pack_length = 0;
+  bool vary_lengths = false;
 };
 
 bool parse(int argc, char** argv, Flags& f) {
@@ -60,6 +63,8 @@ bool parse(int argc, char** argv, Flags& f) {
           f.rows_per_forward = std::stoi(value());
         } else if (flag == "--pack-length") {
           f.pack_length = std::stoll(value());
+        } else if (flag == "--vary-lengths") {
+          f.vary_lengths = true;
         } else {
           throw std::invalid_argument("unknown flag (see the header of sft_bench.cc)");
         }
@@ -75,14 +80,21 @@ bool parse(int argc, char** argv, Flags& f) {
   return true;
 }
 
+// length, or with --vary-lengths one drawn from [length / 4, length].
+int64_t draw_length(const Flags& f, int64_t length) {
+  if (!f.vary_lengths) return length;
+  const int64_t least = std::max<int64_t>(1, length / 4);
+  return at::randint(least, length + 1, {1}, at::kLong).item<int64_t>();
+}
+
 std::vector<dice::SftSample> synthetic_samples(const Flags& f, const dice::ModelConfig& c) {
   std::vector<dice::SftSample> out(static_cast<size_t>(f.batch));
   const int64_t vocab = std::min<int64_t>(c.vocab_size, c.mask_token_id);  // ids below the mask
   for (dice::SftSample& s : out) {
-    at::Tensor p = at::randint(0, vocab, {f.train.prompt}, at::kLong);
-    at::Tensor r = at::randint(0, vocab, {f.train.response}, at::kLong);
-    s.prompt.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + f.train.prompt);
-    s.response.assign(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + f.train.response);
+    at::Tensor p = at::randint(0, vocab, {draw_length(f, f.train.prompt)}, at::kLong);
+    at::Tensor r = at::randint(0, vocab, {draw_length(f, f.train.response)}, at::kLong);
+    s.prompt.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
+    s.response.assign(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
   }
   return out;
 }
@@ -115,9 +127,9 @@ int main(int argc, char** argv) {
     for (const std::string& mode : f.train.checkpointing) {
       for (int64_t tile : f.train.attention_tiles) {
         at::manual_seed(1);
-        const std::vector<dice::SftSample> samples = synthetic_samples(f, shape.config);
-        std::vector<const dice::SftSample*> batch;
-        for (const auto& s : samples) batch.push_back(&s);
+        // One batch, or one per step (the warm-up's too) with --vary-lengths.
+        std::vector<std::vector<dice::SftSample>> samples(f.vary_lengths ? f.steps + 1 : 1);
+        for (auto& step_samples : samples) step_samples = synthetic_samples(f, shape.config);
         dice::SftTrainerOptions o;
         o.activation_checkpointing = mode == "on";
         o.attention_tile = tile;
@@ -133,10 +145,16 @@ int main(int argc, char** argv) {
               c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(device));
           auto trainer = dice::SftTrainer::create(model, o);
           if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
-          double seconds = 0, flops = 0;
+          double seconds = 0, flops = 0, tokens = 0;
           int64_t forwards = 0;
           for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
             const auto start = std::chrono::steady_clock::now();
+            std::vector<const dice::SftSample*> batch;
+            for (const auto& sample : samples[static_cast<size_t>(s) % samples.size()]) {
+              batch.push_back(&sample);
+              if (s > 0)
+                tokens += static_cast<double>(sample.prompt.size() + sample.response.size());
+            }
             auto stats = (*trainer)->step(batch, 1e-5);
             if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
             dice::compat::synchronize(device);
@@ -146,8 +164,6 @@ int main(int argc, char** argv) {
             flops += stats->model_flops;
             forwards = stats->forwards;
           }
-          const double tokens = static_cast<double>(f.steps) * f.batch *
-                                static_cast<double>(f.train.prompt + f.train.response);
           char line[160], peak[32] = "-";
           const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
           if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
