@@ -149,6 +149,7 @@ at::Tensor Qwen3DecoderLayerImpl::forward(const at::Tensor& x, const AttentionCo
 
 Qwen3ModelImpl::Qwen3ModelImpl(const ModelConfig& c, const c10::TensorOptions& options)
     : config_(c) {
+  compat::keep_sdpa_off_cudnn();  // before any thread (data-parallel replicas) attends
   embed_tokens = register_parameter(
       "embed_tokens", at::empty({c.vocab_size, c.hidden_size}, options).normal_(0.0, kInitStd));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {

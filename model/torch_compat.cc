@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #if DICE_TORCH_HAS_SDPA
+#include <ATen/Context.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #endif
 
@@ -116,6 +117,7 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k
                                   });
   }
 #if DICE_TORCH_HAS_SDPA
+  keep_sdpa_off_cudnn();
   c10::optional<at::Tensor> mask;
   if (attn_mask) mask = *attn_mask;
   c10::optional<double> sdpa_scale;
@@ -131,6 +133,31 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k
 #endif
 #else
   return attention_math(q, k, v, attn_mask, scale);
+#endif
+}
+
+// SDPA's cuDNN backend (first on Hopper in recent 2.x releases, on by default with CUDA >= 12.9)
+// builds an execution graph for every new shape and caches it by shape. dice's shapes change
+// every call: packed SFT rows and trace lengths vary per step, each attention tile reads its own
+// key count, the rollout's KV length grows every forward. SFT at the small recipe's shape ran
+// 2.05 s a step with a new batch every step against 0.16-0.18 s with one batch repeated (H200,
+// torch 2.11, sft_bench --vary-lengths; docs/BENCHMARKS.md, session 26). The flash and
+// memory-efficient kernels need no per-shape plan.
+void keep_sdpa_off_cudnn() {
+#if DICE_TORCH_HAS_SDPA && DICE_TORCH_VERSION_AT_LEAST(2, 3)
+  static const bool off = [] {
+    at::globalContext().setSDPUseCuDNN(false);
+    return true;
+  }();
+  (void)off;
+#endif
+}
+
+bool sdpa_cudnn_enabled() {
+#if DICE_TORCH_HAS_SDPA && DICE_TORCH_VERSION_AT_LEAST(2, 3)
+  return at::globalContext().userEnabledCuDNNSDP();
+#else
+  return false;
 #endif
 }
 

@@ -42,6 +42,13 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k
                                         const std::optional<at::Tensor>& attn_mask,
                                         std::optional<double> scale = std::nullopt);
 
+// Turns SDPA's cuDNN backend off for this process, once: it builds a plan for every new shape
+// (hundreds of milliseconds each), and dice's shapes change every step. Qwen3Model's constructor
+// calls it, before any thread attends; scaled_dot_product_attention above calls it too.
+void keep_sdpa_off_cudnn();
+// Whether SDPA may pick its cuDNN backend in this process. False where this LibTorch has none.
+bool sdpa_cudnn_enabled();
+
 // The same attention written out: softmax(scale * q k^T, masked) v, computed in float32 whatever
 // the input dtype (reduced-precision inputs are upcast, the result cast back). Exact reference
 // for tests, and the fallback where SDPA is missing.

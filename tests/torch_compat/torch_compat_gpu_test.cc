@@ -80,6 +80,14 @@ TEST(TorchCompatGpuTest, SdpaMatchesMathGroupedQueryBfloat16) {
   expect_sdpa_matches_math({at::kBFloat16, 8, 2, 2e-2});
 }
 
+TEST(TorchCompatGpuTest, AttentionTurnsSdpaCudnnBackendOff) {
+  DICE_SKIP_WITHOUT_CUDA();
+  // The cuDNN backend plans per shape (hundreds of ms each); dice's shapes vary every step
+  // (docs/BENCHMARKS.md, session 26). After dice's first attention SDPA may no longer pick it.
+  expect_sdpa_matches_math({at::kFloat, 8, 8, 1e-4});
+  EXPECT_FALSE(compat::sdpa_cudnn_enabled()) << describe_torch();
+}
+
 TEST(TorchCompatGpuTest, DeviceQueriesAgree) {
   DICE_SKIP_WITHOUT_CUDA();
   EXPECT_GE(cuda_device_count(), 1);
