@@ -40,8 +40,8 @@ struct PolicyTrainerOptions {
   // about one more forward of compute. Default: true
   bool activation_checkpointing = true;
   // Queries per tile of the training attention (Qwen3ModelImpl::attention_tile: each tile reads
-  // only the keys its queries may see); 0: one dense attention. Default: 256
-  int64_t attention_tile = 256;
+  // only the keys its queries may see); 0: one dense attention. Default: 0
+  int64_t attention_tile = 0;
   // Keep the fp32 master weights and AdamW's two moments in host memory and step them on the
   // CPU (12 bytes per parameter off the GPU: 48 GB for SDAR-4B), copying gradients down and
   // weights back once per update. For one GPU shared with a rollout worker. Default: false

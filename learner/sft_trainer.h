@@ -33,7 +33,7 @@ namespace dice {
 struct SftTrainerOptions {
   OptimizerOptions optimizer;  // lr is set per step by the caller's schedule
   bool activation_checkpointing = true;
-  int64_t attention_tile = 256;  // PolicyTrainerOptions::attention_tile
+  int64_t attention_tile = 0;  // PolicyTrainerOptions::attention_tile
   bool optimizer_on_cpu = false;
   std::uint64_t seed = 1;
   // Pack samples side by side into rows of at most this many tokens (each sample on its own in

@@ -250,7 +250,7 @@ struct LearnerOptions {
   int max_staleness = 1;
   TrainDtype dtype = TrainDtype::kBf16;
   bool activation_checkpointing = true;
-  std::int64_t attention_tile = 256;
+  std::int64_t attention_tile = 0;
   bool optimizer_on_cpu = false;
   std::uint64_t seed = 0;
   double group_timeout_seconds = 3600;
@@ -296,7 +296,9 @@ struct LearnerOptions {
             "Queries per tile of the training forwards' attention: each tile reads only the "
             "keys its queries may see (the block-causal and noisy-view masks hide most), so "
             "attention costs about the visible pairs instead of the whole grid; the same "
-            "results. Rounded up to whole blocks; 0 = one dense attention. Default: 256",
+            "results. Rounded up to whole blocks; 0 = one dense attention. Off by default: on "
+            "the H200 the tiles' extra launches cost more than the skipped work saves "
+            "(docs/BENCHMARKS.md, session 26). Default: 0",
             config::at_least(0));
     v.field("optimizer_on_cpu", optimizer_on_cpu,
             "Keep the fp32 master weights and AdamW's moments in host memory and step them on "
