@@ -5,6 +5,7 @@
 //             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
 //             [--dtype bf16|fp32] [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
 //             [--peak-tflops 989] [--replicas 1] [--attention-tile 0,256] [--vary-lengths]
+//             [--kernels 0]
 //
 // Each sample: --prompt and --response random token ids; with --vary-lengths, a new batch every
 // step whose samples' lengths are drawn from [length / 4, length], as a curriculum's are (each
@@ -16,7 +17,9 @@
 // nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet peak by
 // default; with --replicas N, per device over N data-parallel replicas, learner/data_parallel.h).
 // One row per (model, checkpointing, queries per attention tile: SftTrainerOptions::attention_tile,
-// 0 for one dense attention). One warm-up step first; "OOM" where a step runs out of memory.
+// 0 for one dense attention). One warm-up step first; "OOM" where a step runs out of memory. With
+// --kernels N, each row is followed by its timed steps' GPU time by kernel class and its N largest
+// kernels (profile/kernel_span.h; CUPTI).
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -30,6 +33,7 @@
 #include "model/torch_compat.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/learner/train_bench_flags.h"
+#include "tools/bench/profile/kernel_span.h"
 #include "tools/bench/sdar_shapes.h"
 
 namespace {
@@ -137,7 +141,7 @@ int main(int argc, char** argv) {
         o.data_parallel.devices = devices;
         o.pack_length = f.pack_length;
         o.rows_per_forward = f.rows_per_forward;
-        std::string result;
+        std::string result, profile;
         try {
           dice::bench::reset_peak_gpu_memory();
           dice::Qwen3LM model(
@@ -147,7 +151,9 @@ int main(int argc, char** argv) {
           if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
           double seconds = 0, flops = 0, tokens = 0;
           int64_t forwards = 0;
+          dice::bench::KernelSpan kernels(f.train.kernels);
           for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
+            if (s == 1) kernels.begin();
             const auto start = std::chrono::steady_clock::now();
             std::vector<const dice::SftSample*> batch;
             for (const auto& sample : samples[static_cast<size_t>(s) % samples.size()]) {
@@ -164,6 +170,7 @@ int main(int argc, char** argv) {
             flops += stats->model_flops;
             forwards = stats->forwards;
           }
+          profile = kernels.end(seconds);
           char line[160], peak[32] = "-";
           const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
           if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
@@ -175,8 +182,8 @@ int main(int argc, char** argv) {
         } catch (const std::exception& e) {
           result = dice::bench::failure_text(e, &status);
         }
-        std::printf("%-6s %-13s %5lld %s\n", shape.name.c_str(), mode.c_str(),
-                    static_cast<long long>(tile), result.c_str());
+        std::printf("%-6s %-13s %5lld %s\n%s", shape.name.c_str(), mode.c_str(),
+                    static_cast<long long>(tile), result.c_str(), profile.c_str());
         std::fflush(stdout);
       }
     }

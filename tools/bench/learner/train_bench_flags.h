@@ -26,11 +26,14 @@ struct TrainBenchFlags {
   int replicas = 1;  // data-parallel over this many devices (learner/data_parallel.h)
   // Queries per attention tile, each a run (PolicyTrainerOptions::attention_tile; 0 = dense).
   std::vector<int64_t> attention_tiles = {256};
+  // The N largest kernels of each row's timed part, after its line (profile/kernel_span.h); 0 off.
+  int kernels = 0;
 };
 
 // Takes `flag` (with value() for its argument) when it is one of the shared flags: --models,
 // --checkpointing, --prompt, --response, --dtype bf16|fp32, --device cuda|cpu, --tiny,
-// --optimizer-on-cpu, --peak-tflops, --replicas, --attention-tile. False for any other flag.
+// --optimizer-on-cpu, --peak-tflops, --replicas, --attention-tile, --kernels. False for any other
+// flag.
 inline bool take_train_flag(const std::string& flag, const std::function<std::string()>& value,
                             TrainBenchFlags& f) {
   if (flag == "--models") {
@@ -53,6 +56,8 @@ inline bool take_train_flag(const std::string& flag, const std::function<std::st
     f.peak_tflops = std::stod(value());
   } else if (flag == "--replicas") {
     f.replicas = std::stoi(value());
+  } else if (flag == "--kernels") {
+    f.kernels = std::stoi(value());
   } else if (flag == "--attention-tile") {
     f.attention_tiles.clear();
     for (const std::string& tile : split_list(value()))
@@ -67,7 +72,8 @@ inline bool take_train_flag(const std::string& flag, const std::function<std::st
 inline bool train_flags_valid(const TrainBenchFlags& f) {
   bool tiles_valid = !f.attention_tiles.empty();
   for (int64_t tile : f.attention_tiles) tiles_valid = tiles_valid && tile >= 0;
-  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0 && f.replicas >= 1 && tiles_valid;
+  return f.prompt >= 1 && f.response >= 1 && f.peak_tflops > 0 && f.replicas >= 1 &&
+         f.kernels >= 0 && tiles_valid;
 }
 
 // The devices of --replicas N starting at `first`: cuda:0..N-1 on a GPU (fewer visible: empty,

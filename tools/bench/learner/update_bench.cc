@@ -5,7 +5,7 @@
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
 //                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu] [--parts]
 //                [--peak-tflops 989] [--replicas 1]
-//                [--clean shared,separate] [--attention-tile 0,256] [--push DIR]
+//                [--clean shared,separate] [--attention-tile 0,256] [--push DIR] [--kernels 0]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
@@ -24,8 +24,9 @@
 // writing the policy
 // checkpoint under DIR (learner/policy_checkpoint.h) and a worker opening it, loading it into its
 // model and checksumming it (what RolloutEngine::update_weights does); the NCCL broadcast needs a
-// second GPU and is the scaling issue's. An update that runs out of memory prints "OOM" and the
-// bench moves on.
+// second GPU and is the scaling issue's. With --kernels N, each row is followed by its timed
+// updates' GPU time by kernel class and its N largest kernels (profile/kernel_span.h; CUPTI). An
+// update that runs out of memory prints "OOM" and the bench moves on.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -46,6 +47,7 @@
 #include "model/weights.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/learner/train_bench_flags.h"
+#include "tools/bench/profile/kernel_span.h"
 #include "tools/bench/sdar_shapes.h"
 
 namespace {
@@ -185,7 +187,7 @@ int main(int argc, char** argv) {
           o.time_parts = f.parts;
           o.share_clean_copy = clean == "shared";
           o.attention_tile = tile;
-          std::string result;
+          std::string result, profile;
           try {
             dice::bench::reset_peak_gpu_memory();
             dice::Qwen3LM model(shape.config, c10::TensorOptions()
@@ -196,7 +198,9 @@ int main(int argc, char** argv) {
             double seconds = 0, flops = 0;
             int64_t tokens = 0;
             dice::PolicyUpdateStats parts;
+            dice::bench::KernelSpan kernels(f.train.kernels);
             for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
+              if (u == 1) kernels.begin();
               const auto start = std::chrono::steady_clock::now();
               auto stats = (*trainer)->update(samples);
               if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
@@ -211,6 +215,7 @@ int main(int argc, char** argv) {
               parts.backward_seconds += stats->backward_seconds / f.updates;
               parts.optimizer_seconds += stats->optimizer_seconds / f.updates;
             }
+            profile = kernels.end(seconds);
             char line[256], peak[32] = "-";
             const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
             if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
@@ -233,8 +238,8 @@ int main(int argc, char** argv) {
           } catch (const std::exception& e) {
             result = dice::bench::failure_text(e, &status);
           }
-          std::printf("%-6s %-13s %-8s %5lld %s\n", shape.name.c_str(), mode.c_str(), clean.c_str(),
-                      static_cast<long long>(tile), result.c_str());
+          std::printf("%-6s %-13s %-8s %5lld %s\n%s", shape.name.c_str(), mode.c_str(),
+                      clean.c_str(), static_cast<long long>(tile), result.c_str(), profile.c_str());
           std::fflush(stdout);
         }
       }

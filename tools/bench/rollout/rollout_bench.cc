@@ -5,6 +5,7 @@
 //                 [--new-tokens 1024] [--prompt 64] [--block 4] [--steps 4]
 //                 [--temperature 1] [--threshold 0.9] [--device cuda|cpu] [--tiny]
 //                 [--prompt-jitter 0] [--min-new-tokens N] [--no-pack] [--no-graphs]
+//                 [--kernels 0]
 //
 // For each model, batch B and strategy: B requests with random prompts of --prompt tokens, no
 // stop tokens (every sequence generates exactly --new-tokens), max_batch = B, after a short
@@ -22,6 +23,9 @@
 //   KV MiB/seq    the KV cache part of it (prompt + new tokens + 2 blocks per slot)
 //   graphs        CUDA graphs captured during the run (one per forward shape), and
 //   capture s     the seconds their capture took (inside `seconds`: a fresh sampler per run)
+// --kernels N follows each row with its run's GPU time by kernel class, its N largest kernels and
+// the kernels' share of the wall time (the rest: the host between forwards); CUPTI, whose
+// recording adds to the run's time, so the row's own figures are best taken without it.
 // --tiny swaps the shapes for a 2-layer toy model (a smoke test of the code path, e.g. on CPU).
 // sdar_generate_reference.py runs SDAR's published generate loop on the same workload.
 // Without a CUDA device (and without --device cpu) it prints why and exits 0.
@@ -39,6 +43,7 @@
 #include "model/torch_compat.h"
 #include "rollout/sampler.h"
 #include "tools/bench/gpu_memory.h"
+#include "tools/bench/profile/kernel_span.h"
 #include "tools/bench/sdar_shapes.h"
 
 namespace {
@@ -115,6 +120,7 @@ struct Flags {
   std::string device_name = "cuda";
   int64_t new_tokens = 1024, prompt_len = 64, prompt_jitter = 0, min_new_tokens = 0;
   int block = 4, steps = 4;
+  int kernels = 0;  // --kernels N: the measured run's N largest kernels (profile/kernel_span.h)
   double temperature = 1.0, threshold = 0.9;
   bool tiny = false, pack = true, graphs = true;
   std::vector<int64_t> batch_sizes;         // --batches, parsed by check_flags
@@ -164,6 +170,8 @@ int parse_flags(int argc, char** argv, Flags* f) {
         f->threshold = std::stod(value);
       } else if (arg == "--device") {
         f->device_name = value;
+      } else if (arg == "--kernels") {
+        f->kernels = std::stoi(value);
       } else {
         return usage("unknown argument " + arg);
       }
@@ -179,8 +187,8 @@ int check_flags(Flags* f) {
   if (f->new_tokens < 1 || f->prompt_len < 1) {
     return usage("--new-tokens and --prompt must be >= 1");
   }
-  if (f->prompt_jitter < 0 || f->min_new_tokens < 0) {
-    return usage("--prompt-jitter and --min-new-tokens must be >= 0");
+  if (f->prompt_jitter < 0 || f->min_new_tokens < 0 || f->kernels < 0) {
+    return usage("--prompt-jitter, --min-new-tokens and --kernels must be >= 0");
   }
   if (f->device_name != "cuda" && f->device_name != "cpu") {
     return usage("--device must be cuda or cpu");
@@ -328,12 +336,15 @@ int main(int argc, char** argv) {
           return 1;
         }
         o.sampling.max_new_tokens = static_cast<int>(f.new_tokens);
+        dice::bench::KernelSpan kernels(f.kernels);
+        kernels.begin();
         auto run = run_once(lm, o, w, 2);
         if (!run.ok()) {
           std::fprintf(stderr, "rollout_bench: %s\n", run.status().to_string().c_str());
           return 1;
         }
         print_row(shape, batch, remasking, *run, o, options, cuda);
+        std::fputs(kernels.end(run->seconds).c_str(), stdout);
       }
     }
   }
