@@ -153,14 +153,14 @@ int main(int argc, char** argv) {
           int64_t forwards = 0;
           dice::bench::KernelSpan kernels(f.train.kernels);
           for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
-            if (s == 1) kernels.begin();
-            const auto start = std::chrono::steady_clock::now();
             std::vector<const dice::SftSample*> batch;
             for (const auto& sample : samples[static_cast<size_t>(s) % samples.size()]) {
               batch.push_back(&sample);
               if (s > 0)
                 tokens += static_cast<double>(sample.prompt.size() + sample.response.size());
             }
+            if (s == 1) kernels.begin();
+            const auto start = std::chrono::steady_clock::now();
             auto stats = (*trainer)->step(batch, 1e-5);
             if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
             dice::compat::synchronize(device);

@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -21,8 +22,8 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 
 // What the buffer callbacks fill: CUPTI calls them on its own thread.
 struct Recording {
-  std::mutex mutex;
-  bool running = false;
+  std::mutex mutex;                  // guards totals (CUPTI's thread adds to them)
+  std::atomic<bool> running{false};  // one profile at a time (start and stop: the caller's thread)
   std::map<std::string, KernelTotal> totals;
   int64_t dropped = 0;
 };
@@ -93,11 +94,10 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 Status KernelProfile::start() {
   Recording& r = recording();
+  if (r.running.exchange(true)) return Status::invalid_argument("KernelProfile: already started");
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    if (r.running) return Status::invalid_argument("KernelProfile: already started");
     r.totals.clear();
-    r.running = true;
   }
   static const CUptiResult kRegistered =
       cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
@@ -121,8 +121,8 @@ Result<std::vector<KernelTotal>> KernelProfile::stop() {
   if (!r.running) return Status::invalid_argument("KernelProfile: stop() without start()");
   const CUptiResult flushed = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
-  std::lock_guard<std::mutex> lock(r.mutex);
   r.running = false;
+  std::lock_guard<std::mutex> lock(r.mutex);
   if (flushed != CUPTI_SUCCESS)
     return Status::internal(cupti_error("cuptiActivityFlushAll", flushed));
   std::vector<KernelTotal> out;
