@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/remove_tree.h"
+#include "learner/device_cache.h"
 #include "learner/nccl_weight_pusher.h"
 #include "learner/policy_checkpoint.h"
 #include "learner/policy_trainer.h"
@@ -82,6 +83,8 @@ struct Updater {
       DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
     }
     DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, trainer->update(samples, &left_out));
+    const c10::Device home = model->parameters().front().device();
+    if (home.is_cuda()) release_learner_cache(home.index(), "update");
     for (const auto& [index, why] : left_out) {
       DICE_LOG(Warn) << "sample left out of the update: its trace does not fit" << kv("step", step)
                      << kv("sample", index) << kv("error", why.to_string());

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/log.h"
+#include "learner/device_cache.h"
 #include "learner/policy_checkpoint.h"
 #include "learner/prompt_template.h"
 #include "learner/sft_data.h"
@@ -126,11 +127,10 @@ void log_step_progress(std::int64_t step, std::int64_t total, int epoch, const S
                  << kv("eta_s", static_cast<std::int64_t>(seconds / step * (total - step)));
 }
 
-}  // namespace
-
-Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const SftJob& job,
-                                rewardlog::RewardLogWriter& log,
-                                const std::function<bool()>& stop_requested) {
+// train_sft's steps; the trainer (its optimizer state and activations) lives only in here.
+Result<SftRunSummary> run_sft_steps(Qwen3LM model, const DiceConfig& config, const SftJob& job,
+                                    rewardlog::RewardLogWriter& log,
+                                    const std::function<bool()>& stop_requested) {
   const LearnerOptions& learner = config.learner;
   const SftOptions& sft = learner.sft;
   DICE_ASSIGN_OR_RETURN(SftData data, load_sft_samples(config, job, model->config()));
@@ -180,6 +180,17 @@ Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const S
       }
     }
   }
+  return summary;
+}
+
+}  // namespace
+
+Result<SftRunSummary> train_sft(Qwen3LM model, const DiceConfig& config, const SftJob& job,
+                                rewardlog::RewardLogWriter& log,
+                                const std::function<bool()>& stop_requested) {
+  const c10::Device home = model->parameters().front().device();
+  Result<SftRunSummary> summary = run_sft_steps(model, config, job, log, stop_requested);
+  if (home.is_cuda()) release_learner_cache(home.index(), "sft");
   return summary;
 }
 

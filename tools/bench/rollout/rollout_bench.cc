@@ -77,6 +77,7 @@ struct Run {
   double seconds = 0;
   dice::SamplerStats stats;
   double peak_bytes = 0;
+  bool memory_known = false;  // the allocator's figures exist (LibTorch with CUDA)
 };
 
 struct Workload {
@@ -111,7 +112,9 @@ dice::Result<Run> run_once(dice::Qwen3LM& lm, const dice::SamplerOptions& option
   // generate() returns after the last step's host copy, so the device work is done.
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.stats = sampler->stats();
-  run.peak_bytes = dice::bench::gpu_memory().peak - before.current;
+  const dice::bench::GpuMemory after = dice::bench::gpu_memory();
+  run.peak_bytes = after.peak - before.current;
+  run.memory_known = after.known;
   return run;
 }
 
@@ -285,7 +288,7 @@ void print_row(const Shape& shape, int64_t batch, dice::Remasking remasking, con
                           static_cast<double>(options.dtype().itemsize());
   const double mib = 1024.0 * 1024.0;
   char peak[32] = "-";  // no allocator statistics without CUDA
-  if (cuda && DICE_HAVE_C10_CUDA) {
+  if (cuda && run.memory_known) {
     std::snprintf(peak, sizeof peak, "%.1f", run.peak_bytes / mib / static_cast<double>(batch));
   }
   std::printf("%-6s %6lld %-8s %12.1f %9.2f %8.2f %8.3f %9.3f %10s %11.1f %7lld %10.2f\n",
