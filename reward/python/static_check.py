@@ -305,8 +305,20 @@ def root_attr(expr):
     return expr.attr if isinstance(expr, ast.Attribute) else "?"
 
 
+# Every kind of try statement: `try/except` and, from Python 3.11, `try/except*` (ast.TryStar).
+TRY_NODES = tuple(getattr(ast, n) for n in ("Try", "TryStar") if hasattr(ast, n))
+
+# Builtins that may be handed a module without being able to change it (getattr only with a
+# literal name: dynamic-code otherwise).
+MODULE_SAFE_CALLS = {"isinstance", "issubclass", "hasattr", "getattr", "print", "id", "type",
+                     "repr", "str"}
+# Attributes of a module through which it is rewritten without an assignment to it.
+MODULE_DUNDERS = {"__dict__", "__setattr__", "__delattr__", "__getattribute__", "__class__"}
+
+
 def check_imports_and_patching(program, report):
     aliases = program.aliases
+    called = {id(n.func) for n in ast.walk(program.tree) if isinstance(n, ast.Call)}
     for node in ast.walk(program.tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
@@ -317,7 +329,7 @@ def check_imports_and_patching(program, report):
                     report.add("thread-spawn", node.lineno, "imports %s" % m)
                 elif root in FORBIDDEN_MODULES:
                     report.add("forbidden-import", node.lineno, "imports %s" % m)
-        elif isinstance(node, ast.Try):
+        elif isinstance(node, TRY_NODES):
             report.add("try-except-fallback", node.lineno,
                        "try/except (a fallback path around the kernel)")
         elif isinstance(node, ast.Call):
@@ -330,21 +342,49 @@ def check_imports_and_patching(program, report):
                 report.add("dynamic-code", node.lineno, "%s(...)" % node.func.id)
             elif isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") \
                     and node.args:
-                target = aliases.resolve(node.args[0])
-                if target and target.split(".")[0] in aliases.names:
+                target = aliases.value_path(node.args[0])
+                if target is not None:
                     report.add("monkey-patch", node.lineno,
                                "%s on module %s" % (node.func.id, target))
+            check_module_arguments(node, aliases, report)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) \
                 else [node.target]
             for t in targets:
                 for sub in ast.walk(t):
-                    if isinstance(sub, ast.Attribute):
-                        root = root_name(sub)
-                        if root is not None and aliases.is_module_root(root):
+                    # `X.a = v` and `X[k] = v` change X: what matters is whether X is a module.
+                    if isinstance(sub, (ast.Attribute, ast.Subscript)):
+                        root = aliases.value_path(sub.value)
+                        if root is not None:
                             report.add("monkey-patch", node.lineno,
-                                       "assigns %s" % aliases.resolve(sub) if
-                                       aliases.resolve(sub) else "assigns into module " + root)
+                                       "assigns %s" % (aliases.resolve(sub) or "into " + root))
+                            break
+        elif isinstance(node, ast.Attribute) and node.attr in MODULE_DUNDERS:
+            root = aliases.value_path(node.value)
+            if root is not None:
+                report.add("monkey-patch", node.lineno, "reaches %s.%s" % (root, node.attr))
+        elif isinstance(node, ast.Name) and node.id in ("setattr", "delattr") \
+                and isinstance(node.ctx, ast.Load) and id(node) not in called:
+            # Called directly it is checked above; handed on (map, partial, a name of its own)
+            # its first argument is out of sight.
+            report.add("monkey-patch", node.lineno, "%s used as a value" % node.id)
+
+
+def check_module_arguments(call, aliases, report):
+    """A module handed to a call: the callee (a function of this file, a lambda, a library's)
+    holds it under a name of its own, where no reading of this file follows every store."""
+    if isinstance(call.func, ast.Name) and (call.func.id in MODULE_SAFE_CALLS or
+                                            call.func.id in ("setattr", "delattr")):
+        return  # setattr and delattr on a module are reported as such
+    for arg in call.args + [kw.value for kw in call.keywords]:
+        if isinstance(arg, ast.Starred):
+            arg = arg.value
+        if not isinstance(arg, (ast.Name, ast.Attribute)):
+            continue
+        path = aliases.value_path(arg)
+        if path is not None and aliases.is_module(path):
+            report.add("monkey-patch", call.lineno,
+                       "module %s passed to %s" % (path, aliases.resolve(call.func) or "a call"))
 
 
 def cuda_strings(tree):

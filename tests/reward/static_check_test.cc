@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -129,6 +130,99 @@ TEST(StaticCheckCorpusTest, LongHelperChainsAreFollowedToTheEnd) {
   bool flagged = false;
   for (const auto& f : result->findings) flagged |= f.check == "torch-op-in-forward" && f.fatal;
   EXPECT_TRUE(flagged) << result->summary();
+}
+
+// The template candidate with `module_code` added before ModelNew and forward's call replaced
+// by `forward_line` (where one is given).
+std::string template_with(const std::string& module_code, const std::string& forward_line = "") {
+  std::string source = read_file(fs::path(DICE_REWARD_CORPUS_DIR) / "honest/template_scale.py");
+  const std::string before_class = "\n\nclass ModelNew";
+  source.insert(source.find(before_class), "\n" + module_code);
+  if (!forward_line.empty()) {
+    const std::string call = "y = ext.scale_cuda(x, 2.0)";
+    source.replace(source.find(call), call.size(), forward_line);
+  }
+  return source;
+}
+
+struct Attack {
+  const char* name;
+  const char* module_code;
+  const char* forward_line;
+  const char* expected;  // the fatal check it must meet
+};
+
+void expect_each_flagged(const std::vector<Attack>& attacks) {
+  for (const Attack& a : attacks) {
+    auto result = run_static_check(template_with(a.module_code, a.forward_line), options());
+    ASSERT_TRUE(result.ok()) << a.name << ": " << result.status().to_string();
+    bool flagged = false;
+    for (const auto& f : result->findings) flagged |= f.check == a.expected && f.fatal;
+    EXPECT_TRUE(flagged) << a.name << ": expected " << a.expected << ", got\n" << result->summary();
+  }
+}
+
+// A module reached through any name of the candidate's own is still the module: assignments,
+// unpacking, sys.modules, getattr, loops, parameters (by default or by argument), lambdas, class
+// and instance attributes, containers, conditional expressions, chains bound in any order, its
+// __dict__, and setattr handed on as a value. Before modules were followed through bindings only
+// import aliases were (issue 49: `t = torch; t.matmul = f` passed).
+TEST(StaticCheckAliasTest, MonkeyPatchingThroughAnyNameIsSeen) {
+  expect_each_flagged({
+      {"alias", "t = torch\nt.matmul = lambda a, b: a\n", "", "monkey-patch"},
+      {"setattr-alias", "f = torch.nn.functional\nsetattr(f, 'relu', lambda x: x)\n", "",
+       "monkey-patch"},
+      {"unpacking", "a, b = torch.cuda, 1\na.synchronize = lambda: None\n", "", "monkey-patch"},
+      {"sys-modules", "import sys\nm = sys.modules['torch']\nm.matmul = None\n", "",
+       "monkey-patch"},
+      {"getattr", "m = getattr(torch, 'cuda')\nm.Event = object\n", "", "monkey-patch"},
+      {"loop", "for m in (torch.cuda,):\n    m.synchronize = lambda: None\n", "", "monkey-patch"},
+      {"parameter", "def patch(m):\n    m.relu = None\npatch(torch.nn.functional)\n", "",
+       "monkey-patch"},
+      {"default", "def patch(m=torch.cuda):\n    m.synchronize = None\npatch()\n", "",
+       "monkey-patch"},
+      {"lambda", "(lambda m: setattr(m, 'matmul', None))(torch)\n", "", "monkey-patch"},
+      {"dict", "t = torch\nt.__dict__.update(matmul=None)\n", "", "monkey-patch"},
+      {"setattr-as-value", "list(map(setattr, [torch], ['matmul'], [None]))\n", "", "monkey-patch"},
+      {"class-attribute", "class P:\n    m = torch.cuda\nP.m.synchronize = None\n", "",
+       "monkey-patch"},
+      {"instance-attribute",
+       "class P:\n    def __init__(self):\n        self.m = torch.cuda\n"
+       "    def go(self):\n        self.m.synchronize = None\nP().go()\n",
+       "", "monkey-patch"},
+      {"conditional", "(torch if True else None).matmul = None\n", "", "monkey-patch"},
+      {"container", "mods = [torch]\nmods[0].matmul = None\n", "", "monkey-patch"},
+      {"bound-later", "def go():\n    c = b\n    c.matmul = None\nb = torch\ngo()\n", "",
+       "monkey-patch"},
+  });
+}
+
+// A torch function or module under a name of the candidate's own computes as torch does.
+TEST(StaticCheckAliasTest, TorchCallsThroughALocalNameAreTorchCalls) {
+  expect_each_flagged({
+      {"function", "r = torch.relu\n", "y = r(ext.scale_cuda(x, 2.0))", "torch-op-in-forward"},
+      {"parameter", "def act(x, f=torch.nn.functional.gelu):\n    return f(x)\n",
+       "y = act(ext.scale_cuda(x, 2.0))", "torch-op-in-forward"},
+  });
+}
+
+// try/except* (Python 3.11's ast.TryStar) is a try like any other (issue 49: it was not seen).
+TEST(StaticCheckAliasTest, EveryKindOfTryIsATry) {
+  expect_each_flagged({
+      {"try-star",
+       "def go(x):\n    try:\n        return ext.scale_cuda(x, 2.0)\n"
+       "    except* RuntimeError:\n        return x\n",
+       "y = go(x)", "try-except-fallback"},
+  });
+}
+
+// Names for values reached from torch that change nothing: a dtype, a constant.
+TEST(StaticCheckAliasTest, HonestNamesForTorchValuesPass) {
+  auto result = run_static_check(
+      template_with("dt = torch.float32\nBLOCK = 256\n", "y = ext.scale_cuda(x.to(dt), 2.0)"),
+      options());
+  ASSERT_TRUE(result.ok()) << result.status().to_string();
+  EXPECT_EQ(result->failure(), schema::FailureClass::NONE) << result->summary();
 }
 
 TEST(StaticCheckParseTest, RejectsGarbageAndFindingsWithoutNames) {
