@@ -17,14 +17,16 @@ Checks (stable names; the C++ side and the reward log use them):
   torch-op-in-forward   forward (or what it calls) runs a PyTorch compute op: torch.*/F.* calls
                         outside ALLOWED_TORCH_FUNCTIONS, tensor methods outside ALLOWED_METHODS,
                         `@`, or calling an nn module (self.conv(x))
-  try-except-fallback   a try/except anywhere (the classic PyTorch fallback path)
+  try-except-fallback   a try/except or try/except* anywhere (the classic PyTorch fallback path)
   stream-use            torch.cuda.Stream/stream/set_stream or cudaStreamCreate*/
                         getStreamFromPool/setCurrentCUDAStream (timing on the default stream
                         would miss the work)
   thread-spawn          threading/multiprocessing/concurrent/_thread, std::thread, pthread_create,
                         std::async, fork()
-  monkey-patch          assignment to an attribute of an imported module (torch.cuda.Event = ...,
-                        time.perf_counter = ..., torch.cuda.synchronize = ...), or setattr on one
+  monkey-patch          assignment to an attribute or item of a module under any name the file
+                        gives it (torch.cuda.Event = ..., t = torch; t.matmul = ...: names are
+                        followed by candidate_ast.Aliases), setattr/delattr on one, a module
+                        handed to a call, its __dict__, or setattr used as a value
   state-in-forward      forward stores into self.* or a global (caches outputs across calls)
   forbidden-import      ctypes, subprocess, socket, gc, inspect, importlib, os.system-like escapes
   dynamic-code          eval/exec/compile/__import__/getattr with a non-literal name
