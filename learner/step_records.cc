@@ -123,6 +123,8 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
   record.setStalenessMean(static_cast<float>(counts.staleness_mean));
   record.setStalenessMax(counts.staleness_max);
   record.setRolloutAhead(settings.rollout_ahead);
+  record.setClipFraction(update.ran ? static_cast<float>(update.clip_fraction) : not_computed);
+  rewardlog::set_exploration_counts(counts.exploration, record);
   return rewardlog::encode_record(record.asReader());
 }
 
@@ -146,6 +148,12 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
       {"learner/staleness_max", counts.staleness_max},
       {"learner/worker_errors", counts.rollout_errors + counts.eval_errors},
   };
+  if (counts.exploration.groups_judged > 0) {
+    const rewardlog::ExplorationRates explored = rewardlog::exploration_rates(counts.exploration);
+    values.insert(values.end(), {{"rollout/mixed_group_share", explored.mixed_share},
+                                 {"rollout/distinct_texts_mean", explored.distinct_texts_mean},
+                                 {"rollout/distinct_text_share", explored.distinct_share}});
+  }
   if (update.ran) {
     values.insert(values.end(), {{"learner/loss", update.loss},
                                  {"learner/kl", update.kl},

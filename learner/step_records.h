@@ -12,6 +12,7 @@
 #include "learner/policy_update.h"
 #include "learner/step_tracker.h"
 #include "rewardlog/record_codec.h"
+#include "rewardlog/step_exploration.h"
 
 namespace dice {
 
@@ -43,8 +44,8 @@ struct StepTiming {
 };
 
 // The StepRecord. policyVersion is the version that sampled the step. Without an update that
-// ran (`update.ran` false), loss, klDivergence and gradNorm are NaN ("not computed"), never a
-// made-up number.
+// ran (`update.ran` false), loss, klDivergence, gradNorm and clipFraction are NaN ("not
+// computed"), never a made-up number. The exploration counts come from counts.exploration.
 Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSettings& settings,
                                          TaskKind kind, StepTiming timing,
                                          const PolicyUpdate& update = {});
@@ -53,7 +54,9 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
 // rollout/candidates_per_s, rollout/truncated_rate, rollout/generation_seconds_mean,
 // learner/groups_dropped, learner/groups_skipped,
 // learner/candidates_stale, learner/staleness_mean, learner/staleness_max,
-// learner/worker_errors; and when the update ran: learner/loss, learner/kl, learner/grad_norm,
+// learner/worker_errors; when a group was judged: rollout/mixed_group_share,
+// rollout/distinct_texts_mean, rollout/distinct_text_share (rewardlog/step_exploration.h); and
+// when the update ran: learner/loss, learner/kl, learner/grad_norm,
 // learner/clip_fraction, learner/ratio_mean, learner/optimizer_steps, learner/update_seconds,
 // learner/importance_mean, learner/padding_fraction, learner/policy_version.
 Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& counts,

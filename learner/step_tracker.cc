@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "common/log.h"
 #include "net/wire/enum_name.h"
@@ -57,7 +58,9 @@ bool is_service_fault(schema::Verdict::Reader verdict) {
 
 StepTracker::StepTracker(StepSettings settings, std::uint64_t* next_work_id,
                          std::uint64_t* next_group_id)
-    : settings_(std::move(settings)), next_work_id_(next_work_id), next_group_id_(next_group_id) {}
+    : settings_(std::move(settings)), next_work_id_(next_work_id), next_group_id_(next_group_id) {
+  counts_.exploration.group_size = settings_.samples_per_task;
+}
 
 void StepTracker::start(const std::vector<const LearnerTask*>& tasks, transport::TimePoint now) {
   for (const LearnerTask* task : tasks) {
@@ -308,11 +311,19 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
     GroupAdvantages adv = group_advantages(rewards, settings_.drop_constant_groups);
     out.dropped = adv.dropped;
     counts_.groups_dropped += adv.dropped ? 1 : 0;
+    std::vector<JudgedAnswer> answers;
     std::size_t scored = 0;  // rewards[] holds the scored samples only, in order
     for (FinishedSample& sample : out.samples) {
       if (!sample.scored) continue;
+      answers.push_back(JudgedAnswer{sample.response_text, rewards[scored]});
       sample.advantage = adv.advantages[scored++];
       sample.trace.advantage = sample.advantage;
+    }
+    // A group of lost samples only was not judged: it says nothing about exploration.
+    if (!answers.empty()) {
+      const GroupVariety variety = group_variety(answers);
+      counts_.exploration.add_group(variety.samples, variety.distinct_texts, variety.mixed,
+                                    adv.dropped);
     }
   } else {
     ++counts_.groups_skipped;
@@ -351,6 +362,18 @@ std::vector<FinishedGroup> StepTracker::take_finished() {
 
 bool StepTracker::owns(std::uint64_t work_id) const {
   return rollouts_.count(work_id) > 0 || evals_.count(work_id) > 0;
+}
+
+GroupVariety group_variety(const std::vector<JudgedAnswer>& answers) {
+  GroupVariety out;
+  out.samples = static_cast<std::uint32_t>(answers.size());
+  std::unordered_set<std::string_view> texts;
+  for (const JudgedAnswer& answer : answers) {
+    texts.insert(answer.text);
+    out.mixed = out.mixed || answer.reward != answers.front().reward;
+  }
+  out.distinct_texts = static_cast<std::uint32_t>(texts.size());
+  return out;
 }
 
 void count_staleness(const std::map<std::uint64_t, std::uint32_t>& versions,

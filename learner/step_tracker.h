@@ -12,7 +12,8 @@
 //                     sandboxUnavailable: not the candidate's fault, never a reward) is kept for
 //                     the reward log but not scored: it counts as an evaluation error, stays out
 //                     of its group's z-scores and of the update
-//   group done     -> every sample judged or lost: rewards z-scored (advantage.h) -> finished
+//   group done     -> every sample judged or lost: rewards z-scored (advantage.h), its texts
+//                     and rewards counted for the exploration readouts (group_variety) -> finished
 //   expire()       -> a group older than the timeout is skipped: its verdicts so far are kept
 //                     with advantage 0, so the run never hangs on a lost worker
 #pragma once
@@ -23,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +33,7 @@
 #include "learner/trace_layout.h"
 #include "net/transport/dispatcher_state.h"
 #include "options/reward_options.h"
+#include "rewardlog/step_exploration.h"
 #include "schemas/rollout.capnp.h"
 
 namespace dice {
@@ -80,7 +83,26 @@ struct StepCounts {
   // each candidate's (count_staleness(); 0 in the synchronous loop). The tracker leaves them 0.
   double staleness_mean = 0.0;
   std::uint32_t staleness_max = 0;
+  // How much the rollouts explored: each complete group with a scored sample, its different
+  // response texts and whether its rewards were mixed (group_variety()), dropped ones included.
+  rewardlog::ExplorationCounts exploration;
 };
+
+// One scored sample of a group, as group_variety() compares it.
+struct JudgedAnswer {
+  std::string_view text;  // the response text (Candidate.text), what the reward service judged
+  double reward = 0.0;
+};
+
+// How varied one group's answers were: its different texts (byte equality of the text, not of
+// token ids: two token sequences that decode to the same text are one answer to the reward) and
+// whether its rewards were mixed (not all equal, the same test as group_advantages()'s constant).
+struct GroupVariety {
+  std::uint32_t samples = 0;
+  std::uint32_t distinct_texts = 0;
+  bool mixed = false;
+};
+GroupVariety group_variety(const std::vector<JudgedAnswer>& answers);
 
 struct FinishedSample {
   std::uint32_t sample_index = 0;

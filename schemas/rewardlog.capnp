@@ -45,6 +45,20 @@ struct StepRecord {
   stalenessMax @19 :UInt32;      # update started from minus the one that sampled each (mean,
                                  # max); 0 in the synchronous loop
   rolloutAhead @20 :UInt32;      # learner.async.max_ahead the step ran under (0: synchronous)
+  clipFraction @21 :Float32 = nan;  # share of scored tokens whose ratio left [1 - eps, 1 + eps]
+                                    # (the last pass); NaN without an update that ran, and in
+                                    # logs written before the field
+  # How much the step's rollouts explored, over its judged groups: complete groups (every sample
+  # judged or lost) with at least one scored sample, dropped ones included, skipped ones not.
+  # Two texts are the same when their bytes are equal (Candidate.text, what the reward judged).
+  # Logs written before these fields read 0 for each.
+  groupSize @22 :UInt32;             # samples asked per task (the most a group can have)
+  groupsJudged @23 :UInt32;          # judged groups
+  groupsMixed @24 :UInt32;           # of those, groups whose rewards were not all equal
+  judgedSamples @25 :UInt32;         # their scored samples, summed over the judged groups
+  distinctTexts @26 :UInt32;         # their different response texts, summed over the groups
+  droppedGroupsJudged @27 :UInt32;   # of the judged groups, those dropped (constant rewards)
+  droppedDistinctTexts @28 :UInt32;  # different response texts, summed over the dropped ones
 }
 
 # Column family "candidates", key = run id, 0x00, step (u64 BE), task id, 0x00, sample (u32 BE).

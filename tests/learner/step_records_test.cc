@@ -42,6 +42,17 @@ FinishedSample judged(std::uint32_t index, const std::vector<std::string>& hashe
                         {}};
 }
 
+// Metric records as name -> value.
+std::map<std::string, double> values_by_name(const std::vector<rewardlog::LogRecord>& metrics) {
+  std::map<std::string, double> series;
+  for (const auto& m : metrics) {
+    auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
+    EXPECT_TRUE(metric.ok()) << metric.status().to_string();
+    if (metric.ok()) series[metric->get().getName().cStr()] = metric->get().getValue();
+  }
+  return series;
+}
+
 TEST(StepRecordsTest, CandidateKeysComeFromTheLearnerAndKernelsAreWrittenOnce) {
   LearnerTask task;
   task.id = "t7";
@@ -166,15 +177,11 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   EXPECT_FLOAT_EQ(step.getMeanReward(), 0.25f);
   EXPECT_TRUE(std::isnan(step.getLoss()));
   EXPECT_TRUE(std::isnan(step.getGradNorm()));
+  EXPECT_TRUE(std::isnan(step.getClipFraction()));
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
   EXPECT_EQ(metrics->size(), 12u);
-  std::map<std::string, double> series;
-  for (const auto& m : *metrics) {
-    auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
-    ASSERT_TRUE(metric.ok());
-    series[metric->get().getName().cStr()] = metric->get().getValue();
-  }
+  std::map<std::string, double> series = values_by_name(*metrics);
   EXPECT_DOUBLE_EQ(series["rollout/truncated_rate"], 0.25);
   EXPECT_DOUBLE_EQ(series["rollout/generation_seconds_mean"], 1.5);
   EXPECT_DOUBLE_EQ(series["learner/staleness_mean"], 0.0);  // the synchronous loop
@@ -200,18 +207,45 @@ TEST(StepRecordsTest, TheStepRecordSaysHowStaleItsCandidatesWere) {
   EXPECT_EQ(decoded->get().getRolloutAhead(), 2u);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
-  std::map<std::string, double> series;
-  for (const auto& m : *metrics) {
-    auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);
-    ASSERT_TRUE(metric.ok());
-    series[metric->get().getName().cStr()] = metric->get().getValue();
-  }
+  std::map<std::string, double> series = values_by_name(*metrics);
   EXPECT_DOUBLE_EQ(series["learner/staleness_mean"], 1.25);
   EXPECT_DOUBLE_EQ(series["learner/staleness_max"], 2.0);
   // A candidate newer than the trained version (a worker that had loaded later weights) is 0 old.
   count_staleness({{8, 3}}, 7, &counts);
   EXPECT_DOUBLE_EQ(counts.staleness_mean, 0.0);
   EXPECT_EQ(counts.staleness_max, 0u);
+}
+
+// How much the step explored reaches the StepRecord as counts and the metric series as rates.
+TEST(StepRecordsTest, TheStepRecordSaysHowMuchTheRolloutsExplored) {
+  StepCounts counts;
+  counts.verdicts = 12;
+  counts.exploration.group_size = 4;
+  counts.exploration.add_group(4, 1, /*mixed=*/false, /*dropped=*/true);
+  counts.exploration.add_group(4, 3, /*mixed=*/true, /*dropped=*/false);
+  counts.exploration.add_group(4, 2, /*mixed=*/true, /*dropped=*/false);
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 5;
+  auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000});
+  ASSERT_TRUE(record.ok());
+  auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
+  ASSERT_TRUE(decoded.ok());
+  const auto step = decoded->get();
+  EXPECT_EQ(step.getGroupSize(), 4u);
+  EXPECT_EQ(step.getGroupsJudged(), 3u);
+  EXPECT_EQ(step.getGroupsMixed(), 2u);
+  EXPECT_EQ(step.getJudgedSamples(), 12u);
+  EXPECT_EQ(step.getDistinctTexts(), 6u);
+  EXPECT_EQ(step.getDroppedGroupsJudged(), 1u);
+  EXPECT_EQ(step.getDroppedDistinctTexts(), 1u);
+  auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->size(), 15u);
+  std::map<std::string, double> series = values_by_name(*metrics);
+  EXPECT_DOUBLE_EQ(series["rollout/mixed_group_share"], 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(series["rollout/distinct_texts_mean"], 2.0);
+  EXPECT_DOUBLE_EQ(series["rollout/distinct_text_share"], 0.5);
 }
 
 TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
@@ -227,6 +261,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   update.loss = -0.25;
   update.kl = 0.001;
   update.grad_norm = 0.5;
+  update.clip_fraction = 0.0625;
   update.optimizer_steps = 2;
   update.padding_fraction = 0.125;
   auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000}, update);
@@ -237,6 +272,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   EXPECT_FLOAT_EQ(decoded->get().getLoss(), -0.25f);
   EXPECT_FLOAT_EQ(decoded->get().getKlDivergence(), 0.001f);
   EXPECT_FLOAT_EQ(decoded->get().getGradNorm(), 0.5f);
+  EXPECT_FLOAT_EQ(decoded->get().getClipFraction(), 0.0625f);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(metrics.ok());
   EXPECT_EQ(metrics->size(), 22u);

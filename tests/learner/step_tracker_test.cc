@@ -17,7 +17,7 @@ using Body = schema::Envelope::Body;
 class StepTrackerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 5; ++i) {
       LearnerTask task;
       task.id = "t" + std::to_string(i);
       task.reference_source = "ref";
@@ -57,14 +57,15 @@ class StepTrackerTest : public ::testing::Test {
     EXPECT_TRUE(decoded.ok());
     return transport::WorkResult{work_id, "w", std::move(decoded).value()};
   }
+  // `text` empty: "text <sample>", a different text for each sample.
   transport::WorkResult candidate(std::size_t group, std::uint32_t sample,
-                                  std::uint64_t version = 5) {
+                                  std::uint64_t version = 5, const std::string& text = "") {
     return result(rollouts_[group].first, [&](Body::Builder body) {
       auto c = body.initCandidate();
       c.setSampleIndex(sample);
       c.setTaskId(tasks_[group].id);
       c.setPolicyVersion(version);
-      c.setText("text " + std::to_string(sample));
+      c.setText(text.empty() ? "text " + std::to_string(sample) : text);
     });
   }
   transport::WorkResult verdict(std::uint64_t eval_id, float reward,
@@ -324,6 +325,74 @@ TEST_F(StepTrackerTest, GroupOfOneJudgedSampleBesideAServiceFaultIsDropped) {
   EXPECT_TRUE(finished[0].dropped);  // one scored sample: no signal
   EXPECT_EQ(finished[0].samples[1].advantage, 0.0);
   EXPECT_EQ(tracker->counts().correct, 1u);
+}
+
+// Scripted groups: texts are the same only when their bytes are; a group is mixed when any two
+// of its rewards differ, whatever its texts.
+TEST(GroupVarietyTest, CountsDistinctTextsAndMixedRewards) {
+  const std::vector<JudgedAnswer> one_text(8, JudgedAnswer{"y = x + 1\n", 0.0});
+  GroupVariety g = group_variety(one_text);
+  EXPECT_EQ(g.samples, 8u);
+  EXPECT_EQ(g.distinct_texts, 1u);
+  EXPECT_FALSE(g.mixed);
+
+  // A trailing space or another case is another answer.
+  g = group_variety({{"a", 1.0}, {"a ", 1.0}, {"A", 1.0}, {"a", 1.0}});
+  EXPECT_EQ(g.samples, 4u);
+  EXPECT_EQ(g.distinct_texts, 3u);
+  EXPECT_FALSE(g.mixed);
+
+  // One text judged two ways (a flaky judge) is one text in a mixed group.
+  g = group_variety({{"k", 1.0}, {"k", 0.0}});
+  EXPECT_EQ(g.distinct_texts, 1u);
+  EXPECT_TRUE(g.mixed);
+
+  g = group_variety({{"a", 0.0}, {"b", 0.0}, {"c", 0.0}, {"d", 1.0}});
+  EXPECT_EQ(g.distinct_texts, 4u);
+  EXPECT_TRUE(g.mixed);
+
+  g = group_variety({});
+  EXPECT_EQ(g.samples, 0u);
+  EXPECT_EQ(g.distinct_texts, 0u);
+  EXPECT_FALSE(g.mixed);
+}
+
+// The step's exploration counts: every complete group with a scored sample, dropped ones too; a
+// service fault's text is not one of its group's answers; a skipped group and a complete group
+// whose every evaluation failed were not judged.
+TEST_F(StepTrackerTest, CountsHowMuchEachJudgedGroupExplored) {
+  settings_.samples_per_task = 3;
+  auto tracker = start(5);
+  EXPECT_EQ(tracker->counts().exploration.group_size, 3u);
+  const auto judge = [&](std::size_t group, const std::vector<std::string>& texts,
+                         const std::vector<float>& rewards, std::size_t faulted = 3) {
+    for (std::uint32_t i = 0; i < texts.size(); ++i) {
+      tracker->handle(candidate(group, i, 5, texts[i]));
+    }
+    const auto ids = evals(*tracker);
+    ASSERT_EQ(ids.size(), texts.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      tracker->handle(i == faulted ? verdict(ids[i], 0.0f, schema::FailureClass::INTERNAL_ERROR)
+                                   : verdict(ids[i], rewards[i]));
+    }
+  };
+  judge(0, {"a", "a", "b"}, {1, 0, 0});                 // mixed, 2 texts
+  judge(1, {"a", "a", "a"}, {0, 0, 0});                 // dropped, 1 text
+  judge(2, {"c", "d", "e"}, {0, 1, 1}, /*faulted=*/0);  // dropped: d and e, both 1
+  for (std::uint32_t i = 0; i < 3; ++i) tracker->handle(candidate(3, i));
+  for (const std::uint64_t id : evals(*tracker)) tracker->handle(error(id));  // complete, unjudged
+  tracker->handle(error(rollouts_[4].first));                                 // skipped
+  ASSERT_TRUE(tracker->done());
+  EXPECT_EQ(tracker->counts().groups_dropped, 3u);
+  EXPECT_EQ(tracker->counts().groups_skipped, 1u);
+
+  const rewardlog::ExplorationCounts& e = tracker->counts().exploration;
+  EXPECT_EQ(e.groups_judged, 3u);
+  EXPECT_EQ(e.groups_mixed, 1u);
+  EXPECT_EQ(e.judged_samples, 8u);
+  EXPECT_EQ(e.distinct_texts, 5u);
+  EXPECT_EQ(e.dropped_groups_judged, 2u);
+  EXPECT_EQ(e.dropped_distinct_texts, 3u);
 }
 
 }  // namespace

@@ -177,6 +177,14 @@ void fill_step_record(schema::StepRecord::Builder b, std::uint32_t salt) {
   b.setStalenessMean(f32(salt, 18));
   b.setStalenessMax(u32(salt, 19));
   b.setRolloutAhead(u32(salt, 20));
+  b.setClipFraction(f32(salt, 21));
+  b.setGroupSize(u32(salt, 22));
+  b.setGroupsJudged(u32(salt, 23));
+  b.setGroupsMixed(u32(salt, 24));
+  b.setJudgedSamples(u32(salt, 25));
+  b.setDistinctTexts(u32(salt, 26));
+  b.setDroppedGroupsJudged(u32(salt, 27));
+  b.setDroppedDistinctTexts(u32(salt, 28));
 }
 void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getRunId().cStr(), txt("step.runId", salt));
@@ -200,6 +208,14 @@ void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getStalenessMean(), f32(salt, 18));
   EXPECT_EQ(r.getStalenessMax(), u32(salt, 19));
   EXPECT_EQ(r.getRolloutAhead(), u32(salt, 20));
+  EXPECT_EQ(r.getClipFraction(), f32(salt, 21));
+  EXPECT_EQ(r.getGroupSize(), u32(salt, 22));
+  EXPECT_EQ(r.getGroupsJudged(), u32(salt, 23));
+  EXPECT_EQ(r.getGroupsMixed(), u32(salt, 24));
+  EXPECT_EQ(r.getJudgedSamples(), u32(salt, 25));
+  EXPECT_EQ(r.getDistinctTexts(), u32(salt, 26));
+  EXPECT_EQ(r.getDroppedGroupsJudged(), u32(salt, 27));
+  EXPECT_EQ(r.getDroppedDistinctTexts(), u32(salt, 28));
 }
 
 void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t salt) {
