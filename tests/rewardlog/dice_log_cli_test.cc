@@ -3,9 +3,11 @@
 #include <capnp/message.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <rocksdb/db.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <algorithm>
 
 #include <fstream>
 #include <map>
@@ -203,15 +205,32 @@ TEST_F(DiceLogCliTest, RunsStepsCandidatesAndKernel) {
   lines = split(r.out, '\n');
   ASSERT_EQ(lines.size(), 4u);
   const std::vector<std::string> header = split(lines[0], '\t');
+  const auto column = [&](const std::string& name) {
+    const auto at = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(at, header.end()) << name;
+    return static_cast<size_t>(at - header.begin());
+  };
+  // Step 0 was written before the exploration counts and the clip fraction: not measured.
+  const std::vector<std::vector<std::string>> explored = {
+      {"nan", "0", "0", "-", "0", "-"},
+      {"0.125", "4", "1", "1.25", "8", "1"},  // (2 + 3) / 4 texts; 3 dropped with 1 text each
+      {"0.25", "4", "2", "2.5", "8", "1"},    // (8 + 2) / 4
+  };
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::vector<std::string> cells = split(lines[i], '\t');
     ASSERT_EQ(cells.size(), header.size());
     EXPECT_EQ(cells[0], std::to_string(i - 1));
     EXPECT_EQ(cells[1], "e2e");
     EXPECT_EQ(cells[7], i == 1 ? "0" : i == 2 ? "0.5" : "1");  // mean_reward 0.5 * step
-    EXPECT_EQ(cells[header.size() - 1], "0");  // staleness_max: the synchronous loop
+    EXPECT_EQ(cells[column("staleness_max")], "0");            // the synchronous loop
+    const std::vector<std::string> want = explored[i - 1];
+    EXPECT_EQ(cells[column("clip_fraction")], want[0]) << lines[i];
+    EXPECT_EQ(cells[column("groups_judged")], want[1]) << lines[i];
+    EXPECT_EQ(cells[column("groups_mixed")], want[2]) << lines[i];
+    EXPECT_EQ(cells[column("distinct_texts")], want[3]) << lines[i];
+    EXPECT_EQ(cells[column("group_size")], want[4]) << lines[i];
+    EXPECT_EQ(cells[column("dropped_distinct_texts")], want[5]) << lines[i];
   }
-  EXPECT_EQ(header.back(), "staleness_max");
 
   r = dice_log(dir_, {"candidates", log_, "run-a", "--step=1", "--task", "t2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

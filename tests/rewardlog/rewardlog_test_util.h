@@ -54,6 +54,19 @@ inline LogRecord step_record(const std::string& run_id, uint64_t step, float mea
   s.setLoss(0.5f);
   s.setStartedUnixMillis(1764460000000 + static_cast<int64_t>(step) * 60000);
   s.setFinishedUnixMillis(1764460000000 + static_cast<int64_t>(step) * 60000 + 42000);
+  if (step > 0 && step < 4) {
+    // Step 0 is as a log from before the clip fraction and the exploration counts; steps 1-3:
+    // 4 judged groups of 8, `step` of them mixed with 2 * step texts each, the others dropped,
+    // one text eight times.
+    s.setClipFraction(0.125f * step);
+    s.setGroupSize(8);
+    s.setGroupsJudged(4);
+    s.setGroupsMixed(static_cast<uint32_t>(step));
+    s.setJudgedSamples(32);
+    s.setDistinctTexts(static_cast<uint32_t>(2 * step * step + (4 - step)));
+    s.setDroppedGroupsJudged(static_cast<uint32_t>(4 - step));
+    s.setDroppedDistinctTexts(static_cast<uint32_t>(4 - step));
+  }
   return must(encode_record(s.asReader()));
 }
 

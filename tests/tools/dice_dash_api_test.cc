@@ -93,6 +93,16 @@ TEST_F(DiceDashApiTest, RunSeriesEqualWhatWasWritten) {
   expect_numbers(s.at("loss"), {0.5, 0.25, NAN}, "loss (the eval step has no update)");
   expect_numbers(s.at("grad_norm"), {2, 3, NAN}, "grad_norm");
   expect_numbers(s.at("kl"), {0, static_cast<float>(0.01), NAN}, "kl");
+  expect_numbers(s.at("clip_fraction"), {0.25, 0.5, NAN}, "clip_fraction");
+  // Step 0: both groups mixed; step 1: t1 all correct (dropped), t2 mixed; step 2: none mixed.
+  // Every fixture response differs from the others, so each group has two texts of two.
+  expect_numbers(s.at("mixed_group_share"), {1, 0.5, 0}, "mixed_group_share");
+  expect_numbers(s.at("groups_judged"), {2, 2, 2}, "groups_judged");
+  expect_numbers(s.at("groups_mixed"), {2, 1, 0}, "groups_mixed");
+  expect_numbers(s.at("distinct_text_share"), {1, 1, 1}, "distinct_text_share");
+  expect_numbers(s.at("distinct_texts_mean"), {2, 2, 2}, "distinct_texts_mean");
+  expect_numbers(s.at("group_size"), {2, 2, 2}, "group_size");
+  expect_numbers(s.at("dropped_distinct_texts_mean"), {NAN, 2, 2}, "dropped_distinct_texts_mean");
   expect_numbers(s.at("seconds"), {4, 4, 4}, "seconds");
   EXPECT_EQ(s.at("phase_name").at(2).as_string(), "eval");
   EXPECT_TRUE(s.at("evaluation").at(2).as_bool());

@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 
 PER_STEP_CHARTS = ["reward", "correct", "reward-level", "correct-level", "failures", "throughput",
-                   "policy", "learner"]
+                   "policy", "learner", "exploration"]
 
 
 class CheckFailed(Exception):
@@ -133,7 +133,8 @@ def expected_values(run):
                                 on_steps("learner/update_seconds"), s["seconds"]]),
         "policy": non_null([s["policy_version"], run["max_staleness"],
                             on_steps("learner/candidates_stale")]),
-        "learner": non_null([s["loss"], s["kl"], s["grad_norm"]]),
+        "learner": non_null([s["loss"], s["kl"], s["grad_norm"], s["clip_fraction"]]),
+        "exploration": non_null([s["mixed_group_share"], s["distinct_text_share"]]),
     }
 
 

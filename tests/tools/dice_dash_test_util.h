@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -118,6 +119,12 @@ inline std::string fixture_level(const std::string& task) {
   return task == "t1" ? "1" : "2";
 }
 
+// The file a fixture candidate's response holds.
+inline std::string candidate_source(uint64_t step, const CandidateSpec& spec) {
+  return "import torch\n# " + spec.task + " sample " + std::to_string(spec.sample) + " step " +
+         std::to_string(step) + "\nclass ModelNew(torch.nn.Module):\n    pass\n";
+}
+
 inline rewardlog::LogRecord candidate_record(const std::string& run_id, uint64_t step,
                                              const CandidateSpec& spec) {
   capnp::MallocMessageBuilder message;
@@ -146,9 +153,7 @@ inline rewardlog::LogRecord candidate_record(const std::string& run_id, uint64_t
   auto build = v.initBuilds(1)[0];
   build.setSourceHash(kernel_hash(spec.task, spec.sample, step));
   build.setCompiled(compiled);
-  const std::string source = "import torch\n# " + spec.task + " sample " +
-                             std::to_string(spec.sample) + " step " + std::to_string(step) +
-                             "\nclass ModelNew(torch.nn.Module):\n    pass\n";
+  const std::string source = candidate_source(step, spec);
   v.setEvaluatedSource(source);
   record.setEvaluatedSource(source);
   const std::string response = trace_response(source);
@@ -202,6 +207,24 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
   }
   StepCounts counts;
   counts.tasks = 2;
+  counts.exploration.group_size = 2;
+  // Each task's group, counted as the learner's tracker counts it (group_variety); the responses
+  // differ by sample, so every group has as many texts as samples.
+  std::map<std::string, std::vector<std::string>> texts;
+  std::map<std::string, std::vector<double>> rewards;
+  for (const CandidateSpec& spec : specs) {
+    texts[spec.task].push_back(trace_response(candidate_source(step, spec)));
+    rewards[spec.task].push_back(spec.failure == schema::FailureClass::NONE ? 1.0 : 0.0);
+  }
+  for (const auto& [task, group_texts] : texts) {
+    std::vector<JudgedAnswer> answers;
+    for (std::size_t i = 0; i < group_texts.size(); ++i) {
+      answers.push_back(JudgedAnswer{group_texts[i], rewards[task][i]});
+    }
+    const GroupVariety variety = group_variety(answers);
+    counts.exploration.add_group(variety.samples, variety.distinct_texts, variety.mixed,
+                                 !variety.mixed);
+  }
   for (const CandidateSpec& spec : specs) {
     records.push_back(candidate_record(run_id, step, spec));
     records.push_back(kernel_record(run_id, step, spec));
@@ -220,6 +243,7 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
     update.loss = 0.5 / (step + 1);
     update.kl = 0.01 * step;
     update.grad_norm = 2.0 + step;
+    update.clip_fraction = 0.25 * (step + 1);
     update.seconds = 1.5;
   }
   records.push_back(must(dice::step_record(counts, settings, TaskKind::kEndToEnd, timing, update)));

@@ -7,6 +7,7 @@
 
 #include "net/wire/enum_name.h"
 #include "rewardlog/export.h"
+#include "rewardlog/step_exploration.h"
 #include "tools/dice-dash/trace_json.h"
 
 namespace dice::dash {
@@ -124,9 +125,21 @@ StepTarget step_target(LogSet& logs, const Query& query) {
 // Columnar per-step series of the step records.
 json::object step_columns(const std::vector<rewardlog::OwnedRecord<schema::StepRecord>>& steps) {
   json::array step, phase, phase_name, evaluation, policy, candidates, compiled, correct;
-  json::array mean_reward, correct_rate, compile_rate, dropped, loss, kl, grad_norm, seconds;
+  json::array mean_reward, correct_rate, compile_rate, dropped, loss, kl, grad_norm, clip_fraction;
+  json::array seconds, group_size, groups_judged, groups_mixed, mixed_share, distinct_mean;
+  json::array distinct_share, dropped_distinct_mean;
   for (const auto& record : steps) {
     const auto s = record.get();
+    const rewardlog::ExplorationCounts explored = rewardlog::exploration_counts(s);
+    const rewardlog::ExplorationRates rates = rewardlog::exploration_rates(explored);
+    group_size.push_back(explored.group_size);
+    groups_judged.push_back(explored.groups_judged);
+    groups_mixed.push_back(explored.groups_mixed);
+    mixed_share.push_back(number(rates.mixed_share));
+    distinct_mean.push_back(number(rates.distinct_texts_mean));
+    distinct_share.push_back(number(rates.distinct_share));
+    dropped_distinct_mean.push_back(number(rates.dropped_distinct_texts_mean));
+    clip_fraction.push_back(number(s.getClipFraction()));
     const double n = s.getNumCandidates();
     step.push_back(s.getStep());
     phase.push_back(json::string(wire::enum_name(s.getPhase())));
@@ -161,7 +174,15 @@ json::object step_columns(const std::vector<rewardlog::OwnedRecord<schema::StepR
                       {"loss", loss},
                       {"kl", kl},
                       {"grad_norm", grad_norm},
-                      {"seconds", seconds}};
+                      {"clip_fraction", clip_fraction},
+                      {"seconds", seconds},
+                      {"group_size", group_size},
+                      {"groups_judged", groups_judged},
+                      {"groups_mixed", groups_mixed},
+                      {"mixed_group_share", mixed_share},
+                      {"distinct_texts_mean", distinct_mean},
+                      {"distinct_text_share", distinct_share},
+                      {"dropped_distinct_texts_mean", dropped_distinct_mean}};
 }
 
 // {name: [rate per step]} of every key any step counted: count / the step's candidates.

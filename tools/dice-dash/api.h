@@ -7,7 +7,11 @@
 //   GET /api/runs                                   every log's state and its runs
 //   GET /api/run?log=L&run=R                         per-step series, rates, metrics of run R;
 //                                                    "by_level": mean reward and correct rate
-//                                                    per step for each "<phase> / level <L>"
+//                                                    per step for each "<phase> / level <L>";
+//                                                    the steps' exploration readouts
+//                                                    (mixed_group_share, distinct_text_share,
+//                                                    rewardlog/step_exploration.h) and update
+//                                                    readouts (kl, clip_fraction, grad_norm)
 //   GET /api/step?log=L&run=R&step=S                 the step's groups and their candidates
 //   GET /api/candidate?log=L&run=R&step=S&task=T&sample=N
 //                                                    one candidate: verdict, findings, response,

@@ -5,6 +5,7 @@
 #include <kj/exception.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -20,6 +21,7 @@
 #include "net/wire/enum_name.h"
 #include "rewardlog/export.h"
 #include "rewardlog/reader.h"
+#include "rewardlog/step_exploration.h"
 
 namespace {
 
@@ -184,18 +186,29 @@ Status cmd_steps(rl::RewardLogReader& log, const std::string& run_id) {
   if (steps.empty()) {
     DICE_RETURN_IF_ERROR(log.run(run_id).status());  // NotFound for an unknown run
   }
+  // The exploration columns (rewardlog/step_exploration.h): judged groups, how many had mixed
+  // rewards, the mean number of different texts per judged group and per dropped one ("-": none),
+  // out of group_size.
   std::cout << "step\tphase\tpolicy\ttasks\tcandidates\tcompiled\tcorrect\tmean_reward"
-               "\tdropped_groups\tloss\tkl\tgrad_norm\tseconds\tstaleness_mean\tstaleness_max\n";
+               "\tdropped_groups\tloss\tkl\tgrad_norm\tclip_fraction\tseconds\tstaleness_mean"
+               "\tstaleness_max\tgroups_judged\tgroups_mixed\tdistinct_texts\tgroup_size"
+               "\tdropped_distinct_texts\n";
+  const auto measured = [](double value) { return std::isnan(value) ? "-" : num(value); };
   for (const auto& step : steps) {
     const auto s = step.get();
     const int64_t millis = s.getFinishedUnixMillis() - s.getStartedUnixMillis();
+    const rl::ExplorationCounts explored = rl::exploration_counts(s);
+    const rl::ExplorationRates rates = rl::exploration_rates(explored);
     std::cout << s.getStep() << '\t' << enum_name(s.getPhase()) << '\t' << s.getPolicyVersion()
               << '\t' << s.getNumTasks() << '\t' << s.getNumCandidates() << '\t'
               << s.getNumCompiled() << '\t' << s.getNumCorrect() << '\t' << num(s.getMeanReward())
               << '\t' << s.getNumGroupsDropped() << '\t' << num(s.getLoss()) << '\t'
               << num(s.getKlDivergence()) << '\t' << num(s.getGradNorm()) << '\t'
-              << (millis > 0 ? num(millis / 1000.0) : "-") << '\t' << num(s.getStalenessMean())
-              << '\t' << s.getStalenessMax() << '\n';
+              << num(s.getClipFraction()) << '\t' << (millis > 0 ? num(millis / 1000.0) : "-")
+              << '\t' << num(s.getStalenessMean()) << '\t' << s.getStalenessMax() << '\t'
+              << explored.groups_judged << '\t' << explored.groups_mixed << '\t'
+              << measured(rates.distinct_texts_mean) << '\t' << explored.group_size << '\t'
+              << measured(rates.dropped_distinct_texts_mean) << '\n';
   }
   return Status::ok_status();
 }

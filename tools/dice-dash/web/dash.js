@@ -164,7 +164,14 @@ function drawRun(d) {
     "max staleness": d.max_staleness,
     "stale candidates dropped": onSteps(s.step, d.metrics["learner/candidates_stale"]),
   });
-  plot("learner", s.step, { loss: s.loss, KL: s.kl, "grad norm": s.grad_norm });
+  plot("learner", s.step, { loss: s.loss, KL: s.kl, "grad norm": s.grad_norm,
+    "clip fraction": s.clip_fraction });
+  // One series each over every phase: whether the groups carry signal, and whether the sampler
+  // wrote different answers at all (1/group size when every group is one text repeated).
+  plot("exploration", s.step, {
+    "mixed-group share": s.mixed_group_share,
+    "distinct-text share": s.distinct_text_share,
+  }, { none: "no judged group logged (a log from before these counts)" });
   drawMetric(d);
 }
 
@@ -191,8 +198,11 @@ function drawStepsTable(d) {
       el("td", {}, step), el("td", {}, s.phase_name[i] || s.phase[i]),
       el("td", {}, s.policy_version[i]), el("td", {}, s.num_candidates[i]),
       el("td", {}, s.num_compiled[i]), el("td", {}, s.num_correct[i]),
-      el("td", {}, fmt(s.mean_reward[i])), el("td", {}, fmt(s.loss[i])),
-      el("td", {}, fmt(s.seconds[i], 3))));
+      el("td", {}, fmt(s.mean_reward[i])),
+      el("td", {}, s.groups_judged[i] ? s.groups_mixed[i] + "/" + s.groups_judged[i] : "-"),
+      el("td", {}, s.groups_judged[i] ? fmt(s.distinct_texts_mean[i], 3) + " of " +
+        s.group_size[i] : "-"),
+      el("td", {}, fmt(s.loss[i])), el("td", {}, fmt(s.seconds[i], 3))));
   }
   body.replaceChildren(...rows);
 }
