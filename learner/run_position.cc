@@ -31,6 +31,11 @@ json::value scheduler_to_json(const TaskSchedulerState& s) {
     history[id] = std::move(a);
   }
   out["history"] = std::move(history);
+  if (!s.last_taken.empty()) {  // a phase with a pass-rate band; absent from older positions
+    json::object last_taken;
+    for (const auto& [id, when] : s.last_taken) last_taken[id] = when;
+    out["last_taken"] = std::move(last_taken);
+  }
   return out;
 }
 
@@ -148,6 +153,19 @@ Status scheduler_from_json(const json::value& value, const std::string& where,
                          static_cast<int>((*pair)[1].as_int64()));
       }
     }
+  }
+  // Only a phase with a pass-rate band has it (and older positions never).
+  const json::value* last_taken =
+      value.is_object() ? value.as_object().if_contains("last_taken") : nullptr;
+  if (last_taken != nullptr) {
+    Fields when(*last_taken, where + ": last_taken");
+    if (last_taken->is_object()) {
+      for (const auto& entry : last_taken->as_object()) {
+        const std::string id(entry.key());
+        s->last_taken[id] = when.u64(id.c_str());
+      }
+    }
+    DICE_RETURN_IF_ERROR(when.status());
   }
   return f.status();
 }

@@ -24,15 +24,36 @@ int TaskScheduler::open_levels() const {
   return static_cast<int>(options_.scheduling == TaskScheduling::kMixed ? open_ : levels_.size());
 }
 
-bool TaskScheduler::in_band(const LearnerTask& task) const {
-  if (!options_.band) return true;
+std::optional<double> TaskScheduler::pass_rate(const LearnerTask& task) const {
   auto it = history_.find(&task);
-  if (it == history_.end() || it->second.empty()) return true;  // not sampled yet: taken
+  if (it == history_.end()) return std::nullopt;
   int correct = 0, judged = 0;
   for (const auto& [c, j] : it->second) correct += c, judged += j;
-  if (judged == 0) return true;
-  const double rate = static_cast<double>(correct) / judged;
-  return rate >= options_.band->lo && rate <= options_.band->hi;
+  if (judged == 0) return std::nullopt;
+  return static_cast<double>(correct) / judged;
+}
+
+bool TaskScheduler::in_band(const LearnerTask& task) const {
+  if (!options_.band) return true;
+  const std::optional<double> rate = pass_rate(task);
+  return !rate || (*rate > options_.band->lo && *rate < options_.band->hi);
+}
+
+std::vector<const LearnerTask*> TaskScheduler::revisits(const StepSelection& step) const {
+  std::vector<std::pair<std::uint64_t, const LearnerTask*>> found;  // (last taken, task)
+  for (std::size_t q = 0; q < open_; ++q) {
+    for (const LearnerTask* task : queues_[q].tasks) {
+      if (!pass_rate(*task) || !in_band(*task)) continue;
+      if (std::find(step.tasks.begin(), step.tasks.end(), task) != step.tasks.end()) continue;
+      auto last = last_taken_.find(task);
+      found.emplace_back(last == last_taken_.end() ? 0 : last->second, task);
+    }
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const LearnerTask*> out;
+  for (const auto& entry : found) out.push_back(entry.second);
+  return out;
 }
 
 const LearnerTask* TaskScheduler::take_from(Queue& queue, StepSelection& step, bool any) {
@@ -56,7 +77,14 @@ std::vector<const LearnerTask*> TaskScheduler::next(std::size_t count, StepSelec
   for (std::size_t q = 0; q < open_; ++q) available += queues_[q].tasks.size();
   count = std::min(count, available - std::min(available, taken.size()));
   const std::size_t wanted = taken.size() + count;
-  // Open levels in turn (one queue under sequential_select), band first, then anything left.
+  // With a band, the tasks inside it first; then the open levels in turn (one queue under
+  // sequential_select), band first, then anything left.
+  if (options_.band) {
+    for (const LearnerTask* task : revisits(step)) {
+      if (taken.size() >= wanted) break;
+      taken.push_back(task);
+    }
+  }
   for (bool any : {false, true}) {
     bool progress = true;
     while (taken.size() < wanted && progress) {
@@ -70,7 +98,12 @@ std::vector<const LearnerTask*> TaskScheduler::next(std::size_t count, StepSelec
       }
     }
   }
-  return {taken.end() - static_cast<std::ptrdiff_t>(count), taken.end()};
+  const std::vector<const LearnerTask*> chosen(taken.end() - static_cast<std::ptrdiff_t>(count),
+                                               taken.end());
+  if (options_.band) {
+    for (const LearnerTask* task : chosen) last_taken_[task] = ++takes_;
+  }
+  return chosen;
 }
 
 ScheduleReport TaskScheduler::end_step() {
@@ -113,6 +146,7 @@ TaskSchedulerState TaskScheduler::state() const {
   for (const auto& [task, groups] : history_) {
     state.history[task->id] = std::vector<std::pair<int, int>>(groups.begin(), groups.end());
   }
+  for (const auto& [task, when] : last_taken_) state.last_taken[task->id] = when;
   return state;
 }
 
@@ -153,6 +187,12 @@ std::vector<std::string> TaskScheduler::restore(const TaskSchedulerState& state)
       continue;
     }
     history_[task].assign(groups.begin(), groups.end());
+  }
+  for (const auto& [id, when] : state.last_taken) {
+    if (const LearnerTask* task = task_by_id(id)) {
+      last_taken_[task] = when;
+      takes_ = std::max(takes_, when);
+    }
   }
   if (lost_tasks > 0) {
     notes.push_back(std::to_string(lost_tasks) +

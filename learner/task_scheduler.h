@@ -9,16 +9,21 @@
 //                      correct rate over its last promotion.window judged candidates reaches
 //                      promotion.threshold, the next level opens (a promotion).
 //
-// With a pass-rate band, a task that was sampled in the phase and whose pass rate over its last
-// band.window groups lies outside [lo, hi] is passed over when its turn comes; when too few
-// tasks are left for a step, passed-over tasks fill it (in order), and the step says how many.
-// A step never holds a task twice (the reward log keys candidates by step and task).
+// With a pass-rate band (lo, hi), a task's pass rate is over its last band.window groups in the
+// phase. Each step first revisits the tasks of the open levels whose rate lies strictly inside
+// the band (least recently taken first): they are the ones whose groups carry a learning signal
+// (DICE trains on tasks its policy solves sometimes). The rest of the step walks the queues as
+// above, taking tasks not yet sampled and passing over those whose rate lies outside the band
+// (too hard or already solved); when too few tasks are left for a step, passed-over tasks fill
+// it (in order), and the step says how many. A step never holds a task twice (the reward log
+// keys candidates by step and task).
 //
 // The scheduler knows only what observe() tells it, so the run loop feeds it every finished
 // group; its state() is what a checkpoint keeps to continue the same schedule.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
@@ -47,6 +52,9 @@ struct TaskSchedulerState {
   std::map<std::string, std::vector<bool>> recent;
   // Per task id: (correct, judged) of its last band.window groups, oldest first.
   std::map<std::string, std::vector<std::pair<int, int>>> history;
+  // With a band, per task id: when it was last taken (a count of takes in the phase), which
+  // orders the revisits.
+  std::map<std::string, std::uint64_t> last_taken;
 };
 
 struct ScheduleReport {
@@ -102,7 +110,13 @@ class TaskScheduler {
     std::size_t position = 0;
   };
 
+  // The task's pass rate over its last band.window groups; none before its first judged group.
+  std::optional<double> pass_rate(const LearnerTask& task) const;
+  // Whether the walk takes `task`: not sampled yet, or its rate inside the band (or no band).
   bool in_band(const LearnerTask& task) const;
+  // Tasks of the open levels not in `step` whose rate lies inside the band, least recently
+  // taken first (ties in queue order).
+  std::vector<const LearnerTask*> revisits(const StepSelection& step) const;
   const LearnerTask* task_by_id(const std::string& id) const;
   // The next task of `queue` not in `taken` that the band allows (with `any`: any not in
   // `taken`); nullptr when the queue has none. Passing over a task moves the queue past it.
@@ -116,6 +130,8 @@ class TaskScheduler {
   std::size_t open_ = 1;       // queues the next step draws from
   // Per task: (correct, judged) of its last band.window groups.
   std::map<const LearnerTask*, std::deque<std::pair<int, int>>> history_;
+  std::map<const LearnerTask*, std::uint64_t> last_taken_;  // with a band: see the state's
+  std::uint64_t takes_ = 0;
   StepSelection current_;  // of next(count) and end_step(): one step at a time
   std::vector<std::string> promoted_;
 };

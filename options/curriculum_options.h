@@ -11,7 +11,8 @@
 // each step takes the next tasks_per_step tasks, wrapping to the start when the list runs out
 // (and, with refill_constant_groups, one more for each group whose rewards were all equal);
 // `scheduling: mixed` opens the levels one by one as the policy passes them, and a pass-rate
-// band skips tasks too easy or too hard (learner/task_scheduler.h). Each
+// band revisits the tasks the policy solves sometimes and skips those too easy or too hard
+// (learner/task_scheduler.h). Each
 // phase ends with a checkpoint of its weights, <checkpoint.dir>/<run id>/phase-<name>, which
 // retention never deletes.
 //
@@ -26,6 +27,7 @@
 #include "common/config/config_errors.h"
 #include "common/config/field_checks.h"
 #include "options/reward_options.h"
+#include "options/rollout_options.h"
 
 namespace dice {
 
@@ -82,10 +84,13 @@ struct PromotionOptions {
   }
 };
 
-// Skips tasks that are too easy or too hard for the current policy: a task whose recent pass
-// rate (correct candidates over the candidates of its last `window` groups in this phase) lies
-// outside [lo, hi] is passed over when its turn comes. A task not yet sampled in the phase is
-// always taken; a skipped task is not sampled again, so it stays skipped for the phase.
+// Keeps a phase on the tasks whose groups carry a learning signal. A task's recent pass rate is
+// its correct candidates over the candidates of its last `window` groups in this phase. Each step
+// first revisits the tasks whose rate lies strictly inside (lo, hi), least recently taken first
+// (the default band (0, 1): every task the policy solves sometimes, not always, as DICE filters
+// its data), and fills the rest with tasks not yet sampled, in the phase's order; a task whose
+// rate lies outside (too hard, or solved) is passed over. A passed-over task is not sampled again
+// (its rate cannot change), unless too few tasks are left to fill a step.
 struct PassRateBand {
   double lo = 0.0;
   double hi = 1.0;
@@ -93,9 +98,11 @@ struct PassRateBand {
 
   template <class V>
   void visit_fields(V& v) {
-    v.field("lo", lo, "Lowest recent pass rate a task may have to be taken. Default: 0",
+    v.field("lo", lo,
+            "A task whose recent pass rate is at most this is too hard: passed over. Default: 0",
             config::at_least(0), config::at_most(1));
-    v.field("hi", hi, "Highest recent pass rate a task may have to be taken. Default: 1",
+    v.field("hi", hi,
+            "A task whose recent pass rate is at least this is solved: passed over. Default: 1",
             config::at_least(0), config::at_most(1));
     v.field("window", window, "A task's last groups its pass rate is over. Default: 1",
             config::at_least(1));
@@ -103,7 +110,36 @@ struct PassRateBand {
 
   void validate(config::Checker& c) const {
     if (lo > hi) c.error("lo", "greater than hi: the band holds no pass rate");
+    if (lo == hi) c.error("lo", "equal to hi: the band (lo, hi) holds no pass rate");
   }
+};
+
+// A phase's own sampling over rollout.sampling (rl phases, and eval phases that sample): each key
+// left null keeps rollout.sampling's. Block size, denoising steps and max_new_tokens stay the
+// rollout's: the learner's trace layout is built for them. The learner scores each sample at the
+// temperature it was drawn at, so a phase's temperature is also the one its update trains.
+struct PhaseSampling {
+  std::optional<double> temperature;
+  std::optional<Remasking> remasking;
+  std::optional<double> threshold;
+
+  template <class V>
+  void visit_fields(V& v) {
+    v.field("temperature", temperature,
+            "Softmax temperature of this phase's rollouts and of its update's log-probs (> 0; a "
+            "greedy phase is decoding: greedy); null = rollout.sampling.temperature. Default: null",
+            config::greater_than(0));
+    v.field("remasking", remasking,
+            "Which masked tokens each step commits (rollout.sampling.remasking's values; "
+            "sequential, random and entropy_bounded commit draws that follow the softmax the "
+            "update trains); null = rollout.sampling.remasking. Default: null");
+    v.field("threshold", threshold,
+            "Confidence threshold (low_confidence_dynamic) or entropy bound (entropy_bounded); "
+            "null = rollout.sampling.threshold. Default: null",
+            config::greater_than(0), config::at_most(1));
+  }
+
+  bool any() const { return temperature || remasking || threshold; }
 };
 
 struct CurriculumPhase {
@@ -125,6 +161,7 @@ struct CurriculumPhase {
   std::optional<PassRateBand> pass_rate_band;
   std::string prompt_template;
   std::optional<RewardPolicyOptions> reward_policy;
+  PhaseSampling sampling;
 
   template <class V>
   void visit_fields(V& v) {
@@ -179,8 +216,9 @@ struct CurriculumPhase {
             "`scheduling`. Default: null");
     v.field("promotion", promotion, "When a mixed phase opens its next level.");
     v.field("pass_rate_band", pass_rate_band,
-            "Skip tasks whose recent pass rate lies outside [lo, hi] (rl and eval phases); null "
-            "= off. Default: null");
+            "Revisit tasks whose recent pass rate lies inside (lo, hi), skip those outside (rl "
+            "and eval phases; see PassRateBand); {} is DICE's band (0, 1); null = off. Default: "
+            "null");
     v.field("prompt_template", prompt_template,
             "Prompt template file of this phase (learner/prompt_template.h's format, for the "
             "phase's kind; sft phases: the template of their pairs' kind); empty = "
@@ -189,6 +227,10 @@ struct CurriculumPhase {
     v.field("reward_policy", reward_policy,
             "How this rl or eval phase's verdicts become rewards (reward.policy's keys); null = "
             "reward.policy. Default: null");
+    v.field("sampling", sampling,
+            "This phase's temperature, remasking and threshold over rollout.sampling (rl phases, "
+            "and eval phases with decoding: sample); its update scores its samples at its "
+            "temperature.");
   }
 
   void validate(config::Checker& c) const {
@@ -207,6 +249,14 @@ struct CurriculumPhase {
       if (type == PhaseType::kEval && refill_constant_groups > 0) {
         c.error("refill_constant_groups", "an eval phase judges its tasks once: nothing to refill");
       }
+    }
+    const Decoding decodes =
+        decoding.value_or(type == PhaseType::kEval ? Decoding::kGreedy : Decoding::kSample);
+    if (sampling.any() && (type == PhaseType::kSft || decodes == Decoding::kGreedy)) {
+      c.error("sampling", type == PhaseType::kSft
+                              ? "an sft phase samples nothing"
+                              : "a greedy phase decodes at temperature 0 with "
+                                "low_confidence_static; set decoding: sample to sample with these");
     }
     if (type == PhaseType::kSft) {
       if (scheduling) c.error("scheduling", "an sft phase has no tasks to schedule");

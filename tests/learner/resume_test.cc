@@ -35,6 +35,7 @@ RunPosition sample_position() {
   p.scheduler.open = 2;
   p.scheduler.recent = {{"1", {true, false, true}}, {"2", {}}};
   p.scheduler.history = {{"t1", {{1, 4}, {0, 4}}}};
+  p.scheduler.last_taken = {{"t1", 7}, {"t4", 3}};
   p.seed = 0xfedcba9876543210ull;
   p.resumes = 2;
   p.phases = {{"sft", "sft", 3, 11, 0}, {"e2e", "rl", 40, 0xffffffffffffffffull, 128}};
@@ -61,6 +62,7 @@ TEST(RunPositionTest, SurvivesItsJsonForm) {
   EXPECT_EQ(back->scheduler.open, 2);
   EXPECT_EQ(back->scheduler.recent, p.scheduler.recent);
   EXPECT_EQ(back->scheduler.history, p.scheduler.history);
+  EXPECT_EQ(back->scheduler.last_taken, p.scheduler.last_taken);
   EXPECT_EQ(back->seed, p.seed);  // all 64 bits
   EXPECT_EQ(back->resumes, 2);
   ASSERT_EQ(back->phases.size(), 2u);

@@ -1,8 +1,8 @@
 // TaskScheduler on scripted histories: sequential select walks and wraps, a step never holds a
 // task twice (refills included), the mixed scheduler opens the next level exactly when the
 // newest open level's rolling correct rate reaches the threshold over a full window, and the
-// pass-rate band passes over tasks too easy or too hard, filling a step with them only when
-// nothing else is left.
+// pass-rate band revisits the tasks inside it (least recently taken first) and passes over tasks
+// too easy or too hard, filling a step with them only when nothing else is left.
 #include "learner/task_scheduler.h"
 
 #include <gtest/gtest.h>
@@ -151,18 +151,67 @@ TEST(TaskSchedulerTest, PassRateBandPassesOverTooEasyAndTooHardTasks) {
   s.observe(by_id(tasks, 'e'), 3, 4);  // 0.75
   EXPECT_EQ(s.end_step().passed_over, 0);
 
+  // The three inside the band are revisited: the step needs no walk past the others.
   EXPECT_EQ(ids(s.next(3)), "cde");
   ScheduleReport report = s.end_step();
-  EXPECT_EQ(report.passed_over, 2);
+  EXPECT_EQ(report.passed_over, 0);
   EXPECT_EQ(report.band_fallbacks, 0);
 
-  // Five wanted, three in the band: the two passed over fill the step, and say so.
+  // Four wanted, three in the band: the walk passes over a and b, and takes a back to fill.
+  EXPECT_EQ(ids(s.next(4)), "cdea");
+  report = s.end_step();
+  EXPECT_EQ(report.passed_over, 1);  // b
+  EXPECT_EQ(report.band_fallbacks, 1);
+
+  // Five wanted: both passed-over tasks fill the step, and say so.
   const std::vector<const LearnerTask*> step = s.next(5);
   EXPECT_EQ(step.size(), 5u);
   EXPECT_EQ(ids({step.begin(), step.begin() + 3}), "cde");
   report = s.end_step();
   EXPECT_EQ(report.band_fallbacks, 2);
   EXPECT_EQ(report.passed_over, 0);  // taken after all
+}
+
+// DICE's band (0, 1): a task the policy solves sometimes comes back in the next steps, before
+// the walk goes on to new tasks, until it is solved every time (or never); a solved or hopeless
+// one is not taken again. Without revisits every task would be sampled once per pass over the
+// phase, whatever its groups showed.
+TEST(TaskSchedulerTest, PassRateBandRevisitsTasksThePolicySolvesSometimes) {
+  const auto tasks = tasks_of({"1", "1", "1", "1", "1", "1"});
+  TaskSchedulerOptions o;
+  o.band = PassRateBand{0.0, 1.0, 1};
+  TaskScheduler s(&tasks, o);
+  EXPECT_EQ(ids(s.next(2)), "ab");
+  s.observe(by_id(tasks, 'a'), 1, 4);  // mixed: revisit
+  s.observe(by_id(tasks, 'b'), 4, 4);  // solved
+  s.end_step();
+  EXPECT_EQ(ids(s.next(2)), "ac");
+  s.observe(by_id(tasks, 'a'), 2, 4);
+  s.observe(by_id(tasks, 'c'), 0, 4);  // hopeless
+  s.end_step();
+  EXPECT_EQ(ids(s.next(2)), "ad");
+  s.observe(by_id(tasks, 'a'), 4, 4);  // now solved: out
+  s.observe(by_id(tasks, 'd'), 3, 4);
+  s.end_step();
+  EXPECT_EQ(ids(s.next(2)), "de");
+  EXPECT_EQ(s.end_step().passed_over, 0);
+}
+
+// More tasks inside the band than a step takes: they take turns, least recently taken first.
+TEST(TaskSchedulerTest, PassRateBandRevisitsTakeTurns) {
+  const auto tasks = tasks_of({"1", "1", "1", "1"});
+  TaskSchedulerOptions o;
+  o.band = PassRateBand{0.0, 1.0, 4};
+  TaskScheduler s(&tasks, o);
+  EXPECT_EQ(ids(s.next(4)), "abcd");
+  for (char id : std::string("abcd")) s.observe(by_id(tasks, id), 1, 2);
+  s.end_step();
+  for (const char* expected : {"ab", "cd", "ab"}) {
+    const std::string step = ids(s.next(2));
+    EXPECT_EQ(step, expected);
+    for (char id : step) s.observe(by_id(tasks, id), 1, 2);
+    s.end_step();
+  }
 }
 
 TEST(TaskSchedulerTest, PassRateBandReadsTheLastWindowGroups) {
