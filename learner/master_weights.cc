@@ -7,6 +7,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "learner/gradient_reducer.h"
@@ -68,6 +69,15 @@ double MasterWeights::step(double lr) {
   }
   zero_grad();
   return norm;
+}
+
+std::int64_t MasterWeights::steps() const {
+  std::int64_t steps = 0;  // every parameter steps together: the largest is any one's
+  for (const auto& entry : optimizer_->state()) {
+    steps =
+        std::max(steps, static_cast<const torch::optim::AdamWParamState&>(*entry.second).step());
+  }
+  return steps;
 }
 
 Status MasterWeights::save(const std::string& path) const {

@@ -44,6 +44,10 @@ class MasterWeights {
 
   const c10::Device& device() const { return device_; }  // where the model's parameters are
 
+  // AdamW steps taken, by its own count (kept in save(), so a loaded state goes on counting): 0
+  // before the first. What a resumed trainer's lr warm-up continues from.
+  std::int64_t steps() const;
+
   // The optimizer's whole state, for a resume (resume_store.h): the float32 masters and AdamW's
   // moments and step counts, in one LibTorch archive at `path`. load() puts them back and writes
   // the masters into the model, so the weights are the ones saved to the last bit. IOError /

@@ -29,6 +29,12 @@ struct PolicyTrainer::Packed {
   std::int64_t real_positions = 0;  // token positions of noisy and clean rows that are not padding
 };
 
+double warmup_lr(const OptimizerOptions& optimizer, std::int64_t steps_taken) {
+  const std::int64_t k = steps_taken + 1;
+  if (optimizer.warmup_steps <= 0 || k >= optimizer.warmup_steps) return optimizer.lr;
+  return optimizer.lr * static_cast<double>(k) / static_cast<double>(optimizer.warmup_steps);
+}
+
 Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
                                                              PolicyTrainerOptions options) {
   if (!model) return Status::invalid_argument("PolicyTrainer: no model");
@@ -144,7 +150,7 @@ PolicyUpdateStats PolicyTrainer::backward_pass(const Prepared& prepared) {
 }
 
 Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
-    const Prepared& prepared) {
+    const Prepared& prepared, double lr) {
   // Each micro-batch to the replica with the fewest token rows so far (ties: the lowest rank).
   const auto replicas = static_cast<std::size_t>(replicas_->size());
   std::vector<std::vector<const Packed*>> mine(replicas);
@@ -168,7 +174,7 @@ Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
       }
       auto mark = std::chrono::steady_clock::now();
       lap(&mark, rank);
-      norms[r] = masters.step();
+      norms[r] = masters.step(lr);
       stats[r].optimizer_seconds += lap(&mark, rank);
     } catch (const c10::Error& e) {
       return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
@@ -287,7 +293,9 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
     for (int epoch = 0; epoch < epochs; ++epoch) {
       stats = PolicyUpdateStats{};  // the last epoch's figures are reported
       for (const Prepared& part : parts) {
-        DICE_ASSIGN_OR_RETURN(auto stepped, step_on_replicas(part));
+        const double lr = warmup_lr(options_.optimizer, steps_);
+        DICE_ASSIGN_OR_RETURN(auto stepped, step_on_replicas(part, lr));
+        stats.lr = lr;
         const PolicyUpdateStats& pass = stepped.first;
         const double norm = stepped.second;
         times.optimizer_seconds += pass.optimizer_seconds;
@@ -512,6 +520,7 @@ Status PolicyTrainer::load_optimizer_state(const std::string& path) {
   for (int r = 0; r < replicas_->size(); ++r) {
     DICE_RETURN_IF_ERROR(replicas_->masters(r).load(path));
   }
+  steps_ = replicas_->masters(0).steps();  // the lr warm-up goes on from there
   return Status::ok_status();
 }
 

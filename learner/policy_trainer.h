@@ -7,6 +7,7 @@
 //     trace_token_loss, each sequence's sum over its response length, averaged over the step's
 //     sequences; backward (gradients add up over micro-batches)
 //   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
+//   at the warm-up's lr (warmup_lr: optimizer.warmup_steps)
 //
 // On several devices (options.data_parallel, data_parallel.h) each optimizer step's
 // micro-batches are shared out between the replicas (at least one each), whose gradients are
@@ -75,6 +76,7 @@ struct PolicyUpdateStats {
   double mean_ratio = 0.0;         // mean new/old probability ratio (1 when on-policy)
   double clip_fraction = 0.0;      // tokens whose ratio left [1 - eps, 1 + eps]
   double grad_norm = 0.0;          // global norm before clipping (the last epoch's mean)
+  double lr = 0.0;                 // of the last optimizer step (warmup_lr)
   // Share of the token positions the forwards ran that were padding: each micro-batch's rows
   // run at its longest sample's length, and samples are grouped longest first to keep it low.
   double padding_fraction = 0.0;
@@ -92,6 +94,10 @@ struct PolicyUpdateStats {
   double rescore_seconds = 0.0, upload_seconds = 0.0, forward_seconds = 0.0, backward_seconds = 0.0,
          optimizer_seconds = 0.0;
 };
+
+// The lr of the optimizer step that follows `steps_taken` steps of one AdamW: optimizer.lr * (k /
+// warmup_steps) for the k-th step while k <= warmup_steps (k = steps_taken + 1), then lr.
+double warmup_lr(const OptimizerOptions& optimizer, std::int64_t steps_taken);
 
 class PolicyTrainer {
  public:
@@ -129,7 +135,9 @@ class PolicyTrainer {
                                                     std::int64_t per_forward);
 
   Qwen3LM model() const { return model_; }
-  std::int64_t steps_taken() const { return steps_; }  // optimizer steps
+  // Optimizer steps of this trainer's AdamW (a loaded optimizer state's included): where the lr
+  // warm-up stands.
+  std::int64_t steps_taken() const { return steps_; }
 
   // The optimizer state for a resume (MasterWeights::save / load): saved from the first replica,
   // loaded into every one (which also sets every replica's weights to the saved masters).
@@ -149,7 +157,9 @@ class PolicyTrainer {
   PolicyUpdateStats backward_pass(const Prepared& prepared);
   // One optimizer step on `prepared`: its micro-batches shared out between the replicas, the
   // gradients summed, every replica stepped. The figures summed over replicas; the norm.
-  Result<std::pair<PolicyUpdateStats, double>> step_on_replicas(const Prepared& prepared);
+  // ... at learning rate `lr`.
+  Result<std::pair<PolicyUpdateStats, double>> step_on_replicas(const Prepared& prepared,
+                                                                double lr);
   Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
               double sequence_weight) const;
   // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad);

@@ -37,6 +37,7 @@ struct PolicyUpdate {
   double importance_mean = 1.0;
   double importance_capped = 0.0;
   double padding_fraction = 0.0;  // of the update forwards' token positions (PolicyUpdateStats)
+  double lr = 0.0;                // of its last optimizer step (optimizer.warmup_steps)
 };
 
 // Runs the update for global step `step` on the step's samples; `version` is the version held

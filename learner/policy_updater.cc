@@ -103,6 +103,7 @@ struct Updater {
     out.importance_capped = stats.importance_capped;
     out.padding_fraction = stats.padding_fraction;
     out.optimizer_steps = stats.optimizer_steps;
+    out.lr = stats.lr;
     DICE_RETURN_IF_ERROR(
         save(out.policy_version).with_context("checkpoint of step " + std::to_string(step)));
     out.checkpoint_dir = dir_of(out.policy_version);

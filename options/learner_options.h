@@ -156,6 +156,7 @@ struct OptimizerOptions {
   double weight_decay = 0.0;
   double grad_clip_norm = 1.0;
   int grad_accumulation = 32;
+  int warmup_steps = 0;
 
   template <class V>
   void visit_fields(V& v) {
@@ -173,6 +174,16 @@ struct OptimizerOptions {
             "samples are split into this many forwards (each forward holds every trace view of "
             "its samples). Default: 32",
             config::at_least(1));
+    v.field("warmup_steps", warmup_steps,
+            "RL lr warm-up: the lr of the k-th optimizer step of the RL optimizer is lr * k / N "
+            "for k <= N (N = this), then lr. The count is that of one AdamW: it starts at the "
+            "run's first update and again after every sft phase (which makes the RL optimizer "
+            "anew), not at each rl phase, because a fresh AdamW's first steps move every weight "
+            "by about lr whatever the gradient, while one that has seen steps has moments that "
+            "scale them. A resume continues the count (AdamW's step count is in optimizer.pt). "
+            "SFT has its own warm-up (sft.warmup_ratio). 0: the full lr from the first step. "
+            "Default: 0",
+            config::at_least(0));
   }
 };
 

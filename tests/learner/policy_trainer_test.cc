@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "rollout/sampler.h"
+#include "tests/learner/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {
@@ -34,12 +35,7 @@ SamplerOptions sampling(Remasking remasking) {
 }
 
 PolicyTrainerOptions trainer_options() {
-  PolicyTrainerOptions o;
-  o.layout.block_size = 4;
-  o.layout.denoising_steps = 4;
-  o.layout.mask_token_id = tiny_config().mask_token_id;
-  o.optimizer.grad_accumulation = 2;
-  return o;
+  return testing_util::tiny_trainer_options();
 }
 
 // Samples with traces from the real sampler, as a rollout worker would send them: one per entry
