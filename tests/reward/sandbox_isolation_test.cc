@@ -299,6 +299,61 @@ TEST(SandboxIsolationTest, NewNamespacesMountsAndPtraceAreRefused) {
   EXPECT_NE(mnt_ns, ns_of("self", "mnt"));
 }
 
+// Issue 49: AF_VSOCK sockets could be made (they reach the host past the network namespace), and
+// pidfd_getfd and memfd_secret were not refused. Socket families are an allow-list (local,
+// internet, netlink), and the calls that reach into another process or hide memory are refused
+// with their siblings; what candidates use (local and internet sockets, socketpair, memfds) still
+// works.
+TEST(SandboxIsolationTest, OtherProcessesHiddenMemoryAndRareSocketFamiliesAreRefused) {
+  SKIP_UNLESS_ROOT();
+  SandboxResult r = run_ok(python_spec(
+      "import ctypes, os\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "libc.syscall.restype = ctypes.c_long\n"
+      "def errno_of(rc):\n"
+      "    return 0 if rc >= 0 else ctypes.get_errno()\n"
+      "x86 = os.uname().machine == 'x86_64'\n"
+      "families = {'vsock': 40, 'bluetooth': 31, 'alg': 38, 'packet': 17, 'key': 15,\n"
+      "            'xdp': 44, 'rds': 21, 'tipc': 30, 'can': 29, 'unknown': 200}\n"
+      "for name, family in families.items():\n"
+      "    print('socket', name, errno_of(libc.socket(family, 1, 0)))\n"
+      "    print('socket', name, 'raw', errno_of(libc.socket(family, 3, 0)))\n"
+      "    pair = (ctypes.c_int * 2)()\n"
+      "    print('socketpair', name, errno_of(libc.socketpair(family, 1, 0, pair)))\n"
+      // Invalid descriptors: unfiltered, each answers EBADF or EINVAL, never EPERM.
+      "calls = {'pidfd_getfd': (438, -1, 0, 0), 'process_madvise': (440, -1, 0, 0, 0, 0),\n"
+      "         'process_mrelease': (448, -1, 0), 'memfd_secret': (447, 0),\n"
+      "         'quotactl_fd': (443, -1, 0, 0, 0),\n"
+      "         'kcmp': (312 if x86 else 272, 1, 1, 0, 0, 0)}\n"
+      "for name, call in calls.items():\n"
+      "    print('call', name, errno_of(libc.syscall(*call)))\n"
+      "print('allowed unix', errno_of(libc.socket(1, 1, 0)))\n"
+      "print('allowed inet', errno_of(libc.socket(2, 2, 0)))\n"
+      "print('allowed inet6', errno_of(libc.socket(10, 2, 0)))\n"
+      "pair = (ctypes.c_int * 2)()\n"
+      "print('allowed socketpair', errno_of(libc.socketpair(1, 5, 0, pair)))\n"
+      "print('allowed memfd', errno_of(os.memfd_create('x')))\n"));
+  ASSERT_TRUE(r.succeeded()) << r.stderr_text;
+  for (const char* family :
+       {"vsock", "bluetooth", "alg", "packet", "key", "xdp", "rds", "tipc", "can", "unknown"}) {
+    for (const std::string& how :
+         {"socket " + std::string(family) + " 1\n", "socket " + std::string(family) + " raw 1\n",
+          "socketpair " + std::string(family) + " 1\n"}) {
+      EXPECT_NE(r.stdout_text.find(how), std::string::npos) << how << r.stdout_text;
+    }
+  }
+  for (const char* call : {"pidfd_getfd", "process_madvise", "process_mrelease", "memfd_secret",
+                           "quotactl_fd", "kcmp"}) {
+    EXPECT_NE(r.stdout_text.find("call " + std::string(call) + " 1\n"), std::string::npos)
+        << call << "\n"
+        << r.stdout_text;
+  }
+  for (const char* allowed : {"allowed unix 0\n", "allowed inet 0\n", "allowed inet6 0\n",
+                              "allowed socketpair 0\n", "allowed memfd 0\n"}) {
+    EXPECT_NE(r.stdout_text.find(allowed), std::string::npos) << allowed << r.stdout_text;
+  }
+}
+
 TEST(SandboxIsolationTest, HostFilesAreNotInTheRoot) {
   SKIP_UNLESS_ROOT();
   // A stand-in for the compile cache: another candidate's source, world-readable.
