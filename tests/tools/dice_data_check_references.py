@@ -19,7 +19,8 @@ import os
 import random
 import sys
 
-TASK_FILES = ["rl_infill.json", "rl_e2e.json", "heldout_infill.json", "heldout_e2e.json"]
+TASK_FILES = ["rl_infill.json", "rl_e2e.json", "heldout_infill.json", "heldout_e2e.json",
+              "heldout_indist_infill.json", "heldout_indist_e2e.json"]
 
 
 def init_args(source, cls):

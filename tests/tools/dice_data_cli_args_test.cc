@@ -19,6 +19,7 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->options.sft_pairs, 3000);
   EXPECT_EQ(r->options.rl_tasks_per_level, 64);
   EXPECT_EQ(r->options.heldout_per_level, 32);
+  EXPECT_FALSE(r->options.heldout_indist_per_level.has_value());
 
   r = parse_command_line({"curriculum", "--seed", "18446744073709551615", "--sft-pairs=10",
                           "--rl-tasks-per-level", "0", "--heldout-per-level=5", "--out=x/y"});
@@ -27,13 +28,15 @@ TEST(DiceDataCliArgsTest, DefaultsAndEveryFlag) {
   EXPECT_EQ(r->options.sft_pairs, 10);
   EXPECT_EQ(r->options.rl_tasks_per_level, 0);
   EXPECT_EQ(r->options.heldout_per_level, 5);
+  EXPECT_FALSE(r->options.heldout_indist_per_level.has_value());
   EXPECT_EQ(r->out_dir, "x/y");
   EXPECT_EQ(r->options.names, Variety::kVaried);
   EXPECT_EQ(r->options.layout, Variety::kVaried);
   EXPECT_EQ(r->options.rl_keys, RlKeys::kSeen);
-  r = parse_command_line(
-      {"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed", "--rl-keys", "novel"});
+  r = parse_command_line({"curriculum", "--out", "d", "--names=fixed", "--layout", "fixed",
+                          "--rl-keys", "novel", "--heldout-indist-per-level", "3"});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->options.heldout_indist_per_level, 3);
   EXPECT_EQ(r->options.names, Variety::kFixed);
   EXPECT_EQ(r->options.layout, Variety::kFixed);
   EXPECT_EQ(r->options.rl_keys, RlKeys::kNovel);
@@ -131,6 +134,7 @@ TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
                            "--sft-pairs",
                            "--rl-tasks-per-level",
                            "--heldout-per-level",
+                           "--heldout-indist-per-level",
                            "--names",
                            "--layout",
                            "--rl-keys",
@@ -139,6 +143,9 @@ TEST(DiceDataCliArgsTest, HelpWinsAnywhere) {
                            "rl_e2e.json",
                            "heldout_infill.json",
                            "heldout_e2e.json",
+                           "heldout_indist_infill.json",
+                           "heldout_indist_e2e.json",
+                           "op_key",
                            "verify_items.json",
                            "MANIFEST.json",
                            "split-infill",

@@ -30,9 +30,15 @@ class TempDir : public testing_util::TempDir {
   TempDir() : testing_util::TempDir("dice-data-test") {}
 };
 
-const char* const kFiles[] = {
-    "sft.json",         "rl_infill.json",    "rl_e2e.json",  "heldout_infill.json",
-    "heldout_e2e.json", "verify_items.json", "MANIFEST.json"};
+const char* const kFiles[] = {"sft.json",
+                              "rl_infill.json",
+                              "rl_e2e.json",
+                              "heldout_infill.json",
+                              "heldout_e2e.json",
+                              "heldout_indist_infill.json",
+                              "heldout_indist_e2e.json",
+                              "verify_items.json",
+                              "MANIFEST.json"};
 
 TEST(DiceDataCliTest, HelpDocumentsEveryFlagAndExitsZero) {
   const Ran r = run(dice_data("--help"));

@@ -45,7 +45,14 @@ std::vector<std::pair<std::string, const KernelPair*>> all_pairs(const Curriculu
   for (const auto& p : c.rl_e2e) out.emplace_back("rl_e2e.json", &p);
   for (const auto& p : c.heldout_infill) out.emplace_back("heldout_infill.json", &p);
   for (const auto& p : c.heldout_e2e) out.emplace_back("heldout_e2e.json", &p);
+  for (const auto& p : c.heldout_indist_infill) out.emplace_back("heldout_indist_infill.json", &p);
+  for (const auto& p : c.heldout_indist_e2e) out.emplace_back("heldout_indist_e2e.json", &p);
   return out;
+}
+
+// The out-of-distribution held-out files (the in-distribution ones are built on training keys).
+bool out_of_distribution(const std::string& file) {
+  return file == "heldout_infill.json" || file == "heldout_e2e.json";
 }
 
 TEST(DiceDataCurriculumTest, SameSeedGivesSameBytesAndAnotherSeedDifferent) {
@@ -168,7 +175,9 @@ TEST(DiceDataCurriculumTest, CountsAndLevelsAreAsAsked) {
        std::vector<std::pair<std::string, int>>{{"rl_infill.json", 12},
                                                 {"rl_e2e.json", 12},
                                                 {"heldout_infill.json", 9},
-                                                {"heldout_e2e.json", 9}}) {
+                                                {"heldout_e2e.json", 9},
+                                                {"heldout_indist_infill.json", 9},
+                                                {"heldout_indist_e2e.json", 9}}) {
     const auto tasks = json_items(files.at(name), name);
     ASSERT_EQ(tasks.size(), static_cast<std::size_t>(3 * per_level)) << name;
     const bool infill_file = name.find("infill") != std::string::npos;
@@ -177,8 +186,9 @@ TEST(DiceDataCurriculumTest, CountsAndLevelsAreAsAsked) {
       const std::string level = str(t, "level");
       EXPECT_GE(level, last) << name << ": not sorted by level (sequential select walks it)";
       last = level;
-      EXPECT_EQ(t.size(), infill_file ? 8u : 5u) << name;
-      for (const char* key : {"id", "level", "pytorch_code", "cuda_code", "shape_variants"})
+      EXPECT_EQ(t.size(), infill_file ? 9u : 6u) << name;
+      for (const char* key :
+           {"id", "level", "op_key", "pytorch_code", "cuda_code", "shape_variants"})
         EXPECT_TRUE(t.contains(key)) << name << ": " << key;
       if (infill_file) {
         for (const char* key : {"prefix", "middle", "suffix"})
@@ -378,8 +388,7 @@ TEST(DiceDataCurriculumTest, HeldOutCombinationsNeverOccurInTraining) {
 
     std::set<std::string> held_seen;
     for (const auto& [file, p] : all_pairs(c)) {
-      const bool held = file.rfind("heldout", 0) == 0;
-      if (!held) {
+      if (!out_of_distribution(file)) {
         for (const auto& k : p->keys)
           EXPECT_FALSE(c.heldout.reserved(k)) << file << " " << p->id << " holds held-out " << k;
         continue;

@@ -51,10 +51,10 @@ Result<std::vector<std::pair<std::string, std::string>>> flag_values(
 
 Result<CliRequest> parse_curriculum(const std::vector<std::string>& args) {
   CliRequest req;
-  DICE_ASSIGN_OR_RETURN(
-      const auto flags,
-      flag_values(args, {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level",
-                         "--heldout-per-level", "--names", "--layout", "--rl-keys"}));
+  DICE_ASSIGN_OR_RETURN(const auto flags,
+                        flag_values(args, {"--out", "--seed", "--sft-pairs", "--rl-tasks-per-level",
+                                           "--heldout-per-level", "--heldout-indist-per-level",
+                                           "--names", "--layout", "--rl-keys"}));
   bool have_out = false;
   for (const auto& [flag, value] : flags) {
     if (flag == "--out") {
@@ -85,6 +85,9 @@ Result<CliRequest> parse_curriculum(const std::vector<std::string>& args) {
     if (flag == "--sft-pairs") req.options.sft_pairs = static_cast<int>(n);
     if (flag == "--rl-tasks-per-level") req.options.rl_tasks_per_level = static_cast<int>(n);
     if (flag == "--heldout-per-level") req.options.heldout_per_level = static_cast<int>(n);
+    if (flag == "--heldout-indist-per-level") {
+      req.options.heldout_indist_per_level = static_cast<int>(n);
+    }
   }
   if (!have_out) return Status::invalid_argument("--out: required (the folder to write into)");
   return req;
@@ -200,6 +203,9 @@ Options:
                              (default 64)
   --heldout-per-level N      tasks per level in each of heldout_infill.json and
                              heldout_e2e.json (default 32)
+  --heldout-indist-per-level N
+                             tasks per level in each of heldout_indist_infill.json and
+                             heldout_indist_e2e.json (default: --heldout-per-level's)
   --names varied|fixed       names in the CUDA code: drawn per pair (default), or fixed per op
                              label (<label>_kernel, cuda_source, x, out, n...) with the same
                              tasks, shapes and layouts: for a small model that cannot yet copy
@@ -218,11 +224,16 @@ Counts are integers in [0, 1000000]; flags take "--flag value" or "--flag=value"
 Files written to DIR:
   sft.json             [{id, level, pytorch_code, cuda_code}] and
                        [{id, level, pytorch_code, prefix, middle, suffix}], alternating
-  rl_infill.json       phase-1 tasks {id, level, pytorch_code, prefix, suffix, middle, cuda_code,
-                       shape_variants}, sorted by level
-  rl_e2e.json          phase-2 tasks {id, level, pytorch_code, cuda_code, shape_variants}
-  heldout_infill.json  held-out tasks, as rl_infill.json
+  rl_infill.json       phase-1 tasks {id, level, op_key, pytorch_code, prefix, suffix, middle,
+                       cuda_code, shape_variants}, sorted by level
+  rl_e2e.json          phase-2 tasks {id, level, op_key, pytorch_code, cuda_code,
+                       shape_variants}
+  heldout_infill.json  held-out tasks (out of distribution: keys no training pair has), as
+                       rl_infill.json
   heldout_e2e.json     held-out tasks, as rl_e2e.json
+  heldout_indist_infill.json, heldout_indist_e2e.json
+                       in-distribution held-out tasks: fresh instances of the RL files' keys
+                       (new sizes, names, dtypes, constants), none identical to a training pair
   verify_items.json    every pair once as dice-judge items {id, pytorch_code, cuda_code,
                        shape_variants}: dice-judge --items verify_items.json checks them all
   MANIFEST.json        seed, generator version, counts per file, level, family, dtype and op,
@@ -234,7 +245,9 @@ Held-out keys (level-1 op parameter values and binary broadcasts, level-2 op com
 level-3 (normalisation, dtype) and (reduction, keepdim) pairs) are reserved from the seed and
 never occur in sft.json or rl_*.json; with --rl-keys novel the RL tasks are built on keys of the
 same kinds reserved next, which sft.json never holds either. Ids are <family>-<level>-<n>,
-unique over all files.
+unique over all files. A task's op_key is what it asks for without its surface: relu,
+leaky_relu(negative_slope=0.2), add[row], sub>scale>relu, max/keepdim=True, softmax/float16;
+tools/learning-report's bootstrap resamples these keys.
 
 split-infill: splits correct KernelBench candidates (a CUDA source string that load_inline
 compiles, class ModelNew) into DICE's phase-1 infilling task, as kernel_infilling_dev.json has

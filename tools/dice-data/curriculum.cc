@@ -2,6 +2,8 @@
 
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <variant>
 
 #include "tools/dice-data/chain_builder.h"
 #include "tools/dice-data/elementwise_family.h"
@@ -9,6 +11,9 @@
 
 namespace dice::data {
 namespace {
+
+// What a task is built from before its surface (sizes, names, layout) is drawn.
+using TaskSpec = std::variant<ElementwiseTask, RowTask>;
 
 // How a split picks its tasks: SFT (and RL on seen keys) walks the families round-robin and
 // avoids every reserved key; the held-out split and RL on novel keys walk their own reserved keys
@@ -19,13 +24,35 @@ class TaskSource {
              const CurriculumOptions& options)
       : walk_(walk), avoid_(avoid), surface_{options.names, options.layout} {}
 
-  KernelPair next(const std::string& level, Prng& rng) {
+  // The next task of `level`, drawn from `rng`: `*spec` (when given) is what it is built from.
+  KernelPair next(const std::string& level, Prng& rng, TaskSpec* spec = nullptr) {
     const int k = counters_[level]++;
-    if (level == "1") return walk_ ? reserved_level1(k, rng) : level1(k, rng);
-    if (level == "2") {
-      return render_elementwise(walk_ ? reserved_chain(k, rng) : chain(rng), rng, surface_);
+    TaskSpec drawn;
+    if (level == "1") {
+      drawn = walk_ ? reserved_level1(k, rng) : level1(k, rng);
+    } else if (level == "2") {
+      drawn = walk_ ? reserved_chain(k, rng) : chain(rng);
+    } else {
+      drawn = walk_ ? reserved_level3(k, rng) : level3(k, rng);
     }
-    return render_row(walk_ ? reserved_level3(k, rng) : level3(k, rng), rng, surface_);
+    if (spec) *spec = drawn;
+    return render(drawn, rng);
+  }
+
+  // Another instance of `spec`'s op key (KernelPair::op_key): the dtype drawn again where the key
+  // does not name it, a chain's constants (and whether they are constructor arguments) drawn
+  // again, then sizes, names and layout from `rng`.
+  KernelPair fresh(const TaskSpec& spec, Prng& rng) const {
+    if (const auto* row = std::get_if<RowTask>(&spec)) {
+      RowTask t = *row;
+      if (is_reduction(t.op)) t.dtype = draw_dtype(rng, 40);
+      return render(t, rng);
+    }
+    ElementwiseTask t = std::get<ElementwiseTask>(spec);
+    if (t.family == "chain") return render(finish_chain(t, rng), rng);
+    t.dtype = draw_dtype(rng, 30);
+    for (auto& step : t.steps) step.init_arg = rng.chance(70);
+    return render(t, rng);
   }
 
  private:
@@ -36,6 +63,11 @@ class TaskSource {
 
   bool reserved(const std::string& key) const { return avoid_.count(key) > 0; }
 
+  KernelPair render(const TaskSpec& spec, Prng& rng) const {
+    if (const auto* row = std::get_if<RowTask>(&spec)) return render_row(*row, rng, surface_);
+    return render_elementwise(std::get<ElementwiseTask>(spec), rng, surface_);
+  }
+
   // A value set of `op` whose key is not avoided.
   int value_for(const UnaryOp& op, Prng& rng) const {
     for (;;) {
@@ -44,7 +76,7 @@ class TaskSource {
     }
   }
 
-  KernelPair level1(int k, Prng& rng) {
+  ElementwiseTask level1(int k, Prng& rng) {
     ElementwiseTask t;
     t.level = "1";
     t.dtype = draw_dtype(rng, 30);
@@ -52,7 +84,7 @@ class TaskSource {
       t.family = "unary";
       const UnaryOp& op = unary_ops()[static_cast<std::size_t>(unary_++) % unary_ops().size()];
       t.steps.push_back({&op, op.params.empty() ? 0 : value_for(op, rng), rng.chance(70)});
-      return render_elementwise(t, rng, surface_);
+      return t;
     }
     t.family = "binary";
     std::vector<std::pair<const BinaryOp*, Broadcast>> open;
@@ -62,10 +94,10 @@ class TaskSource {
     const auto& [op, b] = open[static_cast<std::size_t>(binary_++) % open.size()];
     t.binary = op;
     t.broadcast = b;
-    return render_elementwise(t, rng, surface_);
+    return t;
   }
 
-  KernelPair reserved_level1(int k, Prng& rng) {
+  ElementwiseTask reserved_level1(int k, Prng& rng) const {
     ElementwiseTask t;
     t.level = "1";
     t.dtype = draw_dtype(rng, 30);
@@ -79,7 +111,7 @@ class TaskSource {
       t.binary = walk_->binaries[slot - walk_->params.size()].first;
       t.broadcast = walk_->binaries[slot - walk_->params.size()].second;
     }
-    return render_elementwise(t, rng, surface_);
+    return t;
   }
 
   // Parameters, dtype and broadcast of a chain shape.
@@ -138,9 +170,12 @@ class TaskSource {
   int unary_ = 0, binary_ = 0, reduce_ = 0, norm_ = 0;
 };
 
+// `per_level` tasks of each level, in level order; `*specs` (when given) gets what each is built
+// from, in the same order.
 std::vector<KernelPair> by_level(const HeldOut* walk, const std::set<std::string>& avoid,
                                  const std::string& stream, int per_level,
-                                 const CurriculumOptions& options) {
+                                 const CurriculumOptions& options,
+                                 std::vector<TaskSpec>* specs = nullptr) {
   const std::uint64_t seed = options.seed;
   TaskSource source(walk, avoid, options);
   std::vector<KernelPair> out;
@@ -148,7 +183,50 @@ std::vector<KernelPair> by_level(const HeldOut* walk, const std::set<std::string
   for (const char* level : {"1", "2", "3"}) {
     for (int i = 0; i < per_level; ++i) {
       Prng rng(item_seed(seed, stream, index++));
-      out.push_back(source.next(level, rng));
+      TaskSpec spec;
+      out.push_back(source.next(level, rng, &spec));
+      if (specs) specs->push_back(std::move(spec));
+    }
+  }
+  return out;
+}
+
+// The in-distribution held-out tasks of one RL file: `per_level` per level, task i of a level a
+// fresh instance of the level's RL task i (mod their count), so every RL key is asked about as
+// evenly as the counts allow. An instance whose reference is that of a training pair
+// (`training`: every SFT and RL reference) is drawn again from the next generator of its own: the
+// split must ask what training never showed, even where names and layout are fixed and a small
+// op leaves little else to vary. Sizes alone make a repeat rare (one of thousands).
+std::vector<KernelPair> fresh_instances(const std::vector<TaskSpec>& specs,
+                                        const std::vector<KernelPair>& rl,
+                                        const std::set<std::string>& avoid,
+                                        const std::set<std::string>& training,
+                                        const std::string& stream, int per_level,
+                                        const CurriculumOptions& options) {
+  constexpr int kAttempts = 64;
+  const TaskSource source(nullptr, avoid, options);
+  std::vector<KernelPair> out;
+  std::uint64_t index = 0;
+  for (const char* level : {"1", "2", "3"}) {
+    std::vector<std::size_t> of_level;
+    for (std::size_t i = 0; i < rl.size(); ++i)
+      if (rl[i].level == level) of_level.push_back(i);
+    if (of_level.empty()) continue;
+    for (int i = 0; i < per_level; ++i, ++index) {
+      const TaskSpec& spec = specs[of_level[static_cast<std::size_t>(i) % of_level.size()]];
+      for (int attempt = 0;; ++attempt) {
+        if (attempt == kAttempts) {
+          throw std::logic_error(
+              "dice-data: no fresh instance of " +
+              rl[of_level[static_cast<std::size_t>(i) % of_level.size()]].op_key + " in " +
+              std::to_string(kAttempts) + " draws");
+        }
+        Prng rng(item_seed(options.seed, stream + "/" + std::to_string(attempt), index));
+        KernelPair pair = source.fresh(spec, rng);
+        if (training.count(pair.pytorch_code)) continue;
+        out.push_back(std::move(pair));
+        break;
+      }
     }
   }
   return out;
@@ -162,7 +240,8 @@ void assign_ids(Curriculum& c) {
     p.id = stem + "-" + std::to_string(next[stem]++);
   };
   for (auto& item : c.sft) name(item.pair);
-  for (auto* list : {&c.rl_infill, &c.rl_e2e, &c.heldout_infill, &c.heldout_e2e})
+  for (auto* list : {&c.rl_infill, &c.rl_e2e, &c.heldout_infill, &c.heldout_e2e,
+                     &c.heldout_indist_infill, &c.heldout_indist_e2e})
     for (auto& p : *list) name(p);
 }
 
@@ -188,11 +267,21 @@ Curriculum generate_curriculum(const CurriculumOptions& options) {
   // there are no others, so that is every reserved key).
   const HeldOut* rl_walk = options.rl_keys == RlKeys::kNovel ? &c.rl_keys : nullptr;
   const int rl_n = options.rl_tasks_per_level;
-  c.rl_infill = by_level(rl_walk, c.heldout.keys, "rl_infill", rl_n, options);
-  c.rl_e2e = by_level(rl_walk, c.heldout.keys, "rl_e2e", rl_n, options);
+  std::vector<TaskSpec> infill_specs, e2e_specs;
+  c.rl_infill = by_level(rl_walk, c.heldout.keys, "rl_infill", rl_n, options, &infill_specs);
+  c.rl_e2e = by_level(rl_walk, c.heldout.keys, "rl_e2e", rl_n, options, &e2e_specs);
   const int held_n = options.heldout_per_level;
   c.heldout_infill = by_level(&c.heldout, none, "heldout_infill", held_n, options);
   c.heldout_e2e = by_level(&c.heldout, none, "heldout_e2e", held_n, options);
+  std::set<std::string> training;
+  for (const auto& item : c.sft) training.insert(item.pair.pytorch_code);
+  for (const auto* list : {&c.rl_infill, &c.rl_e2e})
+    for (const auto& p : *list) training.insert(p.pytorch_code);
+  const int indist_n = options.heldout_indist_per_level.value_or(held_n);
+  c.heldout_indist_infill = fresh_instances(infill_specs, c.rl_infill, c.heldout.keys, training,
+                                            "heldout_indist_infill", indist_n, options);
+  c.heldout_indist_e2e = fresh_instances(e2e_specs, c.rl_e2e, c.heldout.keys, training,
+                                         "heldout_indist_e2e", indist_n, options);
   assign_ids(c);
   return c;
 }

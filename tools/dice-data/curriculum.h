@@ -1,9 +1,14 @@
 // dice-data curriculum: the whole generated corpus, in memory. The SFT pairs, the RL tasks of both
-// phases and the held-out split are drawn deterministically from one seed (prng.h), each item
-// from a generator of its own, after the held-out keys are reserved (heldout.h).
+// phases and the two held-out splits are drawn deterministically from one seed (prng.h), each item
+// from a generator of its own, after the held-out keys are reserved (heldout.h). The held-out
+// split proper (heldout_*) is out of distribution: op combinations and parameters no training
+// pair has. The in-distribution one (heldout_indist_*) holds fresh instances of the RL tasks'
+// own op keys (KernelPair::op_key): new sizes, names, layouts, and where the key leaves them
+// free dtypes and a chain's constants; none is identical to a training pair.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +19,7 @@
 namespace dice::data {
 
 // Written to MANIFEST.json; bump it whenever the same seed would give different files.
-inline constexpr char kGeneratorVersion[] = "dice-data curriculum 2";
+inline constexpr char kGeneratorVersion[] = "dice-data curriculum 3";
 
 // Which combinations the RL tasks are built on (heldout.h: reserve_rl_keys).
 enum class RlKeys {
@@ -32,6 +37,9 @@ struct CurriculumOptions {
   int rl_tasks_per_level = 64;
   // Tasks per level in each of heldout_infill.json and heldout_e2e.json. Default: 32
   int heldout_per_level = 32;
+  // Tasks per level in each of heldout_indist_infill.json and heldout_indist_e2e.json; unset =
+  // heldout_per_level. Default: unset
+  std::optional<int> heldout_indist_per_level;
   // Names in the CUDA candidates: drawn per pair, or fixed per label (code_style.h). Default:
   // varied
   Variety names = Variety::kVaried;
@@ -56,6 +64,9 @@ struct Curriculum {
   std::vector<SftItem> sft;                             // end-to-end and infilling items alternate
   std::vector<KernelPair> rl_infill, rl_e2e;            // sorted by level
   std::vector<KernelPair> heldout_infill, heldout_e2e;  // sorted by level
+  // Fresh instances of rl_infill's and rl_e2e's keys, sorted by level: task i of a level is one
+  // of the level's RL task i (mod their count), drawn again.
+  std::vector<KernelPair> heldout_indist_infill, heldout_indist_e2e;
 };
 
 Curriculum generate_curriculum(const CurriculumOptions& options);

@@ -45,6 +45,7 @@ json::object infill_task(const KernelPair& p) {
   json::object o;
   o["id"] = p.id;
   o["level"] = p.level;
+  o["op_key"] = p.op_key;
   o["pytorch_code"] = p.pytorch_code;
   o["prefix"] = p.prefix;
   o["suffix"] = p.suffix;
@@ -58,6 +59,7 @@ json::object e2e_task(const KernelPair& p) {
   json::object o;
   o["id"] = p.id;
   o["level"] = p.level;
+  o["op_key"] = p.op_key;
   o["pytorch_code"] = p.pytorch_code;
   o["cuda_code"] = p.cuda_code();
   o["shape_variants"] = variants_json(p);
@@ -82,8 +84,9 @@ json::object counts(const std::map<std::string, int>& m) {
 // Counts of one file's pairs by level, family, dtype and op.
 json::object file_stats(const std::vector<const KernelPair*>& pairs) {
   std::map<std::string, int> levels, families, dtypes, ops;
-  std::set<std::string> chain_keys;
+  std::set<std::string> chain_keys, op_keys;
   for (const KernelPair* p : pairs) {
+    op_keys.insert(p->op_key);
     ++levels[p->level];
     ++families[p->family];
     ++dtypes[p->dtype];
@@ -104,6 +107,7 @@ json::object file_stats(const std::vector<const KernelPair*>& pairs) {
   o["dtypes"] = counts(dtypes);
   o["ops"] = counts(ops);
   o["chain_combinations"] = chain_keys.size();
+  o["op_keys"] = op_keys.size();  // distinct KernelPair::op_key: the clusters of a bootstrap
   return o;
 }
 
@@ -153,11 +157,14 @@ std::vector<std::pair<std::string, std::string>> curriculum_files(const Curricul
   task_file("rl_e2e.json", c.rl_e2e, false);
   task_file("heldout_infill.json", c.heldout_infill, true);
   task_file("heldout_e2e.json", c.heldout_e2e, false);
+  task_file("heldout_indist_infill.json", c.heldout_indist_infill, true);
+  task_file("heldout_indist_e2e.json", c.heldout_indist_e2e, false);
 
   // Every pair once, for dice-judge; ids are unique by construction, the set only guards it.
   json::array verify;
   std::vector<const KernelPair*> all = sft_pairs;
-  for (const auto* list : {&c.rl_infill, &c.rl_e2e, &c.heldout_infill, &c.heldout_e2e})
+  for (const auto* list : {&c.rl_infill, &c.rl_e2e, &c.heldout_infill, &c.heldout_e2e,
+                           &c.heldout_indist_infill, &c.heldout_indist_e2e})
     for (const auto& p : *list) all.push_back(&p);
   std::set<std::string> seen;
   std::vector<const KernelPair*> unique;
@@ -181,6 +188,8 @@ std::vector<std::pair<std::string, std::string>> curriculum_files(const Curricul
       json::object{{"sft_pairs", c.options.sft_pairs},
                    {"rl_tasks_per_level", c.options.rl_tasks_per_level},
                    {"heldout_per_level", c.options.heldout_per_level},
+                   {"heldout_indist_per_level",
+                    c.options.heldout_indist_per_level.value_or(c.options.heldout_per_level)},
                    {"names", c.options.names == Variety::kFixed ? "fixed" : "varied"},
                    {"layout", c.options.layout == Variety::kFixed ? "fixed" : "varied"},
                    {"rl_keys", c.options.rl_keys == RlKeys::kNovel ? "novel" : "seen"}};

@@ -1,6 +1,7 @@
 // The files of a curriculum (README.md lists them and their fields): sft.json, rl_infill.json,
-// rl_e2e.json, heldout_infill.json, heldout_e2e.json, verify_items.json (every pair once, as
-// dice-judge items: reward/judge_items.h) and MANIFEST.json (seed, version, counts, held-out keys).
+// rl_e2e.json, heldout_infill.json, heldout_e2e.json, heldout_indist_infill.json,
+// heldout_indist_e2e.json, verify_items.json (every pair once, as dice-judge items:
+// reward/judge_items.h) and MANIFEST.json (seed, version, counts, held-out keys).
 #pragma once
 
 #include <string>

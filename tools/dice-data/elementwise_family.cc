@@ -318,6 +318,9 @@ KernelPair render_elementwise(const ElementwiseTask& task, Prng& rng, SurfaceVar
   pair.op = task.family == "chain" ? chain_key(task)
             : task.binary          ? binary_key(*task.binary, task.broadcast)
                                    : task.steps[0].op->name;
+  const ElementStep* single = task.family == "unary" ? &task.steps[0] : nullptr;
+  pair.op_key =
+      single && !single->op->params.empty() ? param_key(*single->op, single->value_index) : pair.op;
   if (task.family == "chain") pair.keys.push_back(chain_key(task));
   if (task.binary) pair.keys.push_back(binary_key(*task.binary, task.broadcast));
   for (const auto& step : task.steps)

@@ -21,6 +21,13 @@ struct KernelPair {
   std::string op;      // finer label for counts: "leaky_relu", "add[row]", "scale>relu", "softmax"
   std::string dtype;   // "float32", "float16", "bfloat16"
   std::vector<std::string> keys;  // every held-out key this pair touches
+  // What the task asks for, without its surface: the op with its parameter values ("relu",
+  // "leaky_relu(negative_slope=0.2)"), the binary op with its broadcast ("add[row]"), the chain's
+  // combination ("sub>scale>relu"; its constants vary), the reduction with keepdim
+  // ("max/keepdim=True"), the normalisation with its dtype ("softmax/float16"). Tasks of one key
+  // are one cluster to learning-report's bootstrap; the in-distribution held-out tasks are fresh
+  // instances of the RL tasks' keys.
+  std::string op_key;
   std::string pytorch_code;
   std::string prefix, middle, suffix;
   std::vector<SizeVariant> shape_variants;

@@ -24,8 +24,10 @@ int run_curriculum(const dice::data::CliRequest& request) {
   std::cout << "dice-data: wrote " << request.out_dir << ": " << curriculum.sft.size()
             << " SFT pairs, " << curriculum.rl_infill.size() << " + " << curriculum.rl_e2e.size()
             << " RL tasks, " << curriculum.heldout_infill.size() << " + "
-            << curriculum.heldout_e2e.size() << " held-out tasks (seed " << request.options.seed
-            << ")\n";
+            << curriculum.heldout_e2e.size() << " held-out tasks, "
+            << curriculum.heldout_indist_infill.size() << " + "
+            << curriculum.heldout_indist_e2e.size() << " in-distribution held-out tasks (seed "
+            << request.options.seed << ")\n";
   return 0;
 }
 

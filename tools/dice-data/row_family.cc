@@ -434,6 +434,7 @@ KernelPair render_row(const RowTask& task, Prng& rng, SurfaceVariety surface) {
   pair.dtype = dtype_name(task.dtype);
   pair.op = reduction ? reduce_key(task.op, task.keepdim) : name;
   pair.keys = {reduction ? reduce_key(task.op, task.keepdim) : norm_key(task.op, task.dtype)};
+  pair.op_key = pair.keys[0];
   pair.pytorch_code = render_reference(d.ref, style);
   pair.prefix = render_prefix(d.cand, style);
   pair.middle = render_middle(d.cand, style);
