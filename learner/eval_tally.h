@@ -11,6 +11,12 @@
 // A task counts as correct when its first sample is (greedy decoding gives one sample; with more
 // samples, pass@k counts a task when any of its first k is). A task without a verdict (lost,
 // timed out) counts as not correct: the denominator is every task asked.
+//
+// A pool evaluation (an eval phase sampling each task N times, decoding: sample) reads pass@1 as
+// the mean over tasks of each task's correct samples / its samples: every sample counts, so N
+// samples say far more than the first one does. Its interval here is over tasks (the mean's
+// 95% normal interval), for the log line; tools/learning-report gives the per-task intervals
+// and one that resamples op keys, as tasks of one key are not independent.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +36,21 @@ struct EvalCell {
   int fast_2 = 0;
   double log_speedup_sum = 0;  // over the correct tasks that were timed
   int timed = 0;
+  int samples = 0;              // judged samples over all tasks
+  int most_samples = 0;         // the most samples one task had
+  double pass_at_1_sum = 0;     // over tasks: the task's correct samples / its samples
+  double pass_at_1_sq_sum = 0;  // over tasks: the square of that
 
   double exec() const { return tasks ? static_cast<double>(correct) / tasks : 0.0; }
   double fast(int p) const {
     return tasks ? static_cast<double>(p == 0 ? correct : p == 1 ? fast_1 : fast_2) / tasks : 0.0;
   }
   double geo_mean_speedup() const;  // 0 when none was timed
+  // Mean over tasks of each task's share of correct samples (a task without one: 0).
+  double pass_at_1() const { return tasks ? pass_at_1_sum / tasks : 0.0; }
+  // Half the width of pass_at_1's 95% interval over tasks (1.96 standard errors of the mean of
+  // the tasks' shares); 0 for fewer than 2 tasks.
+  double pass_at_1_half_width() const;
 };
 
 class EvalTally {
@@ -51,7 +66,8 @@ class EvalTally {
   const std::map<std::string, EvalCell>& levels() const { return levels_; }
   const EvalCell& all() const { return all_; }
 
-  // "level 1: exec 0.50 fast_1 0.25 fast_2 0.00 (8 tasks) | ... | all: ..." for the log.
+  // "level 1: exec 0.50 fast_1 0.25 fast_2 0.00 (8 tasks) | ... | all: ..." for the log; where a
+  // task had several samples, each cell adds "pass@1 0.531 +-0.071 (8 samples a task)".
   std::string summary() const;
 
  private:

@@ -77,6 +77,33 @@ TEST(EvalTallyTest, PassAtKLooksAtTheFirstKSamplesAndExecAtTheFirst) {
   EXPECT_DOUBLE_EQ(c.geo_mean_speedup(), 0.0);  // nothing correct was timed
 }
 
+// A pool evaluation: pass@1 is each task's share of correct samples, averaged over tasks, where
+// Exec looks only at the first sample.
+TEST(EvalTallyTest, PassAt1CountsEverySampleOfATask) {
+  EvalTally t;
+  const S no = answer(false, 0), yes = answer(true, 0);
+  t.add_task("1", {no, yes, yes, yes}, 4);   // 3 of 4; Exec: not correct
+  t.add_task("1", {yes, yes, yes, yes}, 4);  // 4 of 4
+  t.add_task("1", {no, no, no, no}, 4);      // 0 of 4
+  t.add_task("1", {}, 4);                    // no verdict came: 0, and counted
+  const EvalCell& c = t.levels().at("1");
+  EXPECT_EQ(c.correct, 1);
+  EXPECT_DOUBLE_EQ(c.pass_at_1(), (0.75 + 1.0 + 0.0 + 0.0) / 4);
+  EXPECT_EQ(c.samples, 12);
+  EXPECT_EQ(c.most_samples, 4);
+  // Shares .75, 1, 0, 0: sample variance (1.5625 - 4 * .4375^2) / 3 = .2656; 1.96 sqrt(.2656 / 4).
+  EXPECT_NEAR(c.pass_at_1_half_width(), 1.96 * std::sqrt(0.265625 / 4), 1e-12);
+  EXPECT_NE(t.summary().find("all: exec 0.250 fast_1 0.000 fast_2 0.000 (4 tasks) pass@1 0.438 "
+                             "+-0.505 (4 samples a task)"),
+            std::string::npos)
+      << t.summary();
+
+  EvalTally one;  // one task: no spread to speak of
+  one.add_task("1", {yes, no}, 2);
+  EXPECT_DOUBLE_EQ(one.all().pass_at_1(), 0.5);
+  EXPECT_DOUBLE_EQ(one.all().pass_at_1_half_width(), 0.0);
+}
+
 TEST(EvalTallyTest, SummaryNamesEveryLevel) {
   EvalTally t;
   t.add_task("1", {answer(true, 2.5)}, 1);
