@@ -1,7 +1,8 @@
-// dice-rollout: a rollout worker. Loads the policy (rollout.model_path, Hugging Face layout) onto
-// its GPU in bf16, connects to the learner, and answers RolloutRequests with sampled Candidates
-// (block diffusion with traces, rollout/sampler.h); WeightsUpdate messages swap the weights
-// (a checkpoint folder, or an NCCL broadcast from the learner: rollout/nccl_weight_receiver.h).
+// dice-rollout: a rollout worker. Loads the policy (learner.init_checkpoint where set, else
+// rollout.model_path: rollout/worker_start.h; Hugging Face layout) onto its GPU in bf16, connects
+// to the learner, and answers RolloutRequests with sampled Candidates (block diffusion with
+// traces, rollout/sampler.h); WeightsUpdate messages swap the weights (a checkpoint folder, or an
+// NCCL broadcast from the learner: rollout/nccl_weight_receiver.h).
 //
 //   dice-rollout --config configs/local.yaml --worker-index 0 [--metrics-port 9200] [overrides]
 //
@@ -19,6 +20,7 @@
 #include "net/service/worker_loop.h"
 #include "rollout/kv_slot_budget.h"
 #include "rollout/rollout_worker.h"
+#include "rollout/worker_start.h"
 
 namespace {
 
@@ -65,14 +67,15 @@ int run(dice::service::ServiceContext& context) {
   if (cpu) {
     DICE_LOG(Warn) << "rollout.device cpu: sampling on the CPU in fp32 (tiny models only)";
   }
-  auto tokenizer = tokenizer::Tokenizer::load(options.model_path + "/tokenizer.json");
+  const std::string& initial = initial_policy_path(context.config);
+  auto tokenizer = tokenizer::Tokenizer::load(initial + "/tokenizer.json");
   if (!tokenizer.ok()) {
     std::cerr << "dice-rollout: " << tokenizer.status().to_string() << "\n";
     return 2;
   }
   torch::NoGradGuard no_grad;
-  auto model = load_qwen3_lm(options.model_path,
-                             cpu ? c10::TensorOptions().dtype(at::kFloat)
+  auto model =
+      load_qwen3_lm(initial, cpu ? c10::TensorOptions().dtype(at::kFloat)
                                  : c10::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0));
   if (!model.ok()) {
     std::cerr << "dice-rollout: " << model.status().to_string() << "\n";
@@ -83,6 +86,7 @@ int run(dice::service::ServiceContext& context) {
     std::cerr << "dice-rollout: " << sampler.status().to_string() << "\n";
     return 2;
   }
+  sampler->seed = sampler_seed(context.config.learner.seed, context.worker_index.value_or(0));
   if (!cpu) {
     Status sized = size_kv_cache(options, **model, *sampler);
     if (!sized.ok()) {
@@ -91,7 +95,7 @@ int run(dice::service::ServiceContext& context) {
     }
   }
   // The initial policy's checksum, reported with every candidate until new weights come.
-  auto checkpoint = Checkpoint::open(options.model_path);
+  auto checkpoint = Checkpoint::open(initial);
   const std::uint64_t checksum = checkpoint.ok() ? weights_checksum(checkpoint.value()) : 0;
   auto engine = RolloutEngine::start(model.value(), sampler.value(), 0, checksum);
   if (!engine.ok()) {
@@ -115,7 +119,7 @@ int run(dice::service::ServiceContext& context) {
   service::MetricsRegistry registry;
   RolloutWorker worker(**engine, tokenizer.value(), loop_options->transport.worker_id, registry,
                        options.abort_on_weight_update);
-  DICE_LOG(Info) << "rollout worker ready" << kv("model", options.model_path)
+  DICE_LOG(Info) << "rollout worker ready" << kv("model", initial)
                  << kv("max_batch", sampler->max_batch) << kv("capacity", capacity);
   if (options.weight_sync != WeightSync::kCheckpoint) {
     worker.enable_nccl(
