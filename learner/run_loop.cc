@@ -142,29 +142,40 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
                    double seconds, double span_seconds, double eta, std::uint64_t policy_version,
                    const PolicyUpdate& update, const ScheduleReport& schedule,
                    const RunLoopOptions& options, int ahead) {
-  DICE_LOG(Info) << "step " << k << "/" << plan.steps << " of phase " << plan.name
-                 << kv("step", global_step) << kv("candidates", c.verdicts)
-                 << kv("candidates_per_s", fixed(c.candidates / std::max(span_seconds, 1e-3), 2))
-                 << kv("truncated", c.truncated)
-                 << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
-                 << kv("mean_reward", fixed(mean_reward(c), 3))
-                 << kv("groups_dropped", c.groups_dropped) << kv("groups_skipped", c.groups_skipped)
-                 << kv("tasks", c.tasks) << kv("stale", c.stale_dropped)
-                 << kv("staleness_mean", fixed(c.staleness_mean, 2))
-                 << kv("staleness_max", c.staleness_max)
-                 << kv("worker_errors", c.rollout_errors + c.eval_errors)
-                 << kv("service_faults", c.service_faults) << kv("seconds", fixed(seconds, 1))
-                 << kv("eta_s", fixed(eta, 0)) << kv("policy_version", policy_version)
-                 << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
-                 << kv("update_s", fixed(update.seconds, 1))
-                 << kv("importance_mean",
-                       update.ran ? fixed(update.importance_mean, 3) : std::string("-"))
-                 << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
-                                        : options.update              ? "TraceRL"
-                                                                      : kNoPolicyUpdate)
-                 << kv("reward_mode", options.reward_mode) << kv("ahead", ahead)
-                 << kv("open_levels", schedule.open_levels)
-                 << kv("passed_over", schedule.passed_over);
+  // How much the rollouts explored and what the update did: the readouts that say why a run
+  // does not learn ("-": not measured, or no update ran).
+  const rewardlog::ExplorationRates explored = rewardlog::exploration_rates(c.exploration);
+  const auto shown = [](bool known, double value, int digits) {
+    return known && std::isfinite(value) ? fixed(value, digits) : std::string("-");
+  };
+  DICE_LOG(Info)
+      << "step " << k << "/" << plan.steps << " of phase " << plan.name << kv("step", global_step)
+      << kv("candidates", c.verdicts)
+      << kv("candidates_per_s", fixed(c.candidates / std::max(span_seconds, 1e-3), 2))
+      << kv("truncated", c.truncated)
+      << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
+      << kv("mean_reward", fixed(mean_reward(c), 3)) << kv("groups_dropped", c.groups_dropped)
+      << kv("groups_skipped", c.groups_skipped) << kv("groups_judged", c.exploration.groups_judged)
+      << kv("groups_mixed", c.exploration.groups_mixed)
+      << kv("distinct_texts", shown(true, explored.distinct_texts_mean, 2))
+      << kv("group_size", c.exploration.group_size)
+      << kv("dropped_distinct_texts", shown(true, explored.dropped_distinct_texts_mean, 2))
+      << kv("tasks", c.tasks) << kv("stale", c.stale_dropped)
+      << kv("staleness_mean", fixed(c.staleness_mean, 2)) << kv("staleness_max", c.staleness_max)
+      << kv("worker_errors", c.rollout_errors + c.eval_errors)
+      << kv("service_faults", c.service_faults) << kv("seconds", fixed(seconds, 1))
+      << kv("eta_s", fixed(eta, 0)) << kv("policy_version", policy_version)
+      << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
+      << kv("kl", shown(update.ran, update.kl, 6))
+      << kv("clip_fraction", shown(update.ran, update.clip_fraction, 3))
+      << kv("grad_norm", shown(update.ran, update.grad_norm, 4))
+      << kv("update_s", fixed(update.seconds, 1))
+      << kv("importance_mean", update.ran ? fixed(update.importance_mean, 3) : std::string("-"))
+      << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
+                             : options.update              ? "TraceRL"
+                                                           : kNoPolicyUpdate)
+      << kv("reward_mode", options.reward_mode) << kv("ahead", ahead)
+      << kv("open_levels", schedule.open_levels) << kv("passed_over", schedule.passed_over);
 }
 
 }  // namespace

@@ -244,7 +244,18 @@ TEST_F(LearnerIntegrationTest, RunsTwoStepsAndLogsEveryCandidateOnce) {
     EXPECT_EQ(step.get().getNumGroupsDropped(), 0u);
     EXPECT_EQ(step.get().getPolicyVersion(), 0u);
     EXPECT_TRUE(std::isnan(step.get().getLoss()));  // no update: no loss, not a fake one
+    EXPECT_TRUE(std::isnan(step.get().getClipFraction()));
+    // Each group of two holds two different texts, one rewarded: every group mixed.
+    EXPECT_EQ(step.get().getGroupSize(), 2u);
+    EXPECT_EQ(step.get().getGroupsJudged(), 3u);
+    EXPECT_EQ(step.get().getGroupsMixed(), 3u);
+    EXPECT_EQ(step.get().getJudgedSamples(), 6u);
+    EXPECT_EQ(step.get().getDistinctTexts(), 6u);
   }
+  EXPECT_NE(log_text.find("groups_judged=3 groups_mixed=3 distinct_texts=2.00 group_size=2"),
+            std::string::npos)
+      << log_text;
+  EXPECT_NE(log_text.find("kl=- clip_fraction=- grad_norm=-"), std::string::npos) << log_text;
 
   auto candidates = log->candidates("it-run");
   ASSERT_TRUE(candidates.ok());
@@ -308,6 +319,11 @@ TEST_F(LearnerIntegrationTest, ConstantGroupsAreRefilledWithTheNextTasks) {
     EXPECT_EQ(step.get().getNumTasks(), 5u);  // 3 + 2 refills
     EXPECT_EQ(step.get().getNumGroupsDropped(), 2u);
     EXPECT_EQ(step.get().getNumCandidates(), 10u);
+    // The dropped groups count among the judged ones, so refills do not hide them.
+    EXPECT_EQ(step.get().getGroupsJudged(), 5u);
+    EXPECT_EQ(step.get().getGroupsMixed(), 3u);
+    EXPECT_EQ(step.get().getDroppedGroupsJudged(), 2u);
+    EXPECT_EQ(step.get().getDroppedDistinctTexts(), 4u);
   }
   auto candidates = log->candidates("it-run");
   ASSERT_TRUE(candidates.ok());
@@ -400,7 +416,11 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
     EXPECT_TRUE(std::isfinite(step.getLoss())) << "step " << i;
     EXPECT_TRUE(std::isfinite(step.getKlDivergence()));
     EXPECT_GT(step.getGradNorm(), 0.0f);
+    EXPECT_GE(step.getClipFraction(), 0.0f);  // not NaN: the update ran
+    EXPECT_LE(step.getClipFraction(), 1.0f);
   }
+  EXPECT_EQ(log_text.find("kl=- "), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find(" clip_fraction="), std::string::npos) << log_text;
   // The next step's candidates came from the pushed version (the test double claims the
   // requested minPolicyVersion).
   auto candidates = log->candidates("it-run");
