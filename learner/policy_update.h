@@ -38,6 +38,10 @@ struct PolicyUpdate {
   double importance_capped = 0.0;
   double padding_fraction = 0.0;  // of the update forwards' token positions (PolicyUpdateStats)
   double lr = 0.0;                // of its last optimizer step (optimizer.warmup_steps)
+  // learner.min_mixed_samples: samples of mixed groups that went into this update from earlier
+  // steps (carried_in), and those this step leaves for a later update (carried_out).
+  std::int64_t carried_in = 0;
+  std::int64_t carried_out = 0;
 };
 
 // Runs the update for global step `step` on the step's samples; `version` is the version held

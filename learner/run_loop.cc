@@ -11,6 +11,7 @@
 #include "learner/eval_tally.h"
 #include "learner/resume_plan.h"
 #include "learner/resume_store.h"
+#include "learner/sample_carry.h"
 #include "learner/step_flight.h"
 #include "learner/step_records.h"
 #include "net/wire/envelope.h"
@@ -104,6 +105,20 @@ Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
   return log.append(std::move(records));
 }
 
+// Metric records of the step, named `prefix` + name.
+Result<std::vector<rewardlog::LogRecord>> metric_values(
+    const StepSettings& settings, const std::string& prefix,
+    const std::vector<std::pair<std::string, double>>& values) {
+  const std::int64_t now = wire::unix_millis_now();
+  std::vector<rewardlog::LogRecord> records;
+  for (const auto& [name, value] : values) {
+    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
+                          metric_record(settings.run_id, prefix + name, settings.step, value, now));
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
 // The schedule after a step, as metric records dashboards read (schedule/<phase>/...): open
 // levels, tasks the pass-rate band passed over and took anyway, each level's rolling correct
 // rate; and a log line for each level a mixed phase opened.
@@ -125,14 +140,17 @@ Result<std::vector<rewardlog::LogRecord>> schedule_records(const PhasePlan& plan
                    << kv("threshold", plan.schedule.promotion.threshold)
                    << kv("window", plan.schedule.promotion.window);
   }
-  const std::int64_t now = wire::unix_millis_now();
-  std::vector<rewardlog::LogRecord> records;
-  for (const auto& [name, value] : values) {
-    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
-                          metric_record(settings.run_id, prefix + name, settings.step, value, now));
-    records.push_back(std::move(r));
-  }
-  return records;
+  return metric_values(settings, prefix, values);
+}
+
+// What an rl step's update adds to the dashboards' series: the samples it carries to a later
+// update (learner.min_mixed_samples), and the lr of its last optimizer step when it ran.
+Result<std::vector<rewardlog::LogRecord>> carry_records(const PolicyUpdate& update,
+                                                        const StepSettings& settings) {
+  std::vector<std::pair<std::string, double>> values = {
+      {"learner/carried_samples", static_cast<double>(update.carried_out)}};
+  if (update.ran) values.emplace_back("learner/lr", update.lr);
+  return metric_values(settings, "", values);
 }
 
 // The progress line of step `k` of `plan`, which took `seconds` of the run's wall time (from the
@@ -175,7 +193,9 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
                              : options.update              ? "TraceRL"
                                                            : kNoPolicyUpdate)
       << kv("reward_mode", options.reward_mode) << kv("ahead", ahead)
-      << kv("open_levels", schedule.open_levels) << kv("passed_over", schedule.passed_over);
+      << kv("open_levels", schedule.open_levels) << kv("passed_over", schedule.passed_over)
+      << (update.ran ? kv("lr", update.lr) : kv("lr", "-")) << kv("carried_in", update.carried_in)
+      << kv("carried_samples", update.carried_out);
 }
 
 }  // namespace
@@ -475,6 +495,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     }
   }
   run.scheduler = &scheduler;
+  SampleCarry carry(static_cast<std::size_t>(config.learner.min_mixed_samples));
   Flight flight;
   const std::uint64_t first_step = state->global_step;  // of step steps_done + 1
   int next_k = steps_done + 1;                          // the next step to start
@@ -518,6 +539,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     // How stale the batch is, against the weights its update starts from.
     count_staleness(work.tracker.candidate_versions(), state->policy_version, &c);
     PolicyUpdate update;
+    std::vector<rewardlog::LogRecord> update_records;
     if (!eval) {
       if (ahead == 0 || async.stale == StaleSamples::kDrop) {
         const std::uint32_t dropped = drop_stale_traces(
@@ -526,14 +548,22 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
         run.metrics.stale->add(dropped);
       }
       sort_traces(work);
-      DICE_ASSIGN_OR_RETURN(update,
-                            update_policy(options, run.metrics, work.traces, state->global_step,
-                                          &state->policy_version, &state->weights_dir));
+      // learner.min_mixed_samples: too few samples with signal wait for the next step's.
+      const auto carried_in = static_cast<std::int64_t>(carry.carried());
+      std::vector<TraceSample> batch = carry.take(std::move(work.traces), k == plan.steps);
+      work.traces.clear();
+      const bool trains = !batch.empty();
+      DICE_ASSIGN_OR_RETURN(update, update_policy(options, run.metrics, batch, state->global_step,
+                                                  &state->policy_version, &state->weights_dir));
+      update.carried_in = trains ? carried_in : 0;
+      update.carried_out = static_cast<std::int64_t>(carry.carried());
+      DICE_ASSIGN_OR_RETURN(update_records, carry_records(update, settings));
     }
     work.timing.finished_ms = wire::unix_millis_now();
     const ScheduleReport schedule = scheduler.end_step(work.selection);
     DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> scheduled,
                           schedule_records(plan, schedule, settings));
+    for (rewardlog::LogRecord& r : update_records) scheduled.push_back(std::move(r));
     DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, work.timing, update,
                                              std::move(scheduled)));
     run.metrics.steps->add();

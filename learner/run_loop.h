@@ -17,8 +17,9 @@
 // blocks on a full dispatcher queue while results pile up behind it.
 //
 // After each finished step the samples of its used groups (complete, not constant) go to the
-// policy updater (policy_updater.h: TraceRL step, checkpoint); new weights are announced to every
-// worker with a WeightsUpdate naming the checkpoint folder (or broadcast by NCCL, with that
+// policy updater (policy_updater.h: TraceRL step, checkpoint), or wait for the next step's while
+// fewer than learner.min_mixed_samples are gathered (sample_carry.h); new weights are announced to
+// every worker with a WeightsUpdate naming the checkpoint folder (or broadcast by NCCL, with that
 // folder as the fallback: RunLoopOptions::push_weights), and the next step asks for them
 // (RolloutRequest.minPolicyVersion). Without an updater (learner.update_policy false) the run
 // evaluates only: weights stay at policy version 0, and the loop says so.

@@ -259,6 +259,7 @@ struct LearnerOptions {
   int tasks_per_step = 64;
   int group_size = 16;
   int max_staleness = 1;
+  int min_mixed_samples = 0;
   TrainDtype dtype = TrainDtype::kBf16;
   bool activation_checkpointing = true;
   std::int64_t attention_tile = 0;
@@ -298,6 +299,16 @@ struct LearnerOptions {
     v.field("max_staleness", max_staleness,
             "Drop samples produced by weights more than this many policy versions old; 0 = fully "
             "on-policy. Default: 1",
+            config::at_least(0));
+    v.field("min_mixed_samples", min_mixed_samples,
+            "Fewest samples an RL update trains on: the samples of a step's groups with mixed "
+            "rewards (the only ones with a gradient) are carried to the next step while fewer "
+            "than this many have been gathered, and that step's update trains on all of them; no "
+            "update runs meanwhile, so the carried samples are still of the policy that trains "
+            "on them (on-policy). The last step of a phase trains on what it has; a resume "
+            "loses the samples carried at the resume point. The step line says how many are "
+            "carried (carried_samples). 0: every step updates on what it has (DICE's). "
+            "Default: 0",
             config::at_least(0));
     v.field("dtype", dtype, "Training precision. Default: bf16");
     v.field("activation_checkpointing", activation_checkpointing,

@@ -447,6 +447,39 @@ TEST_F(LearnerIntegrationTest, PolicyUpdateTrainsCheckpointsAndPushesWeights) {
   EXPECT_NE(log_text.find("weights pushed"), std::string::npos);
 }
 
+// learner.min_mixed_samples 12: each step has 6 samples of groups with mixed rewards (3 tasks x
+// 2, rewards alternating), so step 0 runs no update and carries its samples, step 1 trains on
+// 12 (step 0's and its own, all of version 0: nothing ran in between), and step 2, the phase's
+// last, trains on its 6 alone.
+TEST_F(LearnerIntegrationTest, TooFewMixedSamplesWaitForTheNextStepsUpdate) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  learner_extra_ = "  min_mixed_samples: 12\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(3, "tasks.json", 20, policy)));
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_EQ(steps->size(), 3u);
+  const std::vector<std::uint64_t> sampled_by = {0, 0, 1};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*steps)[i].get().getPolicyVersion(), sampled_by[i]) << "step " << i;
+  }
+  auto carried = log->metrics("it-run", std::string("learner/carried_samples"));
+  ASSERT_TRUE(carried.ok());
+  ASSERT_EQ(carried->size(), 3u);
+  const std::vector<double> waiting = {6, 0, 0};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*carried)[i].get().getValue(), waiting[i]) << "step " << i;
+  }
+  auto losses = log->metrics("it-run", std::string("learner/loss"));
+  ASSERT_TRUE(losses.ok());
+  EXPECT_EQ(losses->size(), 2u);  // steps 1 and 2 updated
+  const std::string text = learner_log();
+  EXPECT_NE(text.find("carried_in=6 carried_samples=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("carried_in=0 carried_samples=6"), std::string::npos) << text;
+}
+
 // The asynchronous mode, one step ahead: steps 0 and 1 are asked for before the first update,
 // so step 1 samples with version 0 and trains from version 1; step 2 is asked for after that
 // update, and so on. Every step trains, each says how stale its candidates were, and decoupled
