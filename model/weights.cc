@@ -97,10 +97,9 @@ std::vector<NamedParameter> hf_named_parameters(Qwen3LMImpl& lm) {
   return out;
 }
 
-Status load_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm) {
-  torch::NoGradGuard no_grad;
+Status check_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm) {
   std::set<std::string> expected;
-  for (NamedParameter& p : hf_named_parameters(lm)) {
+  for (const NamedParameter& p : hf_named_parameters(lm)) {
     expected.insert(p.name);
     const TensorInfo* t = checkpoint.find(p.name);
     if (t == nullptr) {
@@ -118,20 +117,52 @@ Status load_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm) {
       return Status::invalid_argument(where + ": dtype " + dtype_name(t->dtype) +
                                       " is not BF16, F16 or F32");
     }
-    // The map is read-only; from_blob never writes through the pointer, copy_ only reads it.
-    at::Tensor source =
-        at::from_blob(const_cast<uint8_t*>(t->data), t->shape, at::TensorOptions().dtype(type));
-    p.tensor.copy_(source);
+    // SafetensorsFile checked the span against dtype and shape on open; this guards a
+    // TensorInfo made any other way, since from_blob would read past its data.
+    if (t->nbytes != t->numel() * dtype_size(t->dtype)) {
+      return Status::corruption(where + ": " + std::to_string(t->nbytes) + " bytes of data for " +
+                                std::to_string(t->numel()) + " elements");
+    }
   }
   for (const auto& entry : checkpoint.tensors()) {
     const std::string& name = entry.first;
     if (expected.count(name) != 0) continue;
-    if (name == kLmHead && lm.config().tie_word_embeddings) {
-      DICE_LOG(Warn) << "ignoring lm_head.weight of a tied model" << kv("dir", checkpoint.dir());
-      continue;
-    }
+    if (name == kLmHead && lm.config().tie_word_embeddings) continue;  // load_weights warns
     return Status::invalid_argument(checkpoint.file_of(name) + ": unexpected tensor '" + name +
                                     "' (not part of the model config.json describes)");
+  }
+  return Status::ok_status();
+}
+
+Status load_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm, bool* copying) {
+  torch::NoGradGuard no_grad;
+  if (copying != nullptr) *copying = false;
+  // Everything is checked before the first parameter is written: a refused checkpoint leaves
+  // the model as it was (a rollout worker keeps sampling with it).
+  DICE_RETURN_IF_ERROR(check_weights(checkpoint, lm));
+  if (checkpoint.find(kLmHead) != nullptr && lm.config().tie_word_embeddings) {
+    DICE_LOG(Warn) << "ignoring lm_head.weight of a tied model" << kv("dir", checkpoint.dir());
+  }
+  std::vector<NamedParameter> params = hf_named_parameters(lm);
+  if (copying != nullptr) *copying = true;
+  std::size_t copied = 0;
+  try {
+    for (NamedParameter& p : params) {
+      const TensorInfo* t = checkpoint.find(p.name);
+      at::ScalarType type = at::kFloat;
+      to_scalar_type(t->dtype, &type);  // checked above
+      // The map is read-only; from_blob never writes through the pointer, copy_ only reads it.
+      at::Tensor source =
+          at::from_blob(const_cast<uint8_t*>(t->data), t->shape, at::TensorOptions().dtype(type));
+      p.tensor.copy_(source);
+      ++copied;
+    }
+  } catch (const std::exception& e) {
+    // Past the checks only the copy itself can fail (device memory for a dtype conversion, a
+    // device error): the model now mixes two checkpoints, which the caller must undo.
+    return Status::internal(checkpoint.dir() + ": copying tensor " + std::to_string(copied + 1) +
+                            " of " + std::to_string(params.size()) + " ('" + params[copied].name +
+                            "') failed, the model is partly overwritten: " + e.what());
   }
   return Status::ok_status();
 }

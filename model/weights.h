@@ -30,10 +30,18 @@ struct NamedParameter {
 // Every parameter of `lm` under its checkpoint name, in checkpoint order.
 std::vector<NamedParameter> hf_named_parameters(Qwen3LMImpl& lm);
 
-// Copies every checkpoint tensor into `lm`, converting dtype and device as needed. Missing,
-// unexpected, mis-shaped or non-floating-point tensors are errors naming the tensor and its file;
-// on error `lm` may be partly overwritten. A tied model ignores a stray lm_head.weight.
-Status load_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm);
+// Whether `checkpoint` fits `lm` exactly, without writing anything: every parameter's tensor is
+// there with its shape and a BF16/F16/F32 dtype, and no tensor is left over (a tied model
+// ignores a stray lm_head.weight). Errors name the tensor and its file. The file's own integrity
+// (header, offsets, sizes) was checked when the Checkpoint was opened.
+Status check_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm);
+
+// check_weights(), then copies every checkpoint tensor into `lm`, converting dtype and device as
+// needed. All or nothing as far as the checks go: an error from them leaves `lm` untouched. An
+// error while copying (Internal, e.g. device memory for a conversion) leaves `lm` partly
+// overwritten; `copying`, when given, says which of the two an error is (true once the first
+// parameter may have been written).
+Status load_weights(const Checkpoint& checkpoint, Qwen3LMImpl& lm, bool* copying = nullptr);
 
 // Opens `dir`, builds a Qwen3LM from its config with `options` (dtype, device) and loads it.
 Result<Qwen3LM> load_qwen3_lm(const std::string& dir, const c10::TensorOptions& options = {});

@@ -97,7 +97,8 @@ int run(dice::service::ServiceContext& context) {
   // The initial policy's checksum, reported with every candidate until new weights come.
   auto checkpoint = Checkpoint::open(initial);
   const std::uint64_t checksum = checkpoint.ok() ? weights_checksum(checkpoint.value()) : 0;
-  auto engine = RolloutEngine::start(model.value(), sampler.value(), 0, checksum);
+  auto engine = RolloutEngine::start(model.value(), sampler.value(), 0, checksum,
+                                     checkpoint.ok() ? initial : "");
   if (!engine.ok()) {
     std::cerr << "dice-rollout: " << engine.status().to_string() << "\n";
     return 2;

@@ -63,9 +63,15 @@ Result<NcclWeightReceiver::Outcome> NcclWeightReceiver::receive(
     return received.with_context(what);
   }
   auto staged = std::make_shared<std::vector<at::Tensor>>(std::move(staging));
+  // The tensor list was checked against the model before joining and the staging tensors are
+  // shaped from it, so nothing is left to refuse: any error from here on is mid-copy, and the
+  // engine restores its held version. fallbackDir holds these same weights, for a later restore.
   engine.update_weights_with(
-      [staged](Qwen3LMImpl& model) { return weights::copy_into_model(*staged, model); },
-      "nccl broadcast", version, abort_in_flight);
+      [staged](Qwen3LMImpl& model, bool& copying) {
+        copying = true;
+        return weights::copy_into_model(*staged, model);
+      },
+      "nccl broadcast", version, abort_in_flight, offer.getFallbackDir().cStr());
   return Outcome::kReceived;
 }
 

@@ -1,6 +1,8 @@
 #include "rollout/rollout_engine.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <exception>
 
 #include <torch/csrc/autograd/grad_mode.h>
 
@@ -14,9 +16,11 @@ namespace dice {
 
 Result<std::unique_ptr<RolloutEngine>> RolloutEngine::start(Qwen3LM model, SamplerOptions options,
                                                             std::uint64_t policy_version,
-                                                            std::uint64_t weights_checksum) {
+                                                            std::uint64_t weights_checksum,
+                                                            std::string weights_dir) {
   std::unique_ptr<RolloutEngine> engine(new RolloutEngine(model, options, policy_version));
   engine->weights_checksum_ = weights_checksum;
+  engine->held_dir_ = std::move(weights_dir);
   DICE_ASSIGN_OR_RETURN(engine->sampler_, BlockDiffusionSampler::create(model, options));
   engine->thread_ = std::thread([e = engine.get()] { e->run(); });
   return engine;
@@ -59,33 +63,55 @@ Result<GroupResult> RolloutEngine::generate(std::vector<GenerationRequest> reque
   return GroupResult{std::move(group->results), group->policy_version, group->weights_checksum};
 }
 
-void RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version,
-                                   bool abort_in_flight) {
+Status RolloutEngine::update_weights(std::string checkpoint_dir, std::uint64_t version,
+                                     bool abort_in_flight) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stale(version)) return Status::ok_status();
+  }
+  // Checked here, on the caller's thread, so the caller can answer the learner at once. Parameter
+  // shapes and dtypes never change, so reading them while the engine samples is safe.
+  const std::string what = "weights v" + std::to_string(version);
+  Result<Checkpoint> opened = Checkpoint::open(checkpoint_dir);
+  if (!opened.ok()) return opened.status().with_context(what);
+  auto checkpoint = std::make_shared<const Checkpoint>(std::move(opened).value());
+  DICE_RETURN_IF_ERROR(check_weights(*checkpoint, *model_).with_context(what));
   auto checksum = std::make_shared<std::uint64_t>(0);
-  WeightsLoader load = [dir = checkpoint_dir, checksum](Qwen3LMImpl& model) -> Status {
-    DICE_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(dir));
-    DICE_RETURN_IF_ERROR(load_weights(checkpoint, model));
-    *checksum = weights_checksum(checkpoint);
+  // The checkpoint checked above is the one loaded: its maps stay valid while the loader lives.
+  WeightsLoader load = [checkpoint, checksum](Qwen3LMImpl& model, bool& copying) -> Status {
+    DICE_RETURN_IF_ERROR(load_weights(*checkpoint, model, &copying));
+    *checksum = weights_checksum(*checkpoint);
     return Status::ok_status();
   };
   std::lock_guard<std::mutex> lock(mutex_);
-  queue_update(std::move(load), std::move(checkpoint_dir), version, abort_in_flight,
-               std::move(checksum));
+  queue_update(PendingUpdate{std::move(load), checkpoint_dir, version, abort_in_flight,
+                             std::move(checksum), checkpoint_dir});
+  return Status::ok_status();
 }
 
-void RolloutEngine::queue_update(WeightsLoader load, std::string source, std::uint64_t version,
-                                 bool abort_in_flight,
-                                 std::shared_ptr<const std::uint64_t> checksum) {
-  if (version <= version_ || (update_ && version <= update_->version)) return;
-  update_ = PendingUpdate{std::move(load), std::move(source), version, abort_in_flight,
-                          std::move(checksum)};
+bool RolloutEngine::stale(std::uint64_t version) const {
+  return version <= version_ || (update_ && version <= update_->version);
+}
+
+void RolloutEngine::queue_update(PendingUpdate update) {
+  if (stale(update.version)) return;
+  update_ = std::move(update);
   work_ready_.notify_all();
 }
 
 void RolloutEngine::update_weights_with(WeightsLoader load, std::string source,
-                                        std::uint64_t version, bool abort_in_flight) {
+                                        std::uint64_t version, bool abort_in_flight,
+                                        std::string restore_dir) {
   std::lock_guard<std::mutex> lock(mutex_);
-  queue_update(std::move(load), std::move(source), version, abort_in_flight, nullptr);
+  queue_update(PendingUpdate{std::move(load), std::move(source), version, abort_in_flight, nullptr,
+                             std::move(restore_dir)});
+}
+
+std::vector<Status> RolloutEngine::take_load_failures() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Status> out;
+  out.swap(load_failures_);
+  return out;
 }
 
 std::uint64_t RolloutEngine::policy_version() const {
@@ -173,22 +199,67 @@ void RolloutEngine::fail_running(const Status& status) {
   group_done_.notify_all();
 }
 
-// Runs the pending update's loader; a failed load keeps the old version.
+Status RolloutEngine::restore_held_version() {
+  const std::string what = "restoring policy version " + std::to_string(version_);
+  if (held_dir_.empty()) {
+    return Status::unavailable(what + ": no checkpoint folder holds it");
+  }
+  Result<Checkpoint> opened = Checkpoint::open(held_dir_);
+  if (!opened.ok()) return opened.status().with_context(what);
+  const Checkpoint& checkpoint = opened.value();
+  const std::uint64_t checksum = weights_checksum(checkpoint);
+  // 0: the version came by NCCL, whose bytes were never summed; its folder is taken as is.
+  if (weights_checksum_ != 0 && checksum != weights_checksum_) {
+    return Status::corruption(what + ": " + held_dir_ + " has checksum " + checksum_hex(checksum) +
+                              ", the weights held had " + checksum_hex(weights_checksum_));
+  }
+  DICE_RETURN_IF_ERROR(load_weights(checkpoint, *model_).with_context(what + " from " + held_dir_));
+  weights_checksum_ = checksum;
+  return Status::ok_status();
+}
+
+// Runs the pending update's loader. A load refused before its first write keeps the old version
+// untouched; one that failed while writing restores it, or ends the process.
 void RolloutEngine::load_pending_update(std::unique_lock<std::mutex>& lock) {
   PendingUpdate update = std::move(*update_);
   update_.reset();
   lock.unlock();
-  Status loaded = update.load(*model_);
+  bool copying = false;
+  Status loaded;
+  try {
+    loaded = update.load(*model_, copying);
+  } catch (const std::exception& e) {  // LibTorch reports device failures by throwing
+    loaded = Status::internal(e.what());
+  }
+  Status restored;
+  if (!loaded.ok() && copying) restored = restore_held_version();
   lock.lock();
   if (loaded.ok()) {
     version_ = update.version;
     weights_checksum_ = update.checksum ? *update.checksum : 0;
+    held_dir_ = update.restore_dir;
     DICE_LOG(Info) << "weights updated" << kv("policy_version", version_)
                    << kv("from", update.source) << kv("checksum", checksum_hex(weights_checksum_));
-  } else {
-    DICE_LOG(Error) << "weights update failed; keeping the old weights"
-                    << kv("policy_version", version_) << kv("error", loaded.to_string());
+    return;
   }
+  if (!restored.ok()) {
+    // The model mixes two versions and nothing can undo it: no candidate may come from it. The
+    // supervisor starts the worker again, which loads its configured weights and catches up.
+    DICE_LOG(Error) << "weights update failed while writing the model and the held version "
+                       "cannot be restored; exiting"
+                    << kv("policy_version", version_) << kv("update", update.version)
+                    << kv("error", loaded.to_string()) << kv("restore", restored.to_string());
+    std::_Exit(1);
+  }
+  load_failures_.push_back(
+      Status(loaded.code(), "weights v" + std::to_string(update.version) + " from " +
+                                update.source + " not loaded (" + loaded.message() +
+                                "); staying on policy version " + std::to_string(version_) +
+                                (copying ? ", restored from " + held_dir_ : "")));
+  DICE_LOG(Error) << "weights update failed; keeping the old weights"
+                  << kv("policy_version", version_) << kv("update", update.version)
+                  << kv("restored", copying ? held_dir_ : std::string("(untouched)"))
+                  << kv("error", loaded.to_string());
 }
 
 // Each finished sequence's result into its group; a group whose last one arrived is done.

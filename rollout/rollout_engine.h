@@ -41,10 +41,13 @@ class RolloutEngine {
  public:
   // Builds the sampler (checks `options` against the model) and starts the thread.
   // `weights_checksum`: of the checkpoint `model` was loaded from (weights_checksum.h); the
-  // engine reports it with every group, and a checkpoint update replaces it.
+  // engine reports it with every group, and a checkpoint update replaces it. `weights_dir`: that
+  // checkpoint's folder, from which a failed load restores the model ("": none, a failed load
+  // then ends the process).
   static Result<std::unique_ptr<RolloutEngine>> start(Qwen3LM model, SamplerOptions options,
                                                       std::uint64_t policy_version,
-                                                      std::uint64_t weights_checksum = 0);
+                                                      std::uint64_t weights_checksum = 0,
+                                                      std::string weights_dir = "");
   ~RolloutEngine();  // stops the thread; waiting generate() calls get Aborted
   RolloutEngine(const RolloutEngine&) = delete;
   RolloutEngine& operator=(const RolloutEngine&) = delete;
@@ -57,18 +60,26 @@ class RolloutEngine {
   Result<GroupResult> generate(std::vector<GenerationRequest> requests,
                                std::optional<SamplingOptions> sampling = std::nullopt);
 
-  // Loads `checkpoint_dir` as policy `version` once the running sequences have finished, or at
-  // once when `abort_in_flight` (the groups running then start over on the new weights). A load
-  // failure is logged and the old weights stay. A version not newer than the one held or already
-  // pending is ignored (the same push can come by broadcast and with a request).
-  void update_weights(std::string checkpoint_dir, std::uint64_t version,
-                      bool abort_in_flight = false);
+  // Opens `checkpoint_dir` and checks it against the model now (check_weights(), and the
+  // file's integrity on open); a checkpoint that does not fit is refused: the error names the
+  // version, folder and tensor, and nothing changes. One that fits is loaded as policy `version`
+  // once the running sequences have finished, or at once when `abort_in_flight` (the groups
+  // running then start over on the new weights). A version not newer than the one held or
+  // already pending is ignored, OK (the same push can come by broadcast and with a request).
+  Status update_weights(std::string checkpoint_dir, std::uint64_t version,
+                        bool abort_in_flight = false);
   // The same with any loader, run on the engine thread between sampler steps; `source` names it
-  // in the log. A loader error keeps the old version (the model may be partly overwritten then,
-  // as with a failed checkpoint load).
-  using WeightsLoader = std::function<Status(Qwen3LMImpl& model)>;
+  // in the log. The loader checks what it can before its first write and sets `copying` just
+  // before that write: an error with `copying` false keeps the old version as it was; with it
+  // true the engine restores the held version (see the header comment). `restore_dir`: a
+  // checkpoint folder with the same weights, for restoring this version later ("": none).
+  using WeightsLoader = std::function<Status(Qwen3LMImpl& model, bool& copying)>;
   void update_weights_with(WeightsLoader load, std::string source, std::uint64_t version,
-                           bool abort_in_flight = false);
+                           bool abort_in_flight = false, std::string restore_dir = "");
+
+  // The loads that failed on the engine thread since the last call, oldest first, each naming
+  // the version, its source and why (the worker sends them to the learner).
+  std::vector<Status> take_load_failures();
 
   std::uint64_t policy_version() const;
   // The sampling the engine started with: generate()'s default.
@@ -93,6 +104,7 @@ class RolloutEngine {
     std::uint64_t version;
     bool abort_in_flight;
     std::shared_ptr<const std::uint64_t> checksum;  // set by a checkpoint load; null: unknown
+    std::string restore_dir;                        // the same weights as a folder ("": none)
   };
 
   RolloutEngine(Qwen3LM model, SamplerOptions options, std::uint64_t version);
@@ -101,12 +113,16 @@ class RolloutEngine {
   void restart_running();                   // caller holds mutex_; engine thread only
   // Makes an update pending (caller holds mutex_); an older version than one held or pending is
   // ignored.
-  void queue_update(WeightsLoader load, std::string source, std::uint64_t version,
-                    bool abort_in_flight, std::shared_ptr<const std::uint64_t> checksum);
+  void queue_update(PendingUpdate update);
+  // Whether `version` would be ignored (not newer than the one held or pending); holds mutex_.
+  bool stale(std::uint64_t version) const;
   void admit_queued();  // caller holds mutex_; engine thread only
   void fail_group(const std::shared_ptr<Group>& group, const Status& status);  // holds mutex_
   // Engine thread only; `lock` holds mutex_ and is released while the loader runs.
   void load_pending_update(std::unique_lock<std::mutex>& lock);
+  // After a load failed mid-copy: reloads the held version from held_dir_, checksum verified.
+  // Engine thread, with mutex_ released (only the engine thread changes the held state).
+  Status restore_held_version();
   void deliver_finished(std::vector<GenerationResult>& finished);  // caller holds mutex_
 
   Qwen3LM model_;
@@ -122,6 +138,8 @@ class RolloutEngine {
   std::uint64_t next_id_ = 1;
   std::uint64_t version_ = 0;
   std::uint64_t weights_checksum_ = 0;
+  std::string held_dir_;  // a checkpoint folder holding version_'s weights ("": none)
+  std::vector<Status> load_failures_;
   SamplerStats stats_;
   std::int64_t sequences_aborted_ = 0;
   bool stopping_ = false;

@@ -101,10 +101,41 @@ void set_response_text(schema::Candidate::Builder candidate, const tokenizer::To
   for (unsigned j = 0; j < ends.size(); ++j) out.set(j, ends[j]);
 }
 
+// An Error envelope with work id 0 (about no work item) to the learner; best effort.
+void report_error(service::ResultSink& sink, const std::string& text) {
+  capnp::MallocMessageBuilder message;
+  auto error = sink.init_envelope(message).getBody().initError();
+  error.setWorkId(0);
+  error.setMessage(text);
+  Status sent = sink.send(message);
+  if (!sent.ok()) {
+    DICE_LOG(Warn) << "cannot report an error" << kv("error", sent.to_string());
+  }
+}
+
+// Loads the engine could not finish (they failed on its thread, after this worker answered the
+// push) go to the learner with the next message this worker sends or handles.
+void report_load_failures(RolloutEngine& engine, service::ResultSink& sink) {
+  for (const Status& failed : engine.take_load_failures()) report_error(sink, failed.to_string());
+}
+
+// A push the engine refused: logged here and answered with an Error, so the learner logs and
+// counts it (dice_learner_transport_errors_received_total); the old weights stay as they were.
+Status refuse_if_error(Status refused, RolloutEngine& engine, service::ResultSink& sink) {
+  if (refused.ok()) return refused;
+  const std::string text = refused.to_string() + "; staying on policy version " +
+                           std::to_string(engine.policy_version());
+  DICE_LOG(Error) << "weights update refused; keeping the old weights"
+                  << kv("policy_version", engine.policy_version()) << kv("error", text);
+  report_error(sink, text);
+  return refused;
+}
+
 }  // namespace
 
 Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
                              service::ResultSink& sink) {
+  report_load_failures(engine_, sink);
   auto body = work.root().getBody();
   if (body.which() != schema::Envelope::Body::ROLLOUT_REQUEST) {
     return Status::invalid_argument(std::string("a rollout worker takes rollout requests, got ") +
@@ -124,10 +155,14 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
   std::vector<GenerationRequest> requests(request.getNumSamples());
   for (auto& r : requests) r.prompt = prompt;
   // Weights older than the request wants (a WeightsUpdate missed, e.g. across a restart): load
-  // them first; the engine admits this group only after the update.
+  // them first; the engine admits this group only after the update. Weights that cannot be
+  // loaded fail the item: the request asks for no samples of older weights.
   const std::uint64_t wanted = request.getMinPolicyVersion();
   if (wanted > engine_.policy_version() && request.getWeightsDir().size() > 0) {
-    engine_.update_weights(request.getWeightsDir().cStr(), wanted, abort_on_weight_update_);
+    DICE_RETURN_IF_ERROR(
+        engine_.update_weights(request.getWeightsDir().cStr(), wanted, abort_on_weight_update_)
+            .with_context("the request's policy version; staying on version " +
+                          std::to_string(engine_.policy_version())));
   }
   const auto start = std::chrono::steady_clock::now();
   DICE_ASSIGN_OR_RETURN(GroupResult group, engine_.generate(std::move(requests), sampling));
@@ -163,30 +198,15 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
   return Status::ok_status();
 }
 
-namespace {
-
-// An Error envelope with work id 0 (about no work item) to the learner; best effort.
-void report_error(service::ResultSink& sink, const std::string& text) {
-  capnp::MallocMessageBuilder message;
-  auto error = sink.init_envelope(message).getBody().initError();
-  error.setWorkId(0);
-  error.setMessage(text);
-  Status sent = sink.send(message);
-  if (!sent.ok()) {
-    DICE_LOG(Warn) << "cannot report an error" << kv("error", sent.to_string());
-  }
-}
-
-}  // namespace
-
 Status apply_weights_update(schema::WeightsUpdate::Reader update, RolloutEngine& engine,
                             NcclWeightReceiver* receiver, bool abort_on_weight_update,
                             service::ResultSink& sink) {
   const bool abort = update.getAbortInFlight() || abort_on_weight_update;
   const std::uint64_t version = update.getPolicyVersion();
+  report_load_failures(engine, sink);
   if (update.which() == schema::WeightsUpdate::CHECKPOINT_DIR) {
-    engine.update_weights(update.getCheckpointDir().cStr(), version, abort);
-    return Status::ok_status();
+    return refuse_if_error(engine.update_weights(update.getCheckpointDir().cStr(), version, abort),
+                           engine, sink);
   }
   if (version <= engine.policy_version()) return Status::ok_status();  // already held
   const std::string fallback = update.getNccl().getFallbackDir().cStr();
@@ -213,7 +233,8 @@ Status apply_weights_update(schema::WeightsUpdate::Reader update, RolloutEngine&
     return Status::invalid_argument("NCCL weights v" + std::to_string(version) +
                                     " without a fallbackDir; keeping the old weights");
   }
-  engine.update_weights(fallback, version, abort);
+  DICE_RETURN_IF_ERROR(
+      refuse_if_error(engine.update_weights(fallback, version, abort), engine, sink));
   return failed;
 }
 

@@ -23,7 +23,9 @@ class RolloutWorker {
   RolloutWorker(RolloutEngine& engine, const tokenizer::Tokenizer& tokenizer, std::string worker_id,
                 service::MetricsRegistry& registry, bool abort_on_weight_update = false);
 
-  // The WorkHandler: InvalidArgument for a message that is not a RolloutRequest.
+  // The WorkHandler: InvalidArgument for a message that is not a RolloutRequest; the engine's
+  // refusal when the request wants newer weights that cannot be loaded (no sample comes from
+  // older ones then).
   Status handle(const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink);
   // The ControlHandler: a WeightsUpdate goes to apply_weights_update() (below); errors go back to
   // the learner through `sink`.
@@ -54,14 +56,17 @@ Result<SamplerOptions> sampler_options_for(const RolloutOptions& rollout, const 
 
 // Applies one WeightsUpdate to `engine` (aborting in-flight sequences when the update or
 // `abort_on_weight_update` says so):
-//   checkpointDir -> engine.update_weights(dir)
+//   checkpointDir -> engine.update_weights(dir); a checkpoint that does not fit the model (a
+//                    tensor missing, mis-shaped, of another dtype; a damaged file) is refused:
+//                    an Error to the learner, and the old weights stay untouched
 //   nccl          -> receiver->receive(); this worker not in the broadcast, or no receiver ->
 //                    the update's fallbackDir; a tensor list that does not fit the model -> an
 //                    Error to the learner and the old weights stay (a checkpoint of the same
 //                    model would not load either); any other NCCL failure -> an Error, then
 //                    fallbackDir.
 // Errors go to `sink` as Error envelopes with work id 0 (the learner logs them, naming this
-// worker). Returns what it did, for logs and tests.
+// worker, and counts them), and so do loads that failed on the engine's thread since the last
+// message (RolloutEngine::take_load_failures). Returns what it did, for logs and tests.
 Status apply_weights_update(schema::WeightsUpdate::Reader update, RolloutEngine& engine,
                             NcclWeightReceiver* receiver, bool abort_on_weight_update,
                             service::ResultSink& sink);

@@ -6,6 +6,10 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include "model/checkpoint/model_config.h"
 #include "model/qwen3.h"
@@ -50,6 +54,68 @@ inline Qwen3LM random_lm(const ModelConfig& config, uint64_t seed) {
     }
   }
   return lm;
+}
+
+// What can be wrong with a checkpoint that a load must refuse before writing anything.
+enum class CheckpointFault {
+  kTruncated,      // model.safetensors lost its last bytes (a copy cut short)
+  kWrongShape,     // a tensor one row short of what config.json implies
+  kWrongDtype,     // a tensor of I32 values
+  kMissingTensor,  // a tensor left out
+};
+inline const char* fault_name(CheckpointFault fault) {
+  switch (fault) {
+    case CheckpointFault::kTruncated:
+      return "truncated";
+    case CheckpointFault::kWrongShape:
+      return "wrong shape";
+    case CheckpointFault::kWrongDtype:
+      return "wrong dtype";
+    default:
+      return "missing tensor";
+  }
+}
+constexpr CheckpointFault kCheckpointFaults[] = {
+    CheckpointFault::kTruncated, CheckpointFault::kWrongShape, CheckpointFault::kWrongDtype,
+    CheckpointFault::kMissingTensor};
+
+// Writes `lm` (an untied fp32 model on the CPU) to `dir` as save_qwen3_lm() would, with `fault`
+// in lm_head.weight: the last tensor in checkpoint order, so a load that checked tensor by tensor
+// as it copied would have written every other parameter before finding it.
+inline Status write_faulty_checkpoint(Qwen3LMImpl& lm, const std::string& dir,
+                                      CheckpointFault fault) {
+  std::vector<TensorView> views;
+  std::vector<int32_t> ints;
+  for (NamedParameter& p : hf_named_parameters(lm)) {
+    TensorView view{p.name, DType::kF32,
+                    std::vector<int64_t>(p.tensor.sizes().begin(), p.tensor.sizes().end()),
+                    p.tensor.data_ptr(), static_cast<size_t>(p.tensor.nbytes())};
+    if (p.name != "lm_head.weight") {
+      views.push_back(view);
+      continue;
+    }
+    if (fault == CheckpointFault::kMissingTensor) continue;
+    if (fault == CheckpointFault::kWrongShape) {
+      view.shape[0] -= 1;
+      view.nbytes -= static_cast<size_t>(view.shape[1]) * sizeof(float);
+    }
+    if (fault == CheckpointFault::kWrongDtype) {
+      ints.assign(static_cast<size_t>(p.tensor.numel()), 1);
+      view.dtype = DType::kI32;
+      view.data = ints.data();
+    }
+    views.push_back(view);
+  }
+  ModelConfig config = lm.config();
+  config.dtype = "float32";
+  DICE_RETURN_IF_ERROR(write_model_dir(dir, config, views));
+  if (fault == CheckpointFault::kTruncated) {
+    const std::string file = dir + "/model.safetensors";
+    std::error_code error;
+    std::filesystem::resize_file(file, std::filesystem::file_size(file) - 64, error);
+    if (error) return Status::io_error(file + ": " + error.message());
+  }
+  return Status::ok_status();
 }
 
 inline at::Tensor random_tokens(int64_t batch, int64_t len, const ModelConfig& config) {

@@ -182,5 +182,48 @@ TEST_F(WeightsTest, ConfigThatDisagreesWithWeightsIsAnError) {
       << loaded.status().to_string();
 }
 
+// A checkpoint that does not fit is refused before anything is written, however late in the
+// checkpoint order its fault lies: a model that held other weights keeps every one of them (a
+// rollout worker goes on sampling with it, under its old version).
+TEST_F(WeightsTest, ARefusedCheckpointLeavesEveryParameterAsItWas) {
+  auto expect_refused_untouched = [&] {
+    auto checkpoint = Checkpoint::open(dir_);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status().to_string();
+    Qwen3LM held = random_lm(config_, 12);
+    std::vector<at::Tensor> before;
+    for (const NamedParameter& p : hf_named_parameters(*held)) before.push_back(p.tensor.clone());
+    EXPECT_FALSE(check_weights(*checkpoint, *held).ok());
+    bool copying = true;
+    Status loaded = load_weights(*checkpoint, *held, &copying);
+    EXPECT_EQ(loaded.code(), StatusCode::kInvalidArgument) << loaded.to_string();
+    EXPECT_FALSE(copying);
+    const std::vector<NamedParameter> after = hf_named_parameters(*held);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      EXPECT_TRUE(at::equal(after[i].tensor, before[i])) << after[i].name << " was overwritten";
+    }
+  };
+  for (testing_util::CheckpointFault fault : testing_util::kCheckpointFaults) {
+    SCOPED_TRACE(testing_util::fault_name(fault));
+    ASSERT_TRUE(remove_tree(dir_).ok());
+    ASSERT_TRUE(testing_util::write_faulty_checkpoint(*lm_, dir_, fault).ok());
+    if (fault == testing_util::CheckpointFault::kTruncated) {
+      // The file's sizes and offsets are checked on open: nothing is there to load from.
+      auto checkpoint = Checkpoint::open(dir_);
+      EXPECT_EQ(checkpoint.status().code(), StatusCode::kCorruption)
+          << checkpoint.status().to_string();
+      continue;
+    }
+    expect_refused_untouched();
+  }
+  SCOPED_TRACE("unexpected tensor");
+  ASSERT_TRUE(remove_tree(dir_).ok());
+  std::vector<float> extra(4);
+  write_edited([&](std::vector<TensorView>& v) {
+    v.push_back({"model.layers.2.mlp.up_proj.weight", DType::kF32, {4}, extra.data(), 16});
+  });
+  expect_refused_untouched();
+}
+
 }  // namespace
 }  // namespace dice
