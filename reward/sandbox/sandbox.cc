@@ -182,6 +182,7 @@ Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec&
   plan.out_fd = ends.out;
   plan.err_fd = ends.err;
   plan.status_fd = ends.status;
+  plan.parent_pid = getpid();
   pid_t pid = -1;
   if (spec.isolate) {
     if (!root) {
@@ -193,7 +194,13 @@ Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec&
     if (auto why = p->prepare_isolation(spec, command.exe, command.env, drop, &own_netns)) {
       return unavailable(*why);
     }
-    pid = p->clone_isolated(own_netns, &plan);
+    p->plan_isolated(own_netns, &plan);
+    // How the init, in its own PID namespace, tells that the worker still lives (sandbox_child.h).
+    plan.parent_pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+    pid = start_child(plan);
+    const int clone_error = errno;
+    if (plan.parent_pidfd >= 0) close(plan.parent_pidfd);
+    errno = clone_error;
     if (pid < 0) {
       return unavailable(std::string("namespaces: clone(CLONE_NEWPID | CLONE_NEWNS | "
                                      "CLONE_NEWIPC | CLONE_NEWUTS") +
@@ -205,14 +212,13 @@ Result<std::unique_ptr<SandboxProcess>> SandboxProcess::start(const SandboxSpec&
     result.cgroup = p->cgroup_ != nullptr;
     result.pooled_network = p->netns_->fd() >= 0;
   } else {
-    pid = fork();
+    pid = start_child(plan);
   }
   if (pid < 0) {
     int err = errno;
     ends.close_all();
     return Status::io_error(std::string("sandbox: cannot start a child: ") + strerror(err));
   }
-  if (pid == 0) child_main(plan);
   p->pid_ = pid;
   result.unprivileged = drop || !root;
   ends.close_all();
@@ -357,7 +363,7 @@ bool SandboxProcess::lease_network_namespace(const SandboxSpec& spec, bool drop)
   return own_netns;
 }
 
-pid_t SandboxProcess::clone_isolated(bool own_netns, ChildPlan* plan) {
+void SandboxProcess::plan_isolated(bool own_netns, ChildPlan* plan) {
   plan->isolated = true;
   plan->netns_fd = netns_->fd();
   plan->cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
@@ -367,9 +373,8 @@ pid_t SandboxProcess::clone_isolated(bool own_netns, ChildPlan* plan) {
   plan->gid_map = gid_map_.c_str();
   // Like fork() (no new stack), plus new namespaces; the user namespace comes later, in the
   // command (sandbox_child.h): joining the pooled network namespace needs the worker's.
-  const long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-                     (own_netns ? CLONE_NEWNET : 0) | SIGCHLD;
-  return static_cast<pid_t>(syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr));
+  plan->clone_flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
+                      (own_netns ? CLONE_NEWNET : 0) | SIGCHLD;
 }
 
 SandboxProcess::~SandboxProcess() {

@@ -37,7 +37,10 @@
 // isolation.
 // SandboxSpec::isolate = false (parser_sandbox, the worker's own probes, tests) keeps only the
 // rlimits, the uid switch and the scratch directory.
-// The parent enforces the wall-clock timeout by SIGKILL.
+// The parent enforces the wall-clock timeout by SIGKILL. The child dies with the worker
+// (PR_SET_PDEATHSIG, checked against the race with the worker's death: sandbox_child.h), and
+// with the isolated child, PID 1 of its namespace, everything it started: a worker killed
+// mid-candidate (the supervisor's SIGKILL, the OOM killer) leaves no process of its runs behind.
 #pragma once
 
 #include <sys/types.h>
@@ -190,6 +193,8 @@ class SandboxProcess {
   SandboxProcess& operator=(const SandboxProcess&) = delete;
 
   const std::string& scratch() const { return scratch_; }
+  // The child's pid in the worker's PID namespace (isolated: the run's init), for tests and logs.
+  pid_t pid() const { return pid_; }
   // More files in the scratch directory, owned by the run's uid.
   Status add_files(const std::vector<std::pair<std::string, std::string>>& files);
   // Reads stdout until the child prints `line` on a line of its own. An error when the child
@@ -224,8 +229,8 @@ class SandboxProcess {
   // A pooled network namespace into netns_ where the spec wants one; true when the run must
   // create its own instead (clone(CLONE_NEWNET)).
   bool lease_network_namespace(const SandboxSpec& spec, bool drop);
-  // clone() into the new namespaces, as fork() returns; -1 with errno set when refused.
-  pid_t clone_isolated(bool own_netns, ChildPlan* plan);
+  // The isolated part of the child's plan: the namespaces to clone into, the layers to enter.
+  void plan_isolated(bool own_netns, ChildPlan* plan);
   // The steps of wait(): reaps the child if it has exited (true then); what the isolated run's
   // init reported on its status pipe.
   bool reap_if_exited();

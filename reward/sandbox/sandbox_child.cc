@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,7 +12,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "reward/sandbox/sandbox_netns.h"
 #include "reward/sandbox/sandbox_root.h"
@@ -49,6 +53,20 @@ void write_str(int fd, const char* s) {
   ssize_t ignored = write(status_fd, message, sizeof(message));
   (void)ignored;
   _exit(126);
+}
+
+// PR_SET_PDEATHSIG(SIGKILL), then the check that the worker did not die before it was set (the
+// signal would never come then): see sandbox_child.h. Ends this process when the worker is gone.
+void die_with_worker(const ChildPlan& plan) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) _exit(125);
+  if (plan.isolated) {
+    // In its own PID namespace getppid() is 0; the worker's pidfd turns readable when it exits.
+    if (plan.parent_pidfd < 0) return;
+    pollfd worker{plan.parent_pidfd, POLLIN, 0};
+    if (poll(&worker, 1, 0) > 0) _exit(125);
+  } else if (getppid() != plan.parent_pid) {
+    _exit(125);
+  }
 }
 
 // "/proc/<pid>/<leaf>" into `buf`, without printf (it may lock).
@@ -166,6 +184,8 @@ void set_rlimits(const SandboxSpec& spec) {
 
 [[noreturn]] void isolated_init(const ChildPlan& plan) {
   const int status_fd = plan.status_fd;
+  // No credential change follows in the init (which would clear the parent-death signal): the
+  // setting from child_main holds until it dies, and its namespace's processes with it.
   if (plan.netns_fd >= 0) {
     if (setns(plan.netns_fd, CLONE_NEWNET) != 0) fail(status_fd, kStepJoinNetns);
     // Checked here, in each run's own child, so checks run in parallel. Not as created? This
@@ -279,6 +299,7 @@ std::string describe_setup_step(int step, int err, const SandboxRoot* root, int 
 // glibc's fork() would take every malloc arena lock and setuid() would signal those threads, so
 // both go through raw syscalls here (see raw_fork).
 void child_main(const ChildPlan& plan) {
+  die_with_worker(plan);
   setpgid(0, 0);
   dup2(plan.in_fd, 0);
   dup2(plan.out_fd, 1);
@@ -296,8 +317,69 @@ void child_main(const ChildPlan& plan) {
       write_str(2, "sandbox: cannot switch to the unprivileged uid\n");
       _exit(126);
     }
+    die_with_worker(plan);  // the uid switch cleared the setting
   }
   exec_command(plan);
+}
+
+namespace {
+
+// The one thread that forks every sandboxed child (sandbox_child.h: the parent-death signal
+// follows the forking thread). Started on first use, never ended, and never destroyed, so no
+// static destructor waits for it at exit.
+class Spawner {
+ public:
+  static Spawner& instance() {
+    static Spawner* spawner = new Spawner();
+    return *spawner;
+  }
+
+  pid_t spawn(const ChildPlan& plan) {
+    std::lock_guard<std::mutex> one_at_a_time(call_mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    request_ = &plan;
+    wake_.notify_one();
+    done_.wait(lock, [&] { return request_ == nullptr; });
+    errno = error_;
+    return pid_;
+  }
+
+ private:
+  Spawner() {
+    std::thread([this] { run(); }).detach();
+  }
+
+  [[noreturn]] void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return request_ != nullptr; });
+      const ChildPlan& plan = *request_;
+      // Isolated: like fork() (no new stack), plus new namespaces (sandbox.cc says which).
+      const pid_t pid = plan.isolated
+                            ? static_cast<pid_t>(syscall(SYS_clone, plan.clone_flags, nullptr,
+                                                         nullptr, nullptr, nullptr))
+                            : fork();
+      if (pid == 0) child_main(plan);
+      error_ = errno;
+      pid_ = pid;
+      request_ = nullptr;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex call_mutex_;  // one spawn at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const ChildPlan* request_ = nullptr;  // the plan to fork; null once forked
+  pid_t pid_ = -1;
+  int error_ = 0;
+};
+
+}  // namespace
+
+pid_t start_child(const ChildPlan& plan) {
+  return Spawner::instance().spawn(plan);
 }
 
 }  // namespace dice

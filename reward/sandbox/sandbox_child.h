@@ -16,6 +16,18 @@
 // process writes {kSetupFailedMessage, step, errno} to the status pipe; the worker turns it into
 // SandboxResult::unavailable with describe_setup_step()'s words.
 //
+// The child dies with its worker. Its first step sets PR_SET_PDEATHSIG(SIGKILL), then checks
+// that the worker still lives (it may have died between clone and prctl, and the signal would
+// never come): the isolated init through a pidfd of the worker (in its new PID namespace the
+// worker has no pid), a plain child by getppid(). The kernel clears the setting when a process's
+// uid or gid changes, so a plain child that switches uid sets and checks it again afterwards.
+// Isolated, the init is PID 1 of the run's PID namespace: when it dies the kernel kills every
+// process left in the namespace, the command and whatever it forked, daemonised or not. A plain
+// child's own children are not covered (it is for trusted commands that start none).
+// The signal fires when the *thread* that forked the child ends, not its process, so every child
+// is forked by one spawner thread that lives as long as the worker (start_child()): a pool thread
+// that started a process and ended would otherwise kill it under the thread that took it over.
+//
 // Everything here is system calls on memory prepared before clone: the worker is
 // multi-threaded, and another thread may have held the allocator's lock at the clone.
 #pragma once
@@ -65,8 +77,11 @@ struct ChildPlan {
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   int in_fd = -1, out_fd = -1, err_fd = -1, status_fd = -1;
+  pid_t parent_pid = -1;  // the worker: a plain child checks getppid() against it
+  int parent_pidfd = -1;  // the worker's pidfd: the isolated init checks it (-1: none)
   // Isolated only:
   bool isolated = false;
+  long clone_flags = 0;      // the namespaces clone() makes, with SIGCHLD
   int netns_fd = -1;         // a pooled network namespace to join
   int cgroup_procs_fd = -1;  // the run's cgroup.procs
   const SandboxRoot* root = nullptr;
@@ -76,5 +91,9 @@ struct ChildPlan {
 };
 
 [[noreturn]] void child_main(const ChildPlan& plan);
+
+// Forks (isolated: clones with plan.clone_flags) on the spawner thread, which lives as long as
+// the worker, and runs child_main(plan) in the child. The child's pid, or -1 with errno set.
+pid_t start_child(const ChildPlan& plan);
 
 }  // namespace dice
