@@ -20,7 +20,8 @@ inline constexpr config::EnumName<schema::Remasking> kRemaskingNames[] = {
     {schema::Remasking::LOW_CONFIDENCE_STATIC, "low_confidence_static"},
     {schema::Remasking::LOW_CONFIDENCE_DYNAMIC, "low_confidence_dynamic"},
     {schema::Remasking::SEQUENTIAL, "sequential"},
-    {schema::Remasking::ENTROPY_BOUNDED, "entropy_bounded"}};
+    {schema::Remasking::ENTROPY_BOUNDED, "entropy_bounded"},
+    {schema::Remasking::RANDOM, "random"}};
 
 }  // namespace dice
 
@@ -74,7 +75,15 @@ struct SamplingOptions {
     v.field("denoising_steps", denoising_steps,
             "Denoising steps per block, at most block_size. Default: 4", config::at_least(1));
     v.field("remasking", remasking,
-            "Which masked tokens each step commits. Default: low_confidence_dynamic");
+            "Which masked tokens each step commits (rollout/remasking.h): low_confidence_static "
+            "(the most confident), low_confidence_dynamic (all above threshold, else the most "
+            "confident), sequential (left to right), entropy_bounded (lowest entropy within the "
+            "bound), random (a uniform choice). sequential, random and entropy_bounded are "
+            "faithful: they choose without looking at the drawn tokens, so every committed token "
+            "follows the softmax the learner trains and its recorded log-prob is the sampling "
+            "policy's. The low_confidence ones keep a draw only when it is likely, which tilts "
+            "the committed tokens towards the argmax (less exploration) and makes the recorded "
+            "log-prob not the sampling policy's. Default: low_confidence_dynamic");
     v.field("threshold", threshold,
             "Confidence a token needs to be committed early (low_confidence_dynamic), or the "
             "entropy bound (entropy_bounded). Default: 0.9",

@@ -1,6 +1,7 @@
 #include "rollout/remasking.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 
 #include <limits>
 
@@ -15,12 +16,20 @@ at::Tensor rank_by(const at::Tensor& key, bool descending) {
   return at::empty_like(order).scatter_(1, order, places);
 }
 
+// The q masked positions that sort first by key (descending or ascending), ties leftmost.
+at::Tensor first_by(const at::Tensor& masked, const at::Tensor& key, const at::Tensor& q,
+                    bool descending) {
+  // Committed positions take the key that sorts last, after every mask.
+  const double inf = std::numeric_limits<double>::infinity();
+  at::Tensor rank =
+      rank_by(key.masked_fill(masked.logical_not(), descending ? -inf : inf), descending);
+  return masked & (rank < q.unsqueeze(1));
+}
+
 // The q masked positions of highest confidence.
 at::Tensor top_confident(const at::Tensor& masked, const at::Tensor& confidence,
                          const at::Tensor& q) {
-  // Confidences are probabilities in [0, 1]; -1 puts committed positions after every mask.
-  at::Tensor rank = rank_by(confidence.masked_fill(masked.logical_not(), -1.0), true);
-  return masked & (rank < q.unsqueeze(1));
+  return first_by(masked, confidence, q, /*descending=*/true);
 }
 
 }  // namespace
@@ -33,7 +42,7 @@ at::Tensor step_quota(const at::Tensor& start_masks, const at::Tensor& step, int
 
 at::Tensor select_commits(Remasking strategy, const at::Tensor& masked,
                           const at::Tensor& confidence, const at::Tensor& entropy,
-                          const at::Tensor& quota, double threshold) {
+                          const at::Tensor& quota, double threshold, at::Generator* generator) {
   at::Tensor left = masked.sum(1);  // int64
   at::Tensor q = at::minimum(at::clamp_min(quota, 1), left);
   switch (strategy) {
@@ -46,6 +55,14 @@ at::Tensor select_commits(Remasking strategy, const at::Tensor& masked,
     }
     case Remasking::SEQUENTIAL:
       return masked & (masked.to(at::kLong).cumsum(1) <= q.unsqueeze(1));
+    case Remasking::RANDOM: {
+      TORCH_CHECK(generator != nullptr, "select_commits: random remasking needs a generator");
+      // Independent uniform keys put the positions in a uniformly random order, drawn without
+      // looking at the tokens: the q first masked ones are a uniform choice among the masks.
+      at::Tensor key = at::empty(masked.sizes(), masked.options().dtype(at::kFloat))
+                           .uniform_(0.0, 1.0, *generator);
+      return first_by(masked, key, q, /*descending=*/false);
+    }
     case Remasking::ENTROPY_BOUNDED: {
       const double inf = std::numeric_limits<double>::infinity();
       at::Tensor key = entropy.masked_fill(masked.logical_not(), inf);

@@ -135,8 +135,8 @@ Status BlockDiffusionSampler::step() {
                                  s.remasking == Remasking::ENTROPY_BOUNDED, generator_);
     at::Tensor masked = blocks_.eq(options_.mask_token_id) & running_.unsqueeze(1);
     at::Tensor quota = step_quota(start_masks_, block_step_, s.denoising_steps);
-    at::Tensor commit =
-        select_commits(s.remasking, masked, draw.confidence, draw.entropy, quota, s.threshold);
+    at::Tensor commit = select_commits(s.remasking, masked, draw.confidence, draw.entropy, quota,
+                                       s.threshold, &generator_);
     blocks_ = at::where(commit, draw.tokens, blocks_);
     unmask_step_ = at::where(commit, block_step_.unsqueeze(1), unmask_step_);
     log_probs_ = at::where(commit, draw.log_probs, log_probs_);

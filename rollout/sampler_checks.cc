@@ -37,6 +37,10 @@ Status check_sampler_options(const SamplerOptions& o, const ModelConfig& model) 
   if (s.max_new_tokens < 1) {
     return invalid(where, "sampling.max_new_tokens must be >= 1, got ", s.max_new_tokens);
   }
+  if (static_cast<int>(s.remasking) > static_cast<int>(Remasking::RANDOM)) {
+    return invalid(where, "sampling.remasking ", static_cast<int>(s.remasking),
+                   " is not a strategy this worker knows (from a newer learner?)");
+  }
   if (!(s.threshold > 0.0) || std::isinf(s.threshold) ||
       (s.remasking == Remasking::LOW_CONFIDENCE_DYNAMIC && s.threshold > 1.0)) {
     return invalid(where,

@@ -12,6 +12,7 @@ enum Remasking {
   lowConfidenceDynamic @1;  # commit all above `threshold` if at least n, else the top-n
   sequential @2;            # commit left to right, n per step
   entropyBounded @3;        # commit lowest-entropy tokens while their summed entropy stays bounded
+  random @4;                # commit n masked positions chosen uniformly at random, blind to the draws
 }
 
 struct SamplingParams {

@@ -76,6 +76,90 @@ TEST(RemaskingTest, EntropyBoundedSumsTheLowestEntropies) {
   EXPECT_TRUE(at::equal(got, bools({{1, 0, 1, 1}, {0, 1, 0, 0}, {0, 1, 1, 0}})));
 }
 
+TEST(RemaskingTest, RandomCommitsTheQuotaAmongTheMasksOnly) {
+  at::Generator gen = at::detail::createCPUGenerator(7);
+  at::Tensor masked = bools({{1, 1, 1, 1}, {0, 1, 0, 1}, {0, 0, 0, 0}, {1, 0, 1, 1}, {1, 1, 1, 1}});
+  at::Tensor conf = at::zeros({5, 4});
+  at::Tensor quota = longs({2, 0, 1, 5, 1});
+  // The quota is raised to 1 and capped by the masks left: 2, 1, 0, 3, 1.
+  const std::vector<int64_t> want = {2, 1, 0, 3, 1};
+  for (int trial = 0; trial < 50; ++trial) {
+    at::Tensor got =
+        select_commits(Remasking::RANDOM, masked, conf, at::Tensor(), quota, 0.9, &gen);
+    EXPECT_TRUE(at::equal(got & masked.logical_not(), at::zeros_like(got))) << got;
+    for (int64_t r = 0; r < 5; ++r) {
+      EXPECT_EQ(got[r].sum().item<int64_t>(), want[static_cast<size_t>(r)]) << "row " << r;
+    }
+  }
+}
+
+TEST(RemaskingTest, RandomIsSeededAndBlindToConfidenceAndEntropy) {
+  at::Tensor masked = at::ones({64, 4}, at::kBool);
+  at::Tensor quota = at::ones({64}, at::kLong);
+  at::Tensor confident = at::rand({64, 4});
+  at::Tensor unsure = 1 - confident;  // the opposite ranking
+  at::Generator a = at::detail::createCPUGenerator(3);
+  at::Generator b = at::detail::createCPUGenerator(3);
+  at::Generator c = at::detail::createCPUGenerator(4);
+  at::Tensor from_a =
+      select_commits(Remasking::RANDOM, masked, confident, confident, quota, 0.9, &a);
+  at::Tensor from_b = select_commits(Remasking::RANDOM, masked, unsure, unsure, quota, 0.9, &b);
+  at::Tensor from_c =
+      select_commits(Remasking::RANDOM, masked, confident, confident, quota, 0.9, &c);
+  // The same seed chooses the same positions whatever the confidences; another seed does not
+  // (64 rows of 4 positions agreeing by chance: 4^-64).
+  EXPECT_TRUE(at::equal(from_a, from_b));
+  EXPECT_FALSE(at::equal(from_a, from_c));
+}
+
+TEST(RemaskingTest, RandomChoosesUniformly) {
+  // 3 masks of 4 (position 1 committed), quota 2: each of the 3 pairs a third of the time.
+  const int64_t rows = 6000;
+  at::Tensor masked = bools({{1, 0, 1, 1}}).expand({rows, 4}).contiguous();
+  at::Generator gen = at::detail::createCPUGenerator(9);
+  at::Tensor got = select_commits(Remasking::RANDOM, masked, at::zeros({rows, 4}), at::Tensor(),
+                                  at::full({rows}, 2, at::kLong), 0.9, &gen);
+  // Each row leaves out one of positions 0, 2, 3; binomial sd of a share ~0.006.
+  at::Tensor left_out = (masked & got.logical_not()).to(at::kFloat).mean(0);
+  EXPECT_EQ(left_out[1].item<double>(), 0.0);
+  for (int64_t i : {0, 2, 3}) EXPECT_NEAR(left_out[i].item<double>(), 1.0 / 3, 0.03) << i;
+}
+
+// Share of committed tokens that are token 1 when a block of 4 positions, each drawn from
+// softmax(logits) = (0.8, 0.2) at every step whatever the context, is decoded in 4 steps by
+// `strategy`, for `rows` blocks side by side.
+double committed_share_of_the_unlikely_token(Remasking strategy, int64_t rows) {
+  at::Tensor logits = at::log(floats({{0.8, 0.2}})).view({1, 1, 2}).expand({rows, 4, 2});
+  SamplingOptions s;
+  s.temperature = 1.0;
+  at::Generator gen = at::detail::createCPUGenerator(21);
+  at::Tensor masked = at::ones({rows, 4}, at::kBool);
+  at::Tensor tokens = at::full({rows, 4}, -1, at::kLong);
+  at::Tensor start = at::full({rows}, 4, at::kLong);
+  for (int64_t k = 0; k < 4; ++k) {
+    TokenDraw d = draw_tokens(logits, s, -1, /*with_entropy=*/true, gen);
+    at::Tensor quota = step_quota(start, at::full({rows}, k, at::kLong), 4);
+    at::Tensor commit =
+        select_commits(strategy, masked, d.confidence, d.entropy, quota, /*threshold=*/0.9, &gen);
+    tokens = at::where(commit, d.tokens, tokens);
+    masked = masked & commit.logical_not();
+  }
+  EXPECT_FALSE(masked.any().item<bool>());
+  return tokens.eq(1).to(at::kDouble).mean().item<double>();
+}
+
+TEST(RemaskingTest, FaithfulStrategiesCommitDrawsDistributedAsTheSoftmax) {
+  // 16,000 committed tokens: the share's sd is ~0.003 when they follow the softmax (0.2).
+  for (Remasking r : {Remasking::RANDOM, Remasking::SEQUENTIAL, Remasking::ENTROPY_BOUNDED}) {
+    EXPECT_NEAR(committed_share_of_the_unlikely_token(r, 4000), 0.2, 0.015) << static_cast<int>(r);
+  }
+  // Ranking by the drawn token's probability keeps the unlikely draw only when every position
+  // left drew it: far below the softmax's 0.2.
+  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC}) {
+    EXPECT_LT(committed_share_of_the_unlikely_token(r, 4000), 0.12) << static_cast<int>(r);
+  }
+}
+
 TEST(TokenDrawTest, GreedyFiltersAndReportsThePolicy) {
   at::Tensor logits = floats({{1.0, 3.0, 2.0, 0.0, 5.0}, {0.0, 0.0, 0.0, 0.0, 0.0}});
   SamplingOptions s;
