@@ -25,6 +25,7 @@ struct PolicyTrainer::Packed {
   std::vector<std::int64_t> flat_positions, targets;
   std::vector<float> old_log_probs, advantages, weights;
   std::vector<std::int64_t> response_index;  // per scored token: its index in the response
+  std::vector<float> temperatures;  // per scored token: its sample's sampling temperature (> 0)
   double model_flops = 0;           // of its forward (training_flops.h): each row at its own length
   std::int64_t real_positions = 0;  // token positions of noisy and clean rows that are not padding
 };
@@ -47,9 +48,6 @@ Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
     return Status::invalid_argument(
         "PolicyTrainer: trace mask token " + std::to_string(options.layout.mask_token_id) +
         " differs from the model's mask_token_id " + std::to_string(model->config().mask_token_id));
-  }
-  if (options.temperature < 0) {
-    return Status::invalid_argument("PolicyTrainer: negative sampling temperature");
   }
   try {
     std::unique_ptr<PolicyTrainer> trainer(new PolicyTrainer(std::move(model), std::move(options)));
@@ -395,6 +393,7 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
         p.advantages.push_back(static_cast<float>(advantages[s]));
         p.weights.push_back(static_cast<float>(weight * v.importance[t]));
         p.response_index.push_back(v.positions[t] - l.prompt_length);
+        p.temperatures.push_back(static_cast<float>(l.temperature));
       }
       ++row;
     }
@@ -421,8 +420,11 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* s
   // (the gradient check) keeps its precision.
   at::Tensor logits = model->logits(picked);
   if (logits.scalar_type() != at::kDouble) logits = logits.to(at::kFloat);
-  if (options_.temperature > 0 && options_.temperature != 1.0) {
-    logits = logits / options_.temperature;
+  // Each token at its sample's sampling temperature (TraceSample::temperature), as it was drawn.
+  if (std::any_of(p.temperatures.begin(), p.temperatures.end(), [](float t) { return t != 1; })) {
+    const auto float_cpu = at::TensorOptions().dtype(at::kFloat);
+    logits = logits /
+             at::tensor(p.temperatures, float_cpu).to(device, logits.scalar_type()).unsqueeze(1);
   }
   // The sampler never draws the mask token (token_draw.h): its policy is the model's softmax over
   // the other tokens, and so is the one trained here.

@@ -3,7 +3,7 @@
 // repeat loss.ppo_epochs times (DICE: once), each pass one optimizer step:
 //   for each micro-batch of samples (options.optimizer.grad_accumulation of them per step):
 //     one training-layout forward over every trace view of its samples (trace_layout.h),
-//     lm_head on the scored positions only, log-softmax at the sampling temperature,
+//     lm_head on the scored positions only, log-softmax at each sample's sampling temperature,
 //     trace_token_loss, each sequence's sum over its response length, averaged over the step's
 //     sequences; backward (gradients add up over micro-batches)
 //   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
@@ -33,10 +33,9 @@ struct PolicyTrainerOptions {
   PolicyLossOptions loss;
   OptimizerOptions optimizer;
   TraceLayoutOptions layout;
-  // The rollout's sampling temperature (0, greedy, counts as 1). The trained policy is the
-  // model's softmax at this temperature with the mask token banned, as the sampler draws; top-k
-  // and top-p truncation (off in DICE) are not reproduced.
-  double temperature = 1.0;
+  // The trained policy is the model's softmax at each sample's sampling temperature
+  // (TraceSample::temperature: its phase's) with the mask token banned, as the sampler draws;
+  // top-k and top-p truncation (off in DICE) are not reproduced.
   // Recompute each layer's activations in backward (layer_checkpoint.h): far less memory for
   // about one more forward of compute. Default: true
   bool activation_checkpointing = true;

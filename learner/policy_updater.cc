@@ -242,7 +242,6 @@ PolicyTrainerOptions policy_trainer_options(const DiceConfig& config, const Mode
   trainer_options.layout.mask_token_id = shape.mask_token_id;
   trainer_options.layout.denoising_steps = config.rollout.sampling.denoising_steps;
   trainer_options.layout.shrink = learner.loss.trace_shrink;
-  trainer_options.temperature = config.rollout.sampling.temperature;
   trainer_options.activation_checkpointing = learner.activation_checkpointing;
   trainer_options.attention_tile = learner.attention_tile;
   trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;

@@ -48,8 +48,10 @@ StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& conf
   settings.weights_dir = weights_dir;
   settings.max_staleness = static_cast<std::uint64_t>(config.learner.max_staleness);
   settings.drop_constant_groups = config.learner.loss.drop_constant_groups;
-  settings.fill_sampling = [sampling = phase_sampling(config.rollout.sampling, plan.decoding)](
-                               auto out) { wire::fill_sampling_params(sampling, out); };
+  settings.fill_sampling = [sampling = plan.sampling](auto out) {
+    wire::fill_sampling_params(sampling, out);
+  };
+  settings.temperature = plan.sampling.temperature;
   settings.phase_name = plan.name;
   settings.evaluation = plan.type == PhaseType::kEval;
   settings.want_timing = plan.timing;
@@ -214,14 +216,19 @@ Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std:
   return Status::ok_status();
 }
 
-SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding) {
+SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding,
+                               const PhaseSampling& own) {
   SamplingOptions s = sampling;
   if (decoding == Decoding::kGreedy) {
     s.temperature = 0.0;
     s.top_k = 0;
     s.top_p = 1.0;
     s.remasking = Remasking::LOW_CONFIDENCE_STATIC;
+    return s;
   }
+  s.temperature = own.temperature.value_or(s.temperature);
+  s.remasking = own.remasking.value_or(s.remasking);
+  s.threshold = own.threshold.value_or(s.threshold);
   return s;
 }
 
@@ -243,6 +250,7 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
   }
   const bool eval = phase.type == PhaseType::kEval;
   plan.decoding = phase.decoding.value_or(eval ? Decoding::kGreedy : Decoding::kSample);
+  plan.sampling = phase_sampling(config.rollout.sampling, plan.decoding, phase.sampling);
   plan.steps = eval ? std::max(1, phase.steps) : phase.steps;
   plan.samples_per_task = phase.samples_per_task.value_or(eval ? 1 : config.learner.group_size);
   plan.refill_constant_groups = phase.refill_constant_groups;
@@ -271,6 +279,8 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
                  << kv("tasks_per_step", plan.tasks_per_step)
                  << kv("samples_per_task", plan.samples_per_task)
                  << kv("decoding", plan.decoding == Decoding::kGreedy ? "greedy" : "sample")
+                 << kv("temperature", plan.sampling.temperature)
+                 << kv("remasking", config::enum_to_name(plan.sampling.remasking))
                  << kv("timing", plan.timing)
                  << kv("refill_constant_groups", plan.refill_constant_groups)
                  << kv("scheduling", config::enum_to_name(plan.schedule.scheduling))

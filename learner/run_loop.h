@@ -61,6 +61,7 @@ struct PhasePlan {
   int tasks_per_step = 0;          // capped at tasks.size()
   int samples_per_task = 0;
   Decoding decoding = Decoding::kSample;
+  SamplingOptions sampling;        // rl and eval: how its rollouts are decoded (phase_sampling)
   bool timing = true;              // rl and eval: the reward service times correct candidates
   int refill_constant_groups = 0;  // rl: extra tasks a step, one per constant group
   TaskSchedulerOptions schedule;   // rl and eval: how steps pick tasks (task_scheduler.h)
@@ -70,9 +71,12 @@ struct PhasePlan {
   int epochs = 0;        // sft
 };
 
-// The sampling a phase's rollouts use: `sampling` (rollout.sampling), or for greedy decoding
-// DICE's evaluation settings on top of it: temperature 0 and low_confidence_static.
-SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding);
+// The sampling a phase's rollouts use: `sampling` (rollout.sampling) with the phase's own
+// temperature, remasking and threshold (`own`, CurriculumPhase::sampling) where it sets them, or
+// for greedy decoding DICE's evaluation settings on top of `sampling`: temperature 0 and
+// low_confidence_static (a greedy phase has no own sampling: the config refuses it).
+SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding,
+                               const PhaseSampling& own = {});
 
 // Whether a phase's verdicts need timing (CurriculumPhase::timing; null: eval phases, and rl
 // phases whose reward, the phase's reward_policy or else reward.policy, reads a speedup).

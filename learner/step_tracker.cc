@@ -155,6 +155,7 @@ void StepTracker::on_candidate(std::uint64_t work_id, schema::Candidate::Reader 
   counts_.truncated += candidate.getFinishReason() == schema::Candidate::FinishReason::MAX_TOKENS;
   counts_.generation_seconds += candidate.getGenerationSeconds();
   sample.trace = trace_of(candidate);
+  sample.trace.temperature = settings_.temperature;
   const std::uint64_t eval_id = (*next_work_id_)++;
   sample.eval_work_id = eval_id;
   evals_[eval_id] = EvalRef{group_id, index};

@@ -49,6 +49,9 @@ struct StepSettings {
   std::uint64_t max_staleness = 1;   // candidates older than policy_version - this are dropped
   bool drop_constant_groups = true;
   std::function<void(schema::SamplingParams::Builder)> fill_sampling;  // may be empty
+  // The temperature fill_sampling asks for: every trace carries it (TraceSample::temperature),
+  // so that the update scores the samples at the softmax they were drawn from.
+  double temperature = 1.0;
   // For the StepRecord: the phase's name, whether it evaluates only, and the reward mode.
   std::string phase_name;
   bool evaluation = false;

@@ -1,5 +1,6 @@
 #include "learner/trace_layout.h"
 
+#include <cmath>
 #include <string>
 
 namespace dice {
@@ -41,6 +42,11 @@ Result<TraceLayout> trace_layout(const TraceSample& sample, const TraceLayoutOpt
         "trace_layout: " + std::to_string(sample.tail.size()) + " tail tokens but " +
         std::to_string(sample.tail_unmask_steps.size()) + " tail unmask steps");
   }
+  if (!(sample.temperature >= 0) || !std::isfinite(sample.temperature)) {
+    return Status::invalid_argument("trace_layout: sampling temperature " +
+                                    std::to_string(sample.temperature) +
+                                    " is not a finite number >= 0");
+  }
   DICE_RETURN_IF_ERROR(check_steps(sample.unmask_steps, options.denoising_steps, "response"));
   DICE_RETURN_IF_ERROR(check_steps(sample.tail_unmask_steps, options.denoising_steps, "tail"));
 
@@ -61,6 +67,7 @@ Result<TraceLayout> trace_layout(const TraceSample& sample, const TraceLayoutOpt
   TraceLayout layout;
   layout.prompt_length = prompt_len;
   layout.response_length = static_cast<std::int64_t>(n);
+  layout.temperature = sample.temperature > 0 ? sample.temperature : 1.0;
   layout.clean.assign(static_cast<std::size_t>(length), options.mask_token_id);
   std::vector<std::int32_t> step_at(static_cast<std::size_t>(used), -1);
   for (std::int64_t i = 0; i < used; ++i) {

@@ -35,6 +35,10 @@ struct TraceSample {
   // importance weight (policy_trainer.h, PolicyTrainerOptions::importance_cap).
   std::vector<float> importance;
   std::uint64_t policy_version = 0;  // of the weights that sampled it (Candidate.policyVersion)
+  // The softmax temperature it was sampled at (its request's sampling: rollout.sampling or its
+  // phase's; 0, greedy, counts as 1). Its sampling log-probs are of that softmax, so the update
+  // scores it at the same temperature.
+  double temperature = 1.0;
   // The rest of the final block after the response (Candidate.tailTokenIds): context only, shown
   // in view k where its step < k, never scored.
   std::vector<std::int64_t> tail;
@@ -56,6 +60,7 @@ struct TraceLayout {
   std::vector<TraceView> views;     // only views that score at least one token, by first_step
   std::int64_t prompt_length = 0;   // response token i sits at position prompt_length + i
   std::int64_t response_length = 0;
+  double temperature = 1.0;  // its sample's, > 0 (a greedy 0 becomes 1)
 };
 
 struct TraceLayoutOptions {
@@ -67,7 +72,7 @@ struct TraceLayoutOptions {
 
 // InvalidArgument when the per-token lists differ in length from the response (or the tail's), a
 // step is outside [0, denoising_steps), a token is the mask token, the tail reaches past the
-// final block, or the options are not positive.
+// final block, the temperature is negative or not finite, or the options are not positive.
 Result<TraceLayout> trace_layout(const TraceSample& sample, const TraceLayoutOptions& options);
 
 }  // namespace dice

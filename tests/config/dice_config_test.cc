@@ -43,6 +43,15 @@ class TempDir {
   std::string path_;
 };
 
+// The curriculum `r` did not load, and its message holds every one of `expected`.
+void expect_errors(const Result<CurriculumOptions>& r, const std::vector<std::string>& expected) {
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  for (const std::string& e : expected) {
+    EXPECT_NE(m.find(e), std::string::npos) << "no '" << e << "' in:\n" << m;
+  }
+}
+
 TEST(DiceConfigTest, EveryCheckedInConfigLoads) {
   int loaded = 0;
   for (const auto& entry : fs::recursive_directory_iterator(kSource + "/configs")) {
@@ -228,15 +237,53 @@ TEST(DiceConfigTest, CurriculumSchedulingKeysAreCheckedWithTheirPlace) {
                 "    pass_rate_band: {lo: 0.8, hi: 0.2}\n"
                 "    promotion: {threshold: 1.5}\n"
                 "  - {name: s, type: sft, sft_data: d.json, scheduling: mixed}\n");
-  r = load_curriculum(bad);
-  ASSERT_FALSE(r.ok());
-  const std::string& m = r.status().message();
-  for (const std::string& expected : std::vector<std::string>{
-           bad + ":5:26: phases[0].pass_rate_band.lo: greater than hi",
-           bad + ":6:28: phases[0].promotion.threshold: must be <= 1, got 1.5",
-           bad + ":7:56: phases[1].scheduling: an sft phase has no tasks to schedule"}) {
-    EXPECT_NE(m.find(expected), std::string::npos) << "no '" << expected << "' in:\n" << m;
-  }
+  expect_errors(load_curriculum(bad),
+                {bad + ":5:26: phases[0].pass_rate_band.lo: greater than hi",
+                 bad + ":6:28: phases[0].promotion.threshold: must be <= 1, got 1.5",
+                 bad + ":7:56: phases[1].scheduling: an sft phase has no tasks to schedule"});
+}
+
+// A phase's own sampling (issue 48): its keys load, and a phase that cannot sample with them is
+// named at its key path.
+TEST(DiceConfigTest, PhaseSamplingIsCheckedWithItsPlace) {
+  TempDir dir;
+  const std::string good = dir.write("good.yaml",
+                                     "phases:\n"
+                                     "  - name: a\n"
+                                     "    task_files: [x.json]\n"
+                                     "    steps: 2\n"
+                                     "    sampling: {temperature: 1.3, remasking: random}\n"
+                                     "  - {name: b, task_files: [x.json], steps: 1}\n");
+  Result<CurriculumOptions> loaded = load_curriculum(good);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const PhaseSampling& a = loaded->phases[0].sampling;
+  ASSERT_TRUE(a.temperature.has_value());
+  EXPECT_DOUBLE_EQ(*a.temperature, 1.3);
+  EXPECT_EQ(a.remasking, Remasking::RANDOM);
+  EXPECT_FALSE(a.threshold.has_value());
+  EXPECT_FALSE(loaded->phases[1].sampling.any());
+
+  const std::string bad =
+      dir.write("bad.yaml",
+                "phases:\n"
+                "  - name: a\n"
+                "    task_files: [x.json]\n"
+                "    steps: 2\n"
+                "    sampling: {temperature: 0}\n"
+                "  - {name: e, type: eval, task_files: [x.json], sampling: {temperature: 1.3}}\n"
+                "  - {name: s, type: sft, sft_data: d.json, sampling: {remasking: random}}\n");
+  expect_errors(load_curriculum(bad),
+                {bad + ":5:29: phases[0].sampling.temperature: must be > 0",
+                 bad + ":6:59: phases[1].sampling: a greedy phase decodes at temperature 0",
+                 bad + ":7:54: phases[2].sampling: an sft phase samples nothing"});
+
+  const std::string typo = dir.write(
+      "typo.yaml",
+      "phases:\n  - {name: a, task_files: [x.json], steps: 1, sampling: {remasking: randm}}\n");
+  expect_errors(load_curriculum(typo),
+                {"phases[0].sampling.remasking: expected one of low_confidence_static, "
+                 "low_confidence_dynamic, sequential, entropy_bounded, random, got 'randm' (did "
+                 "you mean 'random'?)"});
 }
 
 TEST(DiceConfigTest, FilesAreCheckedAgainstEachOther) {

@@ -1,6 +1,7 @@
 // plan_phases (run_loop.h) applies a phase's own settings: its prompt template renders its tasks'
 // prompts (a bad one is named), its reward policy and scheduling reach the plan, and a phase
-// without them gets the curriculum's scheduling and reward.policy (null reward_policy).
+// without them gets the curriculum's scheduling and reward.policy (null reward_policy); its own
+// sampling keys override rollout.sampling's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -71,6 +72,37 @@ TEST_F(PlanPhasesTest, APhasesOwnSettingsReachItsPlan) {
   EXPECT_FALSE(b.reward_policy.has_value());
   EXPECT_EQ(b.schedule.scheduling, TaskScheduling::kMixed);  // the curriculum's
   EXPECT_FALSE(b.schedule.band.has_value());
+}
+
+TEST_F(PlanPhasesTest, APhasesSamplingOverridesRolloutSampling) {
+  config_.rollout.sampling.temperature = 1.0;
+  config_.rollout.sampling.remasking = Remasking::LOW_CONFIDENCE_DYNAMIC;
+  config_.rollout.sampling.threshold = 0.9;
+  CurriculumPhase own = phase("own");
+  own.sampling.temperature = 1.3;
+  own.sampling.remasking = Remasking::RANDOM;
+  CurriculumPhase eval = phase("eval");
+  eval.type = PhaseType::kEval;
+  CurriculumPhase sampled_eval = eval;
+  sampled_eval.name = "sampled-eval";
+  sampled_eval.decoding = Decoding::kSample;
+  sampled_eval.sampling.threshold = 0.5;
+  config_.curriculum.phases = {own, phase("plain"), eval, sampled_eval};
+  auto plans = plan();
+  ASSERT_TRUE(plans.ok()) << plans.status().to_string();
+  const SamplingOptions& a = (*plans)[0].sampling;
+  EXPECT_DOUBLE_EQ(a.temperature, 1.3);
+  EXPECT_EQ(a.remasking, Remasking::RANDOM);
+  EXPECT_DOUBLE_EQ(a.threshold, 0.9);  // not set by the phase: rollout.sampling's
+  const SamplingOptions& b = (*plans)[1].sampling;
+  EXPECT_DOUBLE_EQ(b.temperature, 1.0);
+  EXPECT_EQ(b.remasking, Remasking::LOW_CONFIDENCE_DYNAMIC);
+  const SamplingOptions& c = (*plans)[2].sampling;  // greedy: DICE's evaluation decoding
+  EXPECT_DOUBLE_EQ(c.temperature, 0.0);
+  EXPECT_EQ(c.remasking, Remasking::LOW_CONFIDENCE_STATIC);
+  const SamplingOptions& d = (*plans)[3].sampling;
+  EXPECT_DOUBLE_EQ(d.temperature, 1.0);
+  EXPECT_DOUBLE_EQ(d.threshold, 0.5);
 }
 
 TEST_F(PlanPhasesTest, ABadPhaseTemplateIsNamed) {

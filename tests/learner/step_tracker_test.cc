@@ -142,6 +142,23 @@ TEST_F(StepTrackerTest, GroupFinishesWithZScoredAdvantages) {
   EXPECT_EQ(tracker->counts().correct, 1u);
 }
 
+// The update scores each sample at the temperature it was drawn at (TraceSample::temperature):
+// the step's, which its phase's sampling sets.
+TEST_F(StepTrackerTest, TracesCarryTheStepsSamplingTemperature) {
+  settings_.temperature = 1.3;
+  auto tracker = start(1);
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
+  auto ids = evals(*tracker);
+  ASSERT_EQ(ids.size(), 2u);
+  tracker->handle(verdict(ids[0], 1.0f));
+  tracker->handle(verdict(ids[1], 0.0f));
+  auto finished = tracker->take_finished();
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_EQ(finished[0].samples.size(), 2u);
+  for (const auto& sample : finished[0].samples) EXPECT_EQ(sample.trace.temperature, 1.3);
+}
+
 // An rl phase under a binary reward asks for no timing (run_loop.h: phase_timing); evals() checks
 // every request carries the setting.
 TEST_F(StepTrackerTest, EvaluationRequestsCarryWhetherToTime) {
