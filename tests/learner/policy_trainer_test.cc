@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "rollout/sampler.h"
@@ -18,9 +19,9 @@ namespace {
 using testing_util::random_lm;
 using testing_util::tiny_config;
 
-SamplerOptions sampling(Remasking remasking) {
+SamplerOptions sampling(Remasking remasking, double temperature = 1.0) {
   SamplerOptions o;
-  o.sampling.temperature = 1.0;
+  o.sampling.temperature = temperature;
   o.sampling.block_size = 4;
   o.sampling.denoising_steps = 4;
   o.sampling.remasking = remasking;
@@ -39,9 +40,12 @@ PolicyTrainerOptions trainer_options() {
 }
 
 // Samples with traces from the real sampler, as a rollout worker would send them: one per entry
-// of `new_tokens` (by default 10, 11, 12: the last block cut short or not), prompts in turn.
+// of `new_tokens` (by default 10, 11, 12: the last block cut short or not), prompts in turn, drawn
+// at `temperature` (top-k and top-p off), which each sample carries as the learner's step
+// tracker sets it.
 std::vector<TraceSample> sample_traces(Qwen3LM model, Remasking remasking,
-                                       const std::vector<int>& new_tokens = {10, 11, 12}) {
+                                       const std::vector<int>& new_tokens = {10, 11, 12},
+                                       double temperature = 1.0) {
   torch::NoGradGuard no_grad;
   const std::vector<std::vector<int64_t>> all_prompts = {
       {1, 2, 3}, {4, 5, 6, 7, 8}, {9, 10, 11, 12}};
@@ -55,7 +59,7 @@ std::vector<TraceSample> sample_traces(Qwen3LM model, Remasking remasking,
     r.max_new_tokens = new_tokens[i];
     requests.push_back(r);
   }
-  auto sampler = BlockDiffusionSampler::create(model, sampling(remasking));
+  auto sampler = BlockDiffusionSampler::create(model, sampling(remasking, temperature));
   EXPECT_TRUE(sampler.ok()) << sampler.status().to_string();
   auto results = (*sampler)->generate(requests);
   EXPECT_TRUE(results.ok()) << results.status().to_string();
@@ -69,15 +73,27 @@ std::vector<TraceSample> sample_traces(Qwen3LM model, Remasking remasking,
     s.old_log_probs = g.log_probs;
     s.tail = g.tail_tokens;
     s.tail_unmask_steps = g.tail_unmask_steps;
+    s.temperature = temperature;
     out.push_back(std::move(s));
   }
   return out;
 }
 
 TEST(PolicyTrainerTest, TraceViewsReproduceTheSamplersLogProbs) {
-  for (Remasking r : {Remasking::LOW_CONFIDENCE_STATIC, Remasking::LOW_CONFIDENCE_DYNAMIC}) {
+  // DICE's low-confidence strategies at temperature 1, and the faithful ones (remasking.h) at
+  // 1.3: each sample is scored at the temperature it was drawn at (TraceSample::temperature).
+  struct Case {
+    Remasking remasking;
+    double temperature;
+  };
+  for (Case c :
+       {Case{Remasking::LOW_CONFIDENCE_STATIC, 1.0}, Case{Remasking::LOW_CONFIDENCE_DYNAMIC, 1.0},
+        Case{Remasking::RANDOM, 1.3}, Case{Remasking::ENTROPY_BOUNDED, 1.3}}) {
+    SCOPED_TRACE("remasking " + std::to_string(static_cast<int>(c.remasking)) + " temperature " +
+                 std::to_string(c.temperature));
     Qwen3LM model = random_lm(tiny_config(), 3);
-    std::vector<TraceSample> samples = sample_traces(model, r);
+    std::vector<TraceSample> samples =
+        sample_traces(model, c.remasking, {10, 11, 12}, c.temperature);
     // Responses of 10 and 11 tokens end inside their final block: those carry a tail.
     EXPECT_FALSE(samples[0].tail.empty());
     auto trainer = PolicyTrainer::create(model, trainer_options());
@@ -103,6 +119,28 @@ TEST(PolicyTrainerTest, TraceViewsReproduceTheSamplersLogProbs) {
     EXPECT_EQ(stats->clip_fraction, 0.0);
     EXPECT_NEAR(stats->loss, 0.0, 1e-9);
   }
+}
+
+TEST(PolicyTrainerTest, SamplesScoredAtAnotherTemperatureThanTheirsAreOffPolicy) {
+  // Drawn at 1.3 but scored at 1 (a learner that ignored the phase's temperature): the log-probs
+  // are not the sampler's, and the first update's ratio does not start at 1.
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = sample_traces(model, Remasking::RANDOM, {10, 11, 12}, 1.3);
+  for (TraceSample& s : samples) s.temperature = 1.0;
+  auto trainer = PolicyTrainer::create(model, trainer_options());
+  ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+  double largest = 0;
+  for (const TraceSample& s : samples) {
+    auto lp = (*trainer)->log_probs(s);
+    ASSERT_TRUE(lp.ok()) << lp.status().to_string();
+    for (std::size_t t = 0; t < lp->size(); ++t) {
+      largest = std::max(largest, std::abs(static_cast<double>((*lp)[t] - s.old_log_probs[t])));
+    }
+  }
+  EXPECT_GT(largest, 0.1);  // 0.59 with this seed
+  auto stats = (*trainer)->update(samples);
+  ASSERT_TRUE(stats.ok()) << stats.status().to_string();
+  EXPECT_GT(stats->kl, 1e-3);  // 0.03
 }
 
 TEST(PolicyTrainerTest, LogProbsOfSeveralSamplesAForwardAreEachSamplesOwn) {
