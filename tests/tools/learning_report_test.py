@@ -185,6 +185,20 @@ class LearningReportTest(unittest.TestCase):
         line = self.change_line(text, "e2e OOD Exec")
         self.assertIn("floor not measured (no repeat evaluation): the interval alone", line)
 
+    def test_a_run_from_a_checkpoint_compares_its_first_stage_with_its_last(self):
+        # learner.init_checkpoint: the first evaluation may judge version 0, and no stage before
+        # the last is of a trained version; the default compares first with last all the same.
+        run = Run()
+        run.evaluate("eval-start-indist-e2e", 0, clustered(4, 2, set()))
+        run.train()
+        run.evaluate("eval-end-indist-e2e", 1, clustered(4, 2, {0}))
+        text = self.run_report(run.text())
+        self.assertIn("Changes eval-start-indist-e2e -> eval-end-indist-e2e", text)
+        self.assertIn(": .000 -> .250, change +0.250", self.change_line(text, "e2e in-dist Exec"))
+        # --compare names stages by a prefix of their phases' names.
+        text = self.run_report(run.text(), "--compare", "eval-end,eval-start")
+        self.assertIn("change -0.250", self.change_line(text, "e2e in-dist Exec"))
+
     def test_task_files_come_from_the_runs_curriculum(self):
         data = os.path.join(self.dir.name, "data")
         os.mkdir(data)
