@@ -260,6 +260,7 @@ RunLoopOptions run_loop_options(const DiceConfig& config, PolicyStages stages,
   loop_options.update = std::move(stages.update);
   loop_options.sft = std::move(stages.sft);
   loop_options.finish_phase = std::move(stages.finish_phase);
+  loop_options.start_phase = std::move(stages.start_phase);
   loop_options.abort_in_flight = config.rollout.abort_on_weight_update;
   loop_options.push_weights = std::move(push_weights);
   loop_options.reward_mode = dice::config::enum_to_name(config.reward.mode);

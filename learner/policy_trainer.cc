@@ -24,6 +24,7 @@ struct PolicyTrainer::Packed {
   std::vector<std::int64_t> view_clean;
   std::vector<std::int64_t> flat_positions, targets;
   std::vector<float> old_log_probs, advantages, weights;
+  std::vector<float> reference_log_probs;    // per scored token; empty: the KL is against old
   std::vector<std::int64_t> response_index;  // per scored token: its index in the response
   std::vector<float> temperatures;  // per scored token: its sample's sampling temperature (> 0)
   double model_flops = 0;           // of its forward (training_flops.h): each row at its own length
@@ -34,6 +35,27 @@ double warmup_lr(const OptimizerOptions& optimizer, std::int64_t steps_taken) {
   const std::int64_t k = steps_taken + 1;
   if (optimizer.warmup_steps <= 0 || k >= optimizer.warmup_steps) return optimizer.lr;
   return optimizer.lr * static_cast<double>(k) / static_cast<double>(optimizer.warmup_steps);
+}
+
+Result<Qwen3LM> frozen_copy(const Qwen3LM& model) {
+  try {
+    std::vector<at::Tensor> own = model->parameters();
+    c10::TensorOptions options;
+    if (!own.empty())
+      options = options.dtype(own.front().scalar_type()).device(own.front().device());
+    Qwen3LM copy(model->config(), options);
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> theirs = copy->parameters();
+    for (std::size_t i = 0; i < own.size(); ++i) {
+      theirs[i].copy_(own[i]);
+      theirs[i].set_requires_grad(false);
+    }
+    copy->eval();
+    copy->model->attention_tile = model->model->attention_tile;  // the same attention numerics
+    return copy;
+  } catch (const c10::Error& e) {
+    return Status::internal(std::string("KL reference copy: ") + e.what_without_backtrace());
+  }
 }
 
 Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
@@ -70,6 +92,16 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
 
 PolicyTrainer::~PolicyTrainer() = default;
 
+std::int64_t PolicyTrainer::samples_per_forward(std::size_t samples) const {
+  const auto micro_batches = static_cast<std::int64_t>(
+      std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
+  return (static_cast<std::int64_t>(samples) + micro_batches - 1) / micro_batches;
+}
+
+bool PolicyTrainer::uses_reference() const {
+  return options_.loss.kl_reference == KlReference::kPhaseStart && options_.loss.kl_beta > 0;
+}
+
 struct PolicyTrainer::Prepared {
   std::int64_t sequences = 0;  // samples that score at least one token
   std::vector<Packed> micro_batches;
@@ -101,10 +133,11 @@ std::vector<std::size_t> longest_first(const std::vector<TraceLayout>& layouts) 
 }  // namespace
 
 Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
-    const std::vector<TraceSample>& samples,
-    std::vector<std::pair<std::size_t, Status>>* left_out) const {
+    const std::vector<TraceSample>& samples, std::vector<std::pair<std::size_t, Status>>* left_out,
+    const std::vector<std::vector<float>>& references) const {
   std::vector<TraceLayout> layouts;
   std::vector<double> advantages;
+  std::vector<const std::vector<float>*> layout_references;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     Result<TraceLayout> layout = trace_layout(samples[i], options_.layout);
     if (!layout.ok() && left_out != nullptr) {
@@ -115,6 +148,7 @@ Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
     if (layout->views.empty()) continue;  // an empty response scores nothing
     layouts.push_back(std::move(layout).value());
     advantages.push_back(samples[i].advantage);
+    if (!references.empty()) layout_references.push_back(&references[i]);
   }
   Prepared prepared;
   const auto n = static_cast<std::int64_t>(layouts.size());
@@ -130,12 +164,15 @@ Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
     const std::int64_t end = std::min(n, begin + per_batch);
     std::vector<const TraceLayout*> batch;
     std::vector<double> batch_advantages;
+    std::vector<const std::vector<float>*> batch_references;
     for (std::int64_t i = begin; i < end; ++i) {
       const std::size_t s = order[static_cast<std::size_t>(i)];
       batch.push_back(&layouts[s]);
       batch_advantages.push_back(advantages[s]);
+      if (!layout_references.empty()) batch_references.push_back(layout_references[s]);
     }
-    prepared.micro_batches.push_back(pack(batch, batch_advantages, 1.0 / static_cast<double>(n)));
+    prepared.micro_batches.push_back(
+        pack(batch, batch_advantages, 1.0 / static_cast<double>(n), batch_references));
   }
   return prepared;
 }
@@ -218,13 +255,8 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
   if (options_.loss.recompute_old_log_probs || cap > 0) {
     rescored = samples;
-    // As many samples a forward as the update's micro-batches hold (prepare()): no-grad
-    // forwards of that size fit wherever the update's do.
-    const auto micro_batches = static_cast<std::int64_t>(
-        std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
-    const auto n = static_cast<std::int64_t>(samples.size());
     std::vector<Result<std::vector<float>>> scored =
-        log_probs(samples, (n + micro_batches - 1) / micro_batches);
+        log_probs(samples, samples_per_forward(samples.size()));
     for (std::size_t i = 0; i < rescored.size(); ++i) {
       TraceSample& s = rescored[i];
       Result<std::vector<float>>& lp = scored[i];
@@ -245,7 +277,10 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
   const double rescore_seconds = lap(&mark);
   const double rescore_flops = forward_flops_ - flops_before;
   const std::vector<TraceSample>& input = rescored.empty() ? samples : rescored;
-  DICE_ASSIGN_OR_RETURN(Prepared whole, prepare(input, left_out));
+  const double reference_flops_before = forward_flops_;
+  DICE_ASSIGN_OR_RETURN(std::vector<std::vector<float>> references, reference_log_probs(input));
+  const double reference_flops = forward_flops_ - reference_flops_before;
+  DICE_ASSIGN_OR_RETURN(Prepared whole, prepare(input, left_out, references));
   PolicyUpdateStats stats;
   if (whole.sequences == 0) return stats;
   // Mini-batches: the samples that fit, split in order into parts, each prepared as its own
@@ -263,16 +298,22 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
       }
     }
     std::vector<TraceSample> fitting;
+    std::vector<std::vector<float>> fitting_references;
     for (std::size_t i = 0; i < input.size(); ++i) {
-      if (!bad[i]) fitting.push_back(input[i]);
+      if (bad[i]) continue;
+      fitting.push_back(input[i]);
+      if (!references.empty()) fitting_references.push_back(references[i]);
     }
     const std::size_t per_part = (fitting.size() + wanted - 1) / static_cast<std::size_t>(wanted);
     for (std::size_t begin = 0; begin < fitting.size(); begin += per_part) {
       const std::size_t end = std::min(fitting.size(), begin + per_part);
-      DICE_ASSIGN_OR_RETURN(Prepared part,
-                            prepare({fitting.begin() + static_cast<std::ptrdiff_t>(begin),
-                                     fitting.begin() + static_cast<std::ptrdiff_t>(end)},
-                                    nullptr));
+      const auto from = static_cast<std::ptrdiff_t>(begin), to = static_cast<std::ptrdiff_t>(end);
+      std::vector<std::vector<float>> part_references;
+      if (!fitting_references.empty()) {
+        part_references.assign(fitting_references.begin() + from, fitting_references.begin() + to);
+      }
+      DICE_ASSIGN_OR_RETURN(Prepared part, prepare({fitting.begin() + from, fitting.begin() + to},
+                                                   nullptr, part_references));
       if (part.sequences > 0) parts.push_back(std::move(part));
     }
   }
@@ -285,7 +326,7 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
       real_positions += p.real_positions;
     }
   }
-  double model_flops = rescore_flops;
+  double model_flops = rescore_flops + reference_flops;
   PolicyUpdateStats times;  // the parts' seconds over every pass
   {
     for (int epoch = 0; epoch < epochs; ++epoch) {
@@ -333,7 +374,8 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
 Result<PolicyUpdateStats> PolicyTrainer::gradients(
     const std::vector<TraceSample>& samples,
     std::vector<std::pair<std::size_t, Status>>* left_out) {
-  DICE_ASSIGN_OR_RETURN(Prepared prepared, prepare(samples, left_out));
+  DICE_ASSIGN_OR_RETURN(std::vector<std::vector<float>> references, reference_log_probs(samples));
+  DICE_ASSIGN_OR_RETURN(Prepared prepared, prepare(samples, left_out, references));
   PolicyUpdateStats stats;
   if (prepared.sequences == 0) return stats;
   try {
@@ -350,9 +392,9 @@ Result<PolicyUpdateStats> PolicyTrainer::gradients(
   return stats;
 }
 
-PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>& layouts,
-                                          const std::vector<double>& advantages,
-                                          double sequence_weight) const {
+PolicyTrainer::Packed PolicyTrainer::pack(
+    const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
+    double sequence_weight, const std::vector<const std::vector<float>*>& references) const {
   // Rows: every view of every sample, padded with the mask token to the longest (padding sits in
   // blocks after the real ones, which no real position attends to).
   Packed p;
@@ -394,6 +436,10 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
         p.weights.push_back(static_cast<float>(weight * v.importance[t]));
         p.response_index.push_back(v.positions[t] - l.prompt_length);
         p.temperatures.push_back(static_cast<float>(l.temperature));
+        if (!references.empty()) {
+          const auto index = static_cast<std::size_t>(p.response_index.back());
+          p.reference_log_probs.push_back((*references[s])[index]);
+        }
       }
       ++row;
     }
@@ -402,9 +448,10 @@ PolicyTrainer::Packed PolicyTrainer::pack(const std::vector<const TraceLayout*>&
   return p;
 }
 
-at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* stats, int rank) {
+at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* stats, int rank,
+                                           Qwen3LM scorer) {
   const c10::Device device = replicas_->masters(rank).device();
-  Qwen3LM model = replicas_->replica(rank);
+  Qwen3LM model = scorer ? scorer : replicas_->replica(rank);
   const auto long_cpu = at::TensorOptions().dtype(at::kLong);
   auto mark = std::chrono::steady_clock::now();
   if (stats != nullptr) lap(&mark, rank);
@@ -442,9 +489,12 @@ void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats, int ra
   auto mark = std::chrono::steady_clock::now();
   lap(&mark, rank);
   at::Tensor new_log_probs = policy_log_probs(p, &stats, rank);
+  const at::Tensor reference = p.reference_log_probs.empty()
+                                   ? at::Tensor()
+                                   : at::tensor(p.reference_log_probs, float_cpu).to(device);
   TraceTokenLoss terms =
       trace_token_loss(new_log_probs, at::tensor(p.old_log_probs, float_cpu).to(device),
-                       at::tensor(p.advantages, float_cpu).to(device), options_.loss);
+                       at::tensor(p.advantages, float_cpu).to(device), options_.loss, reference);
   at::Tensor weights = at::tensor(p.weights, float_cpu).to(device);
   at::Tensor loss = (terms.loss * weights).sum();
   stats.forward_seconds += lap(&mark, rank) - (stats.upload_seconds - upload_before);
@@ -467,6 +517,26 @@ Result<std::vector<float>> PolicyTrainer::log_probs(const TraceSample& sample) {
 
 std::vector<Result<std::vector<float>>> PolicyTrainer::log_probs(
     const std::vector<TraceSample>& samples, std::int64_t per_forward) {
+  return score(samples, per_forward, nullptr);
+}
+
+Result<std::vector<std::vector<float>>> PolicyTrainer::reference_log_probs(
+    const std::vector<TraceSample>& samples) {
+  std::vector<std::vector<float>> out;
+  if (!uses_reference()) return out;
+  if (!reference_) {
+    DICE_ASSIGN_OR_RETURN(reference_, frozen_copy(model_));
+  }
+  for (Result<std::vector<float>>& lp :
+       score(samples, samples_per_forward(samples.size()), reference_)) {
+    if (!lp.ok() && lp.status().code() == StatusCode::kInternal) return lp.status();
+    out.push_back(lp.ok() ? std::move(lp).value() : std::vector<float>());
+  }
+  return out;
+}
+
+std::vector<Result<std::vector<float>>> PolicyTrainer::score(
+    const std::vector<TraceSample>& samples, std::int64_t per_forward, Qwen3LM scorer) {
   std::vector<Result<std::vector<float>>> out;
   std::vector<TraceLayout> layouts;
   std::vector<std::size_t> owner;  // layouts[k] is samples[owner[k]]'s
@@ -492,7 +562,7 @@ std::vector<Result<std::vector<float>>> PolicyTrainer::log_probs(
       at::NoGradGuard no_grad;
       Packed p = pack(batch, std::vector<double>(batch.size(), 0.0), 1.0);
       forward_flops_ += p.model_flops;
-      at::Tensor lp = policy_log_probs(p).to(at::kCPU, at::kFloat).contiguous();
+      at::Tensor lp = policy_log_probs(p, nullptr, 0, scorer).to(at::kCPU, at::kFloat).contiguous();
       const float* values = lp.data_ptr<float>();
       // pack() lays the scored tokens out sample after sample, view after view.
       std::size_t t = 0;

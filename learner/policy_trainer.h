@@ -9,6 +9,10 @@
 //   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
 //   at the warm-up's lr (warmup_lr: optimizer.warmup_steps)
 //
+// With loss.kl_reference phase_start the KL's reference log-probs are those of a frozen copy of
+// the phase's starting weights (set_reference), scored once per update before the first pass
+// with no gradient, on the first device.
+//
 // On several devices (options.data_parallel, data_parallel.h) each optimizer step's
 // micro-batches are shared out between the replicas (at least one each), whose gradients are
 // summed: the objective's normaliser is the whole step's sequence count on every replica, so the
@@ -98,6 +102,10 @@ struct PolicyUpdateStats {
 // warmup_steps) for the k-th step while k <= warmup_steps (k = steps_taken + 1), then lr.
 double warmup_lr(const OptimizerOptions& optimizer, std::int64_t steps_taken);
 
+// A frozen copy of `model` (the same config, dtype and device; no gradient, eval mode): the KL
+// reference of loss.kl_reference phase_start. Internal when LibTorch fails (out of memory).
+Result<Qwen3LM> frozen_copy(const Qwen3LM& model);
+
 class PolicyTrainer {
  public:
   // Trains `model` in place (its parameters' device and dtype). InvalidArgument for bad options.
@@ -138,6 +146,14 @@ class PolicyTrainer {
   // warm-up stands.
   std::int64_t steps_taken() const { return steps_; }
 
+  // Whether the KL is against a frozen reference (loss.kl_reference phase_start, kl_beta > 0).
+  bool uses_reference() const;
+  // The frozen reference (frozen_copy of the phase's starting weights), on the model's device in
+  // its dtype; no update changes it. Unset when the first update needs one: a frozen copy of the
+  // weights as they are then.
+  void set_reference(Qwen3LM reference) { reference_ = std::move(reference); }
+  Qwen3LM reference() const { return reference_; }
+
   // The optimizer state for a resume (MasterWeights::save / load): saved from the first replica,
   // loaded into every one (which also sets every replica's weights to the saved masters).
   Status save_optimizer_state(const std::string& path) const;
@@ -149,8 +165,20 @@ class PolicyTrainer {
   struct Prepared;  // a step's samples as micro-batches (policy_trainer.cc)
 
   PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options);
+  // As many samples a no-grad forward as the update's micro-batches hold (prepare()): forwards
+  // of that size fit wherever the update's do.
+  std::int64_t samples_per_forward(std::size_t samples) const;
+  // `references`: empty, or per sample the KL reference's log-prob of each response token.
   Result<Prepared> prepare(const std::vector<TraceSample>& samples,
-                           std::vector<std::pair<std::size_t, Status>>* left_out) const;
+                           std::vector<std::pair<std::size_t, Status>>* left_out,
+                           const std::vector<std::vector<float>>& references = {}) const;
+  // The frozen reference's log-probs of each sample (empty when !uses_reference(); a sample that
+  // does not fit gets none: prepare() names it). Internal when LibTorch fails.
+  Result<std::vector<std::vector<float>>> reference_log_probs(
+      const std::vector<TraceSample>& samples);
+  // log_probs() under `scorer` (the policy's first replica, or the reference).
+  std::vector<Result<std::vector<float>>> score(const std::vector<TraceSample>& samples,
+                                                std::int64_t per_forward, Qwen3LM scorer);
   // zero_grad, then forward + backward of every micro-batch on the first replica: one pass's
   // gradient and figures (no sum over replicas; what gradients() reports).
   PolicyUpdateStats backward_pass(const Prepared& prepared);
@@ -159,12 +187,15 @@ class PolicyTrainer {
   // ... at learning rate `lr`.
   Result<std::pair<PolicyUpdateStats, double>> step_on_replicas(const Prepared& prepared,
                                                                 double lr);
+  // `references`: empty, or per layout its sample's reference log-probs (by response index).
   Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
-              double sequence_weight) const;
+              double sequence_weight,
+              const std::vector<const std::vector<float>*>& references = {}) const;
   // The policy's log-probs [N] at the packed scored tokens (differentiable unless under no-grad);
   // counts the forward's model FLOPs (forward_flops_) and, with time_parts, the upload's seconds.
+  // `scorer`: another model on the first device to score with (the frozen reference).
   at::Tensor policy_log_probs(const Packed& packed, PolicyUpdateStats* stats = nullptr,
-                              int rank = 0);
+                              int rank = 0, Qwen3LM scorer = nullptr);
   // With time_parts: the device synchronised, then seconds since `*mark`, which moves to now.
   // Replicas other than the first are not timed (their threads overlap the first's).
   double lap(std::chrono::steady_clock::time_point* mark, int rank = 0) const;
@@ -177,6 +208,7 @@ class PolicyTrainer {
   std::unique_ptr<DataParallel> replicas_;
   std::int64_t steps_ = 0;
   double forward_flops_ = 0.0;  // of the no-grad forwards log_probs() ran
+  Qwen3LM reference_{nullptr};  // the KL's frozen reference (kl_reference phase_start)
 };
 
 }  // namespace dice

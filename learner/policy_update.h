@@ -63,6 +63,14 @@ using SftStage = std::function<Result<PolicyUpdate>(
 using PhaseCheckpointer = std::function<Result<std::string>(
     const std::string& phase, std::uint64_t version, const std::string& weights_dir)>;
 
+// Called as an rl phase's steps begin: the policy stages take the weights the phase starts with
+// as the frozen KL reference (learner.loss.kl_reference phase_start; a no-op otherwise).
+// `resumed`: a resumed run goes on inside the phase, so the weights held are not its starting
+// ones; those are then read from the closing checkpoint of `previous`, the phase before it in the
+// run's plan ("": none, the initial policy).
+using PhaseStarter =
+    std::function<Status(const std::string& phase, const std::string& previous, bool resumed)>;
+
 // Writes what a resume needs of the learner's weights into resume folder `dir` (resume_store.h):
 // the model in the Hugging Face layout (model/) and, when a trainer exists, the optimizer state
 // (optimizer.pt).

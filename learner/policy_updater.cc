@@ -31,9 +31,12 @@ struct Updater {
   Qwen3LM model = nullptr;  // the learner's weights, trained in place
   PolicyTrainerOptions trainer_options;
   std::unique_ptr<PolicyTrainer> trainer;  // made when an update needs it (an sft phase drops it)
-  const DiceConfig* config = nullptr;      // the run's (outlives the updater)
-  std::string source_dir;  // the initial policy's folder (side files come from there)
-  std::string base_dir;    // <checkpoint.dir>/<run id>
+  // The frozen KL reference of the rl phase in progress (loss.kl_reference phase_start), given to
+  // every trainer made during it; null otherwise.
+  Qwen3LM reference{nullptr};
+  const DiceConfig* config = nullptr;  // the run's (outlives the updater)
+  std::string source_dir;              // the initial policy's folder (side files come from there)
+  std::string base_dir;                // <checkpoint.dir>/<run id>
   CheckpointOptions checkpoint;
   std::deque<std::uint64_t> recent;     // newest last: pushed versions not kept for the interval
   std::deque<std::uint64_t> permanent;  // interval checkpoints, newest last
@@ -44,6 +47,43 @@ struct Updater {
 
   Status save(std::uint64_t version) {
     return save_policy_checkpoint(*model, source_dir, dir_of(version));
+  }
+
+  // A trainer on the weights as they are (its masters and a fresh AdamW), with the phase's KL
+  // reference.
+  Status make_trainer() {
+    DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
+    if (reference) trainer->set_reference(reference);
+    return Status::ok_status();
+  }
+
+  // The phase's starting weights become the KL reference (see PhaseStarter): a frozen copy of the
+  // weights held, or after a resume inside the phase the previous phase's closing checkpoint (the
+  // initial policy for the first phase).
+  Status start_phase(const std::string& phase, const std::string& previous, bool resumed) {
+    if (trainer_options.loss.kl_reference != KlReference::kPhaseStart ||
+        trainer_options.loss.kl_beta <= 0) {
+      return Status::ok_status();
+    }
+    reference = nullptr;  // the last phase's copy is freed before the new one is made
+    if (trainer) trainer->set_reference(nullptr);
+    std::string from = "the weights held";
+    if (resumed) {
+      from = previous.empty() ? source_dir : base_dir + "/phase-" + previous;
+      const at::Tensor any = model->parameters().front();
+      auto loaded =
+          load_qwen3_lm(from, c10::TensorOptions().dtype(any.scalar_type()).device(any.device()));
+      if (!loaded.ok()) {
+        return loaded.status().with_context("KL reference of resumed phase " + phase);
+      }
+      DICE_ASSIGN_OR_RETURN(reference, frozen_copy(*loaded));
+    } else {
+      DICE_ASSIGN_OR_RETURN(reference, frozen_copy(model));
+    }
+    if (trainer) trainer->set_reference(reference);
+    DICE_LOG(Info) << "KL reference: the phase's starting weights" << kv("phase", phase)
+                   << kv("from", from) << kv("kl_beta", trainer_options.loss.kl_beta);
+    return Status::ok_status();
   }
 
   // Retention (see the header); a failed delete is logged, never fatal.
@@ -79,9 +119,7 @@ struct Updater {
     // A candidate whose trace does not fit the model (a broken or foreign rollout worker) is
     // left out, named in the log, rather than failing the whole step.
     std::vector<std::pair<std::size_t, Status>> left_out;
-    if (!trainer) {  // first update, or the first after an sft phase: the masters of now
-      DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
-    }
+    if (!trainer) DICE_RETURN_IF_ERROR(make_trainer());  // first update, or first after sft
     DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, trainer->update(samples, &left_out));
     const c10::Device home = model->parameters().front().device();
     if (home.is_cuda()) release_learner_cache(home.index(), "update");
@@ -119,6 +157,7 @@ struct Updater {
                            const std::function<bool()>& stop_requested) {
     const auto started = std::chrono::steady_clock::now();
     trainer.reset();
+    reference = nullptr;  // the next rl phase takes its own, from the weights SFT leaves
     SftJob job;
     job.data_file = data_file;
     job.epochs = epochs;
@@ -157,7 +196,7 @@ struct Updater {
       DICE_ASSIGN_OR_RETURN(Checkpoint saved, Checkpoint::open(dir + "/model"));
       DICE_RETURN_IF_ERROR(load_weights(saved, *model).with_context("resume " + dir));
       if (std::filesystem::exists(dir + "/optimizer.pt", ec)) {
-        DICE_ASSIGN_OR_RETURN(trainer, PolicyTrainer::create(model, trainer_options));
+        DICE_RETURN_IF_ERROR(make_trainer());
         DICE_RETURN_IF_ERROR(trainer->load_optimizer_state(dir + "/optimizer.pt"));
       } else {
         trainer.reset();
@@ -313,6 +352,10 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
   };
   stages.finish_phase = [updater](const std::string& phase, std::uint64_t, const std::string&) {
     return updater->finish_phase(phase);
+  };
+  stages.start_phase = [updater](const std::string& phase, const std::string& previous,
+                                 bool resumed) {
+    return updater->start_phase(phase, previous, resumed);
   };
   return stages;
 }

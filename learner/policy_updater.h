@@ -9,7 +9,10 @@
 //           temporary name and renamed, so a reader never sees half a checkpoint) for the push.
 //   sft:    a curriculum sft phase trains the same model (train_sft) and is saved as the next
 //           version, like an update
-//   phase:  after every phase, <learner.checkpoint.dir>/<run id>/phase-<name> holds its weights
+//   phase:  after every phase, <learner.checkpoint.dir>/<run id>/phase-<name> holds its weights;
+//           as an rl phase begins, with loss.kl_reference phase_start, a frozen copy of the
+//           weights becomes the KL reference (after a resume inside the phase: read from the
+//           previous phase's checkpoint, or the initial policy)
 //   keep:   the two newest versions (a rollout worker may still be loading the older one), every
 //           version that is a multiple of checkpoint.interval_steps, and of those only the newest
 //           checkpoint.keep_last when that is not 0; phase checkpoints are never deleted.
@@ -27,7 +30,8 @@ struct PolicyStages {
   PolicyUpdater update;
   SftStage sft;
   PhaseCheckpointer finish_phase;
-  StateSaver save_state;  // for a resume: model/ and optimizer.pt
+  PhaseStarter start_phase;  // the KL reference of loss.kl_reference phase_start
+  StateSaver save_state;     // for a resume: model/ and optimizer.pt
   StateLoader load_state;
 };
 

@@ -662,6 +662,10 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
     } else {
       const bool current = resumed.current == static_cast<int>(i);
       const int steps_done = current ? resumed.steps_done : 0;
+      if (plan.type == PhaseType::kRl && options.start_phase) {
+        DICE_RETURN_IF_ERROR(
+            options.start_phase(plan.name, i > 0 ? phases[i - 1].name : "", steps_done > 0));
+      }
       const TaskSchedulerState* saved = current && options.resume->position.has_scheduler
                                             ? &options.resume->position.scheduler
                                             : nullptr;

@@ -112,6 +112,9 @@ struct RunLoopOptions {
   SftStage sft;
   // Writes each phase's closing checkpoint; empty: none is written. Default: empty
   PhaseCheckpointer finish_phase;
+  // Called as each rl phase's steps begin (the KL reference of loss.kl_reference phase_start);
+  // empty: nothing is. Default: empty
+  PhaseStarter start_phase;
   // Named in every step line and the evaluation table: how verdicts are reached
   // (reward.mode: full, compile_only, extraction_only). Default: "full"
   std::string reward_mode = "full";

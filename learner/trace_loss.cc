@@ -5,14 +5,17 @@
 namespace dice {
 
 TraceTokenLoss trace_token_loss(const at::Tensor& new_log_probs, const at::Tensor& old_log_probs,
-                                const at::Tensor& advantages, const PolicyLossOptions& options) {
+                                const at::Tensor& advantages, const PolicyLossOptions& options,
+                                const at::Tensor& reference_log_probs) {
   TraceTokenLoss out;
-  const at::Tensor diff = new_log_probs - old_log_probs;  // log ratio
-  const at::Tensor ratio = diff.exp();
+  const at::Tensor log_ratio = new_log_probs - old_log_probs;
+  const at::Tensor ratio = log_ratio.exp();
   const at::Tensor unclipped = ratio * advantages;
   const at::Tensor clipped =
       ratio.clamp(1.0 - options.clip_eps, 1.0 + options.clip_eps) * advantages;
   out.policy = -at::min(unclipped, clipped);
+  const at::Tensor diff =
+      reference_log_probs.defined() ? new_log_probs - reference_log_probs : log_ratio;
   switch (options.kl_estimator) {
     case KlEstimator::kK1:
       out.kl = diff;

@@ -13,7 +13,7 @@
 
 namespace dice {
 
-// How the KL penalty against the pre-update policy is estimated per token.
+// How the KL penalty (against PolicyLossOptions::kl_reference) is estimated per token.
 enum class KlEstimator { kK1, kK2, kK3 };
 inline constexpr config::EnumName<KlEstimator> kKlEstimatorNames[] = {
     {KlEstimator::kK1, "k1"}, {KlEstimator::kK2, "k2"}, {KlEstimator::kK3, "k3"}};
@@ -44,11 +44,21 @@ constexpr const auto& enum_names(StaleSamples) {
   return kStaleSamplesNames;
 }
 
+// Which policy the KL penalty pulls towards: the one that sampled the step (DICE's), or a frozen
+// copy of the weights the rl phase started with.
+enum class KlReference { kSampling, kPhaseStart };
+inline constexpr config::EnumName<KlReference> kKlReferenceNames[] = {
+    {KlReference::kSampling, "sampling"}, {KlReference::kPhaseStart, "phase_start"}};
+constexpr const auto& enum_names(KlReference) {
+  return kKlReferenceNames;
+}
+
 // The TraceRL objective: PPO-clipped ratio times the group-normalised advantage, plus beta * KL.
 struct PolicyLossOptions {
   double clip_eps = 0.2;
   double kl_beta = 0.01;
   KlEstimator kl_estimator = KlEstimator::kK3;
+  KlReference kl_reference = KlReference::kSampling;
   int trace_shrink = 1;
   bool drop_constant_groups = true;
   int ppo_epochs = 1;
@@ -61,9 +71,16 @@ struct PolicyLossOptions {
             "PPO ratio clip: ratios outside [1-eps, 1+eps] get no gradient. Default: 0.2",
             config::greater_than(0), config::at_most(1));
     v.field("kl_beta", kl_beta,
-            "Weight of the KL penalty against the pre-update policy; 0 turns it off. Default: 0.01",
+            "Weight of the KL penalty (against kl_reference); 0 turns it off. Default: 0.01",
             config::at_least(0));
     v.field("kl_estimator", kl_estimator, "Per-token KL estimator. Default: k3");
+    v.field("kl_reference", kl_reference,
+            "What the KL penalty is against. sampling: the policy that sampled the step (DICE's; "
+            "with one PPO epoch the ratio starts at 1, where k3's gradient is zero, so the term "
+            "only bounds later epochs). phase_start: a frozen copy of the weights the rl phase "
+            "started with (after SFT: the SFT model), scored once per sample before the update "
+            "(one more no-grad forward, and one more copy of the weights on the learner's first "
+            "GPU), so the penalty ties RL to where it began. Default: sampling");
     v.field("trace_shrink", trace_shrink,
             "Consecutive denoising steps scored together in one TraceRL term (DICE: 1). Default: 1",
             config::at_least(1));

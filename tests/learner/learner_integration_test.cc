@@ -211,6 +211,9 @@ class LearnerIntegrationTest : public ::testing::Test {
     return dir_ / (id + ".log");
   }
 
+  // The body of the SIGKILL-and-resume tests below.
+  void expect_resume_ends_as_uninterrupted();
+
   fs::path dir_;
   int port_ = 0;
   int metrics_port_ = 0;
@@ -795,7 +798,7 @@ TEST_F(LearnerIntegrationTest, RefusesARunIdTheLogAlreadyHolds) {
 // A learner killed mid-run (SIGKILL: no drain, no goodbye) and started again with --resume ends
 // with the same weights, byte for byte, as a run that was never interrupted, and the log holds
 // every step once, numbered without gaps, each with its candidates once.
-TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterruptedRun) {
+void LearnerIntegrationTest::expect_resume_ends_as_uninterrupted() {
   const std::string policy = write_tiny_policy();
   ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
   const int num_steps = 6;
@@ -834,6 +837,19 @@ TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterr
   EXPECT_EQ(read_file(dir_ / "checkpoints" / "it-run" / "phase-e2e" / "model.safetensors"),
             uninterrupted)
       << "the resumed run's final weights differ from the uninterrupted run's";
+}
+
+TEST_F(LearnerIntegrationTest, AResumeAfterSigkillEndsWithTheWeightsOfAnUninterruptedRun) {
+  expect_resume_ends_as_uninterrupted();
+}
+
+// The same with the KL against the phase's starting weights: the resumed learner holds later
+// weights, so it must read the reference (here the initial policy) rather than copy its own.
+TEST_F(LearnerIntegrationTest, AResumeKeepsThePhaseStartKlReference) {
+  learner_extra_ = "  loss:\n    kl_reference: phase_start\n    kl_beta: 0.5\n";
+  expect_resume_ends_as_uninterrupted();
+  EXPECT_NE(read_file(dir_ / "learner-resumed.log").find("KL reference: the phase's starting"),
+            std::string::npos);
 }
 
 // A run that finished its 2 steps, resumed over a curriculum that now has 3: the new step runs,

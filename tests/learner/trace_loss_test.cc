@@ -121,5 +121,41 @@ TEST(TraceLossTest, KlEstimatorsAtNonZeroLogRatios) {
   EXPECT_NEAR(k3.kl[2].item<double>(), 0.3068528, 1e-6);
 }
 
+// On the first PPO pass the policy is the one that sampled: new = old, ratio 1. Against that
+// sampling policy k3 and its gradient are zero there, so the KL term ties nothing; against a
+// reference the policy has moved from (kl_reference phase_start) the gradient is
+// beta * (1 - exp(ref - new)) per token, pulling each log-prob back towards the reference's.
+TEST(TraceLossTest, AReferenceTheSamplerMovedFromGivesTheKlAGradientAtRatioOne) {
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const std::vector<double> current = {-0.5, -1.2, -2.0};
+  const std::vector<double> reference = {-0.9, -0.7, -2.0};  // moved up, down, not at all
+  const double beta = 0.1;
+  for (bool with_reference : {false, true}) {
+    SCOPED_TRACE(with_reference ? "phase_start reference" : "sampling reference");
+    at::Tensor new_lp = at::tensor(current, f64).set_requires_grad(true);
+    TraceTokenLoss out = trace_token_loss(
+        new_lp, at::tensor(current, f64), at::zeros({3}, f64), options(KlEstimator::kK3, beta),
+        with_reference ? at::tensor(reference, f64) : at::Tensor());
+    out.loss.sum().backward();
+    for (std::int64_t t = 0; t < 3; ++t) {
+      const auto i = static_cast<std::size_t>(t);
+      EXPECT_NEAR(out.ratio[t].item<double>(), 1.0, 1e-12);
+      const double d = with_reference ? current[i] - reference[i] : 0.0;
+      EXPECT_NEAR(out.kl[t].item<double>(), std::exp(-d) + d - 1, 1e-12) << "token " << t;
+      EXPECT_NEAR(new_lp.grad()[t].item<double>(), beta * (1 - std::exp(-d)), 1e-12)
+          << "token " << t;
+    }
+    const double norm = new_lp.grad().abs().sum().item<double>();
+    if (with_reference) {
+      EXPECT_GT(norm, 0.01);
+      // Moved up from the reference: pushed down (positive gradient of the loss), and back.
+      EXPECT_GT(new_lp.grad()[0].item<double>(), 0.0);
+      EXPECT_LT(new_lp.grad()[1].item<double>(), 0.0);
+    } else {
+      EXPECT_EQ(norm, 0.0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dice
