@@ -1,6 +1,6 @@
 // One build of an extension, from its sources to a module in the compile cache (Compiler::build):
 //
-//   check names -> reserve memory for both compilers -> a build folder of its own ->
+//   check names and flags -> reserve memory for both compilers -> a build folder of its own ->
 //   the split build (kernels without torch headers, split_sources.h), where it applies ->
 //   else the header tiers: lean, then full (a plain compile error moves to the next tier; a
 //   timeout, the memory or a crash ends the build: compile_limits.h); after a failed split build
@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -44,6 +46,20 @@ bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// nvcc runs its host steps through /bin/sh with the flags in the command text: a flag of the
+// candidate's reaches this far only from extract_sources.py's allow-list, and is checked again
+// here to be made of characters no shell reads (extract_sources.py: SHELL_INERT) before any
+// compiler starts.
+bool shell_inert(const std::string& flag) {
+  if (flag.empty()) return false;
+  for (char c : flag) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::strchr("_.+=:,/-", c) == nullptr) {
+      return false;
+    }
   }
   return true;
 }
@@ -106,6 +122,15 @@ class Compiler::Build {
     for (const auto& f : ext_.functions) {
       if (!is_identifier(f))
         return fail(FC::COMPILE_ERROR, "function " + f + " is not an identifier");
+    }
+    for (const auto* flags : {&ext_.extra_cuda_cflags, &ext_.extra_cflags, &ext_.extra_ldflags}) {
+      for (const auto& flag : *flags) {
+        if (!shell_inert(flag)) {
+          return fail(FC::COMPILE_ERROR, "flag '" + flag +
+                                             "' is not allowed: a flag may hold letters, digits "
+                                             "and _ . + = : , / - only");
+        }
+      }
     }
     return std::nullopt;
   }

@@ -12,26 +12,74 @@ concatenation and f-strings whose fields are such names (candidate_ast.string_va
 computed at run time (calls, file reads, formatting with expressions) is refused: the worker
 compiles exactly what it can see.
 
-Extra compiler flags are filtered to an allow-list (optimisation, macros, fast math, register
-caps, language standard); linker flags to a few CUDA libraries. Others are dropped and listed in
-"ignored_flags": flags like -ccbin, -o, -Xlinker or @file would let a candidate steer the build.
-Architecture flags are dropped too: the worker compiles for its own GPU.
+Extra compiler and linker flags are read by an exact allow-list (flag_verdict): each flag is
+passed on (optimisation levels, fast math, line info, relaxed constexpr and extended lambdas,
+the language standard, register caps, `-D`/`-U` macros with a strict character set, a few
+ptxas and host-compiler options, a few CUDA libraries), dropped and listed in "ignored_flags"
+(architectures, which the worker picks for its own GPU; verbosity, debug and warning flags; -fPIC
+and torch's own libraries, which the build adds), or refused: the file gets a compile error that
+names the flag. nvcc runs its host steps through /bin/sh with the flags in the command text, so
+a flag holding `$(...)`, a backtick, `;`, a quote or a space would be run by a shell: every flag
+passed on is made of SHELL_INERT characters only, and compile_build.cc checks that again before
+any compiler starts.
 """
 
 import ast
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import candidate_ast as ca  # noqa: E402
 
-ALLOWED_FLAG_PREFIXES = ("-O", "-D", "-U", "--use_fast_math", "-use_fast_math", "-lineinfo",
-                         "--expt-relaxed-constexpr", "--expt-extended-lambda",
-                         "-std=c++", "--std=c++", "-maxrregcount", "--maxrregcount",
-                         "-ffast-math", "-funroll-loops", "-march=native", "-fopenmp-simd",
-                         "--ftz", "--prec-div", "--prec-sqrt", "--fmad", "-w")
+# Characters no shell gives a meaning to in a word: what every flag passed on is made of.
+SHELL_INERT = re.compile(r"[A-Za-z0-9_.+=:,/-]*\Z")
+
+# Flags passed on as they are (one string each).
+PASSED = re.compile("(?:" + "|".join([
+    r"-O[0-3]",
+    r"--?use_fast_math", r"-ffast-math",
+    r"-lineinfo", r"--generate-line-info",
+    r"--?expt-relaxed-constexpr", r"--?expt-extended-lambda", r"--extended-lambda",
+    r"--?std=(c|gnu)\+\+(17|20)",
+    r"--?maxrregcount=[0-9]{1,3}",
+    r"--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)",
+    r"-funroll-loops", r"-march=native", r"-fopenmp-simd", r"-w",
+    # Macros: a C identifier, and a value of letters, digits and . + - _ (numbers, names).
+    r"-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?",
+    r"-U[A-Za-z_][A-Za-z0-9_]*",
+    # Options handed to ptxas and to the host compiler, one at a time.
+    r"(-Xptxas=|--ptxas-options=)(-O[0-3]|-dlcm=c[ag]|-dscm=(wt|cg)|--allow-expensive-optimizations=true)",
+    r"(-Xcompiler=|--compiler-options=)(-O[0-3]|-ffast-math|-funroll-loops|-march=native|-fopenmp-simd)",
+]) + r")\Z")
+
+# Known GPU architecture names (the worker compiles for its own GPU: these are dropped).
+ARCH = r"(sm|compute|lto)_[0-9]{2,3}[af]?"
+# Flags dropped, listed in "ignored_flags": harmless, and not the candidate's to choose.
+DROPPED = re.compile("(?:" + "|".join([
+    r"(-arch|--gpu-architecture|-code|--gpu-code)=(%s|native|all|all-major)" % ARCH,
+    r"(-gencode|--generate-code)=arch=%s,code=(%s|\[%s(,%s)*\])" % (ARCH, ARCH, ARCH, ARCH),
+    r"-v", r"--verbose", r"-g", r"-G", r"-Ofast", r"-Os", r"-fPIC", r"-fopenmp",
+    r"--resource-usage", r"-res-usage",
+    # Older standards than the build's own C++17, which torch's headers need.
+    r"--?std=(c|gnu)\+\+(03|11|14)",
+    r"(-Xptxas=|--ptxas-options=)(-v|--verbose|--warn-on-spills)",
+    r"(-Xcompiler=|--compiler-options=)(-fPIC|-fopenmp|-Wall|-Wextra|-w)",
+    r"-W[a-z0-9-]*", r"-Wno-[a-z0-9-]+",
+]) + r")\Z")
+# Options written as two strings ("-arch", "sm_80"): the option, and what its second string may
+# be to be dropped or passed on as one flag ("-Xptxas", "-O3" -> "-Xptxas=-O3").
+TWO_PART = {"-arch": "-arch=", "--gpu-architecture": "-arch=", "-gencode": "-gencode=",
+            "--generate-code": "-gencode=", "-code": "-code=", "-Xptxas": "-Xptxas=",
+            "--ptxas-options": "-Xptxas=", "-Xcompiler": "-Xcompiler=",
+            "--compiler-options": "-Xcompiler=", "-maxrregcount": "-maxrregcount=",
+            "--maxrregcount": "-maxrregcount="}
+
 ALLOWED_LIBS = {"-lcublas", "-lcublasLt", "-lcudnn", "-lcurand", "-lcufft", "-lcusparse",
                 "-lcusolver", "-lcuda"}
+# Libraries and library folders the build links anyway.
+DROPPED_LD = re.compile(r"(-l(c10|c10_cuda|torch|torch_cpu|torch_cuda|torch_python|cudart)"
+                        r"|-L/[A-Za-z0-9_./+-]*)\Z")
 
 
 class Refused(Exception):
@@ -51,13 +99,41 @@ def keyword_args(call):
     return out
 
 
-def filter_flags(values, allowed, ignored):
+def flag_verdict(flag):
+    """"pass", "drop" or "refuse" for one compiler flag."""
+    if not SHELL_INERT.match(flag):
+        return "refuse"
+    if PASSED.match(flag):
+        return "pass"
+    if DROPPED.match(flag):
+        return "drop"
+    return "refuse"
+
+
+def read_flags(key, values, line, ignored, linker=False):
+    """The flags of `key` to pass on; the dropped ones go to `ignored`. Raises Refused naming
+    the first flag outside the allow-list."""
     kept = []
-    for v in values:
-        if allowed(v):
-            kept.append(v)
+    i = 0
+    while i < len(values):
+        flag = values[i].strip()
+        i += 1
+        if not flag:
+            continue  # load_inline users write extra_ldflags=[""]
+        if not linker and flag in TWO_PART and i < len(values):
+            flag = TWO_PART[flag] + values[i].strip()
+            i += 1
+        if linker:
+            verdict = "pass" if flag in ALLOWED_LIBS else \
+                "drop" if DROPPED_LD.match(flag) else "refuse"
         else:
-            ignored.append(v)
+            verdict = flag_verdict(flag)
+        if verdict == "refuse":
+            raise Refused(line, "%s: flag %r is not allowed (compiler flags are read by an "
+                          "allow-list: optimisation, fast math, -D/-U macros of letters, digits "
+                          "and _ . + -, the language standard, register caps; linker flags: "
+                          "CUDA's libraries)" % (key, flag))
+        (kept if verdict == "pass" else ignored).append(flag)
     return kept
 
 
@@ -94,11 +170,11 @@ def extension_of(call, env):
         if not f.isidentifier():
             raise Refused(line, "function name %r is not an identifier" % f)
     ignored = []
-    cuda_flags = filter_flags(strings("extra_cuda_cflags", False),
-                              lambda f: f.startswith(ALLOWED_FLAG_PREFIXES), ignored)
-    c_flags = filter_flags(strings("extra_cflags", False),
-                           lambda f: f.startswith(ALLOWED_FLAG_PREFIXES), ignored)
-    ld_flags = filter_flags(strings("extra_ldflags", False), lambda f: f in ALLOWED_LIBS, ignored)
+    cuda_flags = read_flags("extra_cuda_cflags", strings("extra_cuda_cflags", False), line,
+                            ignored)
+    c_flags = read_flags("extra_cflags", strings("extra_cflags", False), line, ignored)
+    ld_flags = read_flags("extra_ldflags", strings("extra_ldflags", False), line, ignored,
+                          linker=True)
     return {"name": names[0], "cpp_sources": "\n".join(cpp), "cuda_sources": "\n".join(cuda),
             "functions": functions, "extra_cuda_cflags": cuda_flags, "extra_cflags": c_flags,
             "extra_ldflags": ld_flags, "ignored_flags": ignored, "line": line}

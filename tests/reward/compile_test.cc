@@ -572,6 +572,98 @@ TEST(ExtractSourcesTest, StringPlusListIsNotStatic) {
   EXPECT_EQ(ext.status().code(), StatusCode::kInvalidArgument) << ext.status().to_string();
 }
 
+// A load_inline call with `flags` (a Python list literal) as its argument `key`.
+Result<std::vector<ExtensionSources>> extract_with_flags(const std::string& key,
+                                                         const std::string& flags) {
+  return extract_extension_sources(
+      "from torch.utils.cpp_extension import load_inline\n"
+      "ext = load_inline(name='e', cpp_sources='', cuda_sources='__global__ void k() {}',\n"
+      "                  functions=['f'], " +
+          key + "=" + flags + ")\n",
+      kPython, DICE_REWARD_PYTHON_DIR, SandboxSpec());
+}
+
+// nvcc hands its host steps to /bin/sh with the flags in the command text (issue 49: a -D flag
+// holding shell syntax reached the shell). Flags are read by an exact allow-list: anything else,
+// and anything a shell would read, is the candidate's compile error naming the flag.
+TEST(ExtractSourcesTest, FlagsOutsideTheAllowListAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"extra_cuda_cflags", "-DX=$(touch /tmp/dice-pwned)"},
+      {"extra_cuda_cflags", "-DX=`id`"},
+      {"extra_cuda_cflags", "-DX=1;id"},
+      {"extra_cuda_cflags", "-DX=1|id"},
+      {"extra_cuda_cflags", "-DX=1 -o/tmp/x"},
+      {"extra_cuda_cflags", "-DX=\\\"a\\\""},
+      {"extra_cuda_cflags", "-ccbin=/bin/sh"},
+      {"extra_cuda_cflags", "--compiler-bindir=/tmp"},
+      {"extra_cuda_cflags", "-Xcompiler=-fplugin=/tmp/p.so"},
+      {"extra_cuda_cflags", "@/tmp/options"},
+      {"extra_cuda_cflags", "-I/etc"},
+      {"extra_cflags", "-DX=$(id)"},
+      {"extra_cflags", "-include/etc/passwd"},
+      {"extra_cflags", "-O3;id"},
+      {"extra_ldflags", "-Wl,-rpath,/tmp"},
+      {"extra_ldflags", "/tmp/evil.so"},
+  };
+  for (const auto& [key, flag] : refused) {
+    const std::string honest = key == "extra_ldflags" ? "-lcublas" : "-O3";
+    auto ext = extract_with_flags(key, "['" + honest + "', '" + flag + "']");
+    ASSERT_FALSE(ext.ok()) << key << " " << flag;
+    EXPECT_EQ(ext.status().code(), StatusCode::kInvalidArgument) << ext.status().to_string();
+    std::string unescaped = flag;
+    for (size_t at; (at = unescaped.find("\\\"")) != std::string::npos;) unescaped.erase(at, 1);
+    EXPECT_NE(ext.status().message().find(key + ": flag "), std::string::npos)
+        << ext.status().message();
+    EXPECT_NE(ext.status().message().find(unescaped), std::string::npos) << ext.status().message();
+  }
+}
+
+// What honest candidates pass: kept in order (two-part options joined), or dropped where the
+// worker decides (architectures, verbosity, the libraries it links anyway).
+TEST(ExtractSourcesTest, HonestFlagsAreKeptOrDropped) {
+  auto ext = extract_with_flags(
+      "extra_cuda_cflags",
+      "['-O3', '--use_fast_math', '-DBLOCK=256', '-DSCALE=0.5f', '-U__CUDA_NO_HALF_OPERATORS__',"
+      " '-lineinfo', '-std=c++17', '-arch=sm_80', '-gencode', 'arch=compute_90,code=sm_90',"
+      " '-Xptxas', '-v', '-Xptxas=-O3', '--expt-relaxed-constexpr', '-maxrregcount=64'],"
+      " extra_cflags=['-O3', '-fopenmp'], extra_ldflags=['', '-lcublas', '-lcudart']");
+  ASSERT_TRUE(ext.ok()) << ext.status().to_string();
+  ASSERT_EQ(ext->size(), 1u);
+  const ExtensionSources& e = (*ext)[0];
+  EXPECT_EQ(
+      e.extra_cuda_cflags,
+      (std::vector<std::string>{"-O3", "--use_fast_math", "-DBLOCK=256", "-DSCALE=0.5f",
+                                "-U__CUDA_NO_HALF_OPERATORS__", "-lineinfo", "-std=c++17",
+                                "-Xptxas=-O3", "--expt-relaxed-constexpr", "-maxrregcount=64"}));
+  EXPECT_EQ(e.extra_cflags, std::vector<std::string>{"-O3"});
+  EXPECT_EQ(e.extra_ldflags, std::vector<std::string>{"-lcublas"});
+}
+
+// Whatever reaches the compiler, a flag a shell would read stops the build before any compiler
+// starts (no tier is tried); honest flags build.
+TEST_F(CompileTest, AFlagAShellWouldReadStopsTheBuildBeforeAnyCompiler) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  Compiler compiler(*toolchain_, options());
+  for (const std::string flag : {"-DX=$(echo dice-pwned >&2)", "-DX=`id`", "-DX=1;id"}) {
+    ExtensionSources hostile = exts[0];
+    hostile.extra_cuda_cflags = {"-O3", flag};
+    CompileOutcome out = compiler.compile(hostile);
+    EXPECT_EQ(out.failure, schema::FailureClass::COMPILE_ERROR) << flag;
+    EXPECT_TRUE(out.tiers.empty()) << flag << ": a compiler ran";
+    EXPECT_NE(out.log_excerpt.find("flag '" + flag + "' is not allowed"), std::string::npos)
+        << out.log_excerpt;
+    ExtensionSources hostile_cxx = exts[0];
+    hostile_cxx.extra_cflags = {flag};
+    EXPECT_TRUE(compiler.compile(hostile_cxx).tiers.empty()) << flag;
+  }
+  ExtensionSources honest = exts[0];
+  honest.extra_cuda_cflags = {"-O3", "--use_fast_math", "-DBLOCK=256", "-lineinfo"};
+  honest.extra_cflags = {"-O3"};
+  CompileOutcome built = compiler.compile(honest);
+  EXPECT_EQ(built.failure, schema::FailureClass::NONE) << built.log_excerpt;
+}
+
 TEST(TrimCompilerLogTest, KeepsErrorLinesAndTheirContext) {
   std::string log =
       "kernels.cu(3): warning: unused\n"
