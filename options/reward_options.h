@@ -186,6 +186,9 @@ struct RewardOptions {
   double compile_budget_seconds = 300;
   std::int64_t compile_memory_limit_mb = 8192;
   std::int64_t compile_memory_mb = 0;
+  std::int64_t compile_max_module_mb = 128;
+  std::int64_t compile_cache_mb = 20480;
+  double compile_cache_keep_seconds = 3600;
   int correctness_trials = 3;
   int input_seed = -1;
   ToleranceOptions tolerance;
@@ -238,6 +241,20 @@ struct RewardOptions {
             "compile_memory_limit_mb until it ends, and waits while that does not fit; 0 = three "
             "quarters of the host's memory (workers sharing a host should split it). Default: 0",
             config::at_least(0));
+    v.field("compile_max_module_mb", compile_max_module_mb,
+            "Largest build a candidate may leave in the compile cache, in MiB: its module and "
+            "generated sources (the linker cannot write a larger file either). A larger one is "
+            "the candidate's resourceLimit and is not cached. Default: 128",
+            config::at_least(1));
+    v.field("compile_cache_mb", compile_cache_mb,
+            "MiB the compile cache's builds may hold: after each build the least recently used "
+            "(built or hit) are removed until the rest fit, except those used within "
+            "compile_cache_keep_seconds; 0 = no limit. Default: 20480",
+            config::at_least(0));
+    v.field("compile_cache_keep_seconds", compile_cache_keep_seconds,
+            "Compile cache entries used within this many seconds are never evicted (a worker "
+            "sharing the folder may be about to read one). Default: 3600",
+            config::at_least(0.0));
     v.field("correctness_trials", correctness_trials,
             "Random input sets a candidate must match the reference on (each run twice; one more "
             "set then checks for outputs cached across calls). Default: 3",

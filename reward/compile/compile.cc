@@ -13,6 +13,7 @@
 #include "common/json/fields.h"
 #include "common/log.h"
 #include "common/seconds_since.h"
+#include "reward/compile/compile_cache.h"
 #include "reward/compile/split_sources.h"
 
 namespace dice {
@@ -215,7 +216,10 @@ std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext,
                                                     std::shared_ptr<CompileBudget> budget) {
   const std::string hash = extension_hash(ext, toolchain_, options_);
   std::error_code ec;
-  if (fs::exists(module_file(hash, ext.name), ec)) {
+  // Touched first (compile_cache.h): an entry being evicted is then either taken back, or gone
+  // and built again.
+  if (touch_cache_entry(options_.cache_dir + "/" + hash) &&
+      fs::exists(module_file(hash, ext.name), ec)) {
     CompileOutcome hit;
     hit.source_hash = hash;
     hit.module_name = ext.name;
@@ -248,11 +252,35 @@ void Compiler::worker_loop() {
       queue_.pop_front();
     }
     CompileOutcome outcome = build(job.ext, job.hash, *job.budget);
+    if (outcome.failure == schema::FailureClass::NONE) evict_over_budget();
     {
       std::lock_guard<std::mutex> lock(mu_);
       in_flight_.erase(job.hash);
     }
     job.promise.set_value(std::move(outcome));
+  }
+}
+
+void Compiler::evict_over_budget() {
+  if (options_.cache_budget_mb <= 0) return;
+  std::unique_lock<std::mutex> lock(eviction_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // a pass is running: it sees this build's entry too
+  CacheEvictionOptions o;
+  o.budget_bytes = options_.cache_budget_mb << 20;
+  o.keep_seconds = options_.cache_keep_seconds;
+  const CacheEviction done = evict_cache_entries(options_.cache_dir, o);
+  if (done.entries_removed > 0) {
+    DICE_LOG(Info) << "compile cache over its budget: least recently used entries removed"
+                   << kv("removed", done.entries_removed)
+                   << kv("mb_before", done.bytes_before >> 20)
+                   << kv("mb_after", done.bytes_after >> 20)
+                   << kv("budget_mb", options_.cache_budget_mb);
+  }
+  if (done.over_budget) {
+    DICE_LOG(Warn) << "compile cache over its budget with entries used within "
+                      "cache_keep_seconds only: kept"
+                   << kv("mb", done.bytes_after >> 20) << kv("budget_mb", options_.cache_budget_mb)
+                   << kv("keep_seconds", options_.cache_keep_seconds);
   }
 }
 

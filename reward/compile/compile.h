@@ -11,9 +11,10 @@
 //   <cache_dir>/<hash>/kernels.cu, binding.cpp the generated sources (for debugging)
 //
 // A build happens in <cache_dir>/<hash>.build-<n> and is renamed into place when it links, so a
-// reader never sees half a module. Requests for a hash that is being built wait for that build
-// instead of starting another (within one worker; two workers sharing a cache folder may build
-// the same hash twice, and the second rename loses harmlessly).
+// reader never sees half a module. Modules and the cache have size budgets, with least recently
+// used entries evicted (compile_cache.h). Requests for a hash that is being built wait for that
+// build instead of starting another (within one worker; two workers sharing a cache folder may
+// build the same hash twice, and the second rename loses harmlessly).
 //
 // Every compiler process runs in the sandbox (no network, rlimits, unprivileged uid): a source
 // can run code at compile time only through the compiler, and it should not reach anything.
@@ -97,6 +98,16 @@ struct CompileOptions {
   std::vector<std::string> root_binds;
   // A cgroup per compiler process (reward.sandbox.cgroups). Default: kAuto
   SandboxCgroups cgroups = SandboxCgroups::kAuto;
+  // Largest build a candidate may leave in the cache, MiB: the module and its generated sources
+  // (the linker cannot write a larger file either). Larger is the candidate's RESOURCE_LIMIT
+  // and is not cached: a 450 MB module was published and kept (issue 49). Default: 128
+  std::int64_t max_module_mb = 128;
+  // MiB the cache's builds may hold (compile_cache.h): after each build the least recently used
+  // entries are removed until the rest fit; 0 = no limit. Default: 20480
+  std::int64_t cache_budget_mb = 20480;
+  // Entries used (built or hit) within this many seconds are never removed, whatever the budget:
+  // a worker sharing the folder may be about to read them. Default: 3600
+  double cache_keep_seconds = 3600;
 };
 
 struct CompileOutcome {
@@ -185,6 +196,8 @@ class Compiler {
   // The limits every compiler process runs in, as `uid` (-1: as this process's).
   SandboxSpec compiler_sandbox(int uid) const;
   std::string module_file(const std::string& hash, const std::string& name) const;
+  // After a build: evicts least recently used entries over options.cache_budget_mb.
+  void evict_over_budget();
 
   Toolchain toolchain_;
   CompileOptions options_;
@@ -199,6 +212,7 @@ class Compiler {
   std::atomic<std::uint64_t> lean_header_fallbacks_{0};
   std::atomic<std::uint64_t> split_fallbacks_{0};
   std::atomic<std::uint64_t> aten_binding_fallbacks_{0};
+  std::mutex eviction_mu_;  // one eviction pass at a time (a build finding it held skips its own)
   std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain
   std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
   std::unique_ptr<BindingPch> binding_pch_;

@@ -5,14 +5,17 @@
 //   else the header tiers: lean, then full (a plain compile error moves to the next tier; a
 //   timeout, the memory or a crash ends the build: compile_limits.h); after a failed split build
 //   the full headers alone -> link ->
-//   hand the folder to the worker's uid and rename it into the cache.
+//   the size limit (compile_cache.h) -> hand the folder to the worker's uid and rename it into the
+//   cache (after which the worker evicts what is over the cache's budget).
 //
 // Every compiler process runs sandboxed within what is left of the candidate's budget; a
 // failure's excerpt quotes only the candidate's files (compile_log.h).
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +24,7 @@
 #include "common/log.h"
 #include "common/seconds_since.h"
 #include "reward/compile/compile.h"
+#include "reward/compile/compile_cache.h"
 #include "reward/compile/split_sources.h"
 
 namespace dice {
@@ -319,6 +323,13 @@ class Compiler::Build {
     return compiler_failed(plain->value(), compiler_name(plain == &cxx_run));
   }
 
+  // RESOURCE_LIMIT for a build larger than max_module_mb (compile_cache.h): never cached.
+  CompileOutcome module_too_large(const std::string& what) {
+    return fail(FC::RESOURCE_LIMIT, what + " over the limit of " +
+                                        std::to_string(c_.options_.max_module_mb) +
+                                        " MiB (reward.compile_max_module_mb): not cached");
+  }
+
   static const char* compiler_name(bool binding) {
     return binding ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ";
   }
@@ -335,10 +346,20 @@ class Compiler::Build {
     link.insert(link.end(), ext_.extra_ldflags.begin(), ext_.extra_ldflags.end());
     SandboxSpec link_spec = base_;
     link_spec.argv = link;
+    // A larger module is refused after the link anyway (publish): the linker stops there.
+    link_spec.max_output_mb = std::min(link_spec.max_output_mb, c_.options_.max_module_mb + 1);
     link_spec.timeout_seconds = std::min(link_spec.timeout_seconds, seconds_left);
     Result<SandboxResult> link_run = run_sandboxed(link_spec);
     if (!link_run.ok()) return fail(FC::INTERNAL_ERROR, link_run.status().message());
-    if (!link_run->succeeded()) return compiler_failed(link_run.value(), "link: ");
+    if (!link_run->succeeded()) {
+      const SandboxResult& r = link_run.value();
+      const std::string log = r.stderr_text + r.stdout_text;
+      if (r.signal == SIGXFSZ || log.find("File size limit exceeded") != std::string::npos) {
+        plain_error_ = false;  // no other tier: the module would be as large
+        return module_too_large("the linked module is");
+      }
+      return compiler_failed(r, "link: ");
+    }
     return std::nullopt;
   }
 
@@ -423,6 +444,11 @@ class Compiler::Build {
     std::error_code ec;
     fs::remove(build_dir_ + "/kernels.o", ec);
     fs::remove(build_dir_ + "/binding.o", ec);
+    const std::int64_t bytes = folder_bytes(build_dir_);
+    if (bytes > (c_.options_.max_module_mb << 20)) {
+      return module_too_large("the built module and its sources take " +
+                              std::to_string(bytes >> 20) + " MiB,");
+    }
     if (geteuid() == 0 && build_uid_ >= 0) {
       for (auto& entry : fs::recursive_directory_iterator(build_dir_, ec)) {
         if (lchown(entry.path().c_str(), 0, 0) != 0) break;
@@ -441,6 +467,7 @@ class Compiler::Build {
       return fail(FC::INTERNAL_ERROR,
                   "cannot move " + build_dir_ + " to " + final_dir + ": " + ec.message());
     }
+    touch_cache_entry(final_dir);  // its first use (compile_cache.h)
     out_.module_path = final_dir + "/" + module_name_;
     out_.seconds = seconds_since(start_);
     DICE_LOG(Info) << "compiled extension" << kv("name", ext_.name) << kv("hash", hash_)

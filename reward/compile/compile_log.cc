@@ -183,7 +183,8 @@ CompilerFailure classify_compiler_failure(const SandboxResult& run) {
     for (const char* memory :
          {"catastrophic error: out of memory", ": out of memory allocating", "memory exhausted",
           "terminate called after throwing an instance of 'std::bad_alloc'",
-          "Cannot allocate memory", "File too large", "Killed signal terminated program"}) {
+          "Cannot allocate memory", "File too large", "File size limit exceeded",
+          "Killed signal terminated program"}) {
       if (contains(line, memory)) return {FC::RESOURCE_LIMIT, false};
     }
     // nvcc: "nvcc error   : 'cicc' died due to signal 9 (Kill signal)".

@@ -151,6 +151,11 @@ TEST(ClassifyCompilerFailureTest, OnlyPlainErrorsMayFallThroughToAnotherTier) {
                 failed_run("nvcc error   : 'cicc' died due to signal 9 (Kill signal)\n"))
                 .failure,
             FC::RESOURCE_LIMIT);
+  // The linker past RLIMIT_FSIZE (a module over max_module_mb), as g++ reports it.
+  const CompilerFailure fsize = classify_compiler_failure(failed_run(
+      "collect2: fatal error: ld terminated with signal 25 [File size limit exceeded]\n"));
+  EXPECT_EQ(fsize.failure, FC::RESOURCE_LIMIT);
+  EXPECT_FALSE(fsize.plain_error);
   const CompilerFailure segv = classify_compiler_failure(
       failed_run("nvcc error   : 'cudafe++' died due to signal 11 (Invalid memory reference)\n"));
   EXPECT_EQ(segv.failure, FC::COMPILE_ERROR);

@@ -528,6 +528,34 @@ TEST_F(CompileTest, ExcerptOfRealCompilersQuotesNoHostFile) {
   }
 }
 
+// A build larger than max_module_mb is the candidate's resourceLimit and never enters the cache
+// (issue 49: a 450 MB module was published and kept); a build hit again is touched, so that
+// eviction (compile_cache.h) sees it as used.
+TEST_F(CompileTest, ABuildOverTheModuleLimitIsAResourceLimitAndNotCached) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  ExtensionSources big = exts[0];
+  // 2 MiB of initialised device memory: in the module's fat binary.
+  big.cuda_sources += "\n__device__ float dice_big_table[1 << 19] = {1.0f};\n";
+  CompileOptions limited = options();
+  limited.max_module_mb = 1;
+  Compiler compiler(*toolchain_, limited);
+  CompileOutcome out = compiler.compile(big);
+  EXPECT_EQ(out.failure, schema::FailureClass::RESOURCE_LIMIT) << out.log_excerpt;
+  EXPECT_NE(out.log_excerpt.find("over the limit of 1 MiB"), std::string::npos) << out.log_excerpt;
+  EXPECT_FALSE(fs::exists(cache_dir_ / out.source_hash)) << "the build was cached";
+  for (const auto& e : fs::directory_iterator(cache_dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".build-"), std::string::npos) << e.path();
+  }
+  CompileOutcome small = compiler.compile(exts[0]);
+  ASSERT_EQ(small.failure, schema::FailureClass::NONE) << small.log_excerpt;
+  const fs::path entry = fs::path(small.module_path).parent_path();
+  fs::last_write_time(entry, fs::last_write_time(entry) - std::chrono::hours(5));
+  const auto before_hit = fs::last_write_time(entry);
+  EXPECT_TRUE(compiler.compile(exts[0]).cache_hit);
+  EXPECT_GT(fs::last_write_time(entry), before_hit + std::chrono::hours(4));
+}
+
 TEST_F(CompileTest, DynamicSourcesAreRefused) {
   SandboxSpec spec;
   auto ext = extract_extension_sources(

@@ -1,0 +1,109 @@
+// The compile cache's budget (compile_cache.h) on a folder of fake entries: least recently used
+// entries go until the rest fit, entries used within the keep time stay whatever the budget, a hit
+// (touch) keeps an entry, and nothing but build entries is counted or removed.
+#include "reward/compile/compile_cache.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace dice {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+class CompileCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dice-cache-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A folder `name` holding one file of `mib` MiB, last used `hours_ago`.
+  fs::path entry(const std::string& name, std::int64_t mib, double hours_ago) {
+    const fs::path path = dir_ / name;
+    fs::create_directories(path);
+    std::ofstream(path / "m.so", std::ios::binary) << std::string(mib * kMiB, 'x');
+    fs::last_write_time(path, fs::file_time_type::clock::now() -
+                                  std::chrono::duration_cast<fs::file_time_type::duration>(
+                                      std::chrono::duration<double>(hours_ago * 3600)));
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CompileCacheTest, LeastRecentlyUsedEntriesGoUntilTheRestFit) {
+  const fs::path oldest = entry("a1", 1, 5), old = entry("b2", 1, 4), newer = entry("c3", 1, 3),
+                 newest = entry("d4", 1, 2);
+  // Not build entries: a build in progress, a binding prelude. Neither counted nor removed.
+  const fs::path building = entry("e5.build-1-0", 1, 9), prelude = entry("pch-0123", 1, 9);
+  // What a crashed eviction left: removed.
+  const fs::path leftover = entry("f6.evict-1-0", 1, 9);
+  CacheEvictionOptions o;
+  o.budget_bytes = 2 * kMiB + kMiB / 2;
+  o.keep_seconds = 60;
+  const CacheEviction done = evict_cache_entries(dir_.string(), o);
+  EXPECT_EQ(done.bytes_before, 4 * kMiB);
+  EXPECT_EQ(done.bytes_after, 2 * kMiB);
+  EXPECT_EQ(done.entries_removed, 2);
+  EXPECT_FALSE(done.over_budget);
+  EXPECT_FALSE(fs::exists(oldest));
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(fs::exists(newer / "m.so"));
+  EXPECT_TRUE(fs::exists(newest / "m.so"));
+  EXPECT_TRUE(fs::exists(building));
+  EXPECT_TRUE(fs::exists(prelude));
+  EXPECT_FALSE(fs::exists(leftover));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".evict-"), std::string::npos) << e.path();
+  }
+}
+
+// Another worker on the folder may be about to read an entry it just built or hit.
+TEST_F(CompileCacheTest, EntriesUsedWithinTheKeepTimeStayOverTheBudget) {
+  const fs::path old = entry("a1", 1, 5);
+  const fs::path recent = entry("b2", 2, 0.1);
+  CacheEvictionOptions o;
+  o.budget_bytes = kMiB;
+  o.keep_seconds = 3600;
+  const CacheEviction done = evict_cache_entries(dir_.string(), o);
+  EXPECT_EQ(done.entries_removed, 1);
+  EXPECT_TRUE(done.over_budget);
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(fs::exists(recent / "m.so"));
+}
+
+TEST_F(CompileCacheTest, AHitKeepsItsEntryAndAMissingEntryIsNoHit) {
+  const fs::path hit = entry("a1", 1, 5), other = entry("b2", 1, 4);
+  EXPECT_TRUE(touch_cache_entry(hit.string()));
+  EXPECT_FALSE(touch_cache_entry((dir_ / "c3").string()));
+  CacheEvictionOptions o;
+  o.budget_bytes = kMiB;
+  o.keep_seconds = 60;
+  evict_cache_entries(dir_.string(), o);
+  EXPECT_TRUE(fs::exists(hit / "m.so"));
+  EXPECT_FALSE(fs::exists(other));
+}
+
+TEST_F(CompileCacheTest, NoBudgetRemovesNothing) {
+  const fs::path old = entry("a1", 2, 50);
+  const CacheEviction done = evict_cache_entries(dir_.string(), CacheEvictionOptions{});
+  EXPECT_EQ(done.entries_removed, 0);
+  EXPECT_EQ(done.bytes_before, 2 * kMiB);
+  EXPECT_TRUE(fs::exists(old / "m.so"));
+}
+
+}  // namespace
+}  // namespace dice
