@@ -10,6 +10,7 @@ import json
 import os
 import tempfile
 import unittest
+import contextlib
 from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,11 +33,14 @@ class Run:
     """A run's export as the learner writes it: steps (64-bit integers as strings), the
     candidates of every sample, a task record per task, the eval/ metrics."""
 
-    def __init__(self):
+    def __init__(self, run_id=None):
         self.lines, self.step, self.tasks = [], 0, set()
+        if run_id:
+            self.lines.append(record("run", runId=run_id, configYaml="run:\n  id: %s\n" % run_id))
 
-    def train(self, phase="e2e"):
-        self.lines.append(record("step", step=str(self.step), phaseName=phase))
+    def train(self, phase="e2e", **readouts):
+        """readouts: the step record's exploration and update fields (groupsJudged ...)."""
+        self.lines.append(record("step", step=str(self.step), phaseName=phase, **readouts))
         self.step += 1
 
     def evaluate(self, phase, version, results, kind="e2e", texts=None, failure="staticCheck"):
@@ -88,10 +92,20 @@ class LearningReportTest(unittest.TestCase):
         path = os.path.join(self.dir.name, "run.jsonl")
         with open(path, "w") as f:
             f.write(text)
+        return self.printed("--export", path, *args)
+
+    def printed(self, *args):
+        """What the report prints for these arguments."""
         out = io.StringIO()
         with redirect_stdout(out):
-            self.assertEqual(self.report.main(["--export", path] + list(args)), 0)
+            self.assertEqual(self.report.main(list(args)), 0)
         return out.getvalue()
+
+    def export(self, name, run):
+        path = os.path.join(self.dir.name, name + ".jsonl")
+        with open(path, "w") as f:
+            f.write(run.text())
+        return path
 
     def change_line(self, text, what):
         lines = [l for l in text.splitlines() if l.startswith("- " + what)]
@@ -198,6 +212,118 @@ class LearningReportTest(unittest.TestCase):
         # --compare names stages by a prefix of their phases' names.
         text = self.run_report(run.text(), "--compare", "eval-end,eval-start")
         self.assertIn("change -0.250", self.change_line(text, "e2e in-dist Exec"))
+
+    def experiment(self):
+        """tools/learning-experiment's runs in one reward log, each exported on its own: the SFT
+        run (its evaluations after SFT: a sampled pool, in-distribution and out-of-distribution
+        held-out, in-distribution again), then from its checkpoint (version 0 again) an RL arm
+        that passes 8 more of the 12 in-distribution keys and a control that judges the
+        checkpoint again with the SFT evaluation's very answers. Phase names differ between the
+        runs."""
+        pool = {"p%d-0" % k: [k < 2] * 4 for k in range(4)}
+        sft = Run("exp-sft")
+        sft.train("sft")
+        sft.evaluate("eval-sft-pool-e2e", 1, pool)
+        sft.evaluate("eval-sft-indist-e2e", 1, clustered(12, 4, {0, 1}))
+        sft.evaluate("eval-sft-ood-e2e", 1, {"o0": [False], "o1": [True]})
+        # The repeat flips one key (4 of 48 answers): the floor.
+        sft.evaluate("eval-sft-repeat-indist-e2e", 1, clustered(12, 4, {0, 1, 2}))
+        arm = Run("exp-rl-1")
+        for mixed in (1, 3):
+            arm.train("e2e", groupsJudged=4, groupsMixed=mixed, distinctTexts=12, groupSize=16,
+                      klDivergence=0.001, clipFraction=0.02, gradNorm=0.5)
+        arm.evaluate("eval-e2e-pool-e2e", 2, dict(pool, **{"p2-0": [True, True, False, False]}))
+        arm.evaluate("eval-e2e-indist-e2e", 2, clustered(12, 4, set(range(10))))
+        arm.evaluate("eval-e2e-ood-e2e", 2, {"o0": [False], "o1": [True]})
+        control = Run("exp-control")
+        control.evaluate("eval-e2e-pool-e2e", 0, pool)
+        control.evaluate("eval-e2e-indist-e2e", 0, clustered(12, 4, {0, 1}))
+        control.evaluate("eval-e2e-ood-e2e", 0, {"o0": [False], "o1": [True]})
+        tasks = [self.task_file("rl_e2e.json", list(pool), key=lambda t: t.split("-")[0]),
+                 self.task_file("heldout_indist_e2e.json", list(clustered(12, 4, set()))),
+                 self.task_file("heldout_e2e.json", ["o0", "o1"], key=lambda t: t)]
+        return ([self.export(n, r) for n, r in (("sft", sft), ("arm", arm), ("control", control))],
+                ["--tasks"] + tasks)
+
+    def test_an_arm_is_compared_with_the_baseline_runs_stage_and_its_floor(self):
+        (sft, arm, _), tasks = self.experiment()
+        # Alone, the arm has one stage and nothing to compare it with.
+        self.assertIn("(no two stages to compare)", self.printed("--export", arm, *tasks))
+        text = self.printed("--export", arm, "--baseline-export", sft, *tasks)
+        self.assertIn("Changes run exp-sft, stage eval-sft -> run exp-rl-1, stage eval-e2e (", text)
+        line = self.change_line(text, "e2e in-dist Exec")
+        # BEFORE is the SFT evaluation (2 keys of 12), not its repeat (3) nor the arm's own.
+        self.assertIn(": .167 -> .833, change +0.667", line)
+        self.assertIn("48 tasks, 12 keys", line)
+        self.assertIn("32 of 48 first answers changed", line)
+        self.assertIn("(repeat at run exp-sft, stage eval-sft: +0.083", line)
+        self.assertIn("4 of 48 answers changed", line)
+        self.assertGreater(float(line.split("; floor ")[1].split(" ")[0]), 0.083)
+        self.assertTrue(line.endswith(": beyond the noise floor (a gain)"), line)
+        # The pool (matched by split, its phase named otherwise) and OOD, which had no repeat.
+        line = self.change_line(text, "e2e pool pass@1")
+        self.assertIn(".500 -> .625, change +0.125", line)
+        self.assertIn("; 4 tasks, 4 keys)", line)
+        self.assertIn("sampled, its draws' noise inside the interval (floor 0)", line)
+        self.assertIn("floor not measured", self.change_line(text, "e2e OOD Exec"))
+        # The rest of the report is the arm's: its stage table, its learner's table.
+        self.assertIn("| eval-e2e | 2 |", text)
+        self.assertNotIn("| eval-sft", text)
+
+    def test_a_control_with_the_baselines_answers_is_within_the_floor(self):
+        (sft, _, control), tasks = self.experiment()
+        text = self.printed("--export", control, "--baseline-export", sft, *tasks)
+        self.assertIn("Changes run exp-sft, stage eval-sft -> run exp-control, stage eval-e2e (",
+                      text)
+        line = self.change_line(text, "e2e in-dist Exec")
+        self.assertIn(": .167 -> .167, change +0.000", line)
+        self.assertIn("0 of 48 first answers changed", line)
+        self.assertIn("repeat at run exp-sft, stage eval-sft", line)
+        self.assertTrue(line.endswith(": within the noise floor"), line)
+        # --compare's BEFORE names a stage of the baseline.
+        text = self.printed("--export", control, "--baseline-export", sft, "--compare",
+                           "eval-sft-ood,", *tasks)
+        self.assertIn("Changes run exp-sft, stage eval-sft -> run exp-control", text)
+
+    def test_brief_prints_a_block_per_run_with_its_rl_readouts(self):
+        (sft, arm, control), tasks = self.experiment()
+        text = self.printed("--export", arm, "--baseline-export", sft, "--brief", *tasks)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "exp-rl-1: exp-sft/eval-sft -> exp-rl-1/eval-e2e")
+        self.assertEqual(len(lines), 5, text)
+        self.assertRegex(lines[1], r"^  e2e pool pass@1   \.500 -> \.625  \+0\.125 \[.*\]  "
+                                   r"floor 0 \(sampled\): ")
+        self.assertRegex(lines[2], r"^  e2e in-dist Exec  \.167 -> \.833  \+0\.667 \[.*\]  "
+                                   r"floor \.\d+: beyond the noise floor \(a gain\); "
+                                   r"32 of 48 answers changed$")
+        self.assertRegex(lines[3], r"^  e2e OOD Exec      \.500 -> \.500  \+0\.000 .* no floor: "
+                                   r"interval includes 0; 0 of 2 answers changed$")
+        self.assertEqual(lines[4], "  RL e2e: 2 steps, mixed groups 4 of 8 (50%), distinct texts "
+                                   "3.0 per group of 16, KL 0.001, clip fraction 0.020, "
+                                   "grad norm 0.5")
+        text = self.printed("--export", control, "--baseline-export", sft, "--brief", *tasks)
+        self.assertIn("  e2e in-dist Exec  .167 -> .167  +0.000", text)
+        self.assertIn(": within the noise floor; 0 of 48 answers changed\n", text)
+        self.assertTrue(text.endswith("  no RL step (no group judged)\n"), text)
+
+    def test_the_baseline_is_read_from_the_reward_log_by_run_id(self):
+        # A stand-in for dice-log: `export LOG RUN` prints LOG/RUN.jsonl.
+        (sft, arm, _), tasks = self.experiment()
+        log = os.path.join(self.dir.name, "log")
+        os.mkdir(log)
+        for path, run in ((sft, "s"), (arm, "a")):
+            with open(path) as f, open(os.path.join(log, run + ".jsonl"), "w") as out:
+                out.write("".join(l for l in f if '"kind": "run"' not in l))
+        fake = os.path.join(self.dir.name, "dice-log")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = export ] && exec cat "$2/$3.jsonl"\nexit 1\n')
+        os.chmod(fake, 0o755)
+        text = self.printed("--db", log, "--run", "a", "--baseline", "s", "--dice-log", fake,
+                           *tasks)
+        self.assertIn("Changes run s, stage eval-sft -> run a, stage eval-e2e (", text)
+        with self.assertRaises(SystemExit):
+            with redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                self.report.main(["--export", arm, "--baseline", "s"])
 
     def test_task_files_come_from_the_runs_curriculum(self):
         data = os.path.join(self.dir.name, "data")
