@@ -47,7 +47,8 @@ constexpr const auto& enum_names(PhaseType) {
   return kPhaseTypeNames;
 }
 
-// How rollouts of a phase are decoded: `sample` by rollout.sampling (DICE's RL settings), or
+// How rollouts of a phase are decoded: `sample` by rollout.sampling (DICE's RL settings) with the
+// phase's own `sampling` keys over it (PhaseSampling), or
 // `greedy`: DICE's evaluation decoding (temperature 0, low_confidence_static, the same block and
 // steps and max_new_tokens).
 enum class Decoding { kSample, kGreedy };
@@ -190,8 +191,8 @@ struct CurriculumPhase {
             "null",
             config::at_least(1));
     v.field("decoding", decoding,
-            "sample (rollout.sampling) or greedy (DICE's evaluation decoding); null = sample for "
-            "rl, greedy for eval. Default: null");
+            "sample (rollout.sampling with this phase's `sampling` keys) or greedy (DICE's "
+            "evaluation decoding); null = sample for rl, greedy for eval. Default: null");
     v.field("timing", timing,
             "Whether the reward service times correct candidates (speedup, fast_p), where "
             "reward.timing.enabled; null = eval phases do, rl phases only when reward.policy.kind "
