@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/durable_file.h"
+
 namespace dice::cluster {
 namespace {
 
@@ -117,20 +119,11 @@ Status write_state_file(const std::string& state_dir, const ClusterState& state)
   YAML::Emitter out;
   out.SetDoublePrecision(17);
   out << root;
-  std::string final_path = state_file_path(state_dir);
-  std::string temp_path = final_path + ".tmp";
-  {
-    std::ofstream file(temp_path, std::ios::trunc);
-    file << "# dice-cluster state (written by the supervisor; see cluster/cluster_state.h)\n"
-         << out.c_str() << "\n";
-    file.flush();
-    if (!file) return Status::io_error("cannot write " + temp_path + ": " + std::strerror(errno));
-  }
-  if (std::rename(temp_path.c_str(), final_path.c_str()) != 0) {
-    return Status::io_error("cannot rename " + temp_path + " to " + final_path + ": " +
-                            std::strerror(errno));
-  }
-  return Status::ok_status();
+  return write_file_atomically(
+      state_file_path(state_dir),
+      std::string(
+          "# dice-cluster state (written by the supervisor; see cluster/cluster_state.h)\n") +
+          out.c_str() + "\n");
 }
 
 Result<ClusterState> read_state_file(const std::string& state_dir) {

@@ -1,15 +1,12 @@
 #include "learner/resume_store.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "common/durable_file.h"
 #include "common/remove_tree.h"
 
 namespace dice {
@@ -19,29 +16,8 @@ namespace fs = std::filesystem;
 
 constexpr const char kPositionFile[] = "position.json";
 
-// Writes `text` to `path` and flushes it to the disk: position.json is what makes a folder count.
-Status write_synced(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::io_error("cannot create " + path + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      return Status::io_error("cannot write " + path + ": " + why);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) return Status::io_error("cannot flush " + path + ": " + std::strerror(errno));
-  return Status::ok_status();
-}
-
-Status rename_path(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0) {
+Status rename_path(const std::string& from, const std::string& to, FileSystem& file_system) {
+  if (file_system.rename(from, to) != 0) {
     return Status::io_error("rename " + from + " to " + to + ": " + std::strerror(errno));
   }
   return Status::ok_status();
@@ -60,7 +36,8 @@ Result<ResumePoint> read_folder(const std::string& dir) {
 }  // namespace
 
 Status write_resume(const std::string& base_dir, const RunPosition& position,
-                    const std::function<Status(const std::string& dir)>& fill) {
+                    const std::function<Status(const std::string& dir)>& fill,
+                    FileSystem& file_system) {
   const std::string tmp = base_dir + "/resume.partial";
   const std::string current = base_dir + "/resume";
   const std::string old = base_dir + "/resume.old";
@@ -69,15 +46,25 @@ Status write_resume(const std::string& base_dir, const RunPosition& position,
   fs::create_directories(tmp, ec);
   if (ec) return Status::io_error("cannot create " + tmp + ": " + ec.message());
   if (fill) DICE_RETURN_IF_ERROR(fill(tmp));
-  DICE_RETURN_IF_ERROR(write_synced(tmp + "/" + kPositionFile, run_position_to_json(position)));
+  DurableWriteOptions durable;
+  durable.file_system = &file_system;
+  DICE_RETURN_IF_ERROR(
+      write_file_atomically(tmp + "/" + kPositionFile, run_position_to_json(position), durable));
+  // The weights and optimizer state come from writers that do not sync (LibTorch's archives):
+  // everything in the folder reaches the disk before the folder may count.
+  DICE_RETURN_IF_ERROR(sync_tree(tmp, file_system));
   // resume.old is either gone or the complete folder a crash left between the renames; the
-  // current one is complete too, so the older of the two can go.
+  // current one is complete and durable too, so the older of the two can go.
   if (fs::exists(current, ec)) {
     DICE_RETURN_IF_ERROR(remove_tree(old));
-    DICE_RETURN_IF_ERROR(rename_path(current, old));
+    DICE_RETURN_IF_ERROR(rename_path(current, old, file_system));
   }
-  DICE_RETURN_IF_ERROR(rename_path(tmp, current));
-  return remove_tree(old);
+  DICE_RETURN_IF_ERROR(rename_path(tmp, current, file_system));
+  // Until the renames are on the disk, a power loss may bring back the folder as it was before
+  // them: resume.old stays until then.
+  DICE_RETURN_IF_ERROR(sync_directory(base_dir, file_system));
+  DICE_RETURN_IF_ERROR(remove_tree(old));
+  return sync_directory(base_dir, file_system);
 }
 
 Result<ResumePoint> read_resume(const std::string& base_dir) {

@@ -5,14 +5,17 @@
 //   optimizer.pt    the fp32 masters, AdamW's state and the RNG states (master_weights.h),
 //                   when a trainer exists
 //
-// A new one is built under resume.partial and swapped in by renames (resume -> resume.old,
-// resume.partial -> resume, resume.old removed), so at every instant one complete folder exists:
-// a crash between the two renames leaves resume.old, which read_resume() then takes.
+// A new one is built under resume.partial, synced whole (every file and folder in it fsynced),
+// and swapped in by renames (resume -> resume.old, resume.partial -> resume, the base folder
+// fsynced, then resume.old removed), so at every instant one complete folder exists on the disk:
+// a crash between the two renames leaves resume.old, which read_resume() then takes, and a power
+// loss before the renames reached the disk leaves the old folder whole, resume.old included.
 #pragma once
 
 #include <functional>
 #include <string>
 
+#include "common/durable_file.h"
 #include "common/status.h"
 #include "learner/run_position.h"
 
@@ -25,8 +28,10 @@ struct ResumePoint {
 
 // Writes `fill`'s files (into the folder it is given) and then `position` as a new resume
 // folder under `base_dir`, replacing the old one. IOError naming the path that failed.
+// `file_system`: where the syncs and renames go (tests record their order).
 Status write_resume(const std::string& base_dir, const RunPosition& position,
-                    const std::function<Status(const std::string& dir)>& fill);
+                    const std::function<Status(const std::string& dir)>& fill,
+                    FileSystem& file_system = posix_file_system());
 
 // The run's newest complete resume folder under `base_dir`; NotFound when it has none;
 // InvalidArgument naming the file when position.json does not parse.

@@ -5,17 +5,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <functional>
-#include <memory>
 #include <set>
+
+#include "common/durable_file.h"
 
 namespace dice {
 namespace {
-
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
 Status check_tensor(const TensorView& t) {
   size_t numel = 1;
@@ -30,43 +25,6 @@ Status check_tensor(const TensorView& t) {
   }
   if (t.nbytes > 0 && t.data == nullptr) {
     return Status::invalid_argument("tensor '" + t.name + "': no data");
-  }
-  return Status::ok_status();
-}
-
-// Writes `bytes` to `path` through a temporary file and a rename.
-Status write_file_atomically(const std::string& path,
-                             const std::function<Status(std::FILE*)>& write_body) {
-  const std::string tmp = path + ".tmp";
-  FilePtr file(std::fopen(tmp.c_str(), "wb"));
-  if (!file) return Status::io_error(tmp + ": cannot create: " + std::strerror(errno));
-  Status body = write_body(file.get());
-  if (!body.ok()) {
-    file.reset();
-    std::remove(tmp.c_str());
-    return body.with_context(path);
-  }
-  if (std::fflush(file.get()) != 0 || std::ferror(file.get())) {
-    int err = errno;
-    file.reset();
-    std::remove(tmp.c_str());
-    return Status::io_error(tmp + ": write failed: " + std::strerror(err));
-  }
-  if (std::fclose(file.release()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::io_error(tmp + ": close failed: " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return Status::io_error(path + ": rename failed: " + std::strerror(err));
-  }
-  return Status::ok_status();
-}
-
-Status write_all(std::FILE* f, const void* data, size_t n, const std::string& what) {
-  if (n > 0 && std::fwrite(data, 1, n, f) != n) {
-    return Status::io_error(what + ": write failed: " + std::strerror(errno));
   }
   return Status::ok_status();
 }
@@ -112,14 +70,14 @@ Status write_safetensors(const std::string& path, const std::vector<TensorView>&
   }
   std::string text = boost::json::serialize(header);
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
-  return write_file_atomically(path, [&](std::FILE* f) -> Status {
+  return write_file_atomically_with(path, [&](int fd) -> Status {
     uint8_t len[8];
     uint64_t n = text.size();
     for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-    DICE_RETURN_IF_ERROR(write_all(f, len, 8, path));
-    DICE_RETURN_IF_ERROR(write_all(f, text.data(), text.size(), path));
+    DICE_RETURN_IF_ERROR(write_all(fd, len, 8, path));
+    DICE_RETURN_IF_ERROR(write_all(fd, text.data(), text.size(), path));
     for (const TensorView& t : tensors) {
-      DICE_RETURN_IF_ERROR(write_all(f, t.data, t.nbytes, path + ": tensor '" + t.name + "'"));
+      DICE_RETURN_IF_ERROR(write_all(fd, t.data, t.nbytes, path + ": tensor '" + t.name + "'"));
     }
     return Status::ok_status();
   });
@@ -131,9 +89,7 @@ Status write_model_dir(const std::string& dir, const ModelConfig& config,
   DICE_RETURN_IF_ERROR(config.validate("config for " + dir));
   DICE_RETURN_IF_ERROR(make_dir(dir));
   std::string config_text = model_config_to_json(config);
-  DICE_RETURN_IF_ERROR(write_file_atomically(dir + "/config.json", [&](std::FILE* f) {
-    return write_all(f, config_text.data(), config_text.size(), dir + "/config.json");
-  }));
+  DICE_RETURN_IF_ERROR(write_file_atomically(dir + "/config.json", config_text));
 
   // Greedy sharding in the given order, as transformers does.
   std::vector<std::vector<TensorView>> shards(1);
@@ -161,9 +117,7 @@ Status write_model_dir(const std::string& dir, const ModelConfig& config,
                             {"weight_map", std::move(weight_map)}};
   std::string index_text = boost::json::serialize(index);
   std::string index_path = dir + "/model.safetensors.index.json";
-  DICE_RETURN_IF_ERROR(write_file_atomically(index_path, [&](std::FILE* f) {
-    return write_all(f, index_text.data(), index_text.size(), index_path);
-  }));
+  DICE_RETURN_IF_ERROR(write_file_atomically(index_path, index_text));
   std::remove((dir + "/model.safetensors").c_str());  // a stale single file would confuse readers
   return Status::ok_status();
 }

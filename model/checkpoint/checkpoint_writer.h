@@ -7,8 +7,9 @@
 //
 // Each safetensors file is:  [u64 LE header length][JSON header, space-padded to 8 bytes][data]
 // with tensors laid end to end in the order given, and __metadata__ {"format": "pt"} (transformers
-// refuses files without it). Files are written to "<name>.tmp" and renamed into place, so a
-// crash never leaves a half-written file under the final name.
+// refuses files without it). Each file is written durably (common/durable_file.h: a temporary,
+// fsync, rename into place, fsync of the folder), so a crash or a power loss never leaves a
+// half-written file under the final name.
 #pragma once
 
 #include <cstdint>

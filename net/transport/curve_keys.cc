@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/durable_file.h"
+
 namespace dice::transport {
 namespace {
 
@@ -26,21 +28,11 @@ bool is_z85_key(const std::string& key) {
 }
 
 // Writes `text` to `path` with mode 0600 from the start (never readable by others, not even
-// between the write and a chmod), through a temporary file renamed into place.
+// between the write and a chmod), durably (common/durable_file.h).
 Status write_private_file(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  FILE* file = nullptr;
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd >= 0) file = ::fdopen(fd, "w");
-  if (file == nullptr) {
-    return Status::io_error("cannot write " + temporary + ": " + std::strerror(errno));
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return Status::io_error("cannot write " + path + ": " + std::strerror(errno));
-  }
-  return Status::ok_status();
+  DurableWriteOptions options;
+  options.mode = 0600;
+  return write_file_atomically(path, text, options);
 }
 
 // The "<field>: <value>" lines of a key file.

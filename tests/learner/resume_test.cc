@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -11,6 +12,7 @@
 #include "learner/resume_plan.h"
 #include "learner/resume_store.h"
 #include "learner/run_position.h"
+#include "tests/common/recording_file_system.h"
 
 namespace dice {
 namespace {
@@ -149,6 +151,51 @@ TEST_F(ResumeStoreTest, ACrashBetweenTheRenamesLeavesTheOldFolderReadable) {
   ASSERT_TRUE(write_resume(dir_.string(), p, nullptr).ok());
   EXPECT_EQ(read_resume(dir_.string())->position.next_step, 9u);
   EXPECT_FALSE(fs::exists(dir_ / "resume.old"));
+}
+
+// What reaches the disk in which order: every file of the new folder (the weights and the
+// optimizer state, whose writers do not sync, and position.json) before the folder is renamed
+// into place, the renames before the base folder's sync, and resume.old still there at that sync:
+// until the renames are on the disk, a power loss may bring back the folder as it was before.
+TEST_F(ResumeStoreTest, TheNewFolderIsOnTheDiskBeforeTheOldOneGoes) {
+  RunPosition p = sample_position();
+  const std::string base = dir_.string();
+  ASSERT_TRUE(write_resume(base, p, nullptr).ok());
+  testing_util::RecordingFileSystem recorder;
+  bool old_kept_at_sync = false;
+  recorder.before_call = [&](const std::string& call) {
+    if (call == "fsync " + base && !old_kept_at_sync) {
+      old_kept_at_sync = fs::exists(dir_ / "resume.old");
+    }
+  };
+  p.next_step = 5;
+  Status written = write_resume(
+      base, p,
+      [](const std::string& dir) {
+        fs::create_directories(dir + "/model");
+        std::ofstream(dir + "/model/model.safetensors") << "weights";
+        std::ofstream(dir + "/optimizer.pt") << "moments";
+        return Status::ok_status();
+      },
+      recorder);
+  ASSERT_TRUE(written.ok()) << written.to_string();
+  const std::vector<std::string>& calls = recorder.calls;
+  auto at = [&](const std::string& call) {
+    return static_cast<std::size_t>(std::find(calls.begin(), calls.end(), call) - calls.begin());
+  };
+  const std::string partial = base + "/resume.partial";
+  const std::string current = base + "/resume";
+  const std::size_t swap_in = at("rename " + partial + " " + current);
+  ASSERT_LT(swap_in, calls.size()) << ::testing::PrintToString(calls);
+  for (const std::string& entry : {partial + "/model/model.safetensors", partial + "/optimizer.pt",
+                                   partial + "/position.json", partial + "/model", partial}) {
+    EXPECT_LT(at("fsync " + entry), swap_in) << entry << " not synced before the swap";
+  }
+  EXPECT_LT(at("rename " + current + " " + base + "/resume.old"), swap_in);
+  EXPECT_LT(swap_in, at("fsync " + base)) << ::testing::PrintToString(calls);
+  EXPECT_TRUE(old_kept_at_sync) << "resume.old went before the renames were on the disk";
+  EXPECT_FALSE(fs::exists(dir_ / "resume.old"));
+  EXPECT_EQ(read_resume(base)->position.next_step, 5u);
 }
 
 PhasePlan rl_phase(const std::string& name, int steps, const std::vector<std::string>& ids) {

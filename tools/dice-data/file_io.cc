@@ -22,27 +22,4 @@ Result<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-Status write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      return Status::io_error(tmp + ": write failed: " + why);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    return Status::io_error(path + ": cannot rename into place: " + ec.message());
-  }
-  return Status::ok_status();
-}
-
 }  // namespace dice::data
