@@ -89,9 +89,9 @@ struct PolicyLossOptions {
         "Skip groups whose rewards are all equal: their z-scored advantage is zero. Default: true");
     v.field("ppo_epochs", ppo_epochs,
             "Optimizer steps on each RL step's samples (passes over all of them). Every pass's "
-            "ratio, clip and KL are against the policy that sampled, so after the first the clip "
-            "bounds how far the step moves; more learning per judged candidate where the reward "
-            "is the expensive part. DICE: 1. Default: 1",
+            "ratio and clip (and KL, under kl_reference sampling) are against the policy that "
+            "sampled, so after the first the clip bounds how far the step moves; more learning per "
+            "judged candidate where the reward is the expensive part. DICE: 1. Default: 1",
             config::at_least(1), config::at_most(64));
     v.field("ppo_mini_batches", ppo_mini_batches,
             "Mini-batches per epoch: the step's samples (in task, sample order) split into this "
