@@ -16,6 +16,14 @@ namespace fs = std::filesystem;
 
 constexpr const char kPositionFile[] = "position.json";
 
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::io_error("cannot write " + path + ": " + std::strerror(errno));
+  return Status::ok_status();
+}
+
 Status rename_path(const std::string& from, const std::string& to, FileSystem& file_system) {
   if (file_system.rename(from, to) != 0) {
     return Status::io_error("rename " + from + " to " + to + ": " + std::strerror(errno));
@@ -46,12 +54,10 @@ Status write_resume(const std::string& base_dir, const RunPosition& position,
   fs::create_directories(tmp, ec);
   if (ec) return Status::io_error("cannot create " + tmp + ": " + ec.message());
   if (fill) DICE_RETURN_IF_ERROR(fill(tmp));
-  DurableWriteOptions durable;
-  durable.file_system = &file_system;
-  DICE_RETURN_IF_ERROR(
-      write_file_atomically(tmp + "/" + kPositionFile, run_position_to_json(position), durable));
-  // The weights and optimizer state come from writers that do not sync (LibTorch's archives):
-  // everything in the folder reaches the disk before the folder may count.
+  // No reader looks into resume.partial, so its files need no write-and-rename of their own;
+  // the weights and optimizer state come from writers that do not sync (LibTorch's archives):
+  // everything in the folder reaches the disk, in one pass, before the folder may count.
+  DICE_RETURN_IF_ERROR(write_text(tmp + "/" + kPositionFile, run_position_to_json(position)));
   DICE_RETURN_IF_ERROR(sync_tree(tmp, file_system));
   // resume.old is either gone or the complete folder a crash left between the renames; the
   // current one is complete and durable too, so the older of the two can go.
@@ -63,8 +69,8 @@ Status write_resume(const std::string& base_dir, const RunPosition& position,
   // Until the renames are on the disk, a power loss may bring back the folder as it was before
   // them: resume.old stays until then.
   DICE_RETURN_IF_ERROR(sync_directory(base_dir, file_system));
-  DICE_RETURN_IF_ERROR(remove_tree(old));
-  return sync_directory(base_dir, file_system);
+  // Its removal need not reach the disk: read_resume() takes resume first.
+  return remove_tree(old);
 }
 
 Result<ResumePoint> read_resume(const std::string& base_dir) {
