@@ -1,8 +1,11 @@
 #include "learner/policy_checkpoint.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
+#include "common/durable_file.h"
 #include "common/remove_tree.h"
 #include "model/weights.h"
 
@@ -18,7 +21,7 @@ constexpr const char* kSideFiles[] = {
 }  // namespace
 
 Status save_policy_checkpoint(Qwen3LMImpl& model, const std::string& source_dir,
-                              const std::string& dir) {
+                              const std::string& dir, FileSystem& file_system) {
   namespace fs = std::filesystem;
   const std::string tmp = dir + ".partial";
   DICE_RETURN_IF_ERROR(remove_tree(tmp));
@@ -30,11 +33,16 @@ Status save_policy_checkpoint(Qwen3LMImpl& model, const std::string& source_dir,
     fs::copy_file(from, fs::path(tmp) / name, fs::copy_options::overwrite_existing, ec);
     if (ec) return Status::io_error("copy " + from.string() + " into " + tmp + ": " + ec.message());
   }
+  // The weights' files are synced as they are written; the side files are copies that are not.
+  // All of it is on the disk before the folder takes its name, and the name after the rename:
+  // the resume folder names this checkpoint.
+  DICE_RETURN_IF_ERROR(sync_tree(tmp, file_system));
   DICE_RETURN_IF_ERROR(remove_tree(dir));  // a checkpoint of the same name from an earlier try
-  if (std::rename(tmp.c_str(), dir.c_str()) != 0) {
-    return Status::io_error("rename " + tmp + " to " + dir);
+  if (file_system.rename(tmp, dir) != 0) {
+    return Status::io_error("rename " + tmp + " to " + dir + ": " + std::strerror(errno));
   }
-  return Status::ok_status();
+  const std::string parent = fs::path(dir).parent_path().string();
+  return sync_directory(parent.empty() ? "." : parent, file_system);
 }
 
 }  // namespace dice
