@@ -303,8 +303,8 @@ struct LearnerOptions {
         "phases", phases,
         "Curriculum phases to run, by name, in curriculum order; empty runs them all. Default: []");
     v.field("init_checkpoint", init_checkpoint,
-            "Weights to start from (a phase-1 checkpoint to resume at phase 2); empty = "
-            "rollout.model_path. Default: empty",
+            "Weights to start from (an SFT or phase-1 checkpoint); rollout workers sample "
+            "them too until the first push; empty = rollout.model_path. Default: empty",
             config::is_path());
     v.field("tasks_per_step", tasks_per_step,
             "Tasks per policy update, unless the curriculum phase sets its own. Default: 64",
@@ -344,7 +344,9 @@ struct LearnerOptions {
             "the CPU: 12 bytes per parameter off the GPU (48 GB for SDAR-4B), for a learner "
             "sharing one GPU with a rollout worker. Default: false");
     v.field("seed", seed,
-            "Seed for task order ties, noise and dropout; 0 = draw one at start. Default: 0");
+            "Seed for task order ties, noise and dropout; 0 = draw one at start. Rollout "
+            "workers seed their samplers from it and their worker index (0: seed 0 plus the "
+            "index). Default: 0");
     v.field("group_timeout_seconds", group_timeout_seconds,
             "A task group not fully sampled and judged this long after its rollout request is "
             "skipped (logged; its verdicts so far are kept with advantage 0), so a lost worker "
