@@ -42,7 +42,8 @@ struct TimingOptions {
   int warmups = 3;
   // A candidate being timed has its GPU alone: the other slots' evaluations wait (gpu_turns.h).
   // On the H200 with 8 slots and no turns, the same candidates' speedups moved 0.28-4.1x (p10-p90)
-  // between two runs; with one slot, 0.78-1.40x (docs/BENCHMARKS.md, session 10).
+  // between two runs; with one slot, 0.78-1.40x (2026-11-30; docs/BENCHMARKS.md, "Timed speedups
+  // with 8 slots on one GPU are noise").
   bool exclusive = true;
   double turn_wait_seconds = 60;
 

@@ -1,8 +1,9 @@
 // Verdicts of repeated candidates (reward.reuse_verdicts): the same response text for the same
 // task is judged once per worker, and every repeat gets a copy that names the original
 // (Verdict.reusedFrom). Samples of one task repeat often, the more the surer the policy is
-// (session 16 on the H200: a phase-1 step's 64 samples held 13 distinct texts); the compile cache
-// already shares their builds, but each repeat still took a GPU slot for a ~3 s evaluation.
+// (on the H200, 2026-12-02: a phase-1 step's 64 samples held 14-15 distinct texts;
+// docs/BENCHMARKS.md, "one layout, 12 SFT epochs"); the compile cache already shares their
+// builds, but each repeat still took a GPU slot for a ~3 s evaluation.
 //
 // A repeat that arrives while its original is being judged waits for that verdict. Verdicts that
 // may not hold for a second run are not kept: a service fault (internalError,

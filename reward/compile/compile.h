@@ -81,7 +81,8 @@ struct CompileOptions {
   // lean headers). Default: true
   bool lean_kernel_headers = true;
   // After a plain compile error in a light tier, every tier between it and the full headers too
-  // (split -> lean -> slim -> full, as before session 15), instead of the full headers at once.
+  // (split -> lean -> slim -> full, the ladder until 2026-12-02), instead of the full headers at
+  // once.
   // The verdict is the same (the full headers decide either way); a broken candidate costs up to
   // five compiles instead of two. For comparison (tools/bench/reward). Default: false
   bool intermediate_header_tiers = false;

@@ -403,7 +403,8 @@ class Compiler::Build {
   // and the full headers decide at once. The slim tier between lean and full only ever made a
   // build cheaper that the full headers would also make, while a candidate whose own code is
   // broken (most failures of an RL step) compiled in every tier: on the H200 a compile error took
-  // 61.5 s against 10 s for a success (session 15). intermediate_header_tiers keeps them all.
+  // 61.5 s against 10 s for a success (2026-12-02; docs/BENCHMARKS.md, "names fixed, 20 SFT
+  // epochs"). intermediate_header_tiers keeps them all.
   std::optional<CompileOutcome> build_with_torch_headers() {
     const bool every_tier = c_.options_.intermediate_header_tiers;
     const bool lean = c_.options_.lean_kernel_headers && !c_.aten_operators_.empty();

@@ -2,7 +2,7 @@
 // number hold a shared turn), but a candidate being timed has the GPU alone (an exclusive turn):
 // on the H200, timing while 7 other slots ran moved kernel times up to 15x and the same
 // candidates' speedups 0.28-4.1x (p10-p90) between two runs, against 0.78-1.40x with one slot
-// (docs/BENCHMARKS.md, session 10).
+// (2026-11-30; docs/BENCHMARKS.md, "Timed speedups with 8 slots on one GPU are noise").
 //
 // Timings go first: once one waits, no new evaluation takes a shared turn until it has run, so a
 // stream of new candidates cannot starve it. Every wait is bounded by the caller's patience: a

@@ -109,9 +109,9 @@ def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
     synchronisation, digests). Time the claim leaves unexplained beyond half the wall time (and
     10 ms) is time the candidate spent but did not report. The margin is what honest candidates
     need: on the H200 the two processes' loop overheads differed by up to 41 ms over 101 calls
-    (16 dev items, session 12), so time hidden below about one loop overhead (~0.5-1.3 ms per
-    call there) is not seen by this check; the timers it would have to fake are bound before
-    candidate code loads (timed_calls.Timers)."""
+    (16 dev items, 2026-12-01; docs/BENCHMARKS.md, "The judge/runner split on the H200"), so time
+    hidden below about one loop overhead (~0.5-1.3 ms per call there) is not seen by this check;
+    the timers it would have to fake are bound before candidate code loads (timed_calls.Timers)."""
     unexplained = wall_ms - overhead_ms - sum(claimed_ms)
     if unexplained > max(0.5 * wall_ms, 10.0):
         return ("the runner reported %.3f ms over %d calls, but its timing took %.3f ms of which "
@@ -122,8 +122,9 @@ def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
 
 # Rounds of timing a claim the outside clock cannot explain gets before it is a finding. One
 # round's loop overheads can differ by more than the margin under CPU load: in an RL step on the
-# H200 (14 compiles and 8 evaluations on 16 cores, session 15) two honest kernels of 21 timed
-# calls were flagged with 17 and 35 ms unexplained. Time a candidate hides is hidden in every round.
+# H200 (14 compiles and 8 evaluations on 16 cores, 2026-12-02; docs/BENCHMARKS.md, "names fixed,
+# 20 SFT epochs") two honest kernels of 21 timed calls were flagged with 17 and 35 ms unexplained.
+# Time a candidate hides is hidden in every round.
 TIMING_CLAIM_ROUNDS = 3
 
 

@@ -201,7 +201,7 @@ TEST_F(CompileTest, TypicalKernelBuildsWithTheLeanHeaders) {
 
 // A kernel file that uses more of torch than the lean headers give (tensor indexing) still
 // builds: the lean attempt fails and the full headers decide; with intermediate_header_tiers the
-// slim ones come between, as before session 15, and build it.
+// slim ones come between, as in the ladder until 2026-12-02, and build it.
 TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheFullOnes) {
   auto exts = sources_of("honest/template_scale.py");
   ASSERT_EQ(exts.size(), 1u);

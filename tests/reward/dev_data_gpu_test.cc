@@ -119,8 +119,9 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
             << pipeline.compiler().split_fallbacks() << ")" << std::endl;
 
   // cublasLt (4383, 4950, 426, 3020), cublasSgemmStridedBatched (5756), cuDNN (7678 and 3497,
-  // whose convolution cuDNN computes; 3497 was first judged in session 18, once the judge stopped
-  // running out of GPU memory beside the runner's NaN filler blocks).
+  // whose convolution cuDNN computes; 3497 was first judged on 2026-12-02, once the judge stopped
+  // running out of GPU memory beside the runner's NaN filler blocks: docs/BENCHMARKS.md, "Guard
+  // bytes around every tensor").
   const std::set<std::string> library_fallbacks = {"4383", "4950", "426", "3020",
                                                    "5756", "7678", "3497"};
   int rewarded = 0;

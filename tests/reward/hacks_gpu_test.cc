@@ -305,7 +305,8 @@ TEST_F(HacksGpuTest, TheProfilerSeesTheCandidatesKernels) {
 
 // With timing on, each candidate is timed with the GPU to itself (reward.timing.exclusive): copies
 // of one kernel judged side by side read about the same time. Timed while the other slots' checks
-// ran, the dev set's 0.05 ms kernels read up to 15x slower (docs/BENCHMARKS.md, session 10).
+// ran, the dev set's 0.05 ms kernels read up to 15x slower (2026-11-30; docs/BENCHMARKS.md,
+// "Timed speedups with 8 slots on one GPU are noise").
 TEST_F(HacksGpuTest, TimedCandidatesHaveTheGpuToThemselves) {
   options_.timing.enabled = true;
   rebuild_pipeline();

@@ -468,8 +468,9 @@ class TimedCallsTest(unittest.TestCase):
         self.assertIsNone(judge.check_timing_claim([0.0825] * 101, 88.8, 44.9))
 
     def test_a_timing_finding_must_hold_in_every_round(self):
-        # Session 15, an honest sigmoid under CPU load: 1.116 ms claimed over 21 calls, 33.0 ms
-        # outside, 14.6 ms of loop overhead. Flagged alone; a calmer second round clears it.
+        # An honest sigmoid under CPU load on the H200 (2026-12-02; docs/BENCHMARKS.md, "names
+        # fixed, 20 SFT epochs"): 1.116 ms claimed over 21 calls, 33.0 ms outside, 14.6 ms of loop
+        # overhead. Flagged alone; a calmer second round clears it.
         loaded = ([1.116 / 21] * 21, 33.03, 14.613)
         calm = ([1.116 / 21] * 21, 16.9, 14.2)
         self.assertIsNotNone(judge.check_timing_claim(*loaded))

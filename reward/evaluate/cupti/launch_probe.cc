@@ -13,8 +13,9 @@
 // CUPTI, this probe): a cuBLAS launch is cuBLAS's even when the candidate called cuBLAS. "?" when
 // neither answers (a stack that cannot be unwound).
 // torch's profiler answers the same question from CUPTI's activity API, whose first session cost
-// 4.8-5.7 CPU-s per process on the H200 node; this one's cost 0.04-0.12 CPU-s (BENCHMARKS.md,
-// session 9). CUDA graph launches carry no kernel name: they are reported as kGraphLaunchLine so
+// 4.8-5.7 CPU-s per process on the H200 node; this one's cost 0.04-0.12 CPU-s (2026-11-30;
+// docs/BENCHMARKS.md, "The 60 on the H200 with KernelBench in the same run", the one whose target
+// is met). CUDA graph launches carry no kernel name: they are reported as kGraphLaunchLine so
 // that the runner can fall back to the profiler, which sees the graph's kernels.
 #include <cupti.h>
 #include <cxxabi.h>

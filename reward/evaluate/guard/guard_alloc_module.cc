@@ -213,7 +213,8 @@ extern "C" __attribute__((visibility("default"))) int dice_guard_watch(int on) {
 // violation "<device> <address> <size> <live 0|1> <bytes before> <bytes after> <reach after>".
 // Formatted with snprintf, not iostreams: this module lives in the candidate's process beside
 // whatever libstdc++ PyTorch brought, and ostream's number formatting through that library's
-// locale facets crashed on the H200 node (session 18).
+// locale facets crashed on the H200 node (2026-12-02; docs/BENCHMARKS.md, "Guard bytes around
+// every tensor").
 extern "C" __attribute__((visibility("default"))) const char* dice_guard_check() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
