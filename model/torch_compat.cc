@@ -141,8 +141,9 @@ at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k
 // every call: packed SFT rows and trace lengths vary per step, each attention tile reads its own
 // key count, the rollout's KV length grows every forward. SFT at the small recipe's shape ran
 // 2.05 s a step with a new batch every step against 0.16-0.18 s with one batch repeated (H200,
-// torch 2.11, sft_bench --vary-lengths; docs/BENCHMARKS.md, session 26). The flash and
-// memory-efficient kernels need no per-shape plan.
+// torch 2.11, sft_bench --vary-lengths, 2026-12-05; docs/BENCHMARKS.md, "Learner on the H200
+// ... SFT ten times slower when shapes vary"). The flash and memory-efficient kernels need no
+// per-shape plan.
 void keep_sdpa_off_cudnn() {
 #if DICE_TORCH_HAS_SDPA && DICE_TORCH_VERSION_AT_LEAST(2, 3)
   static const bool off = [] {

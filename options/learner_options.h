@@ -337,7 +337,8 @@ struct LearnerOptions {
             "attention costs about the visible pairs instead of the whole grid; the same "
             "results. Rounded up to whole blocks; 0 = one dense attention. Off by default: on "
             "the H200 the tiles' extra launches cost more than the skipped work saves "
-            "(docs/BENCHMARKS.md, session 26). Default: 0",
+            "(2026-12-05; docs/BENCHMARKS.md, \"Learner on the H200 ... the tiles measured\"). "
+            "Default: 0",
             config::at_least(0));
     v.field("optimizer_on_cpu", optimizer_on_cpu,
             "Keep the fp32 master weights and AdamW's moments in host memory and step them on "

@@ -303,7 +303,8 @@ TEST_F(StepTrackerTest, ACpuModesRewardNeedsNoCorrectKernel) {
 }
 
 // The reward service's own failures say nothing about the candidate: logged, never scored (a 0
-// there would push the policy away from answers nobody judged; session 15 on the H200 saw 12).
+// there would push the policy away from answers nobody judged; an RL step on the H200 saw 12 on
+// 2026-12-02: docs/BENCHMARKS.md, "names fixed, 20 SFT epochs").
 TEST_F(StepTrackerTest, ServiceFaultVerdictIsKeptButNotScored) {
   settings_.samples_per_task = 3;
   auto tracker = start(1);

@@ -83,7 +83,8 @@ TEST(TorchCompatGpuTest, SdpaMatchesMathGroupedQueryBfloat16) {
 TEST(TorchCompatGpuTest, AttentionTurnsSdpaCudnnBackendOff) {
   DICE_SKIP_WITHOUT_CUDA();
   // The cuDNN backend plans per shape (hundreds of ms each); dice's shapes vary every step
-  // (docs/BENCHMARKS.md, session 26). After dice's first attention SDPA may no longer pick it.
+  // (2026-12-05; docs/BENCHMARKS.md, "SFT ten times slower when shapes vary"). After dice's first
+  // attention SDPA may no longer pick it.
   expect_sdpa_matches_math({at::kFloat, 8, 8, 1e-4});
   EXPECT_FALSE(compat::sdpa_cudnn_enabled()) << describe_torch();
 }
