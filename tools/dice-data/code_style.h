@@ -61,8 +61,9 @@ struct SurfaceVariety {
   Variety names = Variety::kVaried;
   // fixed: one layout (CodeStyle's defaults, CodeStyle::fixed_layout). A small model decoding
   // several positions of a block at once mixes layouts where the corpus offers several (on the
-  // H200, session 15: `name namemul_ext"` for name="mul_ext", `threads = x128)`, helpers defined
-  // over and over): with one layout an answer has one form, and only the computation varies.
+  // H200, 2026-12-02: `name namemul_ext"` for name="mul_ext", `threads = x128)`, helpers defined
+  // over and over; docs/BENCHMARKS.md, "names fixed, 20 SFT epochs"): with one layout an answer
+  // has one form, and only the computation varies.
   Variety layout = Variety::kVaried;
 };
 

@@ -48,7 +48,8 @@ struct CurriculumOptions {
   Variety layout = Variety::kVaried;
   // The RL tasks' combinations: seen (SFT's own) or novel (reserved from SFT, as the held-out ones
   // are, but not held out). Default: seen (novel gave fewer mixed groups and a weaker SFT in the
-  // small recipe: docs/BENCHMARKS.md, session 17)
+  // small recipe on the H200, 2026-12-02: docs/BENCHMARKS.md, "RL tasks on combinations of their
+  // own")
   RlKeys rl_keys = RlKeys::kSeen;
 };
 

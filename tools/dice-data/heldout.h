@@ -43,10 +43,11 @@ HeldOut reserve_heldout(std::uint64_t seed);
 // The RL split (CurriculumOptions::rl_keys novel): keys of the same kinds, none of them held out,
 // that SFT never sees and the RL tasks are built on. RL then trains where the SFT'd policy has to
 // generalise, as on the held-out tasks; on SFT's own combinations a policy that memorised its
-// corpus answers every sample of a group alike and the group teaches nothing (session 16: 33 of
-// 48 phase-1 groups); measured, it did not help (session 17: 8 of 96 groups mixed). Level 1: 4
-// parameter values and 2 (binary op, broadcast) pairs; level 2: 8 chains; level 3: the 2
-// normalisations and 2 reductions the held-out split left.
+// corpus answers every sample of a group alike and the group teaches nothing (33 of 48 phase-1
+// groups in the small recipe on the H200, 2026-12-02: docs/BENCHMARKS.md, "one layout, 12 SFT
+// epochs"); measured, it did not help (8 of 96 groups mixed: docs/BENCHMARKS.md, "RL tasks on
+// combinations of their own"). Level 1: 4 parameter values and 2 (binary op, broadcast) pairs;
+// level 2: 8 chains; level 3: the 2 normalisations and 2 reductions the held-out split left.
 HeldOut reserve_rl_keys(std::uint64_t seed, const HeldOut& heldout);
 
 }  // namespace dice::data

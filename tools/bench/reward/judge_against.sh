@@ -12,8 +12,9 @@
 #   warm  (fills the caches by an untimed pass of both trees at once where cold did not run) this
 #         tree warm, then the other warm
 # Each timed run: `dice-judge --trials 5 --timing on --timing-trials 30 --gpu-slots 8 --compile-jobs
-# 16 --compile-memory-mb 229376` (session 18's settings); OUT_DIR gets every run's JSON lines,
-# summary and log, and walls.txt with one line per run (exit status and wall seconds). A machine
+# 16 --compile-memory-mb 229376` (the settings of docs/BENCHMARKS.md, "Guard bytes around every
+# tensor"); OUT_DIR gets every run's JSON lines, summary and log, and walls.txt with one line per
+# run (exit status and wall seconds). A machine
 # lent for 10-minute commands: start this under setsid and follow it, e.g.
 #   setsid nohup tools/bench/reward/judge_against.sh .bundle .device/main.tar.gz /tmp/ja cold warm \
 #     >/tmp/ja.log 2>&1 </dev/null &

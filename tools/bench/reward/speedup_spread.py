@@ -6,10 +6,11 @@
 For every candidate timed in both runs (id and variant, a speedup in each), the ratio B / A;
 prints their count, geometric mean, p10 / p50 / p90 and how many lie within 10% of 1. Two runs
 of the same candidates on the same machine should read close to 1 throughout: a wide spread says
-the timing, not the candidates, moved (session 10 measured 0.28-4.06 p10-p90 with 8 slots
-sharing one H200, 0.78-1.40 with one slot: docs/BENCHMARKS.md). --per-candidate adds each one's
-kernel_ms and reference_ms in both runs. The lines are read by kernelbench/compare.py's
-read_verdicts (errors name file:line). Exit status 2 for unreadable input or nothing to compare.
+the timing, not the candidates, moved (on 2026-11-30 0.28-4.06 p10-p90 with 8 slots sharing one
+H200, 0.78-1.40 with one slot: docs/BENCHMARKS.md, "Timed speedups with 8 slots on one GPU are
+noise"). --per-candidate adds each one's kernel_ms and reference_ms in both runs. The lines are
+read by kernelbench/compare.py's read_verdicts (errors name file:line). Exit status 2 for
+unreadable input or nothing to compare.
 """
 
 import argparse

@@ -4,8 +4,9 @@
 // runs twice: one context per side (zmq_two_contexts), as the dice sides have and two processes
 // have (an I/O thread each): the reference of the 1.5x target, since a learner and a worker are
 // two processes; and both sockets in one ZeroMQ context (zmq_router_dealer: one I/O thread serves
-// both ends, which only one process can have; the reference until session 11). After each size,
-// the same-run ratios to both.
+// both ends, which only one process can have; the reference until the runs of 2026-11-30 in
+// docs/BENCHMARKS.md, "the spin before a wait sleeps"). After each size, the same-run ratios to
+// both.
 //
 //   transport_bench [--sizes 1024,65536] [--round-trips 2000] [--window 16]
 //                   [--peers bare,dice] [--latency-round-trips N (default: --round-trips)]

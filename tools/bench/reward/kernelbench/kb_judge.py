@@ -328,7 +328,9 @@ def compile_chunk(work, chunk, options):
     os.makedirs(run_dir, exist_ok=True)
     for index, candidate in chunk:
         # A build of this chunk that a time limit killed left half a build folder (its ninja
-        # lock, no .so): KernelBench then waited on it and failed builds it retried (session 8).
+        # lock, no .so): KernelBench then waited on it and failed builds it retried (seen on the
+        # H200 on 2026-11-30: docs/BENCHMARKS.md, "The 60 on the H200 with KernelBench in the same
+        # run", the first of the two).
         shutil.rmtree(build_dir_of(work, index), ignore_errors=True)
         path = os.path.join(run_dir, f"level_0_problem_{index}_sample_0_kernel.py")
         with open(path, "w", encoding="utf-8") as f:
