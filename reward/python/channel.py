@@ -79,16 +79,40 @@ def receive(sock, timeout=None):
             os.close(fd)
         raise ProtocolError("a packet larger than the channel allows")
     try:
+        # RecursionError: a packet of nested brackets ("[[[[..." within MAX_PACKET) exhausts
+        # the decoder's recursion before any check of ours could run.
         message = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+        if not isinstance(message, dict):
+            raise ProtocolError("a message must be a JSON object")
+        check_tree(message)
+    except (UnicodeDecodeError, ValueError, RecursionError, ProtocolError) as e:
         for fd in fds:
             os.close(fd)
-        raise ProtocolError("not JSON: %s" % e)
-    if not isinstance(message, dict):
-        for fd in fds:
-            os.close(fd)
-        raise ProtocolError("a message must be a JSON object")
+        raise ProtocolError("not a well-formed message: %s: %s" % (type(e).__name__,
+                                                                   str(e)[:200]))
     return message, fds
+
+
+# Deepest nesting of a message's JSON (a message is at most 4 levels deep plus plain values of
+# MAX_PLAIN_DEPTH), and the integers a message may hold: int64, what any count, index or shape of
+# a tensor fits in. A larger integer would overflow float arithmetic (math.isfinite, a digest's
+# difference) in the judge's checks.
+MAX_JSON_DEPTH = 16
+MAX_JSON_INT = (1 << 63) - 1
+
+
+def check_tree(value):
+    """ProtocolError unless `value` (a decoded JSON document) nests at most MAX_JSON_DEPTH deep
+    and every integer in it fits in int64. Iterative: the check itself cannot be exhausted."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth >= MAX_JSON_DEPTH:
+                raise ProtocolError("nested deeper than %d levels" % MAX_JSON_DEPTH)
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_JSON_INT:
+            raise ProtocolError("an integer of %d bits" % v.bit_length())
 
 
 def tensor_to_fd(torch, t):
@@ -225,15 +249,18 @@ def decode(torch, items, fds, device=None):
             if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(fds) or k in used:
                 raise ProtocolError("bad tensor index %r" % (k,))
             used.add(k)
-            dtype = table.get(item.get("dtype"))
+            name = item.get("dtype")
+            dtype = table.get(name) if isinstance(name, str) else None
             if dtype is None:
-                raise ProtocolError("dtype %r cannot cross the channel" % (item.get("dtype"),))
+                raise ProtocolError("dtype %s cannot cross the channel" % str(name)[:64])
             shape, numel = _declared_shape(item)
-            t = torch.empty(shape, dtype=dtype)
-            nbytes = numel * t.element_size()
+            # The declared size is checked against the bytes before anything is allocated: a
+            # shape the sender made up must not size the receiver's memory.
+            nbytes = numel * torch.empty((), dtype=dtype).element_size()
             if os.fstat(fds[k]).st_size != nbytes:
                 raise ProtocolError("tensor %d: %d bytes for shape %s %s (%d expected)" % (
-                    k, os.fstat(fds[k]).st_size, shape, item.get("dtype"), nbytes))
+                    k, os.fstat(fds[k]).st_size, shape, name, nbytes))
+            t = torch.empty(shape, dtype=dtype)
             if nbytes:
                 # A private mapping, copied at once: later writes by the sender change nothing.
                 with mmap.mmap(fds[k], nbytes, flags=mmap.MAP_PRIVATE) as mm:

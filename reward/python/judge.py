@@ -43,6 +43,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 import types
 
 import channel
@@ -144,14 +145,37 @@ def confirmed_timing_claim(measure, rounds):
 
 # ---- the runner's side, seen from here ----------------------------------------------------
 
+# The failure classes a runner's {"error"} answer may name (any other is runtimeError): the
+# candidate's own failures, never one that would leave its verdict unscored (internalError).
+RUNNER_FAILURES = ("importError", "runtimeError", "shapeMismatch", "resourceLimit")
+# What an exception's text says when a process ran out of memory: the device's (PyTorch's
+# allocator, a launch, a library's workspace) or the host's. The runner's error of that kind is
+# the candidate's resourceLimit, as the sandbox's classification reads MemoryError
+# (reward/run_failure.cc).
+OUT_OF_MEMORY_TEXTS = ("CUDA out of memory", "CUDA error: out of memory",
+                       "CUBLAS_STATUS_ALLOC_FAILED", "MemoryError")
+
+
+def says_out_of_memory(text):
+    return any(s in text for s in OUT_OF_MEMORY_TEXTS)
+
+
+def malformed(what):
+    """The candidate's failure for an answer of its runner that is not what the protocol says."""
+    return EvalFailure("antiCheat", "malformed answer from the runner: %s" % what)
+
+
 class RunnerLink:
     """Requests to the runner; every answer is checked before use. A malformed answer, or none in
     time, ends the evaluation: the runner is the candidate's process."""
 
     def __init__(self, torch, sock, answer_seconds):
         self.torch, self.sock, self.answer_seconds = torch, sock, answer_seconds
+        # From the first "load" on, candidate code may run in the runner and hold GPU memory.
+        self.candidate_loaded = False
 
     def ask(self, message, values=(), extra_fds=()):
+        self.candidate_loaded = self.candidate_loaded or message.get("op") == "load"
         items, fds = channel.encode(self.torch, list(values))
         fds = fds + [os.dup(fd) for fd in extra_fds]
         message = dict(message, inputs=items)
@@ -167,25 +191,27 @@ class RunnerLink:
         except EOFError:
             raise EvalFailure("crashed", "the runner ended during %r" % message.get("op"))
         except (channel.ProtocolError, OSError) as e:
-            raise EvalFailure("antiCheat", "the runner broke the channel's protocol during %r: %s"
-                              % (message.get("op"), e))
+            raise malformed("during %r: %s" % (message.get("op"), e))
         if "error" in answer:
             for fd in answer_fds:
                 os.close(fd)
             failure = answer.get("error")
-            if failure not in ("importError", "runtimeError", "shapeMismatch"):
+            if failure not in RUNNER_FAILURES:
                 failure = "runtimeError"
-            raise EvalFailure(failure, str(answer.get("detail", ""))[:2000])
+            detail = str(answer.get("detail", ""))[:2000]
+            if failure == "runtimeError" and says_out_of_memory(detail):
+                failure = "resourceLimit"
+            raise EvalFailure(failure, detail)
         return answer, answer_fds
 
     def outputs(self, answer, slot_fds, want, device):
         """The outputs the runner wrote into the slots (memfds made here), checked against the
         reference's outputs `want`. Every fd is closed."""
         items = answer.get("outputs", [])
-        if not isinstance(items, list):
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
             for fd in slot_fds:
                 os.close(fd)
-            raise EvalFailure("antiCheat", "the runner's outputs are malformed")
+            raise malformed("its outputs are not a list of objects")
         for i, item in enumerate(items):
             declared = item.get("unexpected") if isinstance(item, dict) else None
             if isinstance(declared, dict):
@@ -203,7 +229,9 @@ class RunnerLink:
         try:
             values = channel.decode(self.torch, items, slot_fds, device)
         except channel.ProtocolError as e:
-            raise EvalFailure("shapeMismatch", "the outputs do not decode: %s" % e)
+            # The runner fills only the slots whose dtype and shape its output has and declares
+            # the others (unexpected): outputs that do not decode were not sent by runner.py.
+            raise malformed("its outputs do not decode: %s" % e)
         return values, channel.declared_devices(items)
 
 
@@ -263,8 +291,10 @@ class Judge:
         got, devices = self.link.outputs(answer, slot_fds, want, self.device)
         self.check_guards(answer, "forward")
         modified = answer.get("inputs_modified", [])
+        if not isinstance(modified, list):
+            raise malformed("inputs_modified is not a list")
         if modified:
-            self.finding("inputs-modified", "forward changed input(s) %s" % (modified,)[:200],
+            self.finding("inputs-modified", "forward changed input(s) %s" % str(modified)[:200],
                          True)
             raise EvalFailure("antiCheat", "the candidate modified its inputs")
         check_output_kinds(self.torch, got, want, devices)
@@ -366,7 +396,7 @@ class Judge:
                               "not be read after %s: %s" % (what, str(error)[:300]))
         if written:
             if not isinstance(written, list):
-                raise EvalFailure("antiCheat", "the runner's guard report is malformed")
+                raise malformed("its guard report is not a list")
             self.finding("write-out-of-bounds", "%s wrote outside its tensors: %s" %
                          (what, "; ".join(str(w) for w in written)[:500]), True)
             raise EvalFailure("runtimeError", "the kernel wrote outside its tensors (%s)" %
@@ -389,7 +419,7 @@ class Judge:
         if not isinstance(launches, list) or not all(
                 isinstance(x, list) and len(x) == 2 and all(isinstance(v, str) for v in x)
                 for x in launches):
-            raise EvalFailure("antiCheat", "the runner's kernel list is malformed")
+            raise malformed("its kernel list is not a list of [name, library]")
         # The candidate's own kernels are those its own module launched, whatever their name.
         # A launch whose library the probe could not tell (a driver-API launch, the profiler)
         # counts by name, never for a name in torch's or its libraries' namespaces.
@@ -444,7 +474,7 @@ class Judge:
                     isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and
                     math.isfinite(v) for v in ms) or not isinstance(digests, list) or \
                     len(digests) != len(ref_digests):
-                raise EvalFailure("antiCheat", "the runner's timing answer is malformed")
+                raise malformed("its timing answer is not ms and digests, one per call")
             for k, (got, want) in enumerate(zip(digests, ref_digests)):
                 if not timed_calls.digests_agree(got, want, atols, max(
                         args.tol_fp32, args.tol_fp16, args.tol_bf16)):
@@ -661,6 +691,7 @@ def empty_result():
 
 def judge(args, job, sock, result, clock, take_timing_turn):
     """Runs the evaluation through the runner, filling `result`; every failure lands in it."""
+    torch, link = None, None
     try:
         if job.stdin is None:
             torch = import_torch(args.device)
@@ -691,15 +722,60 @@ def judge(args, job, sock, result, clock, take_timing_turn):
         result["failure"] = "none"
     except EvalFailure as e:
         result["failure"], result["detail"] = e.failure, e.detail
-    except EOFError:
-        result["failure"], result["detail"] = "crashed", "the runner ended before it answered"
-    except channel.ProtocolError as e:
-        result["failure"], result["detail"] = "antiCheat", "the runner's protocol: %s" % e
-    except Exception as e:  # noqa: BLE001 - the judge's own failure
+    except (EOFError, channel.ProtocolError) as e:
+        # Only the runner's first packet is read outside RunnerLink.ask, and it is sent before
+        # the runner has the candidate: its absence is the service's fault, not the candidate's.
         result["failure"] = "internalError"
-        result["detail"] = "%s: %s" % (type(e).__name__, str(e)[:2000])
+        result["detail"] = "the runner did not start: %s: %s" % (type(e).__name__, e)
+    except Exception as e:  # noqa: BLE001 - the judge's own process failed
+        result["failure"], result["detail"] = own_failure(
+            torch, e, link is not None and link.candidate_loaded)
     if result["failure"] != "none":
         result["correct"] = False
+
+
+# The judge's own CUDA out-of-memory is the candidate's resourceLimit only while the judge itself
+# holds at most this share of the GPU's memory: the rest was taken by other processes, and the
+# candidate's is one of them. A judge holding more needs that much for the reference alone (the
+# task is too large for its slot): the service's fault.
+JUDGE_OWN_MEMORY_SHARE = 0.5
+
+
+def is_cuda_oom(torch, e):
+    """Whether exception e is CUDA running out of device memory (an allocation of PyTorch's, or
+    the out-of-memory error of a launch or of a library's workspace)."""
+    oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
+    return (oom is not None and isinstance(e, oom)) or (
+        isinstance(e, RuntimeError) and says_out_of_memory(str(e)))
+
+
+def judge_memory(torch):
+    """(bytes the judge's allocator holds, bytes of the device), or None when CUDA cannot say."""
+    try:
+        return torch.cuda.memory_reserved(), torch.cuda.get_device_properties(
+            torch.cuda.current_device()).total_memory
+    except Exception:  # noqa: BLE001 - a broken context answers nothing
+        return None
+
+
+def own_failure(torch, e, candidate_loaded):
+    """(failure, detail) for exception e of the judge's own process, which is not an
+    EvalFailure. A CUDA out-of-memory once candidate code may hold GPU memory, while the judge
+    holds little itself, is the candidate's resourceLimit (docs/SECURITY.md says why a
+    neighbour's hoarding reads the same); anything else is a fault of ours: internalError, its
+    traceback on stderr (the verdict's log excerpt) and its innermost frame in the detail."""
+    if torch is not None and candidate_loaded and is_cuda_oom(torch, e):
+        memory = judge_memory(torch)
+        if memory is not None and memory[0] <= JUDGE_OWN_MEMORY_SHARE * memory[1]:
+            return "resourceLimit", (
+                "the GPU had no memory left for the judge's checks while the candidate's "
+                "process ran (the judge held %.2f of %.2f GiB): %s" % (
+                    memory[0] / 2 ** 30, memory[1] / 2 ** 30, str(e)[:500]))
+    traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    frames = traceback.extract_tb(e.__traceback__)
+    where = " (at %s:%d)" % (os.path.basename(frames[-1].filename), frames[-1].lineno) \
+        if frames else ""
+    return "internalError", "%s%s: %s" % (type(e).__name__, where, str(e)[:2000])
 
 
 def close_runner(sock, proc):
