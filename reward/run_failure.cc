@@ -39,4 +39,14 @@ schema::FailureClass classify_sandbox_failure(const SandboxResult& r) {
   return FC::NONE;
 }
 
+schema::FailureClass runner_end_failure(schema::FailureClass judged, const std::string& detail,
+                                        const SandboxResult& runner) {
+  using FC = schema::FailureClass;
+  if (judged != FC::CRASHED || detail.rfind(kRunnerEnded, 0) != 0) return judged;
+  if (runner.signal != SIGKILL && classify_sandbox_failure(runner) == FC::RESOURCE_LIMIT) {
+    return FC::RESOURCE_LIMIT;
+  }
+  return judged;
+}
+
 }  // namespace dice

@@ -3,6 +3,8 @@
 // classifies what happened here.
 #pragma once
 
+#include <string>
+
 #include "reward/sandbox/sandbox.h"
 #include "schemas/verdict.capnp.h"
 
@@ -16,5 +18,18 @@ namespace dice {
 // not start the command; NONE when none of these applies (a plain non-zero exit is the caller's to
 // interpret).
 schema::FailureClass classify_sandbox_failure(const SandboxResult& result);
+
+// How the detail of the judge's verdict starts when the runner (the candidate's process) ended
+// during a request (RUNNER_ENDED in reward/python/judge.py); that verdict is `crashed`.
+inline constexpr const char* kRunnerEnded = "the runner ended";
+
+// The failure class of a verdict the judge reached (`judged`, with its detail), given how its
+// runner ended: a `crashed` verdict for a runner that ended during a request is the candidate's
+// resourceLimit when the sandbox's classification of the runner's end says a limit ended it
+// (SIGXCPU, SIGXFSZ, out of memory or processes in its stderr). A SIGKILL does not count: the
+// evaluator kills every runner once its judge is done, so one cannot be told from the OOM
+// killer's. Any other verdict is kept.
+schema::FailureClass runner_end_failure(schema::FailureClass judged, const std::string& detail,
+                                        const SandboxResult& runner);
 
 }  // namespace dice

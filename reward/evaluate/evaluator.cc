@@ -492,6 +492,8 @@ Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
                    << kv("why", runner_sent.message());
   }
   EvaluationReport report = report_from_run(run, nonce);
+  // A runner that a limit ended mid-request: the candidate's resourceLimit, not a crash.
+  report.failure = runner_end_failure(report.failure, report.detail, runner_run);
   report.log_tail = stderr_tail("runner", runner_run, 1500) + stderr_tail("judge", run, 1000);
   if (take_turns) {
     report.eval_seconds = seconds_since(sent_at) - waited.turn_wait_seconds;

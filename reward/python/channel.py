@@ -43,6 +43,10 @@ class ProtocolError(Exception):
     """The other side sent something that is not a well-formed message."""
 
 
+class AnswerTimeout(ProtocolError):
+    """The other side sent nothing within the time given."""
+
+
 def dtype_table(torch):
     return {name: getattr(torch, name) for name in DTYPE_NAMES}
 
@@ -71,7 +75,7 @@ def receive(sock, timeout=None):
     try:
         data, fds, flags, _ = socket.recv_fds(sock, MAX_PACKET + 1, MAX_FDS)
     except socket.timeout:
-        raise ProtocolError("no answer within %s s" % timeout)
+        raise AnswerTimeout("no answer within %s s" % timeout)
     if not data and not fds:
         raise EOFError("the other side closed the channel")
     if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC) or len(data) > MAX_PACKET:

@@ -156,6 +156,12 @@ OUT_OF_MEMORY_TEXTS = ("CUDA out of memory", "CUDA error: out of memory",
                        "CUBLAS_STATUS_ALLOC_FAILED", "MemoryError")
 
 
+# How the detail of a `crashed` verdict starts when the runner (the candidate's process) ended
+# during a request; the evaluator reads how it ended and makes it resourceLimit when a limit ended
+# it (kRunnerEnded, reward/run_failure.h).
+RUNNER_ENDED = "the runner ended"
+
+
 def says_out_of_memory(text):
     return any(s in text for s in OUT_OF_MEMORY_TEXTS)
 
@@ -182,14 +188,16 @@ class RunnerLink:
         try:
             channel.send(self.sock, message, fds)
         except OSError as e:
-            raise EvalFailure("crashed", "the runner is gone: %s" % e)
+            raise EvalFailure("crashed", RUNNER_ENDED + ": %s" % e)
         finally:
             for fd in fds:
                 os.close(fd)
         try:
             answer, answer_fds = channel.receive(self.sock, self.answer_seconds)
         except EOFError:
-            raise EvalFailure("crashed", "the runner ended during %r" % message.get("op"))
+            raise EvalFailure("crashed", RUNNER_ENDED + " during %r" % message.get("op"))
+        except channel.AnswerTimeout as e:
+            raise EvalFailure("timeout", "%r: %s" % (message.get("op"), e))
         except (channel.ProtocolError, OSError) as e:
             raise malformed("during %r: %s" % (message.get("op"), e))
         if "error" in answer:

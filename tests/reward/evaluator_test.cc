@@ -1,12 +1,15 @@
 #include "reward/evaluate/evaluator.h"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "reward/run_failure.h"
 
 namespace dice {
 namespace {
@@ -74,6 +77,28 @@ TEST(ReportFromRunTest, NoResultIsClassifiedFromHowTheProcessEnded) {
   oom.exit_code = 1;
   oom.stderr_text = "MemoryError\n";
   EXPECT_EQ(report_from_run(oom, "n").failure, FC::RESOURCE_LIMIT);
+}
+
+TEST(RunnerEndFailureTest, ARunnerThatALimitEndedIsTheCandidatesResourceLimit) {
+  // The judge's verdict when its runner ended mid-request (reward/python/judge.py).
+  const std::string ended = std::string(kRunnerEnded) + " during 'forward'";
+  SandboxResult out_of_memory;
+  out_of_memory.exit_code = 1;
+  out_of_memory.stderr_text = "MemoryError\n";
+  EXPECT_EQ(runner_end_failure(FC::CRASHED, ended, out_of_memory), FC::RESOURCE_LIMIT);
+  SandboxResult cpu;
+  cpu.signal = SIGXCPU;
+  EXPECT_EQ(runner_end_failure(FC::CRASHED, ended, cpu), FC::RESOURCE_LIMIT);
+  // A segfault stays a crash; a SIGKILL may be the evaluator's own once the judge was done.
+  SandboxResult segv;
+  segv.signal = SIGSEGV;
+  EXPECT_EQ(runner_end_failure(FC::CRASHED, ended, segv), FC::CRASHED);
+  SandboxResult killed;
+  killed.signal = SIGKILL;
+  EXPECT_EQ(runner_end_failure(FC::CRASHED, ended, killed), FC::CRASHED);
+  // Other verdicts, and a crash that is not the runner's end, are kept.
+  EXPECT_EQ(runner_end_failure(FC::ANTI_CHEAT, ended, cpu), FC::ANTI_CHEAT);
+  EXPECT_EQ(runner_end_failure(FC::CRASHED, "evaluation ended without a result", cpu), FC::CRASHED);
 }
 
 TEST(ReportFromRunTest, CorrectNeedsNoFailure) {

@@ -13,6 +13,7 @@ import random
 import socket
 import sys
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,7 +97,7 @@ class ScriptedRunner(threading.Thread):
             self.sock.close()
 
 
-def run_judge(forward, **runner):
+def run_judge(forward, answer_seconds=30, **runner):
     """The judge's verdict on reference_add.py against a scripted runner."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
@@ -105,7 +106,7 @@ def run_judge(forward, **runner):
     script.start()
     args = judge.parse_args(["--reference", os.path.join(FIXTURES, "reference_add.py"),
                              "--runner-candidate", "candidate.py", "--device", "cpu",
-                             "--answer-seconds", "30", "--trials", "2"])
+                             "--answer-seconds", str(answer_seconds), "--trials", "2"])
     job = argparse.Namespace(stdin=None)
     result = judge.empty_result()
     judge.judge(args, job, mine, result, judge.PhaseClock(result["phases"], 0.0), None)
@@ -232,6 +233,13 @@ class RunnerEndsTest(unittest.TestCase):
         # Ends while the candidate's forward runs (after load): the candidate's process died.
         r = run_judge(honest_outputs, end_after=2)
         self.assertEqual(r["failure"], "crashed", r)
+
+    def test_a_runner_that_never_answers_is_a_timeout(self):
+        def silent(model, message, fds):
+            time.sleep(2)
+            return closed(fds, {"error": "runtimeError", "detail": "too late"})
+        r = run_judge(silent, answer_seconds=0.5)
+        self.assertEqual(r["failure"], "timeout", r)
 
     def test_a_runner_that_never_started_is_ours(self):
         # No hello: the runner had not been given the candidate yet (docs/SECURITY.md).
