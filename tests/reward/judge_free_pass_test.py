@@ -227,6 +227,66 @@ class MalformedAnswersAreTheCandidatesTest(unittest.TestCase):
                 self.assertIn(r["failure"], CANDIDATE_FAILURES | {"none"}, r)
 
 
+# A test-double extension (as in evaluate_fixtures/) whose forward finds the runner's end of the
+# channel among its process's descriptors and sends the judge a packet of its own first.
+FORGING_EXTENSION = """import os
+import socket
+
+PACKET = %r
+
+
+def channel():
+    for fd in range(3, 1024):
+        try:
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        if s.type == socket.SOCK_SEQPACKET:
+            return s
+        s.detach()
+
+
+def fused(x, scale, bias, idx):
+    channel().send(PACKET)
+    return x * scale + bias, idx.sum()
+"""
+
+
+@unittest.skipIf(torch is None, "python3 has no torch")
+class ForgedPacketFromCandidateCodeTest(unittest.TestCase):
+    """The same attacks end to end: judge.py and the real runner.py (--spawn-runner), the packet
+    sent by the candidate's own code from inside the runner."""
+
+    def verdict(self, packet):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            extension = os.path.join(folder, "forging_ext.py")
+            with open(extension, "w") as f:
+                f.write(FORGING_EXTENSION % packet)
+            proc = subprocess.run(
+                [sys.executable, os.path.join(HERE, "..", "..", "reward", "python", "judge.py"),
+                 "--spawn-runner", "--device", "cpu",
+                 "--reference", os.path.join(FIXTURES, "reference_add.py"),
+                 "--runner-candidate", os.path.join(FIXTURES, "candidate_add.py"),
+                 "--runner-module", "fused_ext=" + extension],
+                capture_output=True, text=True, timeout=180)
+        lines = [l for l in proc.stdout.splitlines() if l.startswith("DICE_EVAL_RESULT  ")]
+        self.assertEqual(len(lines), 1, proc.stdout + proc.stderr)
+        return json.loads(lines[0].split(" ", 2)[2])
+
+    def test_forged_packets_are_the_candidates_anti_cheat(self):
+        for packet in (b"[" * 100000,
+                       json.dumps({"outputs": [{"tensor": 0, "dtype": ["float32"],
+                                                "shape": [4, 8]}]}).encode(),
+                       json.dumps({"outputs": [{"tensor": 0, "dtype": "float64",
+                                                "shape": [1 << 35]}]}).encode()):
+            with self.subTest(packet=packet[:40]):
+                r = self.verdict(packet)
+                self.assertEqual(r["failure"], "antiCheat", r)
+                self.assertIn("malformed answer", r["detail"])
+
+
 @unittest.skipIf(torch is None, "python3 has no torch")
 class RunnerEndsTest(unittest.TestCase):
     def test_a_runner_that_ends_during_candidate_code_is_scored(self):
