@@ -111,6 +111,7 @@ struct ClusterTransportOptions {
   int poll_spin_us = transport::kAutoSpin;  // -1
   std::string bind_address;
   CurveMode curve = CurveMode::kAuto;
+  int max_attempts = 3;
 
   template <class V>
   void visit_fields(V& v) {
@@ -131,6 +132,13 @@ struct ClusterTransportOptions {
             "0600) and encrypted; a worker's identity is bound to its key. auto = on with the ssh "
             "and slurm backends, off with local (one machine, the learner on loopback). "
             "Default: auto");
+    v.field("max_attempts", max_attempts,
+            "Dispatches of one work item that may end with its worker lost (declared dead, or "
+            "reconnected as a new process) before the learner stops sending it: an evaluation is "
+            "then judged a failure (workerLost, reward 0, in the reward log), a rollout request "
+            "fails its group, so a candidate that kills its worker does not go round them all. "
+            "0 = no cap. Default: 3",
+            config::in_range(0, 1000));
   }
 
   // Whether CURVE is on for a run with `backend`.

@@ -36,6 +36,10 @@ enum FailureClass {
   sandboxUnavailable @17; # a sandbox layer (namespace, root, seccomp, no_new_privs, a required
                           # cgroup) could not be set up, so the command was not run; the excerpt
                           # names the layer and errno. Not the candidate's fault, never a reward
+  workerLost @18;       # the reward workers judging it were lost (dead, restarted) on each of the
+                        # learner's cluster.transport.max_attempts dispatches: the learner judged it
+                        # a failure itself, reward 0, so that a candidate that kills its worker
+                        # does not go round every worker (the excerpt names them)
 }
 
 struct Finding {

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "net/transport/curve_keys.h"
+#include "net/transport/lost_work_answer.h"
 
 namespace dice::transport {
 
@@ -292,9 +293,43 @@ void DispatcherState::requeue(std::uint64_t work_id) {
 
 void DispatcherState::requeue_all(Worker& worker) {
   // Highest id first onto the front, so the queue keeps submission order.
-  for (auto it = worker.in_flight.rbegin(); it != worker.in_flight.rend(); ++it) requeue(*it);
+  for (auto it = worker.in_flight.rbegin(); it != worker.in_flight.rend(); ++it) {
+    auto work = work_.find(*it);
+    if (work == work_.end() || work->second.assignee != worker.worker_id) continue;
+    work->second.lost_on.push_back(worker.worker_id);
+    if (options_.max_attempts > 0 && work->second.lost_on.size() >= options_.max_attempts) {
+      give_up(*it);
+    } else {
+      requeue(*it);
+    }
+  }
   worker.in_flight.clear();
   worker.credits = 0;
+}
+
+void DispatcherState::give_up(std::uint64_t work_id) {
+  auto it = work_.find(work_id);
+  if (it == work_.end()) return;
+  Work& work = it->second;
+  std::string workers;
+  for (const std::string& id : work.lost_on) workers += (workers.empty() ? "" : ",") + id;
+  const std::string why = "its worker was lost on each of its " +
+                          std::to_string(work.lost_on.size()) + " dispatches (workers: " + workers +
+                          "): judged a failure unsent again";
+  DICE_LOG(Warn) << "work item given up" << kv("work", work_id) << kv("workers", workers);
+  auto answer =
+      lost_work_answer(*work.payload, work_id, options_.learner_id, options_.run_id, workers, why);
+  const std::uint32_t part =
+      answer.root().getBody().which() == Body::VERDICT ? kVerdictPart : kErrorPart;
+  // A verdict (or error) that came before the worker died already answered the item.
+  if (work.parts_delivered.insert(part).second) {
+    results_.push_back(WorkResult{work_id, work.lost_on.back(), std::move(answer)});
+    ++counters_.results_delivered;
+  }
+  ++counters_.given_up;
+  if (work.assignee.empty()) --pending_count_;
+  work_.erase(it);
+  remember_completed(work_id);
 }
 
 void DispatcherState::declare_dead(const std::string& worker_id, const char* why) {

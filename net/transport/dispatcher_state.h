@@ -84,8 +84,10 @@ struct DispatcherStats {
   std::uint64_t duplicate_results = 0;  // results or acks for parts/items already done: dropped
   std::uint64_t unknown_results = 0;    // results for work never sent to that peer: dropped
   std::uint64_t requeued = 0;           // items sent back to the queue (dead worker, send failure)
-  std::uint64_t workers_dead = 0;       // workers declared dead
-  std::uint64_t malformed_frames = 0;   // undecodable frames, wrong frame counts: dropped
+  std::uint64_t given_up = 0;  // items answered by the dispatcher: lost their worker max_attempts
+                               // times (lost_work_answer.h)
+  std::uint64_t workers_dead = 0;         // workers declared dead
+  std::uint64_t malformed_frames = 0;     // undecodable frames, wrong frame counts: dropped
   std::uint64_t unexpected_messages = 0;  // decodable but wrong here (kind, sender): dropped
   std::uint64_t identity_refusals = 0;    // Hellos whose worker id or role is not their key's
   std::uint64_t send_failures = 0;
@@ -145,7 +147,8 @@ class DispatcherState {
     std::string assignee;  // worker id, "" while queued
     TimePoint sent_at;
     std::set<std::uint32_t> parts_delivered;  // part keys already handed to results_
-    std::set<std::string> sent_to;  // every worker this learner sent it to; only they answer
+    std::set<std::string> sent_to;     // every worker this learner sent it to; only they answer
+    std::vector<std::string> lost_on;  // the workers lost while they held it, in order
   };
 
   void handle_hello(const std::string& routing_id, schema::Hello::Reader hello, TimePoint now,
@@ -163,7 +166,10 @@ class DispatcherState {
   void handle_ack(Worker& worker, std::uint64_t work_id);
   void add_credits(Worker& worker, std::uint32_t credits);  // capped at max_credits_per_worker
   void declare_dead(const std::string& worker_id, const char* why);
+  // Requeues what `worker` holds (it was lost), or gives up an item lost max_attempts times.
   void requeue_all(Worker& worker);
+  // Completes `work_id` with lost_work_answer()'s result, unless that part was delivered already.
+  void give_up(std::uint64_t work_id);
   void requeue(std::uint64_t work_id);
   void remember_completed(std::uint64_t work_id);
   void dispatch(TimePoint now);

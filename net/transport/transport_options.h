@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "net/transport/wakeup.h"
@@ -70,6 +71,11 @@ struct DispatcherOptions {
   // Microseconds a thread waiting for the socket checks it without sleeping first (see wakeup.h);
   // kAutoSpin: 50 where this process may run on 8 or more CPUs, else 0. Default: kAutoSpin
   int poll_spin_us = kAutoSpin;
+  // Dispatches of one item that may end with its worker lost (declared dead, or reconnected under
+  // the same id) before the dispatcher answers the item itself: a Verdict of class workerLost
+  // for an EvalRequest, an Error for anything else (DispatcherState::give_up). 0: no cap.
+  // Default: 3
+  std::uint32_t max_attempts = 3;
 };
 
 struct WorkerOptions {
@@ -111,6 +117,9 @@ void apply_cluster_settings(const ClusterOptions& cluster, EndOptions& out) {
   out.heartbeat_interval_ms = cluster.heartbeat.interval_ms;
   out.misses_before_dead = cluster.heartbeat.misses_before_dead;
   out.poll_spin_us = cluster.transport.poll_spin_us;
+  if constexpr (std::is_same_v<EndOptions, DispatcherOptions>) {
+    out.max_attempts = static_cast<std::uint32_t>(cluster.transport.max_attempts);
+  }
 }
 
 }  // namespace dice::transport

@@ -1,0 +1,227 @@
+// DispatcherState's attempt cap: an item whose worker is lost on every dispatch (a candidate that
+// kills the reward worker judging it) is answered by the dispatcher itself after
+// DispatcherOptions::max_attempts dispatches instead of going round every worker.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/transport/dispatcher_state.h"
+
+namespace dice::transport {
+namespace {
+
+using Body = schema::Envelope::Body;
+
+constexpr int kIntervalMs = 100;
+
+wire::Decoded<schema::Envelope> decode(const std::string& bytes) {
+  auto decoded = wire::decode_envelope(bytes);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().to_string();
+  return std::move(decoded).value();
+}
+
+// An EvalRequest envelope as the learner's StepTracker sends one.
+std::string eval_request(std::uint64_t work_id) {
+  capnp::MallocMessageBuilder message;
+  auto request = wire::init_envelope(message, "learner", "run-7").getBody().initEvalRequest();
+  request.setWorkId(work_id);
+  request.initTask().setId("task-3");
+  auto candidate = request.initCandidate();
+  candidate.setRunId("run-7");
+  candidate.setStep(12);
+  candidate.setGroup(40);
+  candidate.setSampleIndex(5);
+  candidate.setPolicyVersion(9);
+  candidate.setText("import torch  # kills its judge");
+  return wire::encode(message);
+}
+
+class LostWorkTest : public ::testing::Test {
+ protected:
+  explicit LostWorkTest(std::uint32_t max_attempts = 3) : state_(options(max_attempts)) {}
+
+  static DispatcherOptions options(std::uint32_t max_attempts) {
+    DispatcherOptions o;
+    o.heartbeat_interval_ms = kIntervalMs;
+    o.misses_before_dead = 5;
+    o.max_attempts = max_attempts;
+    return o;
+  }
+
+  template <typename Fill>
+  void from(const std::string& worker, Fill fill) {
+    capnp::MallocMessageBuilder message;
+    fill(wire::init_envelope(message, worker, "run-7").getBody());
+    state_.handle(routing_[worker], decode(wire::encode(message)), now_);
+  }
+  // Hello and one credit from `worker` over a new connection `routing`.
+  void join(const std::string& worker, const std::string& routing) {
+    routing_[worker] = routing;
+    from(worker, [&](Body::Builder b) {
+      b.initHello().setWorkerId(worker);
+      b.getHello().setRole(schema::Role::REWARD);
+    });
+    from(worker, [&](Body::Builder b) { b.initCredit().setCredits(1); });
+  }
+  // Ticks; the worker that got work item `work_id`, or "".
+  std::string dispatched_to(std::uint64_t work_id) {
+    state_.tick(now_);
+    std::string to;
+    for (const Outbound& out : state_.take_outbox()) {
+      if (out.work_id == work_id) to = state_.worker_for_routing(out.routing_id);
+    }
+    return to;
+  }
+  // `worker` goes silent until it is declared dead; the others keep talking.
+  void silence(const std::string& worker) {
+    now_ += std::chrono::milliseconds(kIntervalMs * 5 + 1);
+    for (const auto& entry : routing_) {
+      if (entry.first != worker) {
+        from(entry.first, [&](Body::Builder b) { b.initHeartbeat().setWorkerId(entry.first); });
+      }
+    }
+    state_.tick(now_);
+    state_.take_outbox();
+    routing_.erase(worker);
+  }
+  // The results queued, in order.
+  std::vector<WorkResult> results() {
+    std::vector<WorkResult> out;
+    while (state_.has_result()) out.push_back(state_.pop_result());
+    return out;
+  }
+
+  DispatcherState state_;
+  TimePoint now_ = TimePoint() + std::chrono::hours(1);
+  std::map<std::string, std::string> routing_;  // worker id -> its connection's routing id
+};
+
+TEST_F(LostWorkTest, AnEvaluationWhoseWorkerIsLostOnEveryDispatchIsJudgedWorkerLost) {
+  for (const char* w : {"w1", "w2", "w3", "w4"}) join(w, std::string("r-") + w);
+  ASSERT_TRUE(state_.add_work(WorkItem{7, eval_request(7), schema::Role::REWARD}).ok());
+
+  // Lost three times: twice as a process that restarted (Hello on a new connection), then as a
+  // worker that went silent and was declared dead. The first two losses send it again.
+  std::vector<std::string> holders;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    const std::string worker = dispatched_to(7);
+    ASSERT_FALSE(worker.empty()) << "attempt " << attempt << " was not sent";
+    holders.push_back(worker);
+    if (attempt < 3) {
+      join(worker, routing_[worker] + "-restarted");
+    } else {
+      silence(worker);
+    }
+  }
+  EXPECT_EQ(dispatched_to(7), "") << "sent a fourth time";
+
+  std::vector<WorkResult> answers = results();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].work_id, 7u);
+  auto body = answers[0].envelope.root().getBody();
+  ASSERT_EQ(body.which(), Body::VERDICT);
+  auto verdict = body.getVerdict();
+  EXPECT_EQ(verdict.getFailure(), schema::FailureClass::WORKER_LOST);
+  EXPECT_EQ(verdict.getReward(), 0.0f);
+  EXPECT_FALSE(verdict.getCompiled());
+  EXPECT_FALSE(verdict.getCorrect());
+  // The candidate's identity, so the learner scores it and the reward log files it.
+  EXPECT_EQ(verdict.getWorkId(), 7u);
+  EXPECT_EQ(std::string(verdict.getTaskId().cStr()), "task-3");
+  EXPECT_EQ(std::string(verdict.getRunId().cStr()), "run-7");
+  EXPECT_EQ(verdict.getStep(), 12u);
+  EXPECT_EQ(verdict.getGroup(), 40u);
+  EXPECT_EQ(verdict.getSampleIndex(), 5u);
+  EXPECT_EQ(verdict.getPolicyVersion(), 9u);
+  const std::string excerpt = verdict.getLogExcerpt().cStr();
+  for (const std::string& worker : holders) {
+    EXPECT_NE(excerpt.find(worker), std::string::npos) << excerpt;
+  }
+
+  auto stats = state_.stats(now_);
+  EXPECT_EQ(stats.given_up, 1u);
+  EXPECT_EQ(stats.requeued, 2u);
+  EXPECT_EQ(stats.pending, 0u);
+  EXPECT_EQ(stats.in_flight, 0u);
+
+  // A late verdict of the last restarted holder is a duplicate, never a second answer.
+  from(holders[1], [](Body::Builder b) { b.initVerdict().setWorkId(7); });
+  EXPECT_FALSE(state_.has_result());
+  EXPECT_EQ(state_.stats(now_).duplicate_results, 1u);
+}
+
+TEST_F(LostWorkTest, OtherWorkOfTheLostWorkersIsStillSentAgain) {
+  join("w1", "r-w1");
+  join("w2", "r-w2");
+  ASSERT_TRUE(state_.add_work(WorkItem{1, eval_request(1), schema::Role::REWARD}).ok());
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    const std::string worker = dispatched_to(1);
+    join(worker, routing_[worker] + "-" + std::to_string(attempt));
+  }
+  // Lost twice of three: item 1 is sent again, and a fresh item is not given up with it.
+  ASSERT_TRUE(state_.add_work(WorkItem{2, eval_request(2), schema::Role::REWARD}).ok());
+  state_.tick(now_);
+  std::vector<std::uint64_t> sent;
+  for (const Outbound& out : state_.take_outbox()) {
+    if (out.work_id != 0) sent.push_back(out.work_id);
+  }
+  EXPECT_EQ(sent, (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_FALSE(state_.has_result());
+  EXPECT_EQ(state_.stats(now_).given_up, 0u);
+}
+
+class LostWorkCapOfTwoTest : public LostWorkTest {
+ protected:
+  LostWorkCapOfTwoTest() : LostWorkTest(2) {}
+};
+
+TEST_F(LostWorkCapOfTwoTest, ARolloutRequestLostOnEveryDispatchFailsWithAnError) {
+  join("w1", "r-w1");
+  // Not an EvalRequest (here not even an envelope): the answer is an Error for the item.
+  ASSERT_TRUE(state_.add_work(WorkItem{5, "rollout request", std::nullopt}).ok());
+  join(dispatched_to(5), "r-w1-a");
+  join(dispatched_to(5), "r-w1-b");
+  std::vector<WorkResult> answers = results();
+  ASSERT_EQ(answers.size(), 1u);
+  auto body = answers[0].envelope.root().getBody();
+  ASSERT_EQ(body.which(), Body::ERROR);
+  EXPECT_EQ(body.getError().getWorkId(), 5u);
+  EXPECT_NE(std::string(body.getError().getMessage().cStr()).find("lost"), std::string::npos);
+}
+
+TEST_F(LostWorkCapOfTwoTest, AVerdictThatCameBeforeTheLossIsTheOnlyAnswer) {
+  join("w1", "r-w1");
+  ASSERT_TRUE(state_.add_work(WorkItem{8, eval_request(8), schema::Role::REWARD}).ok());
+  join(dispatched_to(8), "r-w1-a");
+  ASSERT_EQ(dispatched_to(8), "w1");
+  // Judged, but the worker died before its ack: the item is complete, not answered twice.
+  from("w1", [](Body::Builder b) { b.initVerdict().setWorkId(8); });
+  join("w1", "r-w1-b");
+  std::vector<WorkResult> answers = results();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].envelope.root().getBody().getVerdict().getFailure(),
+            schema::FailureClass::NONE);
+  EXPECT_EQ(state_.stats(now_).given_up, 1u);
+  EXPECT_EQ(dispatched_to(8), "");
+}
+
+class NoAttemptCapTest : public LostWorkTest {
+ protected:
+  NoAttemptCapTest() : LostWorkTest(0) {}
+};
+
+TEST_F(NoAttemptCapTest, ZeroSendsAnItemAgainAfterEveryLoss) {
+  join("w1", "r-w1");
+  ASSERT_TRUE(state_.add_work(WorkItem{3, eval_request(3), schema::Role::REWARD}).ok());
+  for (int attempt = 1; attempt <= 6; ++attempt) {
+    ASSERT_EQ(dispatched_to(3), "w1") << "attempt " << attempt;
+    join("w1", "r-w1-" + std::to_string(attempt));
+  }
+  EXPECT_FALSE(state_.has_result());
+}
+
+}  // namespace
+}  // namespace dice::transport
