@@ -329,8 +329,17 @@ namespace {
 // static destructor waits for it at exit.
 class Spawner {
  public:
+  // The process's spawner. A process forked from one that had a spawner (a test's fork, a
+  // death test) has none running, since fork copies only the calling thread: it gets its own.
   static Spawner& instance() {
-    static Spawner* spawner = new Spawner();
+    static std::mutex mutex;
+    static Spawner* spawner = nullptr;
+    static pid_t owner = -1;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (spawner == nullptr || owner != getpid()) {
+      spawner = new Spawner();
+      owner = getpid();
+    }
     return *spawner;
   }
 

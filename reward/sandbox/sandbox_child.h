@@ -93,7 +93,8 @@ struct ChildPlan {
 [[noreturn]] void child_main(const ChildPlan& plan);
 
 // Forks (isolated: clones with plan.clone_flags) on the spawner thread, which lives as long as
-// the worker, and runs child_main(plan) in the child. The child's pid, or -1 with errno set.
+// the worker (a process forked from the worker gets one of its own), and runs child_main(plan) in
+// the child. The child's pid, or -1 with errno set.
 pid_t start_child(const ChildPlan& plan);
 
 }  // namespace dice

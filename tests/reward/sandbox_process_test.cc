@@ -2,6 +2,7 @@
 // service uses to have the judge and runner ready before a candidate arrives: real child processes,
 // the same isolation as run_sandboxed().
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -155,6 +156,36 @@ TEST(SandboxProcessTest, LateFilesBelongToTheRunAndNeedPlainNames) {
   // Under a leased uid the child can write the file the worker (root) added.
   EXPECT_TRUE(r.succeeded()) << r.stderr_text;
   EXPECT_EQ(r.stdout_text, "mine:appended\n");
+}
+
+// Every run is forked by one spawner thread of the process (sandbox_child.h). A process forked
+// from one that had started runs has no such thread (fork copies only the calling thread): its
+// runs must start all the same, not wait for a thread that is not there.
+TEST(SandboxProcessTest, AForkedProcessStartsRunsOfItsOwn) {
+  SandboxSpec spec;
+  spec.argv = {"/bin/true"};
+  spec.isolate = false;
+  auto first = run_sandboxed(spec);
+  ASSERT_TRUE(first.ok() && first->succeeded()) << first.status().to_string();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto run = run_sandboxed(spec);
+    _exit(run.ok() && run->succeeded() ? 0 : 1);
+  }
+  int status = 0;
+  bool reaped = false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!(reaped = waitpid(child, &status, WNOHANG) == child) &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!reaped) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the forked process's run never started";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 }  // namespace
