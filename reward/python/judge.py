@@ -200,9 +200,15 @@ class RunnerLink:
             raise EvalFailure("timeout", "%r: %s" % (message.get("op"), e))
         except (channel.ProtocolError, OSError) as e:
             raise malformed("during %r: %s" % (message.get("op"), e))
+        # The runner writes into memfds the judge made (slots_for) and sends none of its own:
+        # descriptors with an answer are not runner.py's, and kept they would run the judge out
+        # of its open-file limit (the sandbox's max_open_files).
+        for fd in answer_fds:
+            os.close(fd)
+        if answer_fds:
+            raise malformed("%d descriptors with the answer to %r" % (len(answer_fds),
+                                                                      message.get("op")))
         if "error" in answer:
-            for fd in answer_fds:
-                os.close(fd)
             failure = answer.get("error")
             if failure not in RUNNER_FAILURES:
                 failure = "runtimeError"
@@ -210,7 +216,7 @@ class RunnerLink:
             if failure == "runtimeError" and says_out_of_memory(detail):
                 failure = "resourceLimit"
             raise EvalFailure(failure, detail)
-        return answer, answer_fds
+        return answer, []
 
     def outputs(self, answer, slot_fds, want, device):
         """The outputs the runner wrote into the slots (memfds made here), checked against the

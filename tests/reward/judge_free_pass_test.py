@@ -87,10 +87,15 @@ class ScriptedRunner(threading.Thread):
                     channel.send(self.sock, {"ok": True})
                     continue
                 answer = self.forward(model, message, fds)
+                extra = []
+                if isinstance(answer, tuple):
+                    answer, extra = answer
                 if isinstance(answer, bytes):
                     self.sock.send(answer)
                 else:
-                    channel.send(self.sock, answer)
+                    channel.send(self.sock, answer, extra)
+                for fd in extra:
+                    os.close(fd)
         except (OSError, EOFError, channel.ProtocolError):
             pass
         finally:
@@ -191,6 +196,16 @@ class MalformedAnswersAreTheCandidatesTest(unittest.TestCase):
                        {"written_outside": "everything"}):
             with self.subTest(fields=fields):
                 self.assert_scored(run_judge(answer_with(**fields)))
+
+    def test_descriptors_with_an_answer(self):
+        # runner.py sends none; kept, 64 per answer would run the judge out of open files.
+        def forward(model, message, fds):
+            answer = honest_outputs(model, message, fds)
+            extra = [os.memfd_create("x") for _ in range(8)]
+            return answer, extra
+        r = run_judge(forward)
+        self.assert_scored(r)
+        self.assertIn("8 descriptors", r["detail"])
 
     def test_an_error_answer_names_only_a_scored_class(self):
         for error, detail, failure in (
