@@ -171,6 +171,20 @@ def malformed(what):
     return EvalFailure("antiCheat", "malformed answer from the runner: %s" % what)
 
 
+def checked_timing_answer(answer, calls, wall_ms):
+    """(ms, digests) of a runner's answer to a timing request of `calls` calls that took wall_ms
+    by the judge's clock; the candidate's antiCheat unless both are lists of one per call and
+    every time is positive and at most the wall time (no call can take longer than the request:
+    a larger claim would also overflow the mean and spread into an error of the judge's own)."""
+    ms, digests = answer.get("ms"), answer.get("digests")
+    if not isinstance(ms, list) or len(ms) != calls or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= wall_ms
+            for v in ms) or not isinstance(digests, list) or len(digests) != calls:
+        raise malformed("its timing answer is not ms (each within the request's %.3f ms) and "
+                        "digests, one per call" % wall_ms)
+    return ms, digests
+
+
 class RunnerLink:
     """Requests to the runner; every answer is checked before use. A malformed answer, or none in
     time, ends the evaluation: the runner is the candidate's process."""
@@ -483,12 +497,7 @@ class Judge:
             wall_ms = (time.monotonic() - start) * 1e3
             for fd in fds:
                 os.close(fd)
-            ms, digests = answer.get("ms"), answer.get("digests")
-            if not isinstance(ms, list) or len(ms) != len(ref_ms) or not all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and
-                    math.isfinite(v) for v in ms) or not isinstance(digests, list) or \
-                    len(digests) != len(ref_digests):
-                raise malformed("its timing answer is not ms and digests, one per call")
+            ms, digests = checked_timing_answer(answer, len(ref_ms), wall_ms)
             for k, (got, want) in enumerate(zip(digests, ref_digests)):
                 if not timed_calls.digests_agree(got, want, atols, max(
                         args.tol_fp32, args.tol_fp16, args.tol_bf16)):

@@ -323,6 +323,24 @@ class RunnerEndsTest(unittest.TestCase):
         self.assertIn("the runner did not start", r["detail"])
 
 
+class TimingAnswerTest(unittest.TestCase):
+    """The runner's timing answer (judged on a GPU only, so checked here directly)."""
+
+    def test_times_beyond_the_outside_clock_are_malformed(self):
+        # 1e200 ms passed the old check (positive, finite) and overflowed mean_std's squares:
+        # an OverflowError of the judge's own, internalError.
+        for ms in ([1e200, 0.5], [0.5, 100.5], [0.5, 0.0], [0.5, float("nan")], [0.5, True],
+                   [0.5], "0.5"):
+            with self.subTest(ms=ms):
+                with self.assertRaises(judge.EvalFailure) as e:
+                    judge.checked_timing_answer({"ms": ms, "digests": [[], []]}, 2, 100.0)
+                self.assertEqual(e.exception.failure, "antiCheat")
+        with self.assertRaises(judge.EvalFailure):
+            judge.checked_timing_answer({"ms": [0.5, 0.5], "digests": {}}, 2, 100.0)
+        self.assertEqual(judge.checked_timing_answer({"ms": [0.5, 99.0], "digests": [1, 2]}, 2,
+                                                     100.0), ([0.5, 99.0], [1, 2]))
+
+
 @unittest.skipIf(torch is None, "python3 has no torch")
 class ChannelFuzzTest(unittest.TestCase):
     """channel.receive and channel.decode raise ProtocolError (or EOFError) and nothing else,
