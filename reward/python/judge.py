@@ -727,7 +727,13 @@ def judge(args, job, sock, result, clock, take_timing_turn):
         if sock is None:
             raise EvalFailure("internalError", "no channel to the runner came with the job")
         link = RunnerLink(torch, sock, args.answer_seconds)
-        hello, fds = channel.receive(sock, args.answer_seconds)
+        try:
+            hello, fds = channel.receive(sock, args.answer_seconds)
+        except (EOFError, channel.ProtocolError) as e:
+            # The runner sends this packet before it is given the candidate (the load request
+            # comes after it): no candidate code has run, so its absence is ours, or the GPU's.
+            raise EvalFailure("internalError", "the runner did not start: %s: %s" % (
+                type(e).__name__, e))
         for fd in fds:
             os.close(fd)
         if "ready" not in hello:
@@ -745,11 +751,6 @@ def judge(args, job, sock, result, clock, take_timing_turn):
         result["failure"] = "none"
     except EvalFailure as e:
         result["failure"], result["detail"] = e.failure, e.detail
-    except (EOFError, channel.ProtocolError) as e:
-        # Only the runner's first packet is read outside RunnerLink.ask, and it is sent before
-        # the runner has the candidate: its absence is the service's fault, not the candidate's.
-        result["failure"] = "internalError"
-        result["detail"] = "the runner did not start: %s: %s" % (type(e).__name__, e)
     except Exception as e:  # noqa: BLE001 - the judge's own process failed
         result["failure"], result["detail"] = own_failure(
             torch, e, link is not None and link.candidate_loaded)
