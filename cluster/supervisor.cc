@@ -21,6 +21,9 @@ namespace {
 
 // ssh's own failures (connection refused, authentication, a lost link) exit 255.
 constexpr int kSshFailed = 255;
+// A dice service's exit status for bad input (a missing or invalid file or setting, e.g.
+// learner_service.cc's input_exit_code): it would fail the same way when started again.
+constexpr int kExitBadInput = 2;
 
 // `remote`: the status is an ssh client's, whose remote start script exits 128 + N when the
 // service was killed by signal N (cluster/remote_commands.h).
@@ -200,6 +203,16 @@ class Supervisor {
   void on_failure(std::size_t i, const std::string& why) {
     ServiceState& s = setup_.state.services[i];
     const LocalOptions& local = setup_.local;
+    if (local.max_restarts_per_run > 0 && s.restarts >= local.max_restarts_per_run) {
+      s.state = ServiceRunState::kFailed;
+      DICE_LOG(Error) << "giving up on service: too many restarts in this run"
+                      << kv("service", s.name) << kv("restarts", s.restarts)
+                      << kv("max_restarts_per_run", local.max_restarts_per_run)
+                      << kv("last_exit", why) << kv("log", s.log_path);
+      stop_if_role_is_gone(s, why + " after " + std::to_string(s.restarts) +
+                                  " restarts in this run (cluster.local.max_restarts_per_run)");
+      return;
+    }
     std::int64_t now = monotonic_ms();
     auto& times = restart_times_[i];
     while (!times.empty() && now - times.front() > local.restart_window_s * 1000LL) {
@@ -244,6 +257,21 @@ class Supervisor {
     begin_drain(0);
   }
 
+  // A service that exited with bad input is not restarted (it would fail the same way, and each
+  // learner restart redoes a step's rollouts first): the run drains and says why. The dashboard
+  // only reads the run's log, so its end stops nothing.
+  void stop_for_bad_input(ServiceState& s) {
+    s.state = ServiceRunState::kFailed;
+    const std::string why = s.name + " exited with status 2 (bad input: a missing or invalid " +
+                            "file or setting), not restarted; its log: " + s.log_path;
+    DICE_LOG(Error) << "service ended with bad input; not restarted" << kv("service", s.name)
+                    << kv("log", s.log_path);
+    if (s.role == "dash" || draining_) return;
+    setup_.state.stop_reason = why;
+    DICE_LOG(Error) << "stopping the run" << kv("reason", why);
+    begin_drain(0);
+  }
+
   void reap() {
     int status = 0;
     pid_t pid;
@@ -261,6 +289,8 @@ class Supervisor {
         } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
           s.state = ServiceRunState::kExited;
           DICE_LOG(Info) << "service exited cleanly; not restarted" << kv("service", s.name);
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) == kExitBadInput) {
+          stop_for_bad_input(s);
         } else {
           on_failure(i, s.last_exit);
         }

@@ -1,8 +1,9 @@
 // The local backend's supervisor: one daemon process per run that starts every service as a child,
 // sends each child's output to its own log file, restarts a child that ends with a failure after
-// an exponential backoff (giving it up after too many restarts in a window), and keeps the state
-// file current. SIGTERM (or SIGINT/SIGHUP) starts the drain: SIGTERM to every child, SIGKILL to
-// those still there after drain_timeout_ms, then the supervisor exits.
+// an exponential backoff (giving it up after too many restarts in a window or in the run), and
+// keeps the state file current. A child that exits 2 (bad input) is not restarted: the run
+// drains, its stop reason naming the service. SIGTERM (or SIGINT/SIGHUP) starts the drain: SIGTERM
+// to every child, SIGKILL to those still there after drain_timeout_ms, then the supervisor exits.
 //
 // Signals are blocked and taken with sigtimedwait in one loop, so there are no async handlers and
 // all state lives in that loop.

@@ -247,6 +247,7 @@ struct LocalOptions {
   int restart_backoff_max_ms = 30000;
   int max_restarts = 5;
   int restart_window_s = 300;
+  int max_restarts_per_run = 20;
 
   template <class V>
   void visit_fields(V& v) {
@@ -283,6 +284,12 @@ struct LocalOptions {
             config::at_least(0));
     v.field("restart_window_s", restart_window_s,
             "Window over which restarts are counted. Default: 300", config::at_least(1));
+    v.field("max_restarts_per_run", max_restarts_per_run,
+            "A service restarted this many times in the run is given up like one past "
+            "max_restarts, however far apart the restarts came: a failure that recurs every few "
+            "minutes stays under the rate limit forever. Local and ssh backends (the supervisor); "
+            "a service that exits 2 (bad input) is never restarted. 0 = no cap. Default: 20",
+            config::at_least(0));
   }
 
   void validate(config::Checker& c) const {

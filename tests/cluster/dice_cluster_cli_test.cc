@@ -20,6 +20,7 @@ namespace {
 using cli_test::kSleepy;
 
 constexpr const char* kCrashing = "crashing_service_test_double";
+constexpr const char* kBadInput = "bad_input_service_test_double";  // exits 2
 constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
 
 using cli_test::CliResult;
@@ -63,6 +64,15 @@ class DiceClusterTest : public ::testing::Test {
         [&](const std::vector<std::string>& args) { return cli(args); }, state_dir_);
   }
   ClusterState state() { return cli_test::read_state(state_dir_); }
+  // The state once the supervisor has stopped the run by itself (or after 15 s).
+  ClusterState stopped_state() {
+    ClusterState s;
+    EXPECT_TRUE(poll_until([&] {
+      s = state();
+      return s.supervisor_state == "stopped";
+    })) << cli({"status", "--state-dir", state_dir_}).output;
+    return s;
+  }
   const ServiceState* service(const ClusterState& s, const std::string& name) {
     return cli_test::find_service(s, name);
   }
@@ -178,6 +188,45 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
 
   CliResult stopped = down();
   ASSERT_EQ(stopped.rc, 0) << stopped.output;
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+// Exit 2 is a service's "bad input" (a missing or invalid file or setting): started again it fails
+// the same way, so the supervisor drains the run at once and says why.
+TEST_F(DiceClusterTest, ServiceExitingWithBadInputIsNotRestartedAndTheRunDrains) {
+  ASSERT_EQ(cli(up_args(kBadInput)).rc, 0);
+  ClusterState s = stopped_state();
+  ASSERT_EQ(s.supervisor_state, "stopped");
+  const ServiceState* reward = service(s, "reward-0");
+  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward->restarts, 0);
+  EXPECT_EQ(reward->last_exit, "exit 2");
+  EXPECT_EQ(service(s, "learner-0")->state, ServiceRunState::kStopped);
+  EXPECT_NE(s.stop_reason.find("reward-0 exited with status 2 (bad input"), std::string::npos)
+      << s.stop_reason;
+  CliResult waited = cli({"wait", "--timeout", "30", "--state-dir", state_dir_});
+  EXPECT_EQ(waited.rc, 1) << waited.output;
+  EXPECT_NE(waited.output.find("bad input"), std::string::npos) << waited.output;
+  ASSERT_EQ(down().rc, 0);
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+// The rate limit (max_restarts in restart_window_s) never stops a failure that recurs more slowly
+// than it; max_restarts_per_run does.
+TEST_F(DiceClusterTest, RestartsAreCappedPerRunBesideTheRate) {
+  CliResult up = cli(
+      up_args(kCrashing, {"cluster.local.max_restarts=1000", "cluster.local.max_restarts_per_run=3",
+                          "cluster.local.restart_backoff_max_ms=20"}));
+  ASSERT_EQ(up.rc, 0) << up.output;
+  ClusterState s = stopped_state();
+  ASSERT_EQ(s.supervisor_state, "stopped");
+  const ServiceState* reward = service(s, "reward-0");
+  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward->restarts, 3);
+  EXPECT_NE(s.stop_reason.find("after 3 restarts in this run"), std::string::npos) << s.stop_reason;
+  CliResult logs = cli({"logs", "supervisor", "--state-dir", state_dir_});
+  EXPECT_NE(logs.output.find("too many restarts in this run"), std::string::npos) << logs.output;
+  ASSERT_EQ(down().rc, 0);
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
 
