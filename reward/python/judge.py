@@ -152,8 +152,9 @@ RUNNER_FAILURES = ("importError", "runtimeError", "shapeMismatch", "resourceLimi
 # allocator, a launch, a library's workspace) or the host's. The runner's error of that kind is
 # the candidate's resourceLimit, as the sandbox's classification reads MemoryError
 # (reward/run_failure.cc).
-OUT_OF_MEMORY_TEXTS = ("CUDA out of memory", "CUDA error: out of memory",
-                       "CUBLAS_STATUS_ALLOC_FAILED", "MemoryError")
+CUDA_OUT_OF_MEMORY_TEXTS = ("CUDA out of memory", "CUDA error: out of memory",
+                            "CUBLAS_STATUS_ALLOC_FAILED")
+OUT_OF_MEMORY_TEXTS = CUDA_OUT_OF_MEMORY_TEXTS + ("MemoryError",)
 
 
 # How the detail of a `crashed` verdict starts when the runner (the candidate's process) ended
@@ -770,7 +771,7 @@ def is_cuda_oom(torch, e):
     the out-of-memory error of a launch or of a library's workspace)."""
     oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
     return (oom is not None and isinstance(e, oom)) or (
-        isinstance(e, RuntimeError) and says_out_of_memory(str(e)))
+        isinstance(e, RuntimeError) and any(s in str(e) for s in CUDA_OUT_OF_MEMORY_TEXTS))
 
 
 def judge_memory(torch):
