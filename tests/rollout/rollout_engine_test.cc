@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <thread>
@@ -192,9 +193,15 @@ uint64_t checksum_of(const std::string& dir) {
 class RolloutEngineWeightsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/dice_engine_weights_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    // A death test's child (a new process that ends by _Exit, without TearDown) works in its
+    // parent's folder, which the parent removes.
+    if (const char* parents = std::getenv(kParentDirVariable)) {
+      dir_ = parents;
+    } else {
+      char pattern[] = "/tmp/dice_engine_weights_XXXXXX";
+      ASSERT_NE(mkdtemp(pattern), nullptr);
+      dir_ = pattern;
+    }
     ASSERT_TRUE(save_qwen3_lm(*random_lm(tiny_config(), 5), dir_ + "/v0").ok());
   }
   void TearDown() override { remove_tree(dir_).ignore(); }
@@ -223,6 +230,7 @@ class RolloutEngineWeightsTest : public ::testing::Test {
     };
   }
 
+  static constexpr char kParentDirVariable[] = "DICE_ENGINE_TEST_PARENT_DIR";
   std::string dir_;
   Qwen3LM model_{nullptr};
 };
@@ -301,6 +309,7 @@ TEST_F(RolloutEngineWeightsTest, ALoadThatFailsMidCopyRestoresTheHeldVersion) {
 TEST_F(RolloutEngineWeightsTest, AMixedModelThatCannotBeRestoredEndsTheProcess) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   torch::NoGradGuard no_grad;
+  ::setenv(kParentDirVariable, dir_.c_str(), 1);
   EXPECT_EXIT(
       {
         auto engine = start(/*held_dir=*/false);
@@ -318,6 +327,7 @@ TEST_F(RolloutEngineWeightsTest, AMixedModelThatCannotBeRestoredEndsTheProcess) 
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(1), "has checksum");
+  ::unsetenv(kParentDirVariable);
 }
 
 }  // namespace
