@@ -732,13 +732,16 @@ TEST_F(LearnerIntegrationTest, SigtermDrainsAndLeavesAReadableLog) {
 
 TEST_F(LearnerIntegrationTest, SigtermWithoutWorkersExitsAtOnce) {
   auto learner = start_learner(write_config(2));
-  // Wait until the run is recorded (the learner is in its loop), then stop it.
+  // Wait until the run is recorded and its phases are planned (the learner logs "policy update"
+  // just before its first step: a stop before that ends the run at a phase boundary, without the
+  // drain this test is about), then stop it.
   std::unique_ptr<rewardlog::RewardLogReader> log;
   const auto end = std::chrono::steady_clock::now() + kDeadline;
   bool started = false;
   while (!started && std::chrono::steady_clock::now() < end) {
     if (!log) log = open_log();
-    started = log && log->catch_up().ok() && log->run("it-run").ok();
+    started = log && log->catch_up().ok() && log->run("it-run").ok() &&
+              learner_log().find("policy update: ") != std::string::npos;
     if (!started) std::this_thread::sleep_for(milliseconds(20));
   }
   ASSERT_TRUE(started) << learner_log();
