@@ -52,6 +52,18 @@ Status DispatcherState::add_work(WorkItem item) {
   return Status::ok_status();
 }
 
+bool DispatcherState::cancel(std::uint64_t work_id) {
+  auto it = work_.find(work_id);
+  if (it == work_.end() || !it->second.assignee.empty()) return false;
+  // Its id stays in its pending_ queue until dispatch() skips it, as for an item acked while
+  // queued; remembered, so a late result of an earlier dispatch counts as a duplicate.
+  work_.erase(it);
+  --pending_count_;
+  remember_completed(work_id);
+  ++counters_.cancelled;
+  return true;
+}
+
 void DispatcherState::handle(const std::string& routing_id,
                              wire::Decoded<schema::Envelope> envelope, TimePoint now,
                              const std::string& key_name) {

@@ -84,8 +84,9 @@ struct DispatcherStats {
   std::uint64_t duplicate_results = 0;  // results or acks for parts/items already done: dropped
   std::uint64_t unknown_results = 0;    // results for work never sent to that peer: dropped
   std::uint64_t requeued = 0;           // items sent back to the queue (dead worker, send failure)
-  std::uint64_t given_up = 0;  // items answered by the dispatcher: lost their worker max_attempts
-                               // times (lost_work_answer.h)
+  std::uint64_t given_up = 0;   // items answered by the dispatcher: lost their worker max_attempts
+                                // times (lost_work_answer.h)
+  std::uint64_t cancelled = 0;  // queued items withdrawn by cancel() before any dispatch
   std::uint64_t workers_dead = 0;         // workers declared dead
   std::uint64_t malformed_frames = 0;     // undecodable frames, wrong frame counts: dropped
   std::uint64_t unexpected_messages = 0;  // decodable but wrong here (kind, sender): dropped
@@ -103,6 +104,10 @@ class DispatcherState {
   // queue is at capacity (WorkDispatcher waits on that).
   Status add_work(WorkItem item);
   bool queue_full() const { return pending_count_ >= options_.queue_capacity; }
+  // Withdraws `work_id` while it waits in the queue (its answer is no longer wanted: its group
+  // expired or was skipped), so no worker slot spends time on it; true if it was queued. Work
+  // already sent is left to finish: its results still come and are delivered once.
+  bool cancel(std::uint64_t work_id);
   bool has_pending() const { return pending_count_ > 0; }
 
   // A decoded envelope from the peer behind routing_id; `key_name` names the CURVE key that

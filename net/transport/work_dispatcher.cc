@@ -146,6 +146,16 @@ Result<WorkResult> WorkDispatcher::next_result(std::chrono::milliseconds timeout
   return Status::timeout("transport: no result within " + std::to_string(timeout.count()) + " ms");
 }
 
+std::size_t WorkDispatcher::cancel(const std::vector<std::uint64_t>& work_ids) {
+  std::size_t cancelled = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::uint64_t id : work_ids) cancelled += state_.cancel(id);
+  }
+  if (cancelled > 0) queue_not_full_.notify_all();
+  return cancelled;
+}
+
 Status WorkDispatcher::broadcast(std::string payload) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,6 +1,7 @@
-// DispatcherState's attempt cap: an item whose worker is lost on every dispatch (a candidate that
-// kills the reward worker judging it) is answered by the dispatcher itself after
-// DispatcherOptions::max_attempts dispatches instead of going round every worker.
+// Work nobody should wait for or judge. DispatcherState's attempt cap: an item whose worker is
+// lost on every dispatch (a candidate that kills the reward worker judging it) is answered by the
+// dispatcher itself after DispatcherOptions::max_attempts dispatches instead of going round every
+// worker. cancel(): queued work whose answer is no longer wanted never reaches a worker.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -221,6 +222,42 @@ TEST_F(NoAttemptCapTest, ZeroSendsAnItemAgainAfterEveryLoss) {
     join("w1", "r-w1-" + std::to_string(attempt));
   }
   EXPECT_FALSE(state_.has_result());
+}
+
+TEST_F(LostWorkTest, CancelledWorkStillQueuedIsNeverSent) {
+  join("w1", "r-w1");
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(state_.add_work(WorkItem{id, eval_request(id), schema::Role::REWARD}).ok());
+  }
+  ASSERT_EQ(dispatched_to(1), "w1");  // w1's one slot is busy; 2 and 3 wait
+
+  EXPECT_TRUE(state_.cancel(2));
+  EXPECT_FALSE(state_.cancel(2)) << "cancelled twice";
+  EXPECT_FALSE(state_.cancel(1)) << "already sent: left to finish";
+  EXPECT_FALSE(state_.cancel(99)) << "never submitted";
+  auto stats = state_.stats(now_);
+  EXPECT_EQ(stats.cancelled, 1u);
+  EXPECT_EQ(stats.pending, 1u);
+  EXPECT_EQ(stats.in_flight, 1u);
+
+  // Item 1 is judged and its slot freed: the next item sent is 3, and 2 never is.
+  capnp::MallocMessageBuilder message;
+  auto envelope = wire::init_envelope(message, "w1", "run-7");
+  envelope.getBody().initVerdict().setWorkId(1);
+  envelope.initAck().setWorkId(1);
+  envelope.getAck().setCredits(1);
+  state_.handle("r-w1", decode(wire::encode(message)), now_);
+  EXPECT_EQ(results().size(), 1u);
+  state_.tick(now_);
+  std::vector<std::uint64_t> sent;
+  for (const Outbound& out : state_.take_outbox()) {
+    if (out.work_id != 0) sent.push_back(out.work_id);
+  }
+  EXPECT_EQ(sent, std::vector<std::uint64_t>{3});
+  EXPECT_EQ(state_.stats(now_).pending, 0u);
+  // Its id is not free for new work: a result for it could still be about the old item.
+  EXPECT_EQ(state_.add_work(WorkItem{2, eval_request(2), schema::Role::REWARD}).code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

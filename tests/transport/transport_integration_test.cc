@@ -280,6 +280,28 @@ TEST(TransportIntegration, RolloutRequestGetsEverySampleOnce) {
   EXPECT_TRUE(eventually([&] { return dispatcher->stats().completed == 1; }));
 }
 
+// Work of a group that expired: withdrawn while queued, it frees its queue place and no worker
+// ever gets it.
+TEST(TransportIntegration, CancelledQueuedWorkNeverReachesAWorker) {
+  auto dispatcher = start_dispatcher("tcp://127.0.0.1:*", /*queue_capacity=*/2);
+  ASSERT_NE(dispatcher, nullptr);
+  ASSERT_TRUE(dispatcher->submit(eval_item(1), milliseconds(0)).ok());
+  ASSERT_TRUE(dispatcher->submit(eval_item(2), milliseconds(0)).ok());
+  EXPECT_EQ(dispatcher->cancel({2, 99}), 1u);
+  ASSERT_TRUE(dispatcher->submit(eval_item(3), milliseconds(0)).ok());  // 2's place
+  EXPECT_EQ(dispatcher->cancel({3}), 1u);
+
+  auto echo = start_worker(DICE_ECHO_WORKER, dispatcher->endpoint(), "echo", 2);
+  auto results = collect(*dispatcher, 1);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results.begin()->first, 1u);
+  EXPECT_EQ(dispatcher->next_result(milliseconds(300)).status().code(), StatusCode::kTimeout);
+  auto stats = dispatcher->stats();
+  EXPECT_EQ(stats.cancelled, 2u);
+  EXPECT_EQ(stats.dispatched, 1u);
+  EXPECT_EQ(stats.pending, 0u);
+}
+
 TEST(TransportIntegration, FullQueueRejectsAndCloseWakesWaiters) {
   auto dispatcher = start_dispatcher("tcp://127.0.0.1:*", /*queue_capacity=*/2);
   ASSERT_NE(dispatcher, nullptr);
