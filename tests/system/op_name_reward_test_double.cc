@@ -1,0 +1,107 @@
+// op_name_reward_test_double: a test double of dice-reward for the RL learning system test, with
+// a reward a CPU computes truthfully. dice-cluster starts it in dice-reward's place
+// (cluster.local.executables: {reward: <this file>}) with dice-reward's command line; it connects
+// to the learner as a reward worker does (worker loop, CURVE keys, /metrics, drain on SIGTERM or
+// Shutdown) and answers each EvalRequest with a Verdict whose reward is 1 when the kernel the
+// response's first code block declares is named after the task's op, and 0 otherwise:
+//   - the task's op is its id up to the last '-' ("relu-1" -> "relu");
+//   - the kernel is the name after the block's first "__global__ void ", up to the next '(';
+//     named after the op: "<op>_k" exactly ("relu_k"), so that naming every op somewhere in the
+//     block, or a garbled declaration, earns nothing.
+// It compiles and runs nothing, so it starts only with reward.mode extraction_only: the learner
+// then never reads its reward 1 as a compiled, correct kernel, and every StepRecord says so.
+// The verdict: compiled and correct false; failure none (the op's kernel), incorrect (another
+// kernel or none) or noCodeBlock; the logExcerpt says what was checked; evaluatedSource is the
+// block.
+#include <iostream>
+#include <string>
+
+#include "common/log.h"
+#include "net/service/worker_loop.h"
+#include "reward/extract.h"
+#include "reward/pipeline.h"
+
+namespace {
+
+using dice::schema::FailureClass;
+
+std::string op_of_task(const std::string& task_id) {
+  return task_id.substr(0, task_id.rfind('-'));
+}
+
+// The name after the first "__global__ void " in `code`, up to the next '(' ("" when none).
+std::string first_kernel_name(const std::string& code) {
+  static const std::string kDeclaration = "__global__ void ";
+  const std::size_t start = code.find(kDeclaration);
+  if (start == std::string::npos) return "";
+  const std::size_t name = start + kDeclaration.size();
+  const std::size_t open = code.find('(', name);
+  return open == std::string::npos ? "" : code.substr(name, open - name);
+}
+
+dice::Status answer(const std::string& worker_id,
+                    const dice::wire::Decoded<dice::schema::Envelope>& work,
+                    dice::service::ResultSink& sink) {
+  auto body = work.root().getBody();
+  if (body.which() != dice::schema::Envelope::Body::EVAL_REQUEST) {
+    return dice::Status::invalid_argument(
+        std::string("op_name_reward_test_double takes eval requests, got ") +
+        dice::wire::body_name(body.which()));
+  }
+  auto request = body.getEvalRequest();
+  const std::string op = op_of_task(request.getTask().getId().cStr());
+  const dice::FencedBlock block = dice::first_code_block(request.getCandidate().getText().cStr());
+  const std::string kernel = block.found ? first_kernel_name(block.body) : "";
+  const bool named = !op.empty() && kernel == op + "_k";
+
+  capnp::MallocMessageBuilder message;
+  auto verdict = sink.init_envelope(message).getBody().initVerdict();
+  dice::set_verdict_identity(request, worker_id, verdict);
+  verdict.setCompiled(false);
+  verdict.setCorrect(false);
+  verdict.setReward(named ? 1.0f : 0.0f);
+  verdict.setFailure(named         ? FailureClass::NONE
+                     : block.found ? FailureClass::INCORRECT
+                                   : FailureClass::NO_CODE_BLOCK);
+  verdict.setLogExcerpt("op_name_reward_test_double: the first kernel is '" + kernel +
+                        "', the task's op's is '" + op + "_k'; nothing compiled or run");
+  verdict.setEvaluatedSource(block.body);
+  return sink.send_last(message);
+}
+
+int run(dice::service::ServiceContext& context) {
+  using namespace dice;
+  if (context.config.reward.mode != RewardMode::kExtractionOnly) {
+    std::cerr << "op_name_reward_test_double: reward.mode is "
+              << config::enum_to_name(context.config.reward.mode)
+              << "; this test double judges no kernel, so it runs only with reward.mode "
+                 "extraction_only (the learner must not read its reward as a correct kernel)\n";
+    return 2;
+  }
+  auto loop_options = service::worker_loop_options(context, schema::Role::REWARD, 1);
+  if (!loop_options.ok()) {
+    std::cerr << "op_name_reward_test_double: " << loop_options.status().to_string() << "\n";
+    return 2;
+  }
+  auto shutdown = service::ShutdownSignal::install();
+  if (!shutdown.ok()) {
+    std::cerr << "op_name_reward_test_double: " << shutdown.status().to_string() << "\n";
+    return 1;
+  }
+  service::MetricsRegistry registry;
+  const std::string worker_id = loop_options->transport.worker_id;
+  DICE_LOG(Warn) << "op_name_reward_test_double: reward 1 means the code block names the task's "
+                    "op, not a correct kernel";
+  return service::run_worker_loop(
+      *loop_options, registry, **shutdown,
+      [&worker_id](const wire::Decoded<schema::Envelope>& work, service::ResultSink& sink) {
+        return answer(worker_id, work, sink);
+      },
+      nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return dice::service::run_service_main("reward", argc, argv, run, std::cout, std::cerr);
+}
