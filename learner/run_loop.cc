@@ -526,6 +526,12 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
   Clock::time_point last_end = Clock::now();  // of the step before, for its successor's wall time
   for (int k = steps_done + 1; k <= plan.steps; ++k, ++state->global_step) {
     if (*run.stopping || run.stop_requested()) {
+      // A stop between steps has no step to drain; said here, since drive_front says it only
+      // for a stop that lands inside a step.
+      if (!*run.stopping) {
+        *run.stopping = true;
+        DICE_LOG(Info) << "stop requested: no new steps" << kv("phase", plan.name);
+      }
       summary->stopped = true;
       return false;
     }
@@ -647,6 +653,9 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
     const PhasePlan& plan = phases[i];
     if (resumed.done[i]) continue;
     if (stopping || stop_requested()) {
+      if (!stopping) {
+        DICE_LOG(Info) << "stop requested: no new phases" << kv("next", plan.name);
+      }
       summary.stopped = true;
       return summary;
     }
