@@ -157,6 +157,11 @@ Result<bool> drive_front(Flight& flight, StepRun& run) {
         interrupted = true;
       }
     }
+    // Skipped groups' work still queued is withdrawn: nobody waits for its answers.
+    for (auto& work : flight) {
+      const std::vector<std::uint64_t> unwanted = work->tracker.take_unwanted();
+      if (!unwanted.empty()) run.dispatcher.cancel(unwanted);
+    }
     // Metrics move as results arrive, not only at the end of the step.
     for (auto& work : flight) {
       const StepCounts& c = work->tracker.counts();

@@ -296,8 +296,14 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
   out.complete = complete;
   out.skip_reason = skip_reason;
   std::vector<double> rewards;
+  if (!complete && group.rollout_work_id != 0) unwanted_.push_back(group.rollout_work_id);
   for (auto& [index, sample] : group.samples) {
-    if (!sample.verdict) continue;
+    if (!sample.verdict) {
+      if (!complete && sample.eval_work_id != 0 && !sample.lost) {
+        unwanted_.push_back(sample.eval_work_id);
+      }
+      continue;
+    }
     if (sample.scored) rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
     out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
                                          std::move(*sample.verdict), 0.0, std::move(sample.trace),
@@ -358,6 +364,12 @@ std::vector<transport::WorkItem> StepTracker::take_outbox() {
 std::vector<FinishedGroup> StepTracker::take_finished() {
   std::vector<FinishedGroup> out;
   out.swap(finished_);
+  return out;
+}
+
+std::vector<std::uint64_t> StepTracker::take_unwanted() {
+  std::vector<std::uint64_t> out;
+  out.swap(unwanted_);
   return out;
 }
 

@@ -149,6 +149,10 @@ class StepTracker {
 
   std::vector<transport::WorkItem> take_outbox();
   std::vector<FinishedGroup> take_finished();
+  // The work ids of skipped groups whose answers nobody waits for any more (their rollout request
+  // and the evaluations still without a verdict), for WorkDispatcher::cancel to withdraw those
+  // still queued, so reward slots do not judge them. Empty after each call.
+  std::vector<std::uint64_t> take_unwanted();
   bool done() const { return open_groups_ == 0; }
   std::size_t open_groups() const { return open_groups_; }
   const StepCounts& counts() const { return counts_; }
@@ -202,6 +206,7 @@ class StepTracker {
   std::vector<transport::WorkItem> outbox_;
   std::vector<FinishedGroup> finished_;
   StepCounts counts_;
+  std::vector<std::uint64_t> unwanted_;  // take_unwanted()
   std::map<std::uint64_t, std::uint32_t> candidate_versions_;
 };
 

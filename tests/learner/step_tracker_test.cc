@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -220,6 +221,33 @@ TEST_F(StepTrackerTest, RolloutErrorAndTimeoutSkipGroupsWithoutHanging) {
   EXPECT_EQ(tracker->counts().rollout_errors, 1u);
   tracker->handle(candidate(1, 0));  // late: its group is gone
   EXPECT_TRUE(evals(*tracker).empty());
+}
+
+// A skipped group's work that nobody waits for any more (its rollout request and the evaluations
+// still without a verdict) is handed out once, for the dispatcher to withdraw what is still
+// queued; a finished group's work is not.
+TEST_F(StepTrackerTest, SkippedGroupsHandOutTheWorkNobodyWaitsFor) {
+  auto tracker = start(2);
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
+  auto judged = evals(*tracker);
+  ASSERT_EQ(judged.size(), 2u);
+  tracker->handle(verdict(judged[0], 1.0f));
+  tracker->handle(verdict(judged[1], 0.0f));
+  ASSERT_EQ(tracker->take_finished().size(), 1u);  // group 0, complete
+  EXPECT_TRUE(tracker->take_unwanted().empty());
+
+  tracker->handle(candidate(1, 0));
+  auto pending = evals(*tracker);
+  ASSERT_EQ(pending.size(), 1u);
+  tracker->expire(now_ + std::chrono::seconds(11), std::chrono::seconds(10));
+  ASSERT_TRUE(tracker->done());
+  std::vector<std::uint64_t> unwanted = tracker->take_unwanted();
+  std::sort(unwanted.begin(), unwanted.end());
+  std::vector<std::uint64_t> expected = {rollouts_[1].first, pending[0]};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(unwanted, expected);
+  EXPECT_TRUE(tracker->take_unwanted().empty());
 }
 
 TEST_F(StepTrackerTest, EvaluationErrorLosesOneSample) {
