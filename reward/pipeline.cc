@@ -106,19 +106,6 @@ void stop_at_reward_mode(RewardMode mode, std::vector<StaticFinding> findings,
 
 }  // namespace
 
-void set_verdict_identity(schema::EvalRequest::Reader request, const std::string& worker_id,
-                          schema::Verdict::Builder verdict) {
-  auto candidate = request.getCandidate();
-  verdict.setWorkId(request.getWorkId());
-  verdict.setRunId(candidate.getRunId());
-  verdict.setStep(candidate.getStep());
-  verdict.setTaskId(request.getTask().getId());
-  verdict.setGroup(candidate.getGroup());
-  verdict.setSampleIndex(candidate.getSampleIndex());
-  verdict.setPolicyVersion(candidate.getPolicyVersion());
-  verdict.setRewardWorker(worker_id);
-}
-
 SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds) {
   SandboxSpec spec;
   spec.timeout_seconds = timeout_seconds;

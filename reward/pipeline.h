@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "net/wire/verdict_identity.h"  // set_verdict_identity, for the pipeline's callers
 #include "options/reward_options.h"
 #include "reward/compile/compile.h"
 #include "reward/compile/toolchain.h"
@@ -53,11 +54,6 @@ class GpuSlotPool {
   std::vector<std::string> free_;
   bool empty_pool_;
 };
-
-// Who and what `verdict` is about, from `request`: work id, run, step, task, group, sample,
-// policy version, and the worker that judged it.
-void set_verdict_identity(schema::EvalRequest::Reader request, const std::string& worker_id,
-                          schema::Verdict::Builder verdict);
 
 // The sandbox limits of candidate processes from the config.
 SandboxSpec sandbox_from_options(const SandboxOptions& options, double timeout_seconds);

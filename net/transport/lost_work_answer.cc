@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "net/wire/verdict_identity.h"
+
 namespace dice::transport {
 
 namespace {
@@ -27,19 +29,8 @@ wire::Decoded<schema::Envelope> lost_work_answer(const std::string& payload, std
   auto body = wire::init_envelope(message, sender_id, run_id).getBody();
   auto request = wire::decode_envelope(payload);
   if (request.ok() && request->root().getBody().which() == Body::EVAL_REQUEST) {
-    auto eval = request->root().getBody().getEvalRequest();
-    auto candidate = eval.getCandidate();
     auto verdict = body.initVerdict();
-    // The identity reward/pipeline.cc's set_verdict_identity gives a judged verdict: the learner
-    // checks the task, the reward log files it under the candidate's step, group and sample.
-    verdict.setWorkId(work_id);
-    verdict.setRunId(candidate.getRunId());
-    verdict.setStep(candidate.getStep());
-    verdict.setTaskId(eval.getTask().getId());
-    verdict.setGroup(candidate.getGroup());
-    verdict.setSampleIndex(candidate.getSampleIndex());
-    verdict.setPolicyVersion(candidate.getPolicyVersion());
-    verdict.setRewardWorker(workers);
+    set_verdict_identity(request->root().getBody().getEvalRequest(), workers, verdict);
     verdict.setCompiled(false);
     verdict.setCorrect(false);
     verdict.setReward(0.0f);
