@@ -16,19 +16,11 @@ record() {
     >"$steps/$1.tmp" && mv -f "$steps/$1.tmp" "$steps/$1"
 }
 
-# stop_if_role_is_gone NAME LAST_EXIT: once every service of NAME's role has given up, the run
-# cannot move (the learner would wait for verdicts until the time limit): say why in
-# $steps/.stop_reason, which `dice-cluster status` shows, and end every other service's loop and
-# its step. Each loop's pid is in $steps/.pid-NAME.
-stop_if_role_is_gone() {
-  local role="${1%-*}" f pid
-  [[ "$role" == dash ]] && return 0  # dice-dash only reads the run's log: its end is not the run's
-  for f in "$steps/$role"-*; do
-    [[ "$f" == *.tmp ]] && continue
-    grep -qx 'state failed' "$f" || return 0
-  done
-  printf 'no %s service left: %s gave up (%s); its log: %s\n' "$role" "$1" "$2" \
-    "$logs/$1.log" >"$steps/.stop_reason"
+# stop_run REASON...: say why the run ends in $steps/.stop_reason, which `dice-cluster status`
+# shows, and end every other service's loop and its step. Each loop's pid is in $steps/.pid-NAME.
+stop_run() {
+  local f pid
+  printf '%s\n' "$*" >"$steps/.stop_reason"
   for f in "$steps"/.pid-*; do
     pid="$(cat "$f")"
     [[ "$pid" == "$BASHPID" ]] && continue
@@ -37,9 +29,23 @@ stop_if_role_is_gone() {
   done
 }
 
+# stop_if_role_is_gone NAME WHY: once every service of NAME's role has given up, the run cannot
+# move (the learner would wait for verdicts until the time limit): stop it.
+stop_if_role_is_gone() {
+  local role="${1%-*}" f
+  [[ "$role" == dash ]] && return 0  # dice-dash only reads the run's log: its end is not the run's
+  for f in "$steps/$role"-*; do
+    [[ "$f" == *.tmp ]] && continue
+    grep -qx 'state failed' "$f" || return 0
+  done
+  stop_run "no $role service left: $1 gave up ($2); its log: $logs/$1.log"
+}
+
 # run_service NAME NODE [VAR=VALUE...] EXE [ARGS...]: runs the service (through env, with its
-# CUDA_VISIBLE_DEVICES) as one step on NODE until it exits 0, the job is cancelled, or it needs
-# more than @MAX_RESTARTS@ restarts within @WINDOW_S@ s.
+# CUDA_VISIBLE_DEVICES) as one step on NODE until it exits 0, the job is cancelled, it exits 2
+# (bad input: it would fail the same way again, so the run stops), it needs more than
+# @MAX_RESTARTS@ restarts within @WINDOW_S@ s, or it has been restarted @MAX_PER_RUN@ times in the
+# run (0: no such cap) however far apart: the rules of the local supervisor (cluster/supervisor.cc).
 run_service() {
   local name="$1" node="$2"
   shift 2
@@ -59,6 +65,23 @@ run_service() {
     if ((stopping)); then break; fi
     if ((rc == 0)); then
       record "$name" exited "$restarts" "$started" "$last_exit"
+      return
+    fi
+    if ((rc == 2)); then
+      echo "=== dice-cluster: $name exited with status 2 (bad input), not restarted" \
+        >>"$logs/$name.log"
+      record "$name" failed "$restarts" "$started" "$last_exit"
+      # dice-dash only reads the run's log: its end is not the run's
+      [[ "${name%-*}" == dash ]] || stop_run "$name exited with status 2 (bad input: a missing" \
+        "or invalid file or setting), not restarted; its log: $logs/$name.log"
+      return
+    fi
+    if ((@MAX_PER_RUN@ > 0 && restarts >= @MAX_PER_RUN@)); then
+      echo "=== dice-cluster: giving up on $name after $restarts restarts in this run ($last_exit)" \
+        >>"$logs/$name.log"
+      record "$name" failed "$restarts" "$started" "$last_exit"
+      stop_if_role_is_gone "$name" \
+        "$last_exit after $restarts restarts in this run (cluster.local.max_restarts_per_run)"
       return
     fi
     now="$(date +%s)"
@@ -124,6 +147,7 @@ std::string slurm_batch_script(const ClusterOptions& options,
   functions = fill(functions, "@BACKOFF_MAX_MS@", policy.restart_backoff_max_ms);
   functions = fill(functions, "@MAX_RESTARTS@", policy.max_restarts);
   functions = fill(functions, "@WINDOW_S@", policy.restart_window_s);
+  functions = fill(functions, "@MAX_PER_RUN@", policy.max_restarts_per_run);
   out << functions << "\n";
   // The run is its services without the dashboard: the job waits for those, then stops dice-dash
   // (which would otherwise serve on until the time limit), as the local supervisor does.

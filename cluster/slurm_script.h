@@ -1,6 +1,7 @@
 // The sbatch script of a slurm-backend run: one job over the run's nodes, one srun step per
 // service, each restarted with backoff when it fails (the local supervisor's policy:
-// cluster.local.restart_backoff_ms, restart_backoff_max_ms, max_restarts, restart_window_s).
+// cluster.local.restart_backoff_ms, restart_backoff_max_ms, max_restarts, restart_window_s,
+// max_restarts_per_run), except after exit status 2 (bad input), which stops the run.
 //
 // The job asks for one task per node (--ntasks-per-node=1) and every step runs with --overlap, so
 // all of a node's services share what the job got: on a one-node test Slurm with 2 CPUs three

@@ -187,6 +187,69 @@ TEST(SlurmScriptTest, ARoleWithoutServicesStopsTheRun) {
   std::filesystem::remove_all(dir);
 }
 
+// After a run whose only reward service gave up: reward-0 failed after `restarts` restarts with
+// `last_exit`, and the script stopped learner-0 (a sleeper).
+void expect_reward_failed_learner_stopped(const std::string& state_dir, int restarts,
+                                          const std::string& last_exit) {
+  ServiceState learner, reward;
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/reward-0", &reward).ok());
+  EXPECT_EQ(reward.state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward.restarts, restarts);
+  EXPECT_EQ(reward.last_exit, last_exit);
+  ASSERT_TRUE(read_step_file(state_dir + "/steps/learner-0", &learner).ok());
+  EXPECT_EQ(learner.state, ServiceRunState::kStopped);
+}
+
+// A service that exits 2 (bad input) would fail the same way again: as under the local supervisor
+// it is not restarted, and the run stops saying why, though restarts are left.
+TEST(SlurmScriptTest, ExitStatusTwoIsNotRestartedAndStopsTheRun) {
+  std::string dir = make_temp_dir();
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/sleep", "120"});
+  services[1].executable = "/bin/bash";
+  services[1].args = {"-c", "exit 2"};
+  std::string state_dir = dir + "/state";
+  ASSERT_EQ(
+      run_script_with_srun_double(dir, fast_restarts(two_nodes(), 5), services, state_dir, "r7"), 0)
+      << read_file(dir + "/out");
+
+  expect_reward_failed_learner_stopped(state_dir, 0, "exit 2");
+  const std::string log = read_file(state_dir + "/logs/reward-0.log");
+  EXPECT_NE(log.find("reward-0 exited with status 2 (bad input), not restarted"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("(restarts so far: 1)"), std::string::npos) << log;
+  const std::string reason = read_file(state_dir + "/steps/.stop_reason");
+  EXPECT_NE(reason.find("reward-0 exited with status 2 (bad input: a missing or invalid file or "
+                        "setting), not restarted; its log: " +
+                        state_dir + "/logs/reward-0.log"),
+            std::string::npos)
+      << reason;
+  std::filesystem::remove_all(dir);
+}
+
+// A failure that recurs slower than the rate limit (here: a window no restart leaves) is still
+// given up after cluster.local.max_restarts_per_run restarts, and the run stops with the reason.
+TEST(SlurmScriptTest, RestartsAreCappedPerRun) {
+  std::string dir = make_temp_dir();
+  ClusterOptions options = fast_restarts(two_nodes(), 100);
+  options.local.max_restarts_per_run = 3;
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/sleep", "120"});
+  std::string state_dir = dir + "/state";
+  ASSERT_EQ(run_script_with_srun_double(dir, options, services, state_dir, "r8"), 0)
+      << read_file(dir + "/out");
+
+  expect_reward_failed_learner_stopped(state_dir, 3, "exit 1");
+  const std::string log = read_file(state_dir + "/logs/reward-0.log");
+  EXPECT_NE(log.find("giving up on reward-0 after 3 restarts in this run (exit 1)"),
+            std::string::npos)
+      << log;
+  const std::string reason = read_file(state_dir + "/steps/.stop_reason");
+  EXPECT_NE(reason.find("no reward service left: reward-0 gave up (exit 1 after 3 restarts in "
+                        "this run (cluster.local.max_restarts_per_run))"),
+            std::string::npos)
+      << reason;
+  std::filesystem::remove_all(dir);
+}
+
 // dice-dash beside a learner that finishes: once the learner's loop ends the script stops the
 // dashboard (it would serve until the time limit otherwise) and the job ends.
 TEST(SlurmScriptTest, TheDashboardIsStoppedWhenTheRunEnds) {
