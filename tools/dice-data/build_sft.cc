@@ -10,8 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/durable_file.h"
+#include "common/read_file.h"
 #include "reward/judge/judge_resume.h"
-#include "tools/dice-data/file_io.h"
 #include "tools/dice-data/infill_split.h"
 #include "tools/dice-data/item_file.h"
 #include "tools/dice-data/sft_pairs.h"

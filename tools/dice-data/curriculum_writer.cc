@@ -7,7 +7,7 @@
 #include <set>
 #include <system_error>
 
-#include "tools/dice-data/file_io.h"
+#include "common/durable_file.h"
 #include "tools/dice-data/pretty_json.h"
 
 namespace dice::data {

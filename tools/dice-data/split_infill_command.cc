@@ -2,7 +2,8 @@
 
 #include <string>
 
-#include "tools/dice-data/file_io.h"
+#include "common/durable_file.h"
+#include "common/read_file.h"
 #include "tools/dice-data/infill_items.h"
 
 namespace dice::data {

@@ -13,8 +13,8 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
+#include "common/durable_file.h"
 #include "options/dice_config.h"
-#include "tools/dice-data/file_io.h"
 #include "tools/dice-eval/cluster_run.h"
 #include "tools/dice-eval/environment.h"
 #include "tools/dice-eval/eval_table.h"
@@ -357,7 +357,7 @@ Failure write_table(const Context& c, std::ostream& out) {
   for (const auto& [name, text] : {std::pair<const char*, std::string>{"table.md", markdown},
                                    {"table.json", table_json(meta, table)},
                                    {"table.csv", table_csv(meta, table)}}) {
-    Status written = data::write_file_atomically(c.out + "/" + name, text);
+    Status written = write_file_atomically(c.out + "/" + name, text);
     if (!written.ok()) return {kExitFailed, written.message()};
   }
   out << "\n" << markdown << std::endl;

@@ -6,7 +6,7 @@
 #include <regex>
 #include <sstream>
 
-#include "tools/dice-data/file_io.h"
+#include "common/read_file.h"
 
 namespace dice::eval {
 namespace fs = std::filesystem;
@@ -124,7 +124,7 @@ Result<std::vector<Problem>> read_kernelbench_folder(const std::string& dir,
   const std::string folder = folder_name(dir);
   std::vector<Problem> problems;
   for (const auto& [number, path] : files) {
-    DICE_ASSIGN_OR_RETURN(std::string text, data::read_file(path));
+    DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
     DICE_RETURN_IF_ERROR(check_kernelbench_source(text, path));
     Problem problem;
     problem.id = folder + "/" + fs::path(path).stem().string();

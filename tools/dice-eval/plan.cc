@@ -6,9 +6,10 @@
 #include <map>
 #include <sstream>
 
+#include "common/durable_file.h"
 #include "common/hash/content_hash.h"
 #include "common/json/parse_text.h"
-#include "tools/dice-data/file_io.h"
+#include "common/read_file.h"
 #include "tools/dice-data/pretty_json.h"
 
 namespace dice::eval {
@@ -93,9 +94,9 @@ Status check_or_record_settings(const std::string& out_dir, const std::string& i
   if (!fs::exists(path, ec)) {
     DICE_RETURN_IF_ERROR(make_dirs(out_dir));
     json::object root{{"dice_eval", kFileVersion}, {"id", id}, {"settings", wanted}};
-    return data::write_file_atomically(path, data::pretty_json(root));
+    return write_file_atomically(path, data::pretty_json(root));
   }
-  DICE_ASSIGN_OR_RETURN(std::string text, data::read_file(path));
+  DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
   boost::system::error_code error;
   std::string position;
   const json::value root = parse_json_text(text, &error, &position);
@@ -135,7 +136,7 @@ Result<std::vector<std::string>> write_task_files(const std::string& out_dir,
   std::vector<std::string> paths;
   for (const auto& [kind, list] : by_kind) {
     const std::string path = dir + "/" + kind + ".json";
-    DICE_RETURN_IF_ERROR(data::write_file_atomically(path, tasks_json(list)));
+    DICE_RETURN_IF_ERROR(write_file_atomically(path, tasks_json(list)));
     paths.push_back(path);
   }
   return paths;
@@ -181,7 +182,7 @@ Result<Attempt> write_attempt(const std::string& out_dir, const std::string& eva
     const TaskKind kind = chunk.front()->kind;
     const std::string name = std::string(kind_name(kind)) + "-" + three_digits(++chunks[kind]);
     DICE_RETURN_IF_ERROR(
-        data::write_file_atomically(attempt.dir + "/" + name + ".json", tasks_json(chunk)));
+        write_file_atomically(attempt.dir + "/" + name + ".json", tasks_json(chunk)));
     phases.emplace_back(name, kind);
     attempt.phases.push_back(name);
     chunk.clear();
@@ -195,7 +196,7 @@ Result<Attempt> write_attempt(const std::string& out_dir, const std::string& eva
     chunk.push_back(problem);
   }
   DICE_RETURN_IF_ERROR(flush());
-  DICE_RETURN_IF_ERROR(data::write_file_atomically(
+  DICE_RETURN_IF_ERROR(write_file_atomically(
       attempt.curriculum, curriculum_yaml(evaluation_id, number, phases, options)));
   return attempt;
 }

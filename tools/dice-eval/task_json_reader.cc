@@ -5,7 +5,7 @@
 #include <map>
 
 #include "common/json/parse_text.h"
-#include "tools/dice-data/file_io.h"
+#include "common/read_file.h"
 
 namespace dice::eval {
 namespace json = boost::json;
@@ -85,7 +85,7 @@ Result<Problem> read_item(const json::value& value, TaskKind kind, const std::st
 
 Result<std::vector<Problem>> read_task_json(const std::string& path,
                                             const TaskJsonOptions& options) {
-  DICE_ASSIGN_OR_RETURN(std::string text, data::read_file(path));
+  DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
   boost::system::error_code error;
   std::string position;
   const json::value root = parse_json_text(text, &error, &position);

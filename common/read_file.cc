@@ -1,4 +1,4 @@
-#include "tools/dice-data/file_io.h"
+#include "common/read_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace dice::data {
+namespace dice {
 
 Result<std::string> read_file(const std::string& path) {
   std::error_code ec;
@@ -22,4 +22,4 @@ Result<std::string> read_file(const std::string& path) {
   return text.str();
 }
 
-}  // namespace dice::data
+}  // namespace dice
