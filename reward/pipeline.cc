@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "net/wire/reward_policy_spec.h"
+#include "reward/evaluation_retry.h"
 #include "reward/extract.h"
 #include "reward/reward_policy.h"
 #include "reward/sandbox/sandbox_netns.h"
@@ -124,25 +125,6 @@ SandboxSpec sandbox_from_options(const SandboxOptions& o, double timeout_seconds
   return spec;
 }
 
-GpuSlotPool::GpuSlotPool(std::vector<std::string> slots)
-    : free_(std::move(slots)), empty_pool_(free_.empty()) {}
-
-std::string GpuSlotPool::acquire() {
-  if (empty_pool_) return "";
-  std::unique_lock<std::mutex> lock(mutex_);
-  freed_.wait(lock, [&] { return !free_.empty(); });
-  std::string slot = std::move(free_.back());
-  free_.pop_back();
-  return slot;
-}
-
-void GpuSlotPool::release(const std::string& slot) {
-  if (empty_pool_) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(slot);
-  freed_.notify_one();
-}
-
 Result<Toolchain> probe_reward_toolchain(const RewardOptions& options) {
   DICE_RETURN_IF_ERROR(kernel_check_available(options.kernel_check, DICE_LAUNCH_PROBE_PATH));
   ToolchainOptions toolchain;
@@ -150,10 +132,6 @@ Result<Toolchain> probe_reward_toolchain(const RewardOptions& options) {
   toolchain.python = options.python_path;
   toolchain.cuda_arch = options.cuda_arch;
   return probe_toolchain(toolchain);
-}
-
-std::string gpu_of_slot(const std::string& slot) {
-  return slot.substr(0, slot.find('/'));
 }
 
 RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain,
@@ -267,24 +245,27 @@ void RewardPipeline::evaluate_compiled(schema::Task::Reader task, const std::str
                                        const std::vector<std::string>& kernels,
                                        std::vector<StaticFinding> findings,
                                        schema::Verdict::Builder verdict) {
-  EvaluatorOptions eval = evaluator_options(options_, task);
-  const std::string slot = slots_.acquire();
-  if (!slot.empty()) {
-    eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
-    // The slot's GPU is the only device node in the run's root (inside it is CUDA device 0).
-    eval.sandbox.gpu_devices = {std::stoi(gpu_of_slot(slot))};
-    const auto turns = gpu_turns_.find(gpu_of_slot(slot));
-    if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
-  }
-  verdict.setGpuSlot(slot);
-  auto prestart = prestarts_.find(slot);
+  const EvaluatorOptions base = evaluator_options(options_, task);
   EvaluationJob job{task.getReferenceSource().cStr(), shape_variant_args(task), source,
                     std::move(modules), kernels};
-  auto report = evaluate_candidate(job, eval,
-                                   prestart == prestarts_.end() ? nullptr : prestart->second.get());
-  slots_.release(slot);
+  const RetriedEvaluation run = evaluate_with_one_retry(slots_, [&](const std::string& slot) {
+    EvaluatorOptions eval = base;
+    if (!slot.empty()) {
+      eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
+      // The slot's GPU is the only device node in the run's root (inside it is CUDA device 0).
+      eval.sandbox.gpu_devices = {std::stoi(gpu_of_slot(slot))};
+      const auto turns = gpu_turns_.find(gpu_of_slot(slot));
+      if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
+    }
+    const auto prestart = prestarts_.find(slot);
+    return evaluate_candidate(job, eval,
+                              prestart == prestarts_.end() ? nullptr : prestart->second.get());
+  });
+  verdict.setGpuSlot(run.slot);
+  if (!run.retried_after.empty()) verdict.setRetriedAfter(run.retried_after);
+  const Result<EvaluationReport>& report = run.report;
   if (!report.ok()) return finish(verdict, FC::INTERNAL_ERROR, report.status().to_string());
-  DICE_LOG(Debug) << "evaluated" << kv("slot", slot) << kv("seconds", report->eval_seconds)
+  DICE_LOG(Debug) << "evaluated" << kv("slot", run.slot) << kv("seconds", report->eval_seconds)
                   << kv("phases", report->phases);
   record_report(*report, wire::task_reward_policy(task, options_.policy), std::move(findings),
                 verdict);

@@ -9,10 +9,8 @@
 // The worker's queues (compile pool, GPU slots) sit around this; it is one candidate's path.
 #pragma once
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +19,7 @@
 #include "reward/compile/compile.h"
 #include "reward/compile/toolchain.h"
 #include "reward/evaluate/evaluator.h"
+#include "reward/gpu_slot_pool.h"
 #include "reward/static_check.h"
 #include "schemas/verdict.capnp.h"
 
@@ -33,26 +32,6 @@ Result<Toolchain> probe_reward_toolchain(const RewardOptions& options);
 struct PipelineIdentity {
   std::string worker_id;               // Verdict.rewardWorker
   std::vector<std::string> gpu_slots;  // GPU slots ("0", or "0/2": half of GPU 0); empty: no GPU
-};
-
-// The GPU of a slot: its name up to the '/' ("0/2" -> "0"), what CUDA_VISIBLE_DEVICES gets.
-std::string gpu_of_slot(const std::string& slot);
-
-// The GPU slots of one worker: evaluations take a free one and wait while none is. Compiles do
-// not hold a slot, so a candidate compiles while others run on the GPU.
-class GpuSlotPool {
- public:
-  explicit GpuSlotPool(std::vector<std::string> slots);
-  // A free slot ("" when the pool is empty: evaluate without pinning a GPU); give it back with
-  // release().
-  std::string acquire();
-  void release(const std::string& slot);
-
- private:
-  std::mutex mutex_;
-  std::condition_variable freed_;
-  std::vector<std::string> free_;
-  bool empty_pool_;
 };
 
 // The sandbox limits of candidate processes from the config.
@@ -76,7 +55,8 @@ class RewardPipeline {
   // and the verdict was finished.
   bool compile_candidate(const std::string& source, const SandboxSpec& parser,
                          schema::Verdict::Builder verdict, std::vector<CompileOutcome>* modules);
-  // Stage 4: the compiled candidate evaluated on a GPU slot, its report into the verdict.
+  // Stage 4: the compiled candidate evaluated on a GPU slot (once more on another when the
+  // service failed it: evaluation_retry.h), its report into the verdict.
   void evaluate_compiled(schema::Task::Reader task, const std::string& source,
                          std::vector<CompileOutcome> modules,
                          const std::vector<std::string>& kernels,

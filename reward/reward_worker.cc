@@ -58,6 +58,11 @@ RewardWorker::RewardWorker(const RewardOptions& options, Toolchain toolchain,
   auto reused = registry_.counter("dice_reward_verdicts_reused_total",
                                   "Verdicts copied from the same text's for the same task.");
   if (reused.ok()) reused_ = reused.value();
+  auto retried = registry_.counter(
+      "dice_reward_evaluations_retried_total",
+      "Candidates evaluated a second time, on another GPU slot, after the reward service failed "
+      "the first evaluation (internalError, sandboxUnavailable).");
+  if (retried.ok()) retried_ = retried.value();
 }
 
 std::uint32_t reward_worker_capacity(const RewardOptions& options, std::size_t slots) {
@@ -95,6 +100,7 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
       throw;
     }
     if (memo_) memo_->finish(key, verdict.asReader());
+    if (retried_ && verdict.getRetriedAfter().size() > 0) retried_->add();
   }
 
   const std::string failure = wire::enum_name(verdict.getFailure());

@@ -1,7 +1,7 @@
 // dice-reward's work handler: an EvalRequest envelope in, one Verdict envelope out, through the
 // RewardPipeline, or copied from the verdict of the same text for the same task
 // (verdict_memo.h, reward.reuse_verdicts); the service loop (net/service/worker_loop.h) does the
-// rest. Verdicts are counted by failure class for /metrics, and reused ones apart.
+// rest. Verdicts are counted by failure class for /metrics, and reused and retried ones apart.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +45,7 @@ class RewardWorker {
   service::Counter* compile_seconds_ = nullptr;
   service::Counter* eval_seconds_ = nullptr;
   service::Counter* reused_ = nullptr;
+  service::Counter* retried_ = nullptr;  // evaluations retried (evaluation_retry.h)
 };
 
 // Handler threads of a worker: one per GPU slot and compile job, so the compile pool stays busy

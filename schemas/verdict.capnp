@@ -89,6 +89,14 @@ struct Verdict {
                                  # request whose verdict this copies: the same response text for
                                  # the same task, judged by the same worker (reward.reuse_verdicts);
                                  # its timings' compile and eval seconds are then 0
+  retriedAfter @23 :Text;        # empty: evaluated once. Else the first evaluation's fault of the
+                                 # reward service (internalError or sandboxUnavailable), which made
+                                 # the worker evaluate the candidate once more on another GPU slot
+                                 # (reward/evaluation_retry.h): "slot 0/1: internalError: <detail>";
+                                 # gpuSlot, failure, logExcerpt and timings are the second
+                                 # evaluation's (a reused verdict keeps its original's). A
+                                 # verdict that is still a service fault after it counts as the
+                                 # candidate's failure (learner.internal_errors)
 }
 
 # One compiled extension of a candidate.
