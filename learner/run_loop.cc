@@ -16,6 +16,7 @@
 #include "learner/step_records.h"
 #include "net/wire/envelope.h"
 #include "net/wire/sampling_params.h"
+#include "rewardlog/step_internal_errors.h"
 
 namespace dice {
 namespace {
@@ -48,6 +49,7 @@ StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& conf
   settings.weights_dir = weights_dir;
   settings.max_staleness = static_cast<std::uint64_t>(config.learner.max_staleness);
   settings.drop_constant_groups = config.learner.loss.drop_constant_groups;
+  settings.internal_errors = config.learner.internal_errors;
   settings.fill_sampling = [sampling = plan.sampling](auto out) {
     wire::fill_sampling_params(sampling, out);
   };
@@ -183,8 +185,10 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
       << kv("tasks", c.tasks) << kv("stale", c.stale_dropped)
       << kv("staleness_mean", fixed(c.staleness_mean, 2)) << kv("staleness_max", c.staleness_max)
       << kv("worker_errors", c.rollout_errors + c.eval_errors)
-      << kv("service_faults", c.service_faults) << kv("seconds", fixed(seconds, 1))
-      << kv("eta_s", fixed(eta, 0)) << kv("policy_version", policy_version)
+      << kv("internal_errors", c.internal_errors)
+      << kv("internal_error_share", shown(true, internal_error_share(c), 3))
+      << kv("seconds", fixed(seconds, 1)) << kv("eta_s", fixed(eta, 0))
+      << kv("policy_version", policy_version)
       << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
       << kv("kl", shown(update.ran, update.kl, 6))
       << kv("clip_fraction", shown(update.ran, update.clip_fraction, 3))
@@ -198,6 +202,13 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
       << kv("open_levels", schedule.open_levels) << kv("passed_over", schedule.passed_over)
       << (update.ran ? kv("lr", update.lr) : kv("lr", "-")) << kv("carried_in", update.carried_in)
       << kv("carried_samples", update.carried_out);
+  if (const double share = internal_error_share(c); rewardlog::internal_error_alert(share)) {
+    DICE_LOG(Warn) << "the reward service could not reach " << c.internal_errors << " verdicts"
+                   << kv("step", global_step) << kv("internal_error_share", fixed(share, 3))
+                   << kv("alert_above", rewardlog::kInternalErrorAlertShare)
+                   << kv("scored_as", c.unscored_internal_errors ? "nothing" : "failures")
+                   << kv("see", "the reward workers' logs (verdict ... failure=internalError)");
+  }
 }
 
 }  // namespace

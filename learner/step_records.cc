@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "rewardlog/keys.h"
+#include "rewardlog/step_internal_errors.h"
 
 namespace dice {
 namespace {
@@ -125,6 +126,8 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
   record.setRolloutAhead(settings.rollout_ahead);
   record.setClipFraction(update.ran ? static_cast<float>(update.clip_fraction) : not_computed);
   rewardlog::set_exploration_counts(counts.exploration, record);
+  rewardlog::set_step_internal_errors({counts.internal_errors, internal_error_share(counts)},
+                                      record);
   return rewardlog::encode_record(record.asReader());
 }
 
@@ -147,7 +150,11 @@ Result<std::vector<rewardlog::LogRecord>> metric_records(const StepCounts& count
       {"learner/staleness_mean", counts.staleness_mean},
       {"learner/staleness_max", counts.staleness_max},
       {"learner/worker_errors", counts.rollout_errors + counts.eval_errors},
+      {"reward/internal_errors", counts.internal_errors},
   };
+  if (const double share = internal_error_share(counts); !std::isnan(share)) {
+    values.emplace_back("reward/internal_error_share", share);
+  }
   if (counts.exploration.groups_judged > 0) {
     const rewardlog::ExplorationRates explored = rewardlog::exploration_rates(counts.exploration);
     values.insert(values.end(), {{"rollout/mixed_group_share", explored.mixed_share},

@@ -45,7 +45,8 @@ struct StepTiming {
 
 // The StepRecord. policyVersion is the version that sampled the step. Without an update that
 // ran (`update.ran` false), loss, klDivergence, gradNorm and clipFraction are NaN ("not
-// computed"), never a made-up number. The exploration counts come from counts.exploration.
+// computed"), never a made-up number. The exploration counts come from counts.exploration, the
+// internal errors and their share from counts.internal_errors (internal_error_share()).
 Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSettings& settings,
                                          TaskKind kind, StepTiming timing,
                                          const PolicyUpdate& update = {});
@@ -54,7 +55,8 @@ Result<rewardlog::LogRecord> step_record(const StepCounts& counts, const StepSet
 // rollout/candidates_per_s, rollout/truncated_rate, rollout/generation_seconds_mean,
 // learner/groups_dropped, learner/groups_skipped,
 // learner/candidates_stale, learner/staleness_mean, learner/staleness_max,
-// learner/worker_errors; when a group was judged: rollout/mixed_group_share,
+// learner/worker_errors, reward/internal_errors; when a verdict came: reward/internal_error_share
+// (rewardlog/step_internal_errors.h); when a group was judged: rollout/mixed_group_share,
 // rollout/distinct_texts_mean, rollout/distinct_text_share (rewardlog/step_exploration.h); and
 // when the update ran: learner/loss, learner/kl, learner/grad_norm,
 // learner/clip_fraction, learner/ratio_mean, learner/optimizer_steps, learner/update_seconds,

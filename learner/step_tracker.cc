@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_set>
 
 #include "common/log.h"
@@ -54,6 +55,16 @@ bool is_service_fault(schema::Verdict::Reader verdict) {
   const schema::FailureClass f = verdict.getFailure();
   return f == schema::FailureClass::INTERNAL_ERROR ||
          f == schema::FailureClass::SANDBOX_UNAVAILABLE;
+}
+
+double scored_reward(schema::Verdict::Reader verdict) {
+  return is_service_fault(verdict) ? 0.0 : verdict.getReward();
+}
+
+double internal_error_share(const StepCounts& c) {
+  const std::uint32_t judged = c.verdicts + c.unscored_internal_errors;
+  return judged == 0 ? std::numeric_limits<double>::quiet_NaN()
+                     : static_cast<double>(c.internal_errors) / judged;
 }
 
 StepTracker::StepTracker(StepSettings settings, std::uint64_t* next_work_id,
@@ -224,23 +235,31 @@ void StepTracker::on_verdict(std::uint64_t work_id, wire::Decoded<schema::Envelo
     return;
   }
   if (is_service_fault(verdict)) {
-    // Scored 0 it would push the policy away from an answer nobody judged.
-    ++counts_.eval_errors;
-    ++counts_.service_faults;
-    DICE_LOG(Warn) << "verdict with a reward-service fault: sample not scored"
+    // The worker has already tried a second slot. Left unscored, a fault would be a pass a
+    // candidate that provokes one takes at will; scored, it is a 0 for an answer nobody judged.
+    // learner.internal_errors chooses; the share is on every step line either way.
+    ++counts_.internal_errors;
+    const bool unscored = settings_.internal_errors == InternalErrorScoring::kUnscored;
+    DICE_LOG(Warn) << (unscored ? "verdict with a reward-service fault: sample not scored"
+                                : "verdict with a reward-service fault: scored as a failure")
                    << kv("task", group.task->id) << kv("sample", where.sample)
                    << kv("failure", wire::enum_name(verdict.getFailure()))
                    << kv("worker", verdict.getRewardWorker().cStr())
+                   << kv("retried_after", verdict.getRetriedAfter().cStr())
                    << kv("excerpt", verdict.getLogExcerpt().cStr());
-    sample.verdict.emplace(std::move(envelope));
-    sample.scored = false;
-    check_complete(where.group);
-    return;
+    if (unscored) {
+      ++counts_.eval_errors;
+      ++counts_.unscored_internal_errors;
+      sample.verdict.emplace(std::move(envelope));
+      sample.scored = false;
+      check_complete(where.group);
+      return;
+    }
   }
   ++counts_.verdicts;
   counts_.compiled += verdict.getCompiled() ? 1 : 0;
-  counts_.correct += verdict.getCorrect() ? 1 : 0;
-  counts_.reward_sum += verdict.getReward();
+  counts_.correct += verdict.getCorrect() && !is_service_fault(verdict) ? 1 : 0;
+  counts_.reward_sum += scored_reward(verdict);
   sample.verdict.emplace(std::move(envelope));
   check_complete(where.group);
 }
@@ -304,7 +323,8 @@ void StepTracker::finish(std::uint64_t group_id, bool complete, const std::strin
       }
       continue;
     }
-    if (sample.scored) rewards.push_back(sample.verdict->root().getBody().getVerdict().getReward());
+    if (sample.scored)
+      rewards.push_back(scored_reward(sample.verdict->root().getBody().getVerdict()));
     out.samples.push_back(FinishedSample{index, std::move(sample.response_text),
                                          std::move(*sample.verdict), 0.0, std::move(sample.trace),
                                          sample.weights_checksum, std::move(sample.rollout_worker),

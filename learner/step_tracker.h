@@ -9,9 +9,11 @@
 //   Error          -> a rollout error ends its group's hope of more candidates; an evaluation
 //                     error loses that one sample
 //   service fault  -> a verdict whose failure is the reward service's own (internalError,
-//                     sandboxUnavailable: not the candidate's fault, never a reward) is kept for
-//                     the reward log but not scored: it counts as an evaluation error, stays out
-//                     of its group's z-scores and of the update
+//                     sandboxUnavailable; the worker has retried it once on another slot) is
+//                     counted (internal_errors) and, by default, scored as the candidate's
+//                     failure: reward 0 in its group, so no fault is a free pass. With
+//                     learner.internal_errors unscored it is kept for the reward log but stays
+//                     out of its group's z-scores and of the update (an evaluation error)
 //   group done     -> every sample judged or lost: rewards z-scored (advantage.h), its texts
 //                     and rewards counted for the exploration readouts (group_variety) -> finished
 //   expire()       -> a group older than the timeout is skipped: its verdicts so far are kept
@@ -32,6 +34,7 @@
 #include "learner/task_loader.h"
 #include "learner/trace_layout.h"
 #include "net/transport/dispatcher_state.h"
+#include "options/learner_options.h"
 #include "options/reward_options.h"
 #include "rewardlog/step_exploration.h"
 #include "schemas/rollout.capnp.h"
@@ -48,6 +51,8 @@ struct StepSettings {
   std::string weights_dir;           // their checkpoint folder; empty: the initial policy
   std::uint64_t max_staleness = 1;   // candidates older than policy_version - this are dropped
   bool drop_constant_groups = true;
+  // What a service-fault verdict counts for (learner.internal_errors).
+  InternalErrorScoring internal_errors = InternalErrorScoring::kFailure;
   std::function<void(schema::SamplingParams::Builder)> fill_sampling;  // may be empty
   // The temperature fill_sampling asks for: every trace carries it (TraceSample::temperature),
   // so that the update scores the samples at the softmax they were drawn from.
@@ -71,7 +76,7 @@ struct StepCounts {
   double generation_seconds = 0.0;  // their groups' sampling time (Candidate.generationSeconds)
   std::uint32_t stale_dropped = 0;  // candidates dropped for staleness
   std::uint32_t duplicate_candidates = 0;
-  std::uint32_t verdicts = 0;
+  std::uint32_t verdicts = 0;  // scored verdicts (service faults too, unless left unscored)
   std::uint32_t compiled = 0;
   std::uint32_t correct = 0;
   double reward_sum = 0.0;
@@ -79,8 +84,11 @@ struct StepCounts {
   std::uint32_t groups_dropped = 0;   // complete, but all rewards equal (no signal)
   std::uint32_t groups_skipped = 0;   // timed out or failed, or cut short by a drain
   std::uint32_t rollout_errors = 0;
-  std::uint32_t eval_errors = 0;     // samples lost, or judged with a service fault
-  std::uint32_t service_faults = 0;  // of those, verdicts the reward service failed (not scored)
+  std::uint32_t eval_errors = 0;  // samples lost, or judged with a service fault left unscored
+  // Verdicts the reward service could not reach (is_service_fault), scored or not; of those,
+  // `unscored_internal_errors` were left out of scoring (learner.internal_errors unscored).
+  std::uint32_t internal_errors = 0;
+  std::uint32_t unscored_internal_errors = 0;
   std::uint32_t unexpected_results = 0;  // results for work this step does not know
   // How stale the step's candidates were when its update began: its policy version then minus
   // each candidate's (count_staleness(); 0 in the synchronous loop). The tracker leaves them 0.
@@ -115,16 +123,24 @@ struct FinishedSample {
   TraceSample trace;  // the candidate's tokens and trace; trace.advantage == advantage
   std::uint64_t weights_checksum = 0;  // of the weights that sampled it (Candidate's)
   std::string rollout_worker;          // who sampled it (Candidate.rolloutWorker)
-  // false: a service fault (is_service_fault()); logged with advantage 0, never trained on
+  // false: a service fault left unscored (learner.internal_errors); logged with advantage 0,
+  // never trained on
   bool scored = true;
   // per response token: where its text ends in response_text (Candidate.tokenTextEnds), for the
   // reward log's view of the trace; empty when the worker sent none
   std::vector<std::uint32_t> token_text_ends;
 };
 
-// Whether a verdict's failure is the reward service's own rather than the candidate's: such a
-// verdict says nothing about the candidate, so no reward (0 or 1) may be read from it.
+// Whether a verdict's failure is the reward service's own rather than the candidate's: the
+// judge could not reach a verdict (internalError, sandboxUnavailable), even on its retry.
 bool is_service_fault(schema::Verdict::Reader verdict);
+
+// The reward a scored verdict counts for in its group: 0 for a service fault (the candidate's
+// failure, whatever reward the verdict carries), else the verdict's reward.
+double scored_reward(schema::Verdict::Reader verdict);
+
+// The share of a step's verdicts (scored or not) that were service faults; NaN without verdicts.
+double internal_error_share(const StepCounts& counts);
 
 struct FinishedGroup {
   std::uint64_t group = 0;
@@ -175,7 +191,7 @@ class StepTracker {
     std::uint64_t eval_work_id = 0;
     std::optional<wire::Decoded<schema::Envelope>> verdict;
     bool lost = false;   // will never get a verdict
-    bool scored = true;  // false: judged with a service fault (is_service_fault)
+    bool scored = true;  // false: a service fault left unscored (learner.internal_errors)
   };
   struct Group {
     const LearnerTask* task = nullptr;

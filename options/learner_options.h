@@ -53,6 +53,15 @@ constexpr const auto& enum_names(KlReference) {
   return kKlReferenceNames;
 }
 
+// What a verdict the reward service could not reach (internalError, sandboxUnavailable, after
+// the worker's one retry on another slot) counts for: the candidate's failure, or nothing.
+enum class InternalErrorScoring { kFailure, kUnscored };
+inline constexpr config::EnumName<InternalErrorScoring> kInternalErrorScoringNames[] = {
+    {InternalErrorScoring::kFailure, "failure"}, {InternalErrorScoring::kUnscored, "unscored"}};
+constexpr const auto& enum_names(InternalErrorScoring) {
+  return kInternalErrorScoringNames;
+}
+
 // The TraceRL objective: PPO-clipped ratio times the group-normalised advantage, plus beta * KL.
 struct PolicyLossOptions {
   double clip_eps = 0.2;
@@ -284,6 +293,7 @@ struct LearnerOptions {
   std::uint64_t seed = 0;
   double group_timeout_seconds = 3600;
   double drain_timeout_seconds = 600;
+  InternalErrorScoring internal_errors = InternalErrorScoring::kFailure;
   PolicyLossOptions loss;
   OptimizerOptions optimizer;
   CheckpointOptions checkpoint;
@@ -357,6 +367,15 @@ struct LearnerOptions {
             "After SIGTERM, how long the learner waits for work in flight before it writes what "
             "it has and exits. Default: 600",
             config::at_least(0));
+    v.field("internal_errors", internal_errors,
+            "What a verdict the reward service could not reach counts for (internalError or "
+            "sandboxUnavailable: a fault of ours, which the reward worker has already retried "
+            "once on another GPU slot). failure: reward 0 in its group, as any failed "
+            "candidate, so that no fault is a free pass a candidate could provoke. unscored: "
+            "logged but left out of its group's z-scores and the update (the behaviour before "
+            "2026-12-06; for a reward service known to fail honest candidates). Either way the "
+            "step line, the StepRecord and dice-dash show the share (internal_error_share). "
+            "Default: failure");
     v.field("loss", loss, "TraceRL policy loss.");
     v.field("optimizer", optimizer, "AdamW.");
     v.field("checkpoint", checkpoint, "Checkpoint saving.");

@@ -59,6 +59,13 @@ struct StepRecord {
   distinctTexts @26 :UInt32;         # their different response texts, summed over the groups
   droppedGroupsJudged @27 :UInt32;   # of the judged groups, those dropped (constant rewards)
   droppedDistinctTexts @28 :UInt32;  # different response texts, summed over the dropped ones
+  # Verdicts of the step the reward service could not reach (internalError, sandboxUnavailable)
+  # even on the worker's one retry (Verdict.retriedAfter); learner.internal_errors says whether
+  # they were scored as failures (the default) or left out (rewardlog/step_internal_errors.h).
+  numInternalErrors @29 :UInt32;            # 0 in logs written before the field
+  internalErrorShare @30 :Float32 = nan;    # numInternalErrors / the step's verdicts, scored or
+                                            # not; NaN without verdicts, and in logs written
+                                            # before the field
 }
 
 # Column family "candidates", key = run id, 0x00, step (u64 BE), task id, 0x00, sample (u32 BE).

@@ -180,9 +180,11 @@ TEST(StepRecordsTest, StepRecordSaysNoUpdateRan) {
   EXPECT_TRUE(std::isnan(step.getClipFraction()));
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 12u);
+  EXPECT_EQ(metrics->size(), 14u);
   std::map<std::string, double> series = values_by_name(*metrics);
   EXPECT_DOUBLE_EQ(series["rollout/truncated_rate"], 0.25);
+  EXPECT_DOUBLE_EQ(series["reward/internal_errors"], 0.0);
+  EXPECT_DOUBLE_EQ(series["reward/internal_error_share"], 0.0);
   EXPECT_DOUBLE_EQ(series["rollout/generation_seconds_mean"], 1.5);
   EXPECT_DOUBLE_EQ(series["learner/staleness_mean"], 0.0);  // the synchronous loop
 }
@@ -241,11 +243,44 @@ TEST(StepRecordsTest, TheStepRecordSaysHowMuchTheRolloutsExplored) {
   EXPECT_EQ(step.getDroppedDistinctTexts(), 1u);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 15u);
+  EXPECT_EQ(metrics->size(), 17u);
   std::map<std::string, double> series = values_by_name(*metrics);
   EXPECT_DOUBLE_EQ(series["rollout/mixed_group_share"], 2.0 / 3.0);
   EXPECT_DOUBLE_EQ(series["rollout/distinct_texts_mean"], 2.0);
   EXPECT_DOUBLE_EQ(series["rollout/distinct_text_share"], 0.5);
+}
+
+// The verdicts the reward service could not reach reach the StepRecord and the metric series:
+// their count and their share of every verdict, scored or left unscored.
+TEST(StepRecordsTest, TheStepRecordSaysHowManyVerdictsTheServiceCouldNotReach) {
+  StepCounts counts;
+  counts.verdicts = 30;  // 3 of them internal errors scored as failures
+  counts.internal_errors = 5;
+  counts.unscored_internal_errors = 2;  // as learner.internal_errors unscored leaves them
+  StepSettings settings;
+  settings.run_id = "run";
+  settings.step = 4;
+  auto record = step_record(counts, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000});
+  ASSERT_TRUE(record.ok());
+  auto decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->get().getNumInternalErrors(), 5u);
+  EXPECT_FLOAT_EQ(decoded->get().getInternalErrorShare(), 5.0f / 32.0f);
+  auto metrics = metric_records(counts, settings, StepTiming{1000, 3000});
+  ASSERT_TRUE(metrics.ok());
+  std::map<std::string, double> series = values_by_name(*metrics);
+  EXPECT_DOUBLE_EQ(series["reward/internal_errors"], 5.0);
+  EXPECT_DOUBLE_EQ(series["reward/internal_error_share"], 5.0 / 32.0);
+
+  // A step without a verdict has no share: NaN in the record, no point in the series.
+  record = step_record(StepCounts{}, settings, TaskKind::kEndToEnd, StepTiming{1000, 3000});
+  ASSERT_TRUE(record.ok());
+  decoded = rewardlog::decode_record<schema::StepRecord>(record->key, record->value);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(std::isnan(decoded->get().getInternalErrorShare()));
+  metrics = metric_records(StepCounts{}, settings, StepTiming{1000, 3000});
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(values_by_name(*metrics).count("reward/internal_error_share"), 0u);
 }
 
 TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
@@ -275,7 +310,7 @@ TEST(StepRecordsTest, AnUpdateThatRanFillsTheLossAndItsSeries) {
   EXPECT_FLOAT_EQ(decoded->get().getClipFraction(), 0.0625f);
   auto metrics = metric_records(counts, settings, StepTiming{1000, 3000}, update);
   ASSERT_TRUE(metrics.ok());
-  EXPECT_EQ(metrics->size(), 22u);
+  EXPECT_EQ(metrics->size(), 24u);
   bool saw_version = false, saw_steps = false, saw_padding = false;
   for (const auto& m : *metrics) {
     auto metric = rewardlog::decode_record<schema::MetricRecord>(m.key, m.value);

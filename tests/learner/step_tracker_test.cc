@@ -87,6 +87,25 @@ class StepTrackerTest : public ::testing::Test {
       e.setMessage("boom");
     });
   }
+  // One group of three judged {service fault, 1, 0} under settings_: its finished group and the
+  // step's counts.
+  void judge_fault_one_zero(std::vector<FinishedGroup>* finished, StepCounts* counts) {
+    settings_.samples_per_task = 3;
+    auto tracker = start(1);
+    for (std::uint32_t i = 0; i < 3; ++i) tracker->handle(candidate(0, i));
+    auto ids = evals(*tracker);
+    ASSERT_EQ(ids.size(), 3u);
+    tracker->handle(verdict(ids[0], 0.0f, schema::FailureClass::INTERNAL_ERROR));
+    tracker->handle(verdict(ids[1], 1.0f));
+    tracker->handle(verdict(ids[2], 0.0f));
+    ASSERT_TRUE(tracker->done());
+    *finished = tracker->take_finished();
+    *counts = tracker->counts();
+    ASSERT_EQ(finished->size(), 1u);
+    ASSERT_TRUE((*finished)[0].complete);
+    EXPECT_FALSE((*finished)[0].dropped);
+    ASSERT_EQ((*finished)[0].samples.size(), 3u);
+  }
   // The eval requests queued since the last call: work ids in order.
   std::vector<std::uint64_t> evals(StepTracker& tracker) {
     std::vector<std::uint64_t> ids;
@@ -330,36 +349,70 @@ TEST_F(StepTrackerTest, ACpuModesRewardNeedsNoCorrectKernel) {
   EXPECT_EQ(tracker->counts().eval_errors, 0u);
 }
 
-// The reward service's own failures say nothing about the candidate: logged, never scored (a 0
-// there would push the policy away from answers nobody judged; an RL step on the H200 saw 12 on
-// 2026-12-02: docs/BENCHMARKS.md, "names fixed, 20 SFT epochs").
-TEST_F(StepTrackerTest, ServiceFaultVerdictIsKeptButNotScored) {
-  settings_.samples_per_task = 3;
+// A verdict the reward service could not reach even on its retry (internalError,
+// sandboxUnavailable) is the candidate's failure by default: reward 0 in its group's z-scores and
+// trained on, so that no fault is a pass a candidate could provoke (issue 50 item 2); counted in
+// internal_errors and its share.
+TEST_F(StepTrackerTest, ServiceFaultVerdictIsScoredAsAFailureByDefault) {
+  std::vector<FinishedGroup> finished;
+  StepCounts c;
+  ASSERT_NO_FATAL_FAILURE(judge_fault_one_zero(&finished, &c));
+  EXPECT_TRUE(finished[0].samples[0].scored);
+  // z-scores of {0, 1, 0}: -1/sqrt(2), sqrt(2), -1/sqrt(2) (the epsilon in the std aside)
+  EXPECT_NEAR(finished[0].samples[0].advantage, -std::sqrt(0.5), 1e-4);
+  EXPECT_NEAR(finished[0].samples[0].trace.advantage, -std::sqrt(0.5), 1e-4);
+  EXPECT_NEAR(finished[0].samples[1].advantage, std::sqrt(2.0), 1e-4);
+  EXPECT_NEAR(finished[0].samples[2].advantage, -std::sqrt(0.5), 1e-4);
+  EXPECT_EQ(c.verdicts, 3u);
+  EXPECT_EQ(c.eval_errors, 0u);
+  EXPECT_EQ(c.internal_errors, 1u);
+  EXPECT_EQ(c.unscored_internal_errors, 0u);
+  EXPECT_DOUBLE_EQ(c.reward_sum, 1.0);
+  EXPECT_DOUBLE_EQ(internal_error_share(c), 1.0 / 3.0);
+}
+
+// Whatever reward a faulted verdict carries (a worker outside reward mode full may send 1), it
+// counts 0 in its group, and it is not counted correct.
+TEST_F(StepTrackerTest, AServiceFaultCountsZeroWhateverRewardItCarries) {
+  settings_.reward_mode = "compile_only";  // where a reward of 1 need not mean correct
   auto tracker = start(1);
-  for (std::uint32_t i = 0; i < 3; ++i) tracker->handle(candidate(0, i));
+  tracker->handle(candidate(0, 0));
+  tracker->handle(candidate(0, 1));
   auto ids = evals(*tracker);
-  ASSERT_EQ(ids.size(), 3u);
-  tracker->handle(verdict(ids[0], 0.0f, schema::FailureClass::INTERNAL_ERROR));
+  tracker->handle(verdict(ids[0], 1.0f, schema::FailureClass::SANDBOX_UNAVAILABLE));
   tracker->handle(verdict(ids[1], 1.0f));
-  tracker->handle(verdict(ids[2], 0.0f));
   ASSERT_TRUE(tracker->done());
   auto finished = tracker->take_finished();
-  ASSERT_EQ(finished.size(), 1u);
-  ASSERT_TRUE(finished[0].complete);
-  EXPECT_FALSE(finished[0].dropped);
-  ASSERT_EQ(finished[0].samples.size(), 3u);  // all three reach the reward log
+  EXPECT_FALSE(finished[0].dropped);  // {0, 1}: mixed
+  EXPECT_LT(finished[0].samples[0].advantage, -0.99);
+  EXPECT_GT(finished[0].samples[1].advantage, 0.99);
+  EXPECT_EQ(tracker->counts().correct, 1u);
+  EXPECT_DOUBLE_EQ(tracker->counts().reward_sum, 1.0);
+  EXPECT_EQ(scored_reward(finished[0].samples[0].verdict.root().getBody().getVerdict()), 0.0);
+}
+
+// learner.internal_errors: unscored keeps the old behaviour: the fault is logged but says nothing
+// about the candidate, so it stays out of its group's z-scores and of the update.
+TEST_F(StepTrackerTest, UnscoredServiceFaultVerdictIsKeptButNotScored) {
+  settings_.internal_errors = InternalErrorScoring::kUnscored;
+  std::vector<FinishedGroup> finished;
+  StepCounts c;
+  ASSERT_NO_FATAL_FAILURE(judge_fault_one_zero(&finished, &c));  // all three reach the reward log
   EXPECT_FALSE(finished[0].samples[0].scored);
   EXPECT_EQ(finished[0].samples[0].advantage, 0.0);
   EXPECT_EQ(finished[0].samples[0].trace.advantage, 0.0);
   // z-scored over the two judged samples alone: +1 and -1, as without the fault
   EXPECT_GT(finished[0].samples[1].advantage, 0.99);
   EXPECT_LT(finished[0].samples[2].advantage, -0.99);
-  EXPECT_EQ(tracker->counts().verdicts, 2u);
-  EXPECT_EQ(tracker->counts().eval_errors, 1u);
-  EXPECT_EQ(tracker->counts().service_faults, 1u);
+  EXPECT_EQ(c.verdicts, 2u);
+  EXPECT_EQ(c.eval_errors, 1u);
+  EXPECT_EQ(c.internal_errors, 1u);
+  EXPECT_EQ(c.unscored_internal_errors, 1u);
+  EXPECT_DOUBLE_EQ(internal_error_share(c), 1.0 / 3.0);  // of every verdict, scored or not
 }
 
-TEST_F(StepTrackerTest, GroupOfOneJudgedSampleBesideAServiceFaultIsDropped) {
+TEST_F(StepTrackerTest, UnscoredGroupOfOneJudgedSampleBesideAServiceFaultIsDropped) {
+  settings_.internal_errors = InternalErrorScoring::kUnscored;
   auto tracker = start(1);
   tracker->handle(candidate(0, 0));
   tracker->handle(candidate(0, 1));
@@ -371,6 +424,11 @@ TEST_F(StepTrackerTest, GroupOfOneJudgedSampleBesideAServiceFaultIsDropped) {
   EXPECT_TRUE(finished[0].dropped);  // one scored sample: no signal
   EXPECT_EQ(finished[0].samples[1].advantage, 0.0);
   EXPECT_EQ(tracker->counts().correct, 1u);
+}
+
+TEST_F(StepTrackerTest, NoVerdictIsNoInternalErrorShare) {
+  auto tracker = start(1);
+  EXPECT_TRUE(std::isnan(internal_error_share(tracker->counts())));
 }
 
 // Scripted groups: texts are the same only when their bytes are; a group is mixed when any two
@@ -404,10 +462,11 @@ TEST(GroupVarietyTest, CountsDistinctTextsAndMixedRewards) {
 }
 
 // The step's exploration counts: every complete group with a scored sample, dropped ones too; a
-// service fault's text is not one of its group's answers; a skipped group and a complete group
-// whose every evaluation failed were not judged.
+// service fault left unscored is not one of its group's answers; a skipped group and a complete
+// group whose every evaluation failed were not judged.
 TEST_F(StepTrackerTest, CountsHowMuchEachJudgedGroupExplored) {
   settings_.samples_per_task = 3;
+  settings_.internal_errors = InternalErrorScoring::kUnscored;
   auto tracker = start(5);
   EXPECT_EQ(tracker->counts().exploration.group_size, 3u);
   const auto judge = [&](std::size_t group, const std::vector<std::string>& texts,

@@ -210,11 +210,12 @@ TEST_F(DiceLogCliTest, RunsStepsCandidatesAndKernel) {
     EXPECT_NE(at, header.end()) << name;
     return static_cast<size_t>(at - header.begin());
   };
-  // Step 0 was written before the exploration counts and the clip fraction: not measured.
+  // Step 0 was written before the exploration counts, the clip fraction and the internal errors:
+  // not measured.
   const std::vector<std::vector<std::string>> explored = {
-      {"nan", "0", "0", "-", "0", "-"},
-      {"0.125", "4", "1", "1.25", "8", "1"},  // (2 + 3) / 4 texts; 3 dropped with 1 text each
-      {"0.25", "4", "2", "2.5", "8", "1"},    // (8 + 2) / 4
+      {"nan", "0", "0", "-", "0", "-", "0", "-"},
+      {"0.125", "4", "1", "1.25", "8", "1", "32", "0.03125"},  // (2 + 3) / 4 texts; 3 dropped
+      {"0.25", "4", "2", "2.5", "8", "1", "64", "0.0625"},     // (8 + 2) / 4
   };
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::vector<std::string> cells = split(lines[i], '\t');
@@ -230,6 +231,8 @@ TEST_F(DiceLogCliTest, RunsStepsCandidatesAndKernel) {
     EXPECT_EQ(cells[column("distinct_texts")], want[3]) << lines[i];
     EXPECT_EQ(cells[column("group_size")], want[4]) << lines[i];
     EXPECT_EQ(cells[column("dropped_distinct_texts")], want[5]) << lines[i];
+    EXPECT_EQ(cells[column("internal_errors")], want[6]) << lines[i];
+    EXPECT_EQ(cells[column("internal_error_share")], want[7]) << lines[i];
   }
 
   r = dice_log(dir_, {"candidates", log_, "run-a", "--step=1", "--task", "t2"});

@@ -55,9 +55,9 @@ inline LogRecord step_record(const std::string& run_id, uint64_t step, float mea
   s.setStartedUnixMillis(1764460000000 + static_cast<int64_t>(step) * 60000);
   s.setFinishedUnixMillis(1764460000000 + static_cast<int64_t>(step) * 60000 + 42000);
   if (step > 0 && step < 4) {
-    // Step 0 is as a log from before the clip fraction and the exploration counts; steps 1-3:
-    // 4 judged groups of 8, `step` of them mixed with 2 * step texts each, the others dropped,
-    // one text eight times.
+    // Step 0 is as a log from before the clip fraction, the exploration counts and the internal
+    // errors; steps 1-3: 4 judged groups of 8, `step` of them mixed with 2 * step texts each,
+    // the others dropped, one text eight times.
     s.setClipFraction(0.125f * step);
     s.setGroupSize(8);
     s.setGroupsJudged(4);
@@ -66,6 +66,9 @@ inline LogRecord step_record(const std::string& run_id, uint64_t step, float mea
     s.setDistinctTexts(static_cast<uint32_t>(2 * step * step + (4 - step)));
     s.setDroppedGroupsJudged(static_cast<uint32_t>(4 - step));
     s.setDroppedDistinctTexts(static_cast<uint32_t>(4 - step));
+    // Steps 1-3: 32 * step of the 1024 verdicts were internal errors (step 0: from before it).
+    s.setNumInternalErrors(static_cast<uint32_t>(32 * step));
+    s.setInternalErrorShare(static_cast<float>(32 * step) / 1024.0f);
   }
   return must(encode_record(s.asReader()));
 }

@@ -104,6 +104,8 @@ TEST_F(DiceDashApiTest, RunSeriesEqualWhatWasWritten) {
   expect_numbers(s.at("group_size"), {2, 2, 2}, "group_size");
   expect_numbers(s.at("dropped_distinct_texts_mean"), {NAN, 2, 2}, "dropped_distinct_texts_mean");
   expect_numbers(s.at("seconds"), {4, 4, 4}, "seconds");
+  expect_numbers(s.at("internal_errors"), {0, 0, 0}, "internal_errors");
+  expect_numbers(s.at("internal_error_share"), {0, 0, 0}, "internal_error_share");
   EXPECT_EQ(s.at("phase_name").at(2).as_string(), "eval");
   EXPECT_TRUE(s.at("evaluation").at(2).as_bool());
   EXPECT_EQ(s.at("phase").at(0).as_string(), "e2e");
@@ -212,6 +214,51 @@ TEST(DiceDashOldLogTest, WithoutTaskRecordsSaysWhatIsMissing) {
   EXPECT_TRUE(c.at("task").is_null());
   EXPECT_NE(std::string(c.at("task_note").as_string()).find("no task record for t1"),
             std::string::npos);
+}
+
+// The internal-error alert: a step whose verdicts the reward service could not reach are more
+// than 2 % of its verdicts is flagged; one without any, and one from a log written before the
+// count (its share null: not measured), are not.
+TEST(DiceDashInternalErrorTest, StepsAboveTheAlertShareAreFlagged) {
+  testing_util::TempDir dir("dice-dash-internal-error-test");
+  const std::string log = dir.sub("reward_log");
+  {
+    auto writer = open_writer(log);
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->append({testing::run_record("run-a")}).ok());
+    std::vector<CandidateSpec> faulted = testing::fixture_steps()[0];
+    faulted[2].failure = FailureClass::INTERNAL_ERROR;  // 1 of 4 verdicts
+    ASSERT_TRUE(writer->append(testing::step_records("run-a", 0, 0, false, faulted)).ok());
+    ASSERT_TRUE(
+        writer->append(testing::step_records("run-a", 1, 1, false, testing::fixture_steps()[1]))
+            .ok());
+    capnp::MallocMessageBuilder message;  // as the learner wrote steps before the count
+    auto old = message.initRoot<schema::StepRecord>();
+    old.setRunId("run-a");
+    old.setStep(2);
+    old.setNumCandidates(4);
+    ASSERT_TRUE(writer->append({testing::must(rewardlog::encode_record(old.asReader()))}).ok());
+    ASSERT_TRUE(writer->close().ok());
+  }
+  DashProcess dash(dir);
+  ASSERT_TRUE(dash.start({log}));
+  const HttpResult r = http_get(dash.port(), "/api/run?run=run-a");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json::value d = json::parse(r.body);
+  EXPECT_DOUBLE_EQ(d.at("internal_error_alert_above").to_number<double>(), 0.02);
+  const json::value& s = d.at("steps");
+  expect_numbers(s.at("internal_errors"), {1, 0, 0}, "internal_errors");
+  expect_numbers(s.at("internal_error_share"), {0.25, 0, NAN}, "internal_error_share");
+  const json::array& alert = s.at("internal_error_alert").as_array();
+  ASSERT_EQ(alert.size(), 3u);
+  EXPECT_TRUE(alert[0].as_bool());
+  EXPECT_FALSE(alert[1].as_bool());
+  EXPECT_FALSE(alert[2].as_bool()) << "a log from before the count is not measured, not alerted";
+  // Step 2 has no candidate records: no rate.
+  expect_numbers(d.at("failure_rates").at("internalError"), {0.25, 0, NAN}, "internalError rate");
+  // The page's series of the same.
+  expect_numbers(d.at("metrics").at("reward/internal_error_share").at("value"), {0.25, 0},
+                 "reward/internal_error_share");
 }
 
 TEST_F(DiceDashApiTest, StepListsGroupsAndCandidates) {

@@ -9,7 +9,10 @@ library plus Debian's python3-websocket. Checks, in a real browser:
      its response shaded by denoising step (each token a span carrying its step, matching the
      API's trace) and the task's PyTorch reference beside it;
   3. with --ready-file: writes that file, then waits for the charts to grow to one more step
-     (the test appends it): the page updates live.
+     (the test appends it): the page updates live;
+  4. the steps whose internal-error share the API flags (internal_error_alert) and only those
+     carry the alert badge in the steps table, and the run shows the alert banner when any does
+     (--alert-steps: how many the test wrote).
 Exit status: 0 all checks passed, 1 a check failed (the message says which), 77 no browser.
 """
 import argparse
@@ -162,6 +165,33 @@ def check_charts(browser, api_base, run_id, want_steps):
     return steps
 
 
+ALERTS_JS = """(() => {
+  const rows = [...document.querySelectorAll('#steps-table tbody tr')];
+  const banner = [...document.querySelectorAll('#run-warnings .banner')].some(
+      b => b.textContent.startsWith('internal errors above'));
+  return {rows: rows.length, banner,
+          flagged: rows.filter(r => r.querySelector('[data-alert=internal-errors]'))
+                       .map(r => Number(r.dataset.step)).sort((a, b) => a - b)};
+})()"""
+
+
+def check_internal_error_alerts(browser, api_base, run_id, want_flagged):
+    run = json.load(urllib.request.urlopen(api_base + "/api/run?run=" + run_id))
+    s = run["steps"]
+    flagged = sorted(step for step, alert in zip(s["step"], s["internal_error_alert"]) if alert)
+    if len(flagged) != want_flagged:
+        fail("the API flags steps %s, the test wrote %d above the share" % (flagged, want_flagged))
+    shown = browser.wait_for("the steps table with %d rows" % len(s["step"]),
+                             "(() => { const a = %s; return a.rows === %d ? a : null; })()"
+                             % (ALERTS_JS, len(s["step"])))
+    if shown["flagged"] != flagged:
+        fail("the steps table flags steps %s, the API %s" % (shown["flagged"], flagged))
+    if shown["banner"] != bool(flagged):
+        fail("the internal-error banner is %s with steps %s flagged"
+             % ("shown" if shown["banner"] else "missing", flagged))
+    print("internal errors: steps %s flagged in the table and the banner" % flagged)
+
+
 def check_candidate(browser, step, task, sample, source_text):
     browser.wait_for("the row of step %d" % step,
                      "!!document.querySelector('#steps-table tr[data-step=\"%d\"]')" % step)
@@ -217,6 +247,8 @@ def main():
     parser.add_argument("--source-text", required=True, help="text its source must show")
     parser.add_argument("--reference-text", required=True, help="text its reference must show")
     parser.add_argument("--ready-file", help="write it, then expect one more step to appear")
+    parser.add_argument("--alert-steps", type=int, default=0,
+                        help="steps written with an internal-error share above the alert's")
     parser.add_argument("--screenshot", help="save a PNG of the page here at the end")
     args = parser.parse_args()
 
@@ -244,6 +276,7 @@ def main():
                                  ".dataset.points === '%d'" % (steps + 1))
                 check_charts(browser, args.url, args.run, steps + 1)
                 print("live: the charts grew to %d steps without a reload" % (steps + 1))
+            check_internal_error_alerts(browser, args.url, args.run, args.alert_steps)
             check_candidate(browser, args.step, args.task, args.sample, args.source_text)
             check_trace_and_reference(browser, args.url, args.run, args.step, args.task,
                                       args.sample, args.reference_text)

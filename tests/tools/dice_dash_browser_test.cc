@@ -2,8 +2,9 @@
 // dice_dash_browser.py, loads the page over a reward log written as a run writes it, sees every
 // chart drawn with the points the API returned, sees one more step appear while the page is open
 // (this test appends it), then clicks into a candidate and sees its source, its tokens shaded by
-// unmask step (each carrying its step) and the task's PyTorch reference. Skips, saying why,
-// where there is no chromium (tools/setup installs it).
+// unmask step (each carrying its step) and the task's PyTorch reference; the appended step's
+// internal errors flag its row and the run. Skips, saying why, where there is no chromium
+// (tools/setup installs it).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -42,17 +43,21 @@ TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSourceTraceAn
       {DICE_DASH_BROWSER_SCRIPT, "--url", "http://127.0.0.1:" + std::to_string(dash.port()),
        "--run", "run-a", "--steps", "3", "--step", "0", "--task", "t1", "--sample", "1",
        "--source-text", "t1 sample 1 step 0", "--reference-text",
-       "class Model(torch.nn.Module):  # reference of t1", "--ready-file", ready},
+       "class Model(torch.nn.Module):  # reference of t1", "--ready-file=" + ready,
+       "--alert-steps=1"},
       output);
 
   // The script writes `ready` once it has checked the first three steps; then step 3 is
-  // appended while the page stays open.
+  // appended while the page stays open, one of its four verdicts an internal error (above the
+  // alert's share: its row and the run get the alert).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   int exit_code = -1;
   bool appended = false;
   while (std::chrono::steady_clock::now() < deadline && exit_code == -1) {
     if (!appended && std::filesystem::exists(ready)) {
-      testing::write_steps(*writer, 3, 4);
+      std::vector<testing::CandidateSpec> faulted = testing::fixture_steps()[0];
+      faulted[2].failure = schema::FailureClass::INTERNAL_ERROR;
+      EXPECT_TRUE(writer->append(testing::step_records("run-a", 3, 3, false, faulted)).ok());
       appended = true;
     }
     exit_code = browser.wait_exit(std::chrono::milliseconds(50));
@@ -66,6 +71,7 @@ TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSourceTraceAn
   EXPECT_NE(said.find("live: the charts grew to 4 steps"), std::string::npos) << said;
   EXPECT_NE(said.find("candidate t1/1: source shown"), std::string::npos) << said;
   EXPECT_NE(said.find("candidate t1/1: trace of"), std::string::npos) << said;
+  EXPECT_NE(said.find("internal errors: steps [3] flagged"), std::string::npos) << said;
   ASSERT_TRUE(writer->close().ok());
 }
 

@@ -233,6 +233,8 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
     counts.compiled += spec.failure != schema::FailureClass::COMPILE_ERROR;
     counts.correct += spec.failure == schema::FailureClass::NONE;
     counts.reward_sum += spec.failure == schema::FailureClass::NONE ? 1.0 : 0.0;
+    // Scored as failures (learner.internal_errors' default), as the tracker counts them.
+    counts.internal_errors += spec.failure == schema::FailureClass::INTERNAL_ERROR;
   }
   const StepTiming timing{1764460000000 + static_cast<int64_t>(step) * 10000,
                           1764460000000 + static_cast<int64_t>(step) * 10000 + 4000};

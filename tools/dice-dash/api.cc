@@ -8,6 +8,7 @@
 #include "net/wire/enum_name.h"
 #include "rewardlog/export.h"
 #include "rewardlog/step_exploration.h"
+#include "rewardlog/step_internal_errors.h"
 #include "tools/dice-dash/trace_json.h"
 
 namespace dice::dash {
@@ -127,9 +128,13 @@ json::object step_columns(const std::vector<rewardlog::OwnedRecord<schema::StepR
   json::array step, phase, phase_name, evaluation, policy, candidates, compiled, correct;
   json::array mean_reward, correct_rate, compile_rate, dropped, loss, kl, grad_norm, clip_fraction;
   json::array seconds, group_size, groups_judged, groups_mixed, mixed_share, distinct_mean;
-  json::array distinct_share, dropped_distinct_mean;
+  json::array distinct_share, dropped_distinct_mean, internal_errors, internal_share, alert;
   for (const auto& record : steps) {
     const auto s = record.get();
+    const rewardlog::StepInternalErrors faults = rewardlog::step_internal_errors(s);
+    internal_errors.push_back(faults.count);
+    internal_share.push_back(number(faults.share));
+    alert.push_back(rewardlog::internal_error_alert(faults.share));
     const rewardlog::ExplorationCounts explored = rewardlog::exploration_counts(s);
     const rewardlog::ExplorationRates rates = rewardlog::exploration_rates(explored);
     group_size.push_back(explored.group_size);
@@ -182,7 +187,10 @@ json::object step_columns(const std::vector<rewardlog::OwnedRecord<schema::StepR
                       {"mixed_group_share", mixed_share},
                       {"distinct_texts_mean", distinct_mean},
                       {"distinct_text_share", distinct_share},
-                      {"dropped_distinct_texts_mean", dropped_distinct_mean}};
+                      {"dropped_distinct_texts_mean", dropped_distinct_mean},
+                      {"internal_errors", internal_errors},
+                      {"internal_error_share", internal_share},
+                      {"internal_error_alert", alert}};
 }
 
 // {name: [rate per step]} of every key any step counted: count / the step's candidates.
@@ -385,6 +393,7 @@ ApiResponse Api::run(const Query& query) {
                    {"metrics", metric_series},
                    {"by_level", level_columns(steps.value(), aggregates)},
                    {"unreadable", unreadable},
+                   {"internal_error_alert_above", rewardlog::kInternalErrorAlertShare},
                    {"not_in_log", fields_not_in_log(!levels.value().empty())}}};
 }
 

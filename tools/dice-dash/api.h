@@ -11,7 +11,11 @@
 //                                                    the steps' exploration readouts
 //                                                    (mixed_group_share, distinct_text_share,
 //                                                    rewardlog/step_exploration.h) and update
-//                                                    readouts (kl, clip_fraction, grad_norm)
+//                                                    readouts (kl, clip_fraction, grad_norm);
+//                                                    internal_errors, internal_error_share and
+//                                                    internal_error_alert (share above
+//                                                    "internal_error_alert_above":
+//                                                    rewardlog/step_internal_errors.h) per step
 //   GET /api/step?log=L&run=R&step=S                 the step's groups and their candidates
 //   GET /api/candidate?log=L&run=R&step=S&task=T&sample=N
 //                                                    one candidate: verdict, findings, response,

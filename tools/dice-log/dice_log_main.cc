@@ -22,6 +22,7 @@
 #include "rewardlog/export.h"
 #include "rewardlog/reader.h"
 #include "rewardlog/step_exploration.h"
+#include "rewardlog/step_internal_errors.h"
 
 namespace {
 
@@ -188,17 +189,19 @@ Status cmd_steps(rl::RewardLogReader& log, const std::string& run_id) {
   }
   // The exploration columns (rewardlog/step_exploration.h): judged groups, how many had mixed
   // rewards, the mean number of different texts per judged group and per dropped one ("-": none),
-  // out of group_size.
+  // out of group_size. Then the verdicts the reward service could not reach and their share of
+  // the step's verdicts ("-": a log from before the count; rewardlog/step_internal_errors.h).
   std::cout << "step\tphase\tpolicy\ttasks\tcandidates\tcompiled\tcorrect\tmean_reward"
                "\tdropped_groups\tloss\tkl\tgrad_norm\tclip_fraction\tseconds\tstaleness_mean"
                "\tstaleness_max\tgroups_judged\tgroups_mixed\tdistinct_texts\tgroup_size"
-               "\tdropped_distinct_texts\n";
+               "\tdropped_distinct_texts\tinternal_errors\tinternal_error_share\n";
   const auto measured = [](double value) { return std::isnan(value) ? "-" : num(value); };
   for (const auto& step : steps) {
     const auto s = step.get();
     const int64_t millis = s.getFinishedUnixMillis() - s.getStartedUnixMillis();
     const rl::ExplorationCounts explored = rl::exploration_counts(s);
     const rl::ExplorationRates rates = rl::exploration_rates(explored);
+    const rl::StepInternalErrors faults = rl::step_internal_errors(s);
     std::cout << s.getStep() << '\t' << enum_name(s.getPhase()) << '\t' << s.getPolicyVersion()
               << '\t' << s.getNumTasks() << '\t' << s.getNumCandidates() << '\t'
               << s.getNumCompiled() << '\t' << s.getNumCorrect() << '\t' << num(s.getMeanReward())
@@ -208,7 +211,8 @@ Status cmd_steps(rl::RewardLogReader& log, const std::string& run_id) {
               << '\t' << num(s.getStalenessMean()) << '\t' << s.getStalenessMax() << '\t'
               << explored.groups_judged << '\t' << explored.groups_mixed << '\t'
               << measured(rates.distinct_texts_mean) << '\t' << explored.group_size << '\t'
-              << measured(rates.dropped_distinct_texts_mean) << '\n';
+              << measured(rates.dropped_distinct_texts_mean) << '\t' << faults.count << '\t'
+              << measured(faults.share) << '\n';
   }
   return Status::ok_status();
 }

@@ -188,6 +188,31 @@ function drawMetric(d) {
     { none: "no metrics logged" });
 }
 
+// A step's verdicts the reward service could not reach: count and share, with an alert badge
+// above the threshold (faults of ours: the reward service, not the policy, failed).
+function internalErrorCell(s, i, above) {
+  const share = s.internal_error_share[i];
+  if (share === null) return el("td", { title: "not counted (a log from before the count)" }, "-");
+  const text = s.internal_errors[i] + " (" + (100 * share).toFixed(1) + "%)";
+  if (!s.internal_error_alert[i]) return el("td", {}, text);
+  return el("td", { class: "alert", "data-alert": "internal-errors",
+    title: "more than " + (100 * above).toFixed(0) + "% of the step's verdicts are internal " +
+      "errors: see the reward workers' logs" }, el("span", { class: "badge" }, "!"), " ", text);
+}
+
+// The banner over the run when any step's internal-error share is above the threshold.
+function internalErrorBanner(d) {
+  const s = d.steps;
+  const steps = s.step.filter((_, i) => s.internal_error_alert[i]);
+  if (steps.length === 0) return [];
+  const shown = steps.slice(-10).join(", ") + (steps.length > 10 ? " (last 10 of " +
+    steps.length + ")" : "");
+  return [banner("error", "internal errors above " +
+    (100 * d.internal_error_alert_above).toFixed(0) + "% of the verdicts at step " + shown +
+    ": the reward service could not judge those candidates (scored as failures unless " +
+    "learner.internal_errors is unscored); see the reward workers' logs")];
+}
+
 function drawStepsTable(d) {
   const s = d.steps;
   const body = $("steps-table").tBodies[0];
@@ -202,6 +227,7 @@ function drawStepsTable(d) {
       el("td", {}, s.groups_judged[i] ? s.groups_mixed[i] + "/" + s.groups_judged[i] : "-"),
       el("td", {}, s.groups_judged[i] ? fmt(s.distinct_texts_mean[i], 3) + " of " +
         s.group_size[i] : "-"),
+      internalErrorCell(s, i, d.internal_error_alert_above),
       el("td", {}, fmt(s.loss[i])), el("td", {}, fmt(s.seconds[i], 3))));
   }
   body.replaceChildren(...rows);
@@ -226,6 +252,7 @@ async function refreshRun() {
     " \u00b7 " + d.steps.step.length + " steps" + (r.note ? " \u00b7 " + r.note : "");
   const warnings = d.unreadable.map((u) => banner("error",
     "step " + u.step + ": candidates unreadable past a damaged record: " + u.error));
+  warnings.push(...internalErrorBanner(d));
   if (d.steps.step.length === 0) warnings.push(banner("info", "no finished step yet"));
   $("run-warnings").replaceChildren(...warnings);
   $("not-in-log").textContent = d.not_in_log.length ? "Not in the reward log, so not shown: " +
