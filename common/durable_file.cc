@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/disk_space.h"
+
 namespace dice {
 namespace {
 
@@ -71,6 +73,9 @@ int FileSystem::rename(const std::string& from, const std::string& to) {
 int FileSystem::unlink(const std::string& path) {
   return ::unlink(path.c_str());
 }
+int FileSystem::statvfs(const std::string& path, struct statvfs* out) {
+  return ::statvfs(path.c_str(), out);
+}
 
 FileSystem& posix_file_system() {
   static FileSystem posix;
@@ -95,6 +100,11 @@ Status write_file_atomically_with(const std::string& path,
                                   const DurableWriteOptions& options) {
   FileSystem& file_system = options.file_system ? *options.file_system : posix_file_system();
   const std::string tmp = path + ".tmp";
+  if (options.expected_bytes > 0 || options.min_free_bytes > 0) {
+    DICE_RETURN_IF_ERROR(
+        check_free_disk_space(parent_of(path), options.expected_bytes, "the new " + path,
+                              {options.min_free_bytes, &file_system, options.min_free_name}));
+  }
   // A temporary left by a crash may have another mode; O_EXCL makes a fresh one.
   if (file_system.unlink(tmp) != 0 && errno != ENOENT) {
     return os_error("cannot remove a stale temporary", tmp, errno);
@@ -127,10 +137,12 @@ Status write_file_atomically_with(const std::string& path,
 Status write_file_atomically(const std::string& path, std::string_view contents,
                              const DurableWriteOptions& options) {
   FileSystem& file_system = options.file_system ? *options.file_system : posix_file_system();
+  DurableWriteOptions sized = options;
+  sized.expected_bytes = contents.size();
   return write_file_atomically_with(
       path,
       [&](int fd) { return write_all(fd, contents.data(), contents.size(), path, file_system); },
-      options);
+      sized);
 }
 
 Status sync_directory(const std::string& dir, FileSystem& file_system) {

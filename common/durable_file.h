@@ -4,6 +4,9 @@
 //     unlink a stale <dir>/<name>.tmp -> create it (O_EXCL, exactly `mode` from the first byte)
 //     -> write every byte -> fsync it -> close -> rename over <dir>/<name> -> fsync <dir>
 //
+// A full disk is checked for before the temporary is made (DurableWriteOptions::min_free_bytes),
+// and one met midway (ENOSPC) ends the write like any error: the old file stays.
+//
 // After OK the file is on the disk under its name, whole. A crash at any point before leaves the
 // old file or the new one under the name, never a mix or a short file (rename replaces atomically
 // within one file system, hence the temporary in the same folder; the folder's fsync makes the
@@ -12,7 +15,10 @@
 // The calls go through a FileSystem, so a test can see their order (tests/common).
 #pragma once
 
+#include <sys/statvfs.h>
 #include <sys/types.h>
+
+#include <cstdint>
 
 #include <functional>
 #include <string>
@@ -34,6 +40,8 @@ class FileSystem {
   virtual int close(int fd);
   virtual int rename(const std::string& from, const std::string& to);
   virtual int unlink(const std::string& path);
+  // The free space check's (common/disk_space.h).
+  virtual int statvfs(const std::string& path, struct statvfs* out);
 };
 
 FileSystem& posix_file_system();
@@ -43,6 +51,14 @@ struct DurableWriteOptions {
   mode_t mode = 0644;
   // Where the calls go. Default: posix_file_system()
   FileSystem* file_system = nullptr;
+  // Before the temporary is made, the folder's file system must have room for the file (its
+  // size: the contents, or expected_bytes for write_file_atomically_with) plus these bytes, or
+  // the write is refused (common/disk_space.h) and the file left as it was. Default: 0
+  std::uint64_t min_free_bytes = 0;
+  // write_file_atomically_with's file size for that check, when known. Default: 0
+  std::uint64_t expected_bytes = 0;
+  // What sets min_free_bytes, for the error. Default: "run.min_free_disk_mb"
+  const char* min_free_name = "run.min_free_disk_mb";
 };
 
 // Writes `contents` to `path` as described above.
