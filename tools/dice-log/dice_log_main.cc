@@ -6,17 +6,17 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/durable_stream.h"
 #include "common/status.h"
 #include "net/wire/enum_name.h"
 #include "rewardlog/export.h"
@@ -44,8 +44,9 @@ commands:
   export LOG RUN [--format jsonl|csv] [--table TABLE] [--out FILE]
                                     write RUN's records as JSON Lines (default) or CSV.
                                     TABLE: all (JSONL default), runs, steps, candidates (CSV
-                                    default), kernels, metrics, tasks. FILE is written whole or not
-                                    at all (default: standard output).
+                                    default), kernels, metrics, tasks. FILE is written whole and
+                                    synced, or not at all, and the export stops before it leaves
+                                    less than 1 GiB free on FILE's disk (default: standard output).
 
 Tables are tab-separated with a header line. docs/REWARD_LOG.md describes both export formats.
 exit status: 0 ok, 1 the log could not be read, 2 bad command line.
@@ -288,6 +289,9 @@ rl::ExportOptions export_options(const Args& args) {
   return options;
 }
 
+// What `export --out` leaves free on FILE's disk: run.min_free_disk_mb's default.
+constexpr std::uint64_t kExportMinFreeBytes = std::uint64_t{1024} << 20;
+
 Status cmd_export(rl::RewardLogReader& log, const std::string& run_id,
                   const rl::ExportOptions& options, const Args& args) {
   const std::optional<std::string> out_path = option(args, "--out");
@@ -296,20 +300,16 @@ Status cmd_export(rl::RewardLogReader& log, const std::string& run_id,
     std::cout.flush();
     return std::cout ? Status::ok_status() : Status::io_error("writing standard output");
   }
-  // Write beside the target and rename, so FILE is complete or untouched.
-  const std::string tmp_path = *out_path + ".tmp";
-  std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::io_error("--out " + *out_path + ": cannot open " + tmp_path);
-  Status status = rl::export_run(log, run_id, options, out);
-  out.close();
-  if (status.ok() && !out) status = Status::io_error("--out " + *out_path + ": write failed");
-  std::error_code ec;
-  if (status.ok()) {
-    std::filesystem::rename(tmp_path, *out_path, ec);
-    if (ec) status = Status::io_error("--out " + *out_path + ": " + ec.message());
-  }
-  if (!status.ok()) std::filesystem::remove(tmp_path, ec);
-  return status;
+  // Durable (common/durable_stream.h): FILE is the whole export or what it was before, also after
+  // a crash or a power loss. An export may be written beside a running run: it stops before it
+  // leaves less than kExportMinFreeBytes free on FILE's disk, where the run's reward log may be.
+  dice::StreamWriteOptions writing;
+  writing.file.min_free_bytes = kExportMinFreeBytes;
+  writing.file.min_free_name = "dice-log export";
+  return dice::write_stream_atomically(
+             *out_path,
+             [&](std::ostream& out) { return rl::export_run(log, run_id, options, out); }, writing)
+      .with_context("--out " + *out_path);
 }
 
 int run(int argc, char** argv) {
