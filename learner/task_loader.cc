@@ -1,86 +1,31 @@
 #include "learner/task_loader.h"
 
-#include "learner/json_file.h"
-
 #include <algorithm>
-#include <boost/json.hpp>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 namespace dice {
-namespace {
-
-// An id or level written as a string or a non-negative integer, as text.
-Result<std::string> text_or_integer(const json::value& value, const char* key,
-                                    const std::string& where) {
-  if (value.is_string()) return std::string(value.get_string().c_str(), value.get_string().size());
-  if (value.is_uint64()) return std::to_string(value.get_uint64());
-  if (value.is_int64() && value.get_int64() >= 0) return std::to_string(value.get_int64());
-  return Status::invalid_argument(where + ": \"" + key +
-                                  "\" must be a string or a non-negative integer, got " +
-                                  json::serialize(value).substr(0, 40));
-}
-
-Result<LearnerTask> read_task(const json::value& item, TaskKind kind, const PromptTemplate& prompt,
-                              const std::string& where) {
-  if (!item.is_object()) return Status::invalid_argument(where + ": a task must be a JSON object");
-  const json::object& entry = item.get_object();
-  LearnerTask task;
-  task.kind = kind;
-  task.origin = where;
-  const json::value* id = entry.if_contains("id");
-  if (id == nullptr) id = entry.if_contains("idx");
-  if (id == nullptr) return Status::invalid_argument(where + ": missing \"id\" (or \"idx\")");
-  DICE_ASSIGN_OR_RETURN(task.id, text_or_integer(*id, "id", where));
-  if (task.id.empty()) return Status::invalid_argument(where + ": empty task id");
-  if (task.id.find('\0') != std::string::npos) {
-    return Status::invalid_argument(where + ": task id holds a NUL byte");
-  }
-  if (const json::value* level = entry.if_contains("level")) {
-    DICE_ASSIGN_OR_RETURN(task.level, text_or_integer(*level, "level", where));
-    const bool digits = !task.level.empty() && task.level.size() <= 3 &&
-                        std::all_of(task.level.begin(), task.level.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::stoi(task.level) > 255) {
-      return Status::invalid_argument(where + ": \"level\" must be 0..255, got \"" + task.level +
-                                      "\"");
-    }
-    task.level_number = static_cast<std::uint8_t>(std::stoi(task.level));
-  }
-  DICE_ASSIGN_OR_RETURN(task.reference_source, string_field(entry, "pytorch_code", true, where));
-  if (task.reference_source.empty()) {
-    return Status::invalid_argument(where + ": \"pytorch_code\" is empty");
-  }
-  DICE_ASSIGN_OR_RETURN(task.shape_variants, read_shape_variants(entry, where));
-  if (kind == TaskKind::kInfill) {
-    DICE_ASSIGN_OR_RETURN(task.infill_prefix, string_field(entry, "prefix", true, where));
-    DICE_ASSIGN_OR_RETURN(task.infill_suffix, string_field(entry, "suffix", true, where));
-    if (task.infill_prefix.empty() && task.infill_suffix.empty()) {
-      return Status::invalid_argument(where +
-                                      ": an infill task needs a non-empty \"prefix\" or "
-                                      "\"suffix\" (the skeleton around the hole)");
-    }
-  }
-  task.prompt = prompt.render(
-      PromptFields{task.reference_source, task.infill_prefix, task.infill_suffix, task.id});
-  return task;
-}
-
-}  // namespace
 
 Result<std::vector<LearnerTask>> load_task_file(const std::string& path, TaskKind kind,
                                                 const PromptTemplate& prompt) {
-  DICE_ASSIGN_OR_RETURN(json::value root, parse_json_file(path, "task file"));
-  if (!root.is_array()) {
-    return Status::invalid_argument("task file " + path + ": expected a JSON array of tasks");
-  }
+  const bool infill = kind == TaskKind::kInfill;
+  DICE_ASSIGN_OR_RETURN(
+      std::vector<TaskFileEntry> entries,
+      read_task_file(path, {infill ? schema::Phase::INFILL : schema::Phase::E2E, ""}));
   std::vector<LearnerTask> tasks;
-  const json::array& items = root.get_array();
-  tasks.reserve(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    DICE_ASSIGN_OR_RETURN(LearnerTask task,
-                          read_task(items[i], kind, prompt, path + ":[" + std::to_string(i) + "]"));
+  tasks.reserve(entries.size());
+  for (TaskFileEntry& entry : entries) {
+    LearnerTask task;
+    task.id = std::move(entry.id);
+    task.kind = kind;
+    task.level = std::move(entry.level);
+    task.level_number = entry.level_number;
+    task.reference_source = std::move(entry.pytorch_code);
+    task.infill_prefix = std::move(entry.prefix);
+    task.infill_suffix = std::move(entry.suffix);
+    task.origin = std::move(entry.origin);
+    task.shape_variants = std::move(entry.shape_variants);
+    task.prompt = prompt.render(
+        PromptFields{task.reference_source, task.infill_prefix, task.infill_suffix, task.id});
     tasks.push_back(std::move(task));
   }
   return tasks;

@@ -1,14 +1,7 @@
-// Tasks of the curriculum: JSON task files (the format of the DICE release, REFERENCE.md section 7)
-// read into LearnerTask values, with the prompt rendered from the phase kind's template.
-//
-// A task file is one JSON array of objects:
-//   end_to_end: {"idx": 17 | "17", "level": "2" | 2, "pytorch_code": "...", ...}
-//   infill:     {"id": "6995", "pytorch_code": "...", "prefix": "...", "suffix": "...", ...}
-// The id is "id" or else "idx" (a string or a non-negative integer); "level" is optional (a digit
-// string or an integer 0..255; absent = no level, taken as level 0 in the Task message); infill
-// tasks need "prefix" and "suffix"; "shape_variants" is optional (the task's other shapes,
-// tasks/shape_variants.h). Other keys are ignored. Every problem is reported as
-// "<file>:[<index>]: what".
+// Tasks of the curriculum: task files (the format of the DICE release, read by the rules of
+// tasks/task_file.h, as dice-eval reads them) as LearnerTask values, with the prompt rendered
+// from the phase kind's template. A phase's kind is its files' kind; a task without a level is
+// level 0 in the Task message. Every problem is reported as "<file>:[<index>]: what".
 #pragma once
 
 #include <cstdint>
@@ -20,7 +13,7 @@
 #include "learner/prompt_template.h"
 #include "options/curriculum_options.h"
 #include "schemas/task.capnp.h"
-#include "tasks/shape_variants.h"
+#include "tasks/task_file.h"
 
 namespace dice {
 
@@ -28,7 +21,7 @@ namespace dice {
 struct LearnerTask {
   std::string id;  // the file's id, as text; unique within a phase
   TaskKind kind = TaskKind::kEndToEnd;
-  std::string level;              // the file's level as text ("0".."3"); "" when the file has none
+  std::string level;              // the level as digits ("0".."255"); "" when the file has none
   std::uint8_t level_number = 0;  // the level as Task.level wants it; 0 when none
   std::string reference_source;   // pytorch_code
   std::string infill_prefix;      // infill only
@@ -38,8 +31,9 @@ struct LearnerTask {
   std::vector<ShapeVariant> shape_variants;  // other shapes the kernel must hold for
 };
 
-// Reads one task file. InvalidArgument "<file>:[<index>]: what" for a bad entry, or naming the
-// file (and line:column) when it is not a JSON array; NotFound/IOError when it cannot be read.
+// Reads one task file of `kind` (tasks/task_file.h: InvalidArgument "<file>:[<index>]: what" for a
+// bad entry, or naming the file and line:column when it is not a JSON array; NotFound/IOError
+// when it cannot be read).
 Result<std::vector<LearnerTask>> load_task_file(const std::string& path, TaskKind kind,
                                                 const PromptTemplate& prompt);
 

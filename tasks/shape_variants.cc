@@ -50,6 +50,17 @@ Result<std::vector<ShapeVariant>> read_shape_variants(const boost::json::object&
   return variants;
 }
 
+boost::json::value shape_variants_json(const std::vector<ShapeVariant>& variants) {
+  if (variants.empty()) return nullptr;
+  boost::json::array list;
+  for (const ShapeVariant& variant : variants) {
+    boost::json::object sizes;
+    for (const auto& [name, value] : variant) sizes[name] = value;
+    list.push_back(std::move(sizes));
+  }
+  return list;
+}
+
 void set_shape_variants(const std::vector<ShapeVariant>& variants, schema::Task::Builder task) {
   auto list = task.initShapeVariants(static_cast<unsigned>(variants.size()));
   for (unsigned i = 0; i < variants.size(); ++i) {

@@ -27,6 +27,9 @@ using ShapeVariant = std::vector<std::pair<std::string, std::int64_t>>;
 Result<std::vector<ShapeVariant>> read_shape_variants(const boost::json::object& task,
                                                       const std::string& where);
 
+// `variants` as a task file writes them: an array of objects in their order; null when none.
+boost::json::value shape_variants_json(const std::vector<ShapeVariant>& variants);
+
 // Writes `variants` into the Task message.
 void set_shape_variants(const std::vector<ShapeVariant>& variants, schema::Task::Builder task);
 

@@ -69,7 +69,8 @@ TEST(DiceEvalProblemSetTest, ACurriculumFolderGivesItsHeldOutSplit) {
   testing_util::TempDir dir("dice-eval-heldout");
   std::ofstream(dir.sub("heldout_e2e.json"))
       << R"([{"id": "unary-1-1", "level": "1", "pytorch_code": "a"},
-             {"id": "chain-2-1", "level": "2", "pytorch_code": "b", "shape_variants": [1]}])";
+             {"id": "chain-2-1", "level": "2", "pytorch_code": "b",
+              "shape_variants": [{"batch_size": 3}]}])";
   std::ofstream(dir.sub("heldout_infill.json"))
       << R"([{"id": "unary-1-2", "level": "1", "pytorch_code": "c", "prefix": "p",
               "suffix": "s", "middle": "m", "cuda_code": "pms"}])";
@@ -80,7 +81,8 @@ TEST(DiceEvalProblemSetTest, ACurriculumFolderGivesItsHeldOutSplit) {
   ASSERT_EQ(set->problems.size(), 3u);
   EXPECT_EQ(set->problems[0].kind, TaskKind::kInfill);  // infill first
   EXPECT_EQ(set->problems[1].kind, TaskKind::kEndToEnd);
-  EXPECT_EQ(learner_task(set->problems[2]).at("shape_variants"), boost::json::value({1}));
+  EXPECT_EQ(boost::json::serialize(learner_task(set->problems[2]).at("shape_variants")),
+            R"([{"batch_size":3}])");
 
   // An id in both files: the set's ids must be unique (the reward log keys verdicts by them).
   std::ofstream(dir.sub("heldout_infill.json"))

@@ -70,13 +70,13 @@ TEST_F(DiceEvalTaskJsonBadFileTest, NamesTheFileAndTheItem) {
             where(": expected a JSON array of tasks, got {\"id\":1}"));
   EXPECT_NE(read("[{\"id\": 1,}]").message().find(where(":1:")), std::string::npos);
   EXPECT_EQ(read("[]").message(), where(": the array holds no task"));
-  EXPECT_EQ(read("[{\"id\": 1}]").message(), where(":[0]: no \"pytorch_code\" (or it is empty)"));
+  EXPECT_EQ(read("[{\"id\": 1}]").message(), where(":[0]: missing \"pytorch_code\""));
   EXPECT_EQ(read("[{\"level\": \"1\", \"pytorch_code\": \"x\"}]").message(),
             where(":[0]: missing \"id\" (or \"idx\")"));
   EXPECT_EQ(read("[{\"id\": 1, \"pytorch_code\": \"x\"}, {\"idx\": \"1\", \"pytorch_code\": "
                  "\"y\"}]")
                 .message(),
-            where(":[1]: task id \"1\" is also [0]'s"));
+            where(":[1]: task id \"1\" already used at " + where(":[0]")));
   EXPECT_EQ(read("[{\"id\": 1, \"level\": 300, \"pytorch_code\": \"x\"}]").message(),
             where(":[0]: \"level\" must be 0..255, got \"300\""));
   EXPECT_EQ(read("[{\"id\": -1, \"pytorch_code\": \"x\"}]").message(),

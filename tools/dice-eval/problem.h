@@ -4,12 +4,12 @@
 // makes these; plan.h writes them out as the learner's task JSON (learner/task_loader.h).
 #pragma once
 
-#include <algorithm>
 #include <boost/json.hpp>
 #include <string>
 #include <vector>
 
 #include "options/curriculum_options.h"
+#include "tasks/task_file.h"  // is_level_text
 
 namespace dice::eval {
 
@@ -23,13 +23,6 @@ struct Problem {
                                         // when it has none
   std::string origin;                   // where it was read: "<file>" or "<file>:[<index>]"
 };
-
-// Whether `text` is a level as task files write one: 1-3 digits, 0..255.
-inline bool is_level_text(const std::string& text) {
-  return !text.empty() && text.size() <= 3 &&
-         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-         std::stoi(text) <= 255;
-}
 
 // "end_to_end" or "infill", as curriculum files name a kind.
 inline const char* kind_name(TaskKind kind) {
