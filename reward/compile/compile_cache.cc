@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/disk_space.h"
+
 namespace dice {
 namespace {
 
@@ -34,6 +36,36 @@ struct Entry {
   std::int64_t bytes = 0;
 };
 
+// Removes `entry` unless it is used meanwhile (see the header): true when it is gone.
+bool evict_entry(const Entry& entry, double keep_seconds) {
+  static std::atomic<std::uint64_t> counter{0};
+  const fs::path away =
+      entry.dir.string() + kEvictMark + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::error_code rename_ec;
+  fs::rename(entry.dir, away, rename_ec);
+  if (rename_ec) return false;  // gone already: another worker's eviction took it
+  bool exists = false;
+  if (age_seconds(away, &exists) < keep_seconds && exists) {
+    // Used between the listing and the rename: back where it was, unless a build of the same
+    // hash has published there since (then that one stays, and this copy goes).
+    std::error_code back_ec;
+    fs::rename(away, entry.dir, back_ec);
+    if (!back_ec) return false;
+  }
+  std::error_code remove_ec;
+  fs::remove_all(away, remove_ec);
+  return true;
+}
+
+// Whether the disk holding `cache_dir` has less than options.min_free_bytes free (false when it
+// cannot be read: the writes themselves will say).
+bool disk_short(const std::string& cache_dir, const CacheEvictionOptions& options) {
+  if (options.min_free_bytes <= 0) return false;
+  const Result<std::uint64_t> free_bytes =
+      free_disk_bytes(cache_dir, options.file_system ? *options.file_system : posix_file_system());
+  return free_bytes.ok() && *free_bytes < static_cast<std::uint64_t>(options.min_free_bytes);
+}
+
 }  // namespace
 
 bool touch_cache_entry(const std::string& dir) {
@@ -57,7 +89,6 @@ std::int64_t folder_bytes(const std::string& dir) {
 
 CacheEviction evict_cache_entries(const std::string& cache_dir,
                                   const CacheEvictionOptions& options) {
-  static std::atomic<std::uint64_t> counter{0};
   CacheEviction out;
   std::vector<Entry> entries;
   std::error_code ec;
@@ -78,32 +109,31 @@ CacheEviction evict_cache_entries(const std::string& cache_dir,
     entries.push_back(std::move(entry));
   }
   out.bytes_after = out.bytes_before;
-  if (options.budget_bytes <= 0 || out.bytes_after <= options.budget_bytes) return out;
+  auto over_budget = [&] {
+    return options.budget_bytes > 0 && out.bytes_after > options.budget_bytes;
+  };
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.age > b.age; });
   for (const Entry& entry : entries) {
-    if (out.bytes_after <= options.budget_bytes) break;
+    if (!over_budget() && !disk_short(cache_dir, options)) break;
     if (entry.age < options.keep_seconds) break;  // every later one is younger still
-    const fs::path away = entry.dir.string() + kEvictMark + std::to_string(getpid()) + "-" +
-                          std::to_string(counter++);
-    std::error_code rename_ec;
-    fs::rename(entry.dir, away, rename_ec);
-    if (rename_ec) continue;  // gone already: another worker's eviction took it
-    bool exists = false;
-    if (age_seconds(away, &exists) < options.keep_seconds && exists) {
-      // Used between the listing and the rename: back where it was, unless a build of the same
-      // hash has published there since (then that one stays, and this copy goes).
-      std::error_code back_ec;
-      fs::rename(away, entry.dir, back_ec);
-      if (!back_ec) continue;
-    }
-    std::error_code remove_ec;
-    fs::remove_all(away, remove_ec);
+    if (!evict_entry(entry, options.keep_seconds)) continue;
     out.bytes_after -= entry.bytes;
     ++out.entries_removed;
   }
-  out.over_budget = out.bytes_after > options.budget_bytes;
+  out.over_budget = over_budget();
+  out.disk_short = disk_short(cache_dir, options);
   return out;
+}
+
+Status make_room_for_build(const std::string& cache_dir, std::int64_t build_bytes,
+                           const CacheEvictionOptions& options) {
+  CacheEvictionOptions with_build = options;
+  with_build.min_free_bytes = options.min_free_bytes + build_bytes;
+  evict_cache_entries(cache_dir, with_build);
+  return check_free_disk_space(
+      cache_dir, static_cast<std::uint64_t>(build_bytes), "a build in the compile cache",
+      {static_cast<std::uint64_t>(options.min_free_bytes), options.file_system});
 }
 
 }  // namespace dice
