@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "common/log.h"
-#include "learner/eval_tally.h"
+#include "learner/eval_summary.h"
 #include "learner/resume_plan.h"
 #include "learner/resume_store.h"
 #include "learner/sample_carry.h"
@@ -443,20 +443,21 @@ Result<ResumePlan> resume_run(const std::vector<PhasePlan>& phases, const RunLoo
 
 // The evaluation table of an eval phase: one line in the log, and eval/<phase>/... metrics
 // (exec, fast_1, fast_2, per level and for all tasks) at the phase's last step.
-Status report_evaluation(const PhasePlan& plan, const EvalTally& tally, const RunState& state,
-                         const RunLoopOptions& options, rewardlog::RewardLogWriter& log) {
-  DICE_LOG(Info) << "evaluation of phase " << plan.name << ": " << tally.summary()
+Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally,
+                         const RunState& state, const RunLoopOptions& options,
+                         rewardlog::RewardLogWriter& log) {
+  DICE_LOG(Info) << "evaluation of phase " << plan.name << ": " << eval_summary(tally)
                  << kv("policy_version", state.policy_version)
                  << kv("reward_mode", options.reward_mode);
   const std::int64_t now = wire::unix_millis_now();
   const std::uint64_t step = state.global_step == 0 ? 0 : state.global_step - 1;
   std::vector<rewardlog::LogRecord> records;
-  auto add = [&](const std::string& where, const EvalCell& cell) -> Status {
-    for (const auto& [name, value] : {std::pair<const char*, double>{"exec", cell.exec()},
-                                      {"fast_1", cell.fast(1)},
-                                      {"fast_2", cell.fast(2)},
-                                      {"tasks", cell.tasks},
-                                      {"geo_mean_speedup", cell.geo_mean_speedup()}}) {
+  auto add = [&](const std::string& where, const eval::TableCell& cell) -> Status {
+    for (const auto& [name, value] : {std::pair<const char*, double>{"exec", cell.exec},
+                                      {"fast_1", cell.fast_1},
+                                      {"fast_2", cell.fast_2},
+                                      {"tasks", cell.problems},
+                                      {"geo_mean_speedup", cell.geo_mean_speedup}}) {
       DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
                             metric_record(options.run_id, "eval/" + plan.name + where + "/" + name,
                                           step, value, now));
@@ -506,7 +507,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
   const bool eval = plan.type == PhaseType::kEval;
   const int ahead = rollout_ahead(config, plan, options);
   const AsyncOptions& async = config.learner.async;
-  EvalTally tally;
+  eval::EvalTally tally({plan.samples_per_task, {}, eval::kDefaultNoiseZ});
   run.tally = eval ? &tally : nullptr;
   TaskScheduler scheduler(&plan.tasks, plan.schedule);
   if (saved != nullptr) {

@@ -4,7 +4,7 @@
 //         candidates in, evaluation requests out, verdicts in), its records written to the reward
 //         log, one progress line per step, and the policy update;
 //   eval  the same steps without an update, decoded as the phase says (greedy by default), and
-//         at the end the field's table (learner/eval_tally.h) in the log and as eval/ metrics;
+//         at the end the field's table (tasks/eval_table.h) in the log and as eval/ metrics;
 //   sft   the SftStage on the phase's data; its weights become the next version, pushed to the
 //         workers like an update's;
 // and after every phase its checkpoint (RunLoopOptions::finish_phase).

@@ -11,13 +11,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A finished group as one task of the evaluation table: its samples in sample order.
-void tally_group(const FinishedGroup& group, int k, EvalTally* tally) {
-  std::vector<EvalTally::Sample> samples;
+// A finished group as one task of the evaluation table: its samples in sample order (one a
+// service fault left unscored counts as missing: not correct).
+void tally_group(const FinishedGroup& group, eval::EvalTally* tally) {
+  std::vector<eval::AnswerVerdict> samples;
   for (const FinishedSample& sample : group.samples) {
     samples.push_back(eval::answer_of(sample.verdict.root().getBody().getVerdict()));
+    samples.back().judged = sample.scored;
   }
-  tally->add_task(group.task->level, samples, k);
+  tally->add_task(group.task->level, samples);
 }
 
 // A finished group's outcome for the scheduler: its judged candidates and the correct ones (a
@@ -51,7 +53,7 @@ Status write_groups(StepWork& work, StepRun& run) {
                                                       wire::unix_millis_now()));
     if (!records.empty()) DICE_RETURN_IF_ERROR(run.log.enqueue(std::move(records)));
     if (run.tally != nullptr) {
-      tally_group(group, static_cast<int>(tracker.settings().samples_per_task), run.tally);
+      tally_group(group, run.tally);
       continue;  // an evaluation trains nothing
     }
     if (group.complete && !group.dropped && run.options.update) {

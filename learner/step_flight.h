@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "learner/eval_tally.h"
 #include "learner/learner_metrics.h"
 #include "learner/run_loop.h"
 #include "learner/step_records.h"
@@ -22,6 +21,7 @@
 #include "learner/task_scheduler.h"
 #include "net/transport/work_dispatcher.h"
 #include "rewardlog/writer.h"
+#include "tasks/eval_table.h"
 
 namespace dice {
 
@@ -33,8 +33,8 @@ struct StepRun {
   const RunLoopOptions& options;
   const std::function<bool()>& stop_requested;
   LoggedOnce& logged;
-  bool* stopping;              // set once a stop was requested (shared across steps)
-  EvalTally* tally = nullptr;  // an eval phase's table, fed every finished group
+  bool* stopping;                    // set once a stop was requested (shared across steps)
+  eval::EvalTally* tally = nullptr;  // an eval phase's table, fed every finished group
   // The phase's task scheduler (fed every finished group, and asked for refills).
   TaskScheduler* scheduler = nullptr;
   // Requests not yet taken by the dispatcher (its queue was full), of every step in flight.

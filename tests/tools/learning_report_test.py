@@ -48,11 +48,12 @@ class Run:
         step = str(self.step)
         self.lines.append(record("step", step=step, phaseName=phase, evaluation=True,
                                  policyVersion=str(version)))
-        firsts = [samples[0] for samples in results.values()]
+        # exec: the mean over tasks of each task's share of correct samples (tasks/eval_table.h)
+        shares = [sum(samples) / len(samples) for samples in results.values()]
         self.lines.append(record("metric", name="eval/%s/exec" % phase, step=step,
-                                 value=sum(firsts) / len(firsts)))
+                                 value=sum(shares) / len(shares)))
         self.lines.append(record("metric", name="eval/%s/tasks" % phase, step=step,
-                                 value=len(firsts)))
+                                 value=len(shares)))
         for task, samples in results.items():
             if task not in self.tasks:
                 self.tasks.add(task)
@@ -172,7 +173,7 @@ class LearningReportTest(unittest.TestCase):
         run.evaluate("eval-e2e-pool-e2e", 2, later)
         tasks = self.task_file("rl_e2e.json", list(pool))
         text = self.run_report(run.text(), "--tasks", tasks)
-        # Exec would count the first sample only: 1 of 4. pass@1 is (3 + 4 + 0 + 1) / 16.
+        # pass@1 is (3 + 4 + 0 + 1) / 16, not the first samples' 1 of 4.
         stage = [l for l in text.splitlines() if l.startswith("| eval-sft-pool-e2e |")][0]
         self.assertIn("| .500 [", stage)
         self.assertIn("(4 tasks, 2 keys)", stage)
