@@ -7,7 +7,7 @@
 // GET /metrics (a query string is ignored) -> 200 with registry.render();
 // another path -> 404; another method on /metrics -> 405; a request that does not parse -> 400
 // and the connection closes. Keep-alive is honoured; an idle or slow connection is closed after
-// options.idle_timeout_ms. Beast stays inside metrics_server.cc.
+// options.idle_timeout_ms. The serving is HttpServer's (http_server.h); this is its handler.
 #pragma once
 
 #include <cstdint>

@@ -8,10 +8,13 @@
 
 #include <string>
 
+#include "net/service/http_server.h"
 #include "tools/dice-dash/api.h"
-#include "tools/dice-dash/http_server.h"
 
 namespace dice::dash {
+
+using service::HttpRequest;
+using service::HttpResponse;
 
 class Dashboard {
  public:

@@ -2,7 +2,10 @@
 // RocksDB secondary (read-only, no lock: the run writing it is never slowed), serves a page with
 // its charts and a JSON API, and prints the address it serves on. Exit status: 0 stopped by
 // SIGINT/SIGTERM, 1 could not serve (the address is taken), 2 bad command line.
+#include <pthread.h>
+
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,9 +13,9 @@
 #include <vector>
 
 #include "common/log.h"
+#include "net/service/http_server.h"
 #include "tools/dice-dash/api.h"
 #include "tools/dice-dash/dashboard.h"
-#include "tools/dice-dash/http_server.h"
 #include "tools/dice-dash/log_set.h"
 
 namespace {
@@ -120,6 +123,13 @@ Args parse_args(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // SIGINT and SIGTERM end the serving through sigwait() below: blocked here, before any thread
+  // (RocksDB's, the server's) starts, so that every thread inherits the mask and none dies of them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   Args args;
   try {
     args = parse_args(argc, argv);
@@ -135,15 +145,6 @@ int main(int argc, char** argv) {
   dice::dash::LogSet logs(args.logs, std::chrono::milliseconds(args.refresh_ms));
   dice::dash::Api api(&logs);
   dice::dash::Dashboard dashboard(&api, args.token);
-  dice::dash::HttpServerOptions options;
-  options.bind_address = args.bind;
-  options.port = args.port;
-  auto server = dice::dash::HttpServer::listen(
-      options, [&dashboard](const dice::dash::HttpRequest& r) { return dashboard.handle(r); });
-  if (!server.ok()) {
-    std::cerr << "dice-dash: " << server.status().to_string() << "\n";
-    return server.status().code() == dice::StatusCode::kInvalidArgument ? 2 : 1;
-  }
   for (size_t i = 0; i < logs.size(); ++i) {
     const dice::dash::LogView view = logs.view(i);
     if (view.reader == nullptr) {
@@ -151,11 +152,27 @@ int main(int argc, char** argv) {
                 << ") not readable yet: " << view.status.to_string() << std::endl;
     }
   }
+  // From here on only the server's thread touches the dashboard (and through it the logs).
+  dice::service::HttpServerOptions options;
+  options.host = args.bind;
+  options.port = args.port;
+  options.idle_timeout_ms = 30000;
+  options.name = "dice-dash";
+  options.body_limit = 16 * 1024;  // the page and the API take no request bodies
+  auto server = dice::service::HttpServer::start(
+      options, [&dashboard](const dice::service::HttpRequest& r) { return dashboard.handle(r); });
+  if (!server.ok()) {
+    std::cerr << "dice-dash: " << server.status().to_string() << "\n";
+    return server.status().code() == dice::StatusCode::kInvalidArgument ? 2 : 1;
+  }
   const bool v6 = args.bind.find(':') != std::string::npos;
   // One line a person or dice-cluster reads; stdout is flushed so a pipe sees it at once.
   std::cout << "dice-dash: serving http://" << (v6 ? "[" + args.bind + "]" : args.bind) << ":"
             << server.value()->port() << "/" << (args.token.empty() ? "" : " (token required)")
             << std::endl;
-  server.value()->run();
+  int stop_signal = 0;
+  sigwait(&stop_signals, &stop_signal);
+  DICE_LOG(Info) << "dice-dash: stopping" << dice::kv("signal", stop_signal);
+  server.value()->stop();
   return 0;
 }
