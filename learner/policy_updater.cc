@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/disk_space.h"
 #include "common/log.h"
 #include "common/remove_tree.h"
 #include "learner/device_cache.h"
@@ -45,8 +46,13 @@ struct Updater {
     return base_dir + "/policy-v" + std::to_string(version);
   }
 
+  // run.min_free_disk_mb: what each checkpoint must leave free on its disk.
+  std::uint64_t min_free_bytes() const {
+    return static_cast<std::uint64_t>(config->run.min_free_disk_mb) * kBytesPerMiB;
+  }
+
   Status save(std::uint64_t version) {
-    return save_policy_checkpoint(*model, source_dir, dir_of(version));
+    return save_policy_checkpoint(*model, source_dir, dir_of(version), min_free_bytes());
   }
 
   // A trainer on the weights as they are (its masters and a fresh AdamW), with the phase's KL
@@ -184,7 +190,8 @@ struct Updater {
   // A resume folder's model/ and optimizer.pt (the latter only while a trainer exists: after an
   // sft phase the next update makes one from the weights, as an uninterrupted run does).
   Status save_state(const std::string& dir) {
-    DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source_dir, dir + "/model"));
+    DICE_RETURN_IF_ERROR(
+        save_policy_checkpoint(*model, source_dir, dir + "/model", min_free_bytes()));
     if (!trainer) return Status::ok_status();
     return trainer->save_optimizer_state(dir + "/optimizer.pt");
   }
@@ -253,7 +260,7 @@ struct Updater {
   // it in place). Its name is not a version's, so retention (prune) never touches it.
   Result<std::string> finish_phase(const std::string& phase) {
     const std::string dir = base_dir + "/phase-" + phase;
-    DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source_dir, dir)
+    DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source_dir, dir, min_free_bytes())
                              .with_context("checkpoint at the end of phase " + phase));
     return dir;
   }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/disk_space.h"
 #include "common/durable_file.h"
 #include "common/remove_tree.h"
 
@@ -41,15 +42,10 @@ Result<ResumePoint> read_folder(const std::string& dir) {
   return ResumePoint{dir, std::move(position)};
 }
 
-}  // namespace
-
-Status write_resume(const std::string& base_dir, const RunPosition& position,
-                    const std::function<Status(const std::string& dir)>& fill,
-                    FileSystem& file_system) {
-  const std::string tmp = base_dir + "/resume.partial";
-  const std::string current = base_dir + "/resume";
-  const std::string old = base_dir + "/resume.old";
-  DICE_RETURN_IF_ERROR(remove_tree(tmp));
+// Fills `tmp` (`fill`'s files, then the position) and syncs all of it.
+Status write_partial(const std::string& tmp, const RunPosition& position,
+                     const std::function<Status(const std::string& dir)>& fill,
+                     FileSystem& file_system) {
   std::error_code ec;
   fs::create_directories(tmp, ec);
   if (ec) return Status::io_error("cannot create " + tmp + ": " + ec.message());
@@ -58,7 +54,29 @@ Status write_resume(const std::string& base_dir, const RunPosition& position,
   // the weights and optimizer state come from writers that do not sync (LibTorch's archives):
   // everything in the folder reaches the disk, in one pass, before the folder may count.
   DICE_RETURN_IF_ERROR(write_text(tmp + "/" + kPositionFile, run_position_to_json(position)));
-  DICE_RETURN_IF_ERROR(sync_tree(tmp, file_system));
+  return sync_tree(tmp, file_system);
+}
+
+}  // namespace
+
+Status write_resume(const std::string& base_dir, const RunPosition& position,
+                    const std::function<Status(const std::string& dir)>& fill,
+                    std::uint64_t min_free_bytes, FileSystem& file_system) {
+  const std::string tmp = base_dir + "/resume.partial";
+  const std::string current = base_dir + "/resume";
+  const std::string old = base_dir + "/resume.old";
+  DICE_RETURN_IF_ERROR(remove_tree(tmp));
+  // The new folder holds what the current one does (the same model and optimizer): about as
+  // many bytes. The first one is checked by its writers alone (the policy checkpoint's check).
+  DICE_RETURN_IF_ERROR(check_free_disk_space(tmp, tree_bytes(current), "the resume folder",
+                                             {min_free_bytes, &file_system}));
+  Status written = write_partial(tmp, position, fill, file_system);
+  if (!written.ok()) {
+    // On a full disk the half-written folder would hold the space the run's other writes need.
+    remove_tree(tmp).ignore();
+    return written;
+  }
+  std::error_code ec;
   // resume.old is either gone or the complete folder a crash left between the renames; the
   // current one is complete and durable too, so the older of the two can go.
   if (fs::exists(current, ec)) {

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "common/disk_space.h"
 #include "common/log.h"
 #include "learner/device_cache.h"
 #include "learner/policy_checkpoint.h"
@@ -213,7 +214,9 @@ Result<SftRunSummary> run_sft(const DiceConfig& config, rewardlog::RewardLogWrit
   std::string last;
   auto save = [&](std::int64_t steps) -> Status {
     const std::string dir = base + "/sft-step-" + std::to_string(steps);
-    DICE_RETURN_IF_ERROR(save_policy_checkpoint(*model, source, dir));
+    DICE_RETURN_IF_ERROR(save_policy_checkpoint(
+        *model, source, dir,
+        static_cast<std::uint64_t>(config.run.min_free_disk_mb) * kBytesPerMiB));
     last = dir;
     DICE_LOG(Info) << "SFT checkpoint written" << kv("dir", dir) << kv("step", steps);
     return Status::ok_status();

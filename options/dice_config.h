@@ -10,6 +10,7 @@
 // `dice-config docs` lists every key with its type, default and meaning.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ struct RunOptions {
   std::string id;
   std::string reward_log_path = "runs/reward_log";
   LogLevel log_level = LogLevel::kInfo;
+  std::int64_t min_free_disk_mb = 1024;
 
   template <class V>
   void visit_fields(V& v) {
@@ -49,6 +51,15 @@ struct RunOptions {
             "RocksDB folder recording every verdict of the run. Default: runs/reward_log",
             config::is_path(), config::non_empty());
     v.field("log_level", log_level, "Lowest level logged. Default: info");
+    v.field("min_free_disk_mb", min_free_disk_mb,
+            "MiB the learner's large writes must leave free on their disk, checked before the "
+            "first byte: each policy checkpoint (2 bytes a parameter in bf16: 8 GB at SDAR-4B) "
+            "and resume folder (about 14 bytes a parameter with the optimizer state: 56 GB). "
+            "One that would not fit is refused with an error naming the folder, the bytes "
+            "needed and free, and the previous checkpoint and resume folder stay; the floor is "
+            "room for what cannot check first (the reward log, the logs). 0 = only the write's "
+            "own size. Default: 1024",
+            config::at_least(0));
   }
 };
 

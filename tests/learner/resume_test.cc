@@ -1,18 +1,24 @@
 // What a resume reads back: the run position survives its JSON form, a damaged position.json is
 // an error naming the file and the field, the resume folder is swapped in whole (a crash between
 // the renames leaves the old one readable), and an edited curriculum is compared phase by phase.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
+#include "common/disk_space.h"
+#include "common/durable_file.h"
 #include "learner/resume_plan.h"
 #include "learner/resume_store.h"
 #include "learner/run_position.h"
+#include "tests/common/fixed_free_space_file_system.h"
 #include "tests/common/recording_file_system.h"
+#include "tests/support/small_tmpfs.h"
 
 namespace dice {
 namespace {
@@ -92,6 +98,20 @@ TEST(RunPositionTest, ADamagedFileIsAnErrorNamingTheFileAndTheField) {
   auto other_format = run_position_from_json("{\"format\": 9}", "p.json");
   ASSERT_FALSE(other_format.ok());
   EXPECT_NE(other_format.status().message().find("format 9"), std::string::npos);
+}
+
+// A resume folder's fill that writes `bytes` bytes of optimizer state, through write_all (a full
+// disk's ENOSPC comes back as its error).
+std::function<Status(const std::string&)> fill_bytes(std::size_t bytes) {
+  return [bytes](const std::string& dir) -> Status {
+    const std::string path = dir + "/optimizer.pt";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::io_error(path + ": cannot create");
+    const std::string state(bytes, 'm');
+    Status written = write_all(fd, state.data(), state.size(), path);
+    ::close(fd);
+    return written;
+  };
 }
 
 class ResumeStoreTest : public ::testing::Test {
@@ -177,7 +197,7 @@ TEST_F(ResumeStoreTest, TheNewFolderIsOnTheDiskBeforeTheOldOneGoes) {
         std::ofstream(dir + "/optimizer.pt") << "moments";
         return Status::ok_status();
       },
-      recorder);
+      /*min_free_bytes=*/0, recorder);
   ASSERT_TRUE(written.ok()) << written.to_string();
   const std::vector<std::string>& calls = recorder.calls;
   auto at = [&](const std::string& call) {
@@ -250,6 +270,61 @@ TEST(ResumePlanTest, EachEditOfTheCurriculumIsNamed) {
   EXPECT_NE(all.find("phase \"e2e\": its tasks changed (1 -> 2 tasks)"), std::string::npos) << all;
   EXPECT_NE(all.find("phase \"new\" is new"), std::string::npos) << all;
   EXPECT_EQ(r.changes.size(), 5u) << all;
+}
+
+// A new folder needs about as much room as the current one (the same model and optimizer): one
+// that would not fit with run.min_free_disk_mb to spare is refused before it is made, naming the
+// folder and the bytes, and the current folder stays.
+TEST_F(ResumeStoreTest, AFolderThatWouldNotFitIsRefusedAndTheCurrentOneStays) {
+  RunPosition p = sample_position();
+  p.next_step = 5;
+  const std::string base = dir_.string();
+  ASSERT_TRUE(write_resume(base, p, fill_bytes(64 * 1024)).ok());
+  p.next_step = 6;
+  testing_util::FixedFreeSpaceFileSystem small_disk(8);  // 32 KiB
+  const Status refused = write_resume(base, p, fill_bytes(64 * 1024), 0, small_disk);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find(base + "/resume.partial: not enough free disk space for the "
+                                          "resume folder: it needs "),
+            std::string::npos)
+      << refused.to_string();
+  EXPECT_NE(refused.message().find("32768 bytes are free"), std::string::npos)
+      << refused.to_string();
+  EXPECT_FALSE(fs::exists(dir_ / "resume.partial"));
+  EXPECT_EQ(read_resume(base)->position.next_step, 5u);
+
+  testing_util::FixedFreeSpaceFileSystem large_disk(std::uint64_t{1} << 20);  // 4 GiB
+  EXPECT_FALSE(write_resume(base, p, fill_bytes(64 * 1024), 4096 * kBytesPerMiB, large_disk).ok());
+  EXPECT_EQ(read_resume(base)->position.next_step, 5u);
+  ASSERT_TRUE(write_resume(base, p, fill_bytes(64 * 1024), kBytesPerMiB, large_disk).ok());
+  EXPECT_EQ(read_resume(base)->position.next_step, 6u);
+}
+
+// A real disk that fills while the new folder is written (its optimizer state is larger than the
+// one before): the write fails with the disk's error, resume.partial is removed (its space is the
+// run's), and the last complete folder is read back. A 2 MiB tmpfs (needs root; skipped without).
+TEST(ResumeStoreFullDiskTest, ADiskThatFillsMidWriteKeepsTheLastFolder) {
+  testing_util::SmallTmpfs disk(2048);
+  if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
+  const std::string base = disk.sub("r1");
+  RunPosition p = sample_position();
+  p.next_step = 5;
+  ASSERT_TRUE(write_resume(base, p, fill_bytes(256 * 1024)).ok());
+  auto free_before = free_disk_bytes(base);
+  ASSERT_TRUE(free_before.ok()) << free_before.status().to_string();
+
+  p.next_step = 6;
+  const Status failed = write_resume(base, p, fill_bytes(3 * 1024 * 1024));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(is_disk_space_shortage(failed)) << failed.to_string();
+  EXPECT_NE(failed.message().find(base + "/resume.partial/optimizer.pt"), std::string::npos)
+      << failed.to_string();
+  EXPECT_FALSE(fs::exists(base + "/resume.partial"));
+  EXPECT_EQ(*free_disk_bytes(base), *free_before);
+  auto point = read_resume(base);
+  ASSERT_TRUE(point.ok()) << point.status().to_string();
+  EXPECT_EQ(point->position.next_step, 5u);
+  EXPECT_EQ(fs::file_size(point->dir + "/optimizer.pt"), 256u * 1024);
 }
 
 }  // namespace
