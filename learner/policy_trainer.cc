@@ -71,24 +71,14 @@ Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::create(Qwen3LM model,
         "PolicyTrainer: trace mask token " + std::to_string(options.layout.mask_token_id) +
         " differs from the model's mask_token_id " + std::to_string(model->config().mask_token_id));
   }
-  try {
-    std::unique_ptr<PolicyTrainer> trainer(new PolicyTrainer(std::move(model), std::move(options)));
-    DICE_ASSIGN_OR_RETURN(
-        trainer->replicas_,
-        DataParallel::create(trainer->model_, trainer->options_.optimizer,
-                             trainer->options_.optimizer_on_cpu, trainer->options_.data_parallel));
-    return trainer;
-  } catch (const c10::Error& e) {
-    return Status::internal(std::string("PolicyTrainer: ") + e.what_without_backtrace());
-  }
+  std::unique_ptr<PolicyTrainer> trainer(new PolicyTrainer(std::move(model), std::move(options)));
+  DICE_ASSIGN_OR_RETURN(trainer->replicas_,
+                        start_training(trainer->model_, trainer->options_, "PolicyTrainer"));
+  return trainer;
 }
 
 PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
-    : model_(std::move(model)), options_(std::move(options)) {
-  model_->train();
-  model_->model->activation_checkpointing = options_.activation_checkpointing;
-  model_->model->attention_tile = options_.attention_tile;
-}
+    : model_(std::move(model)), options_(std::move(options)) {}
 
 PolicyTrainer::~PolicyTrainer() = default;
 

@@ -28,28 +28,19 @@
 #include "common/status.h"
 #include "learner/data_parallel.h"
 #include "learner/trace_layout.h"
+#include "learner/training_setup.h"
 #include "model/qwen3.h"
 #include "options/learner_options.h"
 
 namespace dice {
 
-struct PolicyTrainerOptions {
+// The optimizer, memory, attention and device settings are TrainingOptions' (training_setup.h),
+// shared with SftTrainer. The trained policy is the model's softmax at each sample's sampling
+// temperature (TraceSample::temperature: its phase's) with the mask token banned, as the sampler
+// draws; top-k and top-p truncation (off in DICE) are not reproduced.
+struct PolicyTrainerOptions : TrainingOptions {
   PolicyLossOptions loss;
-  OptimizerOptions optimizer;
   TraceLayoutOptions layout;
-  // The trained policy is the model's softmax at each sample's sampling temperature
-  // (TraceSample::temperature: its phase's) with the mask token banned, as the sampler draws;
-  // top-k and top-p truncation (off in DICE) are not reproduced.
-  // Recompute each layer's activations in backward (layer_checkpoint.h): far less memory for
-  // about one more forward of compute. Default: true
-  bool activation_checkpointing = true;
-  // Queries per tile of the training attention (Qwen3ModelImpl::attention_tile: each tile reads
-  // only the keys its queries may see); 0: one dense attention. Default: 0
-  int64_t attention_tile = 0;
-  // Keep the fp32 master weights and AdamW's two moments in host memory and step them on the
-  // CPU (12 bytes per parameter off the GPU: 48 GB for SDAR-4B), copying gradients down and
-  // weights back once per update. For one GPU shared with a rollout worker. Default: false
-  bool optimizer_on_cpu = false;
   // Decoupled PPO for samples older than the weights (learner.async.stale importance): > 0 scores
   // every sample with the weights first (as loss.recompute_old_log_probs), clips the ratio against
   // those log-probs, and weights each token's term by min(exp(those - the sampler's), this cap).
@@ -62,8 +53,6 @@ struct PolicyTrainerOptions {
   // Time the update's parts (PolicyUpdateStats::*_seconds), synchronising the device around each:
   // for benches, it costs the overlap of host and device work. Default: false
   bool time_parts = false;
-  // Replicas on several devices; the default is the model's device alone.
-  DataParallelOptions data_parallel;
 };
 
 // The figures below are of the last pass over the samples (with loss.ppo_epochs > 1 its ratio

@@ -283,14 +283,10 @@ PolicyTrainerOptions policy_trainer_options(const DiceConfig& config, const Mode
   const LearnerOptions& learner = config.learner;
   PolicyTrainerOptions trainer_options;
   trainer_options.loss = learner.loss;
-  trainer_options.optimizer = learner.optimizer;
   trainer_options.layout.block_size = shape.block_size;
   trainer_options.layout.mask_token_id = shape.mask_token_id;
   trainer_options.layout.denoising_steps = config.rollout.sampling.denoising_steps;
   trainer_options.layout.shrink = learner.loss.trace_shrink;
-  trainer_options.activation_checkpointing = learner.activation_checkpointing;
-  trainer_options.attention_tile = learner.attention_tile;
-  trainer_options.optimizer_on_cpu = learner.optimizer_on_cpu;
   if (learner.async.max_ahead > 0 && learner.async.stale == StaleSamples::kImportance) {
     trainer_options.importance_cap = learner.async.importance_cap;
   }
@@ -323,8 +319,8 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
   auto updater = std::make_shared<Updater>();
   updater->model = *model;
   updater->trainer_options = policy_trainer_options(config, (*model)->config());
-  DICE_ASSIGN_OR_RETURN(updater->trainer_options.data_parallel,
-                        data_parallel_options(learner.data_parallel, options.device()));
+  DICE_ASSIGN_OR_RETURN(static_cast<TrainingOptions&>(updater->trainer_options),
+                        training_options(learner, options.device()));
   // Made now, so that bad trainer options are found at start (the first update reuses it).
   DICE_ASSIGN_OR_RETURN(updater->trainer,
                         PolicyTrainer::create(updater->model, updater->trainer_options));

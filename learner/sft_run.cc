@@ -76,11 +76,7 @@ Result<SftData> load_sft_samples(const DiceConfig& config, const SftJob& job,
 Result<SftTrainerOptions> sft_trainer_options(const LearnerOptions& learner,
                                               const c10::Device& home) {
   SftTrainerOptions options;
-  DICE_ASSIGN_OR_RETURN(options.data_parallel, data_parallel_options(learner.data_parallel, home));
-  options.optimizer = learner.optimizer;
-  options.activation_checkpointing = learner.activation_checkpointing;
-  options.attention_tile = learner.attention_tile;
-  options.optimizer_on_cpu = learner.optimizer_on_cpu;
+  DICE_ASSIGN_OR_RETURN(static_cast<TrainingOptions&>(options), training_options(learner, home));
   options.seed = learner.seed != 0 ? learner.seed : std::random_device{}();
   options.pack_length = learner.sft.packed ? learner.sft.max_length : 0;
   options.rows_per_forward = learner.sft.rows_per_forward;

@@ -66,24 +66,14 @@ at::Tensor forward_backward(Qwen3LMImpl& model, const SftForward& f, const c10::
 
 Result<std::unique_ptr<SftTrainer>> SftTrainer::create(Qwen3LM model, SftTrainerOptions options) {
   if (!model) return Status::invalid_argument("SftTrainer: no model");
-  try {
-    std::unique_ptr<SftTrainer> trainer(new SftTrainer(std::move(model), std::move(options)));
-    DICE_ASSIGN_OR_RETURN(
-        trainer->replicas_,
-        DataParallel::create(trainer->model_, trainer->options_.optimizer,
-                             trainer->options_.optimizer_on_cpu, trainer->options_.data_parallel));
-    return trainer;
-  } catch (const c10::Error& e) {
-    return Status::internal(std::string("SftTrainer: ") + e.what_without_backtrace());
-  }
+  std::unique_ptr<SftTrainer> trainer(new SftTrainer(std::move(model), std::move(options)));
+  DICE_ASSIGN_OR_RETURN(trainer->replicas_,
+                        start_training(trainer->model_, trainer->options_, "SftTrainer"));
+  return trainer;
 }
 
 SftTrainer::SftTrainer(Qwen3LM model, SftTrainerOptions options)
-    : model_(std::move(model)), options_(std::move(options)), rng_(options_.seed) {
-  model_->train();
-  model_->model->activation_checkpointing = options_.activation_checkpointing;
-  model_->model->attention_tile = options_.attention_tile;
-}
+    : model_(std::move(model)), options_(std::move(options)), rng_(options_.seed) {}
 
 Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch, double lr) {
   SftStepStats stats;

@@ -25,16 +25,15 @@
 #include "common/status.h"
 #include "learner/data_parallel.h"
 #include "learner/sft_data.h"
+#include "learner/training_setup.h"
 #include "model/qwen3.h"
 #include "options/learner_options.h"
 
 namespace dice {
 
-struct SftTrainerOptions {
-  OptimizerOptions optimizer;  // lr is set per step by the caller's schedule
-  bool activation_checkpointing = true;
-  int64_t attention_tile = 0;  // PolicyTrainerOptions::attention_tile
-  bool optimizer_on_cpu = false;
+// The optimizer (its lr set per step by the caller's schedule), memory, attention and device
+// settings are TrainingOptions' (training_setup.h), shared with PolicyTrainer.
+struct SftTrainerOptions : TrainingOptions {
   std::uint64_t seed = 1;
   // Pack samples side by side into rows of at most this many tokens (each sample on its own in
   // the attention mask: attention_masks.h, packed training layout); 0 = one sample per forward.
@@ -43,8 +42,6 @@ struct SftTrainerOptions {
   // Rows run in one forward ([rows, length], padded to the longest): 1 suits a large model, whose
   // one row fills the GPU; a small model needs many, or kernel launches bound the step. Default: 1
   int rows_per_forward = 1;
-  // Replicas on several devices; the default is the model's device alone.
-  DataParallelOptions data_parallel;
 };
 
 struct SftStepStats {
