@@ -198,6 +198,7 @@ struct RewardOptions {
   bool prestart_evaluators = true;
   int evaluators_ahead = 1;
   bool reuse_verdicts = true;
+  bool confirm_failures_alone = true;
   KernelCheck kernel_check = KernelCheck::kAuto;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
@@ -283,6 +284,13 @@ struct RewardOptions {
             "a second compile and run: samples of one task often repeat, most of all once a "
             "policy is sure of itself. Verdicts of a service fault or of a time limit are not "
             "reused (they may not hold for a second run). Default: true");
+    v.field("confirm_failures_alone", confirm_failures_alone,
+            "A candidate whose evaluation shared its GPU with another and ended in a failure a "
+            "neighbour can cause (runtimeError, importError, crashed, timeout, resourceLimit: "
+            "its memory, its endless kernel) is judged once more with the GPU to itself, and "
+            "that verdict stands (a confirmed-alone finding says so): one candidate's "
+            "misbehaviour never fails another. Costs one more run of such failures, with the "
+            "slots of that GPU waiting. Default: true");
     v.field("kernel_check", kernel_check,
             "How evaluation sees that the candidate's own kernel ran: profiler (torch's, seconds "
             "of CPU per evaluation process), cupti (dice's launch probe; needs a build that "

@@ -57,6 +57,7 @@ EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::R
   eval.tolerance = options.tolerance;
   eval.timing = options.timing;
   eval.timed = task.getWantTiming();
+  eval.confirm_failures_alone = options.confirm_failures_alone;
   eval.kernel_check = options.kernel_check;
   const double timeout =
       task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options.timeout_seconds;
@@ -151,7 +152,9 @@ RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain
       prestarts_[slot] = std::make_unique<EvaluatorPrestart>(options.evaluators_ahead);
     }
   }
-  if (options.timing.exclusive) {
+  // Turns at each GPU: a timing has it alone, and a failure a neighbour may have caused is
+  // judged again alone (evaluator.h).
+  if (options.timing.exclusive || options.confirm_failures_alone) {
     for (const auto& slot : identity_.gpu_slots) {
       auto& turns = gpu_turns_[gpu_of_slot(slot)];
       if (!turns) turns = std::make_unique<GpuTurns>();

@@ -52,6 +52,13 @@ schema::FailureClass failure_class_from_name(const std::string& name) {
   return schema::FailureClass::INTERNAL_ERROR;
 }
 
+std::string failure_class_name(schema::FailureClass failure) {
+  for (auto e : capnp::Schema::from<schema::FailureClass>().getEnumerants()) {
+    if (e.getOrdinal() == static_cast<uint16_t>(failure)) return e.getProto().getName().cStr();
+  }
+  return "unknown";
+}
+
 EvaluationReport report_from_run(const SandboxResult& run, const std::string& nonce) {
   EvaluationReport report;
   report.eval_seconds = run.wall_seconds;
@@ -334,8 +341,9 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
   }
   DICE_ASSIGN_OR_RETURN(
       judge_spec->files,
-      read_files_for_sandbox(options.script_dir, {"judge.py", "channel.py", "compare.py",
-                                                  "kernel_check.py", "timed_calls.py"}));
+      read_files_for_sandbox(options.script_dir,
+                             {"judge.py", "channel.py", "compare.py", "kernel_check.py",
+                              "module_imports.py", "timed_calls.py"}));
   DICE_ASSIGN_OR_RETURN(
       runner_spec->files,
       read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",
@@ -421,11 +429,11 @@ Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options
   return Status::ok_status();
 }
 
-}  // namespace
-
-Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
-                                            const EvaluatorOptions& options,
-                                            EvaluatorPrestart* prestart) {
+// One judging of the candidate. Its turn at the GPU: shared with the other slots' evaluations,
+// or (`alone`) the GPU to itself from the job's start to the end; `had_company` (if not null)
+// says whether another evaluation held a turn beside it.
+Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const EvaluatorOptions& options,
+                                       EvaluatorPrestart* prestart, bool alone, bool* had_company) {
   SandboxSpec judge_spec, runner_spec;
   DICE_RETURN_IF_ERROR(evaluation_specs(options, &judge_spec, &runner_spec));
 
@@ -436,9 +444,14 @@ Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
   const std::string nonce = random_nonce();
   std::vector<std::pair<std::string, std::string>> judge_files = {
       {"reference.py", job.reference_source}, {"nonce", nonce + "\n"}};
-  const bool take_turns = options.timing.enabled && options.gpu_turns != nullptr;
+  // The judge asks for the GPU alone before it times (a line on its stdout, answered here).
+  const bool take_turns =
+      options.timing.enabled && options.timing.exclusive && options.gpu_turns != nullptr;
   std::vector<std::string> args;
   DICE_RETURN_IF_ERROR(judge_arguments(job, options, take_turns, &runner_files, &args));
+  // The judge reads each built module's imports before the runner loads it
+  // (python/module_imports.py): the same copies, under the same names.
+  judge_files.insert(judge_files.end(), runner_files.begin() + 1, runner_files.end());
 
   EvaluationReport failed;
   std::unique_ptr<SandboxProcess> runner =
@@ -463,8 +476,14 @@ Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
   job_line += '\n';
   // The candidate runs on the GPU from here: alongside other candidates' checks, never alongside
   // a timing (which waits for the shared turns to end, and holds new ones back).
-  GpuTurn turn(take_turns ? options.gpu_turns : nullptr);
-  if (!turn.share(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+  GpuTurn turn(options.gpu_turns);
+  const GpuTurns::Patience patience(options.timing.turn_wait_seconds);
+  if (alone) {
+    if (!turn.take_alone(patience)) {
+      return Status::unavailable("the GPU did not come free within " +
+                                 format_double(options.timing.turn_wait_seconds) + " s");
+    }
+  } else if (!turn.share(patience)) {
     DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
   }
   const auto sent_at = SteadyClock::now();
@@ -499,7 +518,56 @@ Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
     report.eval_seconds = seconds_since(sent_at) - waited.turn_wait_seconds;
     report.findings.insert(report.findings.end(), waited.findings.begin(), waited.findings.end());
   }
+  if (had_company != nullptr) *had_company = turn.had_company();
   return report;
+}
+
+}  // namespace
+
+bool a_neighbour_can_cause(schema::FailureClass failure) {
+  using FC = schema::FailureClass;
+  switch (failure) {
+    case FC::RUNTIME_ERROR:   // CUDA out of memory, a cudaMalloc's invalid argument
+    case FC::IMPORT_ERROR:    // the same while ModelNew is built or moved to the GPU
+    case FC::CRASHED:         // a process ended from outside
+    case FC::TIMEOUT:         // an endless kernel beside it takes the GPU's time
+    case FC::RESOURCE_LIMIT:  // the judge's own out-of-memory is read as the candidate's
+      return true;
+    default:  // what the candidate's own code and outputs decide: compile, values, anti-cheat
+      return false;
+  }
+}
+
+Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
+                                            const EvaluatorOptions& options,
+                                            EvaluatorPrestart* prestart) {
+  bool had_company = false;
+  Result<EvaluationReport> first = judge_in_turn(job, options, prestart, false, &had_company);
+  if (!first.ok() || !options.confirm_failures_alone || options.gpu_turns == nullptr ||
+      !had_company || first->correct || !a_neighbour_can_cause(first->failure)) {
+    return first;
+  }
+  const std::string first_class = failure_class_name(first->failure);
+  DICE_LOG(Info) << "evaluator: judging again with the GPU alone" << kv("first", first_class)
+                 << kv("detail", first->detail.substr(0, 200));
+  Result<EvaluationReport> again = judge_in_turn(job, options, nullptr, true, nullptr);
+  if (!again.ok()) {
+    // No turn alone came (a neighbour holds the GPU past the patience): the first verdict
+    // stands, saying so.
+    first->findings.push_back({"not-confirmed-alone",
+                               "ended " + first_class + " beside other evaluations; " +
+                                   again.status().message() + " to judge it again alone",
+                               false, 0});
+    return first;
+  }
+  again->findings.push_back(
+      {"confirmed-alone",
+       "first judged beside other evaluations at its GPU: " + first_class +
+           (first->detail.empty() ? "" : " (" + first->detail.substr(0, 300) + ")") +
+           "; this verdict is from a second judging with the GPU to itself",
+       false, 0});
+  again->eval_seconds += first->eval_seconds;
+  return again;
 }
 
 }  // namespace dice

@@ -63,6 +63,10 @@ struct EvaluatorOptions {
   // false: this candidate is not timed (Task.wantTiming) although timing.enabled; it still shares
   // the GPU's turns, so that it never runs beside another's timing. Default: true
   bool timed = true;
+  // With gpu_turns: an evaluation that had company at its GPU and ended in a failure a neighbour
+  // can cause is judged again with the GPU alone, and that verdict stands
+  // (reward.confirm_failures_alone). Default: true
+  bool confirm_failures_alone = true;
 };
 
 struct EvaluationReport {
@@ -122,6 +126,12 @@ KernelCheck resolve_kernel_check(KernelCheck check, const std::string& launch_pr
 // FailureClass from its schema name ("runtimeError" -> RUNTIME_ERROR); INTERNAL_ERROR for
 // names that are not in the schema.
 schema::FailureClass failure_class_from_name(const std::string& name);
+// The schema's name of a failure class ("runtimeError"); "unknown" for a number it lacks.
+std::string failure_class_name(schema::FailureClass failure);
+// Failures another evaluation at the same GPU can cause (its memory, its endless kernel, a kill):
+// runtimeError, importError, crashed, timeout and resourceLimit. The rest the candidate's own
+// code and outputs decide.
+bool a_neighbour_can_cause(schema::FailureClass failure);
 
 // What one evaluation judges.
 struct EvaluationJob {
@@ -134,7 +144,9 @@ struct EvaluationJob {
 };
 
 // Judges one candidate: its runner and judge, joined by their channel. With `prestart`, the
-// processes come from it (and their successors start); else they start now.
+// processes come from it (and their successors start); else they start now. A failure that a
+// neighbour at the GPU can cause, met with company, is judged again with the GPU alone
+// (EvaluatorOptions::confirm_failures_alone).
 Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
                                             const EvaluatorOptions& options,
                                             EvaluatorPrestart* prestart = nullptr);

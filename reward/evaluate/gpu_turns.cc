@@ -2,12 +2,14 @@
 
 namespace dice {
 
-bool GpuTurns::enter_shared(Patience patience) {
+bool GpuTurns::enter_shared(Patience patience, SharedEntry* entry) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!changed_.wait_for(lock, patience, [&] { return !exclusive_ && exclusive_waiting_ == 0; })) {
     return false;
   }
+  if (entry != nullptr) *entry = {shared_, shared_entries_ + 1};
   ++shared_;
+  ++shared_entries_;
   return true;
 }
 
@@ -44,6 +46,11 @@ int GpuTurns::timings_waiting() {
   return exclusive_waiting_;
 }
 
+unsigned long long GpuTurns::shared_entries() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shared_entries_;
+}
+
 bool GpuTurn::share(GpuTurns::Patience patience) {
   return take(Held::kShared, patience);
 }
@@ -53,16 +60,28 @@ bool GpuTurn::take_alone(GpuTurns::Patience patience) {
 }
 
 bool GpuTurn::take(Held kind, GpuTurns::Patience patience) {
+  // Held already: leaving first would let another evaluation in between.
+  if (held_ == kind && kind != Held::kNone) return true;
   leave();
   if (turns_ == nullptr) return true;
-  const bool got =
-      kind == Held::kShared ? turns_->enter_shared(patience) : turns_->enter_exclusive(patience);
+  const bool got = kind == Held::kShared ? turns_->enter_shared(patience, &shared_entry_)
+                                         : turns_->enter_exclusive(patience);
   if (got) held_ = kind;
   return got;
 }
 
+bool GpuTurn::had_company() {
+  if (held_ == Held::kShared && !company_) {
+    company_ = shared_entry_.others > 0 || turns_->shared_entries() > shared_entry_.number;
+  }
+  return company_;
+}
+
 void GpuTurn::leave() {
-  if (held_ == Held::kShared) turns_->leave_shared();
+  if (held_ == Held::kShared) {
+    (void)had_company();  // its last moment with company
+    turns_->leave_shared();
+  }
   if (held_ == Held::kExclusive) turns_->leave_exclusive();
   held_ = Held::kNone;
 }

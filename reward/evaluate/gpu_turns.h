@@ -25,14 +25,21 @@ class GpuTurns {
  public:
   using Patience = std::chrono::duration<double>;
 
-  // False when no shared turn came within `patience` (nothing is held then).
-  bool enter_shared(Patience patience);
+  // False when no shared turn came within `patience` (nothing is held then). `entry` (if not
+  // null) gets the number of this entry and how many shared turns were held beside it.
+  struct SharedEntry {
+    int others = 0;
+    unsigned long long number = 0;
+  };
+  bool enter_shared(Patience patience, SharedEntry* entry = nullptr);
   void leave_shared();
   // False when the GPU did not come free within `patience` (nothing is held then).
   bool enter_exclusive(Patience patience);
   void leave_exclusive();
   // Timings waiting for the GPU now (for logs and tests).
   int timings_waiting();
+  // Shared turns entered so far: an entry numbered above one's own came while it was held.
+  unsigned long long shared_entries();
 
  private:
   std::mutex mutex_;
@@ -40,6 +47,7 @@ class GpuTurns {
   int shared_ = 0;
   bool exclusive_ = false;
   int exclusive_waiting_ = 0;
+  unsigned long long shared_entries_ = 0;
 };
 
 // One evaluation's turn: none, shared or exclusive; left when destroyed. A null GpuTurns gives
@@ -56,13 +64,18 @@ class GpuTurn {
   // would wait for each other forever).
   bool take_alone(GpuTurns::Patience patience);
   void leave();
+  // Whether another evaluation held a shared turn at this GPU while this one held its own: the
+  // only way a neighbour's memory, endless kernel or crash could have reached this evaluation.
+  bool had_company();
 
  private:
   enum class Held { kNone, kShared, kExclusive };
-  bool take(Held kind, GpuTurns::Patience patience);  // leaves what is held first
+  bool take(Held kind, GpuTurns::Patience patience);  // leaves what is held first, if another kind
 
   GpuTurns* turns_;
   Held held_ = Held::kNone;
+  GpuTurns::SharedEntry shared_entry_;
+  bool company_ = false;
 };
 
 }  // namespace dice

@@ -15,18 +15,12 @@
 #include <boost/json.hpp>
 
 #include "common/log.h"
+#include "reward/evaluate/evaluator.h"
 #include "reward/extract.h"
 #include "reward/judge/judge_variants.h"
 
 namespace dice {
 namespace {
-
-std::string failure_name(schema::FailureClass failure) {
-  for (auto e : capnp::Schema::from<schema::FailureClass>().getEnumerants()) {
-    if (e.getOrdinal() == static_cast<uint16_t>(failure)) return e.getProto().getName().cStr();
-  }
-  return "unknown";
-}
 
 // Numbers as JSON: finite, shortest round-trip-ish text.
 std::string json_number(double value) {
@@ -71,7 +65,8 @@ Result<std::string> judged_source(const JudgeItem& item) {
   ExtractedSource extracted = extract_candidate(
       judge_response_text(item), item.infill ? item.prefix : "", item.infill ? item.suffix : "");
   if (extracted.failure != schema::FailureClass::NONE) {
-    return Status::invalid_argument(failure_name(extracted.failure) + ": " + extracted.detail);
+    return Status::invalid_argument(failure_class_name(extracted.failure) + ": " +
+                                    extracted.detail);
   }
   return extracted.source;
 }
@@ -133,7 +128,7 @@ std::string verdict_json(const JudgeItem& item, schema::Verdict::Reader verdict,
   out << "{\"id\": " << json_quote(item.id) << ", \"variant\": " << json_quote(item.variant)
       << ", \"compiled\": " << (verdict.getCompiled() ? "true" : "false")
       << ", \"correct\": " << (verdict.getCorrect() ? "true" : "false")
-      << ", \"failure\": " << json_quote(failure_name(verdict.getFailure()))
+      << ", \"failure\": " << json_quote(failure_class_name(verdict.getFailure()))
       << ", \"reward\": " << json_number(verdict.getReward()) << ", \"findings\": [";
   bool first = true;
   for (auto f : verdict.getFindings()) {

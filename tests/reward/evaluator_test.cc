@@ -6,8 +6,11 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "reward/run_failure.h"
 
@@ -141,13 +144,14 @@ class EvaluateOnCpuTest : public ::testing::Test {
     o.gpu_turns = turns;
     return o;
   }
+  // `extension`: a file of evaluate_fixtures, or an absolute path.
   EvaluationReport run(const std::string& candidate, const std::string& extension,
                        const EvaluatorOptions& o = options(),
                        EvaluatorPrestart* prestart = nullptr) {
     fs::path dir = fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures";
     CompileOutcome module;
     module.module_name = "fused_ext";
-    module.module_path = (dir / extension).string();
+    module.module_path = (dir / extension).string();  // an absolute `extension` replaces dir
     auto r = evaluate_candidate(
         {read_file(dir / "reference_add.py"), {}, read_file(dir / candidate), {module}, {}}, o,
         prestart);
@@ -325,6 +329,124 @@ TEST_F(EvaluateOnCpuTest, AnIncorrectCandidateDoesNotAskForTheGpuAlone) {
   EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
   EXPECT_EQ(phase_seconds(r.phases, "timing_turn"), -1) << r.phases;
   turns.leave_shared();
+}
+
+// A neighbour's misbehaviour (its GPU memory, its endless kernel) seen from the candidate it
+// harms: a test-double extension that fails with CUDA's out-of-memory error until `until`, the
+// moment the test's neighbour leaves the GPU, and computes the right answer after it.
+class NeighbourTest : public EvaluateOnCpuTest {
+ protected:
+  using Clock = std::chrono::system_clock;
+  std::string extension_failing_until(Clock::time_point until) {
+    const double at = std::chrono::duration<double>(until.time_since_epoch()).count();
+    const fs::path path =
+        fs::temp_directory_path() / ("fake_extension_oom_until_" + std::to_string(::getpid()) +
+                                     "_" + std::to_string(++files_) + ".py");
+    std::ofstream(path) << "import time\n"
+                        << "def fused(x, scale, bias, idx):\n"
+                        << "    if time.time() < " << std::to_string(at) << ":\n"
+                        << "        raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 "
+                           "GiB')\n"
+                        << "    return x * scale + bias, idx.sum()\n";
+    paths_.push_back(path);
+    return path.string();
+  }
+  void TearDown() override {
+    for (const auto& p : paths_) fs::remove(p);
+  }
+  static EvaluatorOptions with_turns(GpuTurns* turns, double turn_wait_seconds = 120) {
+    EvaluatorOptions o = options();
+    o.gpu_turns = turns;
+    o.timing.turn_wait_seconds = turn_wait_seconds;
+    return o;
+  }
+  static const StaticFinding* finding(const EvaluationReport& r, const std::string& check) {
+    for (const auto& f : r.findings) {
+      if (f.check == check) return &f;
+    }
+    return nullptr;
+  }
+  int files_ = 0;
+  std::vector<fs::path> paths_;
+};
+
+TEST_F(NeighbourTest, AFailureBesideANeighbourIsJudgedAgainAloneAndThatVerdictStands) {
+  GpuTurns turns;
+  GpuTurn neighbour(&turns);
+  ASSERT_TRUE(neighbour.share(GpuTurns::Patience(0)));
+  const auto leaves = Clock::now() + std::chrono::seconds(4);
+  const std::string extension = extension_failing_until(leaves);
+  std::thread leave([&] {
+    std::this_thread::sleep_until(leaves);
+    neighbour.leave();
+  });
+  const EvaluationReport r = run("candidate_add.py", extension, with_turns(&turns));
+  leave.join();
+  EXPECT_TRUE(r.correct) << r.detail << r.log_tail;
+  EXPECT_EQ(r.failure, FC::NONE);
+  const StaticFinding* f = finding(r, "confirmed-alone");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->fatal);
+  EXPECT_NE(f->detail.find("resourceLimit"), std::string::npos) << f->detail;
+  EXPECT_NE(f->detail.find("out of memory"), std::string::npos) << f->detail;
+}
+
+TEST_F(NeighbourTest, AFailureWithTheGpuToItselfStandsAtOnce) {
+  GpuTurns turns;
+  const std::string extension = extension_failing_until(Clock::now() + std::chrono::hours(1));
+  const EvaluationReport r = run("candidate_add.py", extension, with_turns(&turns));
+  EXPECT_EQ(r.failure, FC::RESOURCE_LIMIT) << r.detail << r.log_tail;
+  EXPECT_EQ(finding(r, "confirmed-alone"), nullptr);
+  EXPECT_EQ(finding(r, "not-confirmed-alone"), nullptr);
+}
+
+TEST_F(NeighbourTest, WithTheOptionOffAFailureBesideANeighbourStands) {
+  GpuTurns turns;
+  GpuTurn neighbour(&turns);
+  ASSERT_TRUE(neighbour.share(GpuTurns::Patience(0)));
+  EvaluatorOptions o = with_turns(&turns);
+  o.confirm_failures_alone = false;
+  const EvaluationReport r =
+      run("candidate_add.py", extension_failing_until(Clock::now() + std::chrono::hours(1)), o);
+  EXPECT_EQ(r.failure, FC::RESOURCE_LIMIT) << r.detail << r.log_tail;
+  EXPECT_EQ(finding(r, "confirmed-alone"), nullptr);
+}
+
+TEST_F(NeighbourTest, AWrongAnswerIsTheCandidatesOwnAndIsNotJudgedAgain) {
+  GpuTurns turns;
+  GpuTurn neighbour(&turns);
+  ASSERT_TRUE(neighbour.share(GpuTurns::Patience(0)));
+  // The neighbour never leaves: judging again alone would wait for it and say so.
+  const EvaluationReport r =
+      run("candidate_add.py", "fake_extension_wrong.py", with_turns(&turns, 1));
+  EXPECT_EQ(r.failure, FC::INCORRECT) << r.detail << r.log_tail;
+  EXPECT_EQ(finding(r, "confirmed-alone"), nullptr);
+  EXPECT_EQ(finding(r, "not-confirmed-alone"), nullptr);
+}
+
+TEST_F(NeighbourTest, NoTurnAloneInTimeKeepsTheFirstVerdictAndSaysSo) {
+  GpuTurns turns;
+  GpuTurn neighbour(&turns);  // holds the GPU past the patience (a hung candidate)
+  ASSERT_TRUE(neighbour.share(GpuTurns::Patience(0)));
+  const EvaluationReport r =
+      run("candidate_add.py", extension_failing_until(Clock::now() + std::chrono::hours(1)),
+          with_turns(&turns, 1));
+  EXPECT_EQ(r.failure, FC::RESOURCE_LIMIT) << r.detail << r.log_tail;
+  const StaticFinding* f = finding(r, "not-confirmed-alone");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->detail.find("did not come free"), std::string::npos) << f->detail;
+}
+
+TEST(NeighbourCausesTest, OnlyFailuresAnotherEvaluationCanCauseAreJudgedAgain) {
+  for (FC f : {FC::RUNTIME_ERROR, FC::IMPORT_ERROR, FC::CRASHED, FC::TIMEOUT, FC::RESOURCE_LIMIT}) {
+    EXPECT_TRUE(a_neighbour_can_cause(f)) << failure_class_name(f);
+  }
+  for (FC f : {FC::NONE, FC::COMPILE_ERROR, FC::INCORRECT, FC::SHAPE_MISMATCH, FC::ANTI_CHEAT,
+               FC::STATIC_CHECK, FC::INTERNAL_ERROR, FC::SANDBOX_VIOLATION}) {
+    EXPECT_FALSE(a_neighbour_can_cause(f)) << failure_class_name(f);
+  }
+  EXPECT_EQ(failure_class_name(FC::RUNTIME_ERROR), "runtimeError");
+  EXPECT_EQ(failure_class_from_name(failure_class_name(FC::WORKER_LOST)), FC::WORKER_LOST);
 }
 
 TEST(EvaluatorPrestartTest, KeepsTheGivenNumberStartedAhead) {

@@ -97,5 +97,44 @@ TEST(GpuTurnsTest, WithoutTurnsEveryTurnComesAtOnce) {
   EXPECT_TRUE(turn.take_alone(kNow));
 }
 
+TEST(GpuTurnsTest, ATurnKnowsWhetherAnotherEvaluationSharedTheGpuWithIt) {
+  GpuTurns turns;
+  GpuTurn alone(&turns);
+  ASSERT_TRUE(alone.share(kNow));
+  EXPECT_FALSE(alone.had_company());
+  alone.leave();
+  EXPECT_FALSE(alone.had_company()) << "the GPU was its own while it held a turn";
+
+  GpuTurn first(&turns), second(&turns), third(&turns);
+  ASSERT_TRUE(first.share(kNow));
+  ASSERT_TRUE(second.share(kNow));  // came while first held its turn
+  EXPECT_TRUE(first.had_company());
+  EXPECT_TRUE(second.had_company());  // first was there when it came
+  first.leave();
+  second.leave();
+  ASSERT_TRUE(third.share(kNow));  // came after both had left
+  EXPECT_FALSE(third.had_company());
+  third.leave();
+  EXPECT_TRUE(first.had_company()) << "company, once had, is remembered after leaving";
+}
+
+TEST(GpuTurnsTest, TakingTheTurnHeldAlreadyNeverLetsAnotherInBetween) {
+  GpuTurns turns;
+  GpuTurn turn(&turns);
+  ASSERT_TRUE(turn.take_alone(kNow));
+  // A check waiting for the GPU: a take_alone that left and took the turn again would let it in.
+  std::atomic<bool> checked{false};
+  std::thread check([&] {
+    GpuTurn other(&turns);
+    checked = other.share(kLong);
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_TRUE(turn.take_alone(kNow));
+  EXPECT_FALSE(checked.load());
+  turn.leave();
+  check.join();
+  EXPECT_TRUE(checked.load());
+}
+
 }  // namespace
 }  // namespace dice
