@@ -13,6 +13,12 @@
 // The verdict: compiled and correct false; failure none (the op's kernel), incorrect (another
 // kernel or none) or noCodeBlock; the logExcerpt says what was checked; evaluatedSource is the
 // block.
+// With DICE_TEST_POISON_OP=<op> in its environment it plays a candidate that takes its reward
+// worker down: asked to judge a task of that op, it SIGKILLs itself before answering
+// (poison_candidate_system_test).
+#include <signal.h>
+
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -50,6 +56,12 @@ dice::Status answer(const std::string& worker_id,
   }
   auto request = body.getEvalRequest();
   const std::string op = op_of_task(request.getTask().getId().cStr());
+  const char* poison = std::getenv("DICE_TEST_POISON_OP");
+  if (poison != nullptr && op == poison) {
+    DICE_LOG(Warn) << "op_name_reward_test_double: a candidate of the poison op " << op
+                   << " takes its worker down";
+    ::raise(SIGKILL);
+  }
   const dice::FencedBlock block = dice::first_code_block(request.getCandidate().getText().cStr());
   const std::string kernel = block.found ? first_kernel_name(block.body) : "";
   const bool named = !op.empty() && kernel == op + "_k";

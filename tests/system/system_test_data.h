@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "tests/support/free_port.h"
 #include "tests/support/shell_command.h"
 
 namespace dice::testing_util {
@@ -55,6 +57,26 @@ class ToySystemTest : public ::testing::Test {
                        (dir_ / "tok/tokenizer.json").string() + " --out " +
                        (dir_ / "model").string() + " --seed 3");
     ASSERT_EQ(made.rc, 0) << made.output;
+  }
+
+  // The overrides every toy run of a system test starts with: its id, reward log, checkpoints and
+  // cluster state in dir_ (state in dir_/<state>), a free learner port, no metrics ports, the
+  // toy model and the short infilling prompt, rewards from extraction only.
+  std::vector<std::string> toy_run_overrides(const std::string& run_id,
+                                             const std::string& state = "state") const {
+    return {
+        "run.id=" + run_id,
+        "run.reward_log_path=" + (dir_ / "log").string(),
+        "rollout.model_path=" + (dir_ / "model").string(),
+        "learner.checkpoint.dir=" + (dir_ / "ckpt").string(),
+        "reward.mode=extraction_only",
+        "rollout.prompt_templates={infill: " + (fixtures() / "infill_short.txt").string() + "}",
+        "cluster.local.state_dir=" + (dir_ / state).string(),
+        "cluster.learner.port=" + std::to_string(free_port()),
+        "cluster.learner.metrics_port=0",
+        "cluster.worker_metrics.rollout_base_port=0",
+        "cluster.worker_metrics.reward_base_port=0",
+    };
   }
 
   std::filesystem::path dir_, tokenizer_;
