@@ -12,10 +12,17 @@ Usage (the reward worker starts it ahead of its work, like the runner):
   python3 judge.py --spawn-runner ARGS...   (tests: starts runner.py itself, unsandboxed)
 Arguments:
   --reference ref.py --runner-candidate PATH --runner-module NAME=PATH... (paths as the runner
-  sees them) [--kernels k1,k2] [--trials 3] [--tol-fp32 1e-2 --tol-fp16 1e-2 --tol-bf16 1e-2]
+  sees them; the judge has copies of the modules at the same paths) [--kernels k1,k2]
+  [--trials 3] [--tol-fp32 1e-2 --tol-fp16 1e-2 --tol-bf16 1e-2]
   [--seed -1] [--timing --timing-trials 100 --warmups 3] [--device cuda] [--nonce-file nonce]
   [--timing-turn] [--peak-gbps 4800] [--plausible-speedup 10] [--answer-seconds 600]
-  [--shape-variant NAME=INT,NAME=INT ...]
+  [--shape-variant NAME=INT,NAME=INT ...] [--allow-imports vendor-library]
+
+Before the runner loads anything, each --runner-module file is read here (module_imports.py):
+a module that imports what an honest kernel extension does not need (a vendor library, dynamic
+lookup, ATen compute, anything outside the allow-list) is the candidate's antiCheat, with a
+"module-imports" finding naming the symbol and its rule. --allow-imports waives a rule a reward
+policy may waive (vendor-library).
 
 --seed -1 (the default) draws the model and input seeds from os.urandom, so a candidate cannot
 know its inputs ahead; they are in the result ("seeds") to reproduce a verdict. --seed N >= 0
@@ -48,6 +55,7 @@ import types
 
 import channel
 import kernel_check
+import module_imports
 import timed_calls
 from compare import (EvalFailure, check_output_kinds, compare_outputs, is_constant,
                      output_atols, same_tensors, same_values)
@@ -432,7 +440,7 @@ class Judge:
                               str(written[0])[:300])
 
     def check_kernels_ran(self, inputs, modules):
-        if not self.cuda or not self.args.kernels:
+        if not self.cuda:
             return
         answer, fds = self.timed("runner", self.link.ask, {"op": "kernels"}, inputs)
         for fd in fds:
@@ -444,7 +452,13 @@ class Judge:
                 self.finding(check, str(answer[key])[:500], False)
         launches = answer.get("launches")
         if launches is None:
-            return
+            # Fails closed: without a kernel list nothing says the candidate's kernels computed
+            # forward (a candidate can take CUPTI's one subscriber, or break the profiler).
+            self.finding("kernel-evidence-missing", "the runner listed no kernels (%s)" % "; ".join(
+                str(answer.get(k))[:200] for k in ("probe_error", "profiler_error")
+                if answer.get(k)), True)
+            raise EvalFailure("antiCheat", "no evidence: the candidate's process listed no "
+                              "kernels for the kernel check")
         if not isinstance(launches, list) or not all(
                 isinstance(x, list) and len(x) == 2 and all(isinstance(v, str) for v in x)
                 for x in launches):
@@ -538,6 +552,41 @@ class PhaseClock:
         self.last = now
 
 
+def check_module_imports(args, findings):
+    """Each built module, read from its file before the runner loads it: the symbols and
+    libraries it imports must be ones an honest kernel extension needs (module_imports.py). The
+    evidence comes from the file the linker wrote, never from the candidate's process. On the CPU
+    a module that is not an ELF file is a test double (a plain Python file) and is not read; on a
+    GPU every module must be one, in the judge's own folder (the evaluator copies it there): its
+    absence is ours (internalError), not the candidate's."""
+    gpu = args.device.startswith("cuda")
+    for name, path in args.runner_module:
+        try:
+            elf = module_imports.is_elf(path)
+        except OSError as e:
+            if not gpu:
+                continue  # the runner says what is missing
+            raise EvalFailure("internalError", "the judge cannot read module %s (%s): %s" % (
+                name, path, e))
+        if not elf:
+            if not gpu:
+                continue
+            raise EvalFailure("internalError", "module %s (%s) is not an ELF file" % (name, path))
+        try:
+            _, refused = module_imports.check_file(path, args.allow_imports)
+        except module_imports.ModuleFileError as e:
+            findings.append({"check": "module-imports", "detail": "module %s: %s" % (name, e),
+                             "fatal": True})
+            raise EvalFailure("antiCheat", "no evidence: module %s cannot be read as the loader "
+                              "reads it: %s" % (name, e))
+        if refused:
+            findings.append({"check": "module-imports", "detail": "module %s imports %s" % (
+                name, module_imports.describe(refused))[:1000], "fatal": True})
+            first = refused[0]
+            raise EvalFailure("antiCheat", "the module %s imports %s (rule %s: %s)" % (
+                name, first["import"], first["rule"], first["what"]))
+
+
 def exec_reference(source):
     module = types.ModuleType("reference")
     module.__file__ = "reference.py"
@@ -559,6 +608,8 @@ def evaluate(torch, args, link, result, clock, timing_turn=None):
     seeds = draw_seeds(torch, args)
     result["seeds"] = seeds
     modules = [m[1] for m in args.runner_module]
+    check_module_imports(args, result["findings"])
+    clock.lap("module_imports")
     link.ask({"op": "load", "candidate": args.runner_candidate, "seed": seeds["init"],
               "modules": [list(m) for m in args.runner_module]}, list(init_inputs))
     torch.manual_seed(seeds["init"])
@@ -629,6 +680,10 @@ def parse_args(argv):
     p.add_argument("--shape-variant", action="append", default=[], type=parse_shape_variant,
                    help="NAME=INT,...: module-level sizes of the reference for one more input "
                    "set")
+    p.add_argument("--allow-imports", action="append", default=[],
+                   choices=sorted(module_imports.RULES_A_POLICY_MAY_WAIVE),
+                   help="a rule of module_imports.py that refuses nothing (vendor-library: "
+                   "modules may call cuBLAS, cuDNN and the like)")
     p.add_argument("--spawn-runner", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 

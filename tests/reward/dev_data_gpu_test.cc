@@ -2,7 +2,8 @@
 // real GPU: extract -> static checks -> nvcc -> judge.py and runner.py in the sandbox. Expected:
 // every task correct at DICE's 1e-2 except 2616 (a wrong kernel: it writes only the first row),
 // 6936 (cuDNN, no kernel of its own: staticCheck) and seven that call cuBLAS or cuDNN for their
-// main op (torch-fallback): 51 of 60. Prints one line per task and the totals.
+// main op (antiCheat: their modules import the library, module-imports): 51 of 60. Prints one
+// line per task and the totals.
 //
 // Knobs (environment): DICE_DEV_DATA (the JSON), DICE_PYTHON (python with torch; default
 // python3), DICE_COMPILE_CACHE (default /tmp/dice-dev-compile-cache: reused across runs),
@@ -132,8 +133,9 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
     // memory that reads as zero passes at atol 1e-2; the 0xFF (NaN) fill of every tensor the
     // runner's guard allocator hands out is what fails it. 6936 calls cuDNN and has no kernel of
     // its own: the static check rejects it. The library fallbacks call cuBLAS or cuDNN for their
-    // main op beside one small kernel of their own: work of a library inside the extension is a
-    // fallback (docs/SECURITY.md). All are asserted below.
+    // main op beside one small kernel of their own: their modules import the library, which the
+    // judge refuses before the runner loads them (module_imports.py's vendor-library rule,
+    // docs/SECURITY.md). All are asserted below.
     if (id == "2616" || id == "6936" || library_fallbacks.count(id)) continue;
     EXPECT_EQ(reward, 1.0f) << lines[id];
   }
@@ -142,7 +144,7 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   for (const std::string& id : library_fallbacks) {
     if (!rewards.count(id)) continue;  // DICE_DEV_LIMIT left it out
     EXPECT_EQ(rewards[id], 0.0f) << lines[id];
-    EXPECT_NE(lines[id].find("torch-fallback"), std::string::npos) << lines[id];
+    EXPECT_NE(lines[id].find("[module-imports]"), std::string::npos) << lines[id];
   }
   std::cout << "[ summary ] " << rewarded << " of " << rewards.size() << " rewarded" << std::endl;
 }

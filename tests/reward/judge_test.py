@@ -52,9 +52,9 @@ class JudgeFlowTest(unittest.TestCase):
         self.assertTrue(r["correct"])
         self.assertEqual(r["trials"], 3)
         self.assertLess(r["max_abs_error"], 1e-5)
-        self.assertEqual(list(r["phases"]), ["import", "load", "correctness", "correctness_inputs",
-                                             "correctness_runner", "correctness_compare",
-                                             "kernel_check"])
+        self.assertEqual(list(r["phases"]), ["import", "module_imports", "load", "correctness",
+                                             "correctness_inputs", "correctness_runner",
+                                             "correctness_compare", "kernel_check"])
         self.assertEqual(len(r["seeds"]["trials"]), 3)
 
     def test_seeds_are_fresh_unless_fixed(self):
@@ -334,9 +334,23 @@ class KernelCheckTest(unittest.TestCase):
             self.check([[self.TORCH, "?"]], probe="profiler")
         self.assertIn("no kernel of the candidate", e.exception.detail)
 
-    def test_no_answer_is_noted_not_failed(self):
-        j = self.check(None, profiler_error="CUPTI busy")
-        self.assertEqual(checks({"findings": j.findings}), ["profiler-unavailable"])
+    def test_no_kernel_list_is_no_evidence(self):
+        # Fails closed (issue 49): the candidate's process can take CUPTI's one subscriber or
+        # break the profiler, and a missing list once let every fallback through.
+        with self.assertRaises(compare.EvalFailure) as e:
+            self.check(None, profiler_error="CUPTI busy")
+        self.assertEqual(e.exception.failure, "antiCheat")
+        self.assertIn("no evidence", e.exception.detail)
+
+    def test_the_check_runs_without_kernel_names_too(self):
+        # The module's identity decides; no --kernels (names for the by-name rule) skips nothing.
+        class NoNames(self.Args):
+            kernels = []
+        j = judge.Judge(torch, NoNames, LinkDouble(dict(launches=[[self.TORCH, "libtorch.so"]])))
+        j.cuda = True
+        with self.assertRaises(compare.EvalFailure) as e:
+            j.check_kernels_ran([], {self.MODULE})
+        self.assertIn("no kernel of the candidate", e.exception.detail)
 
     def test_malformed_answer(self):
         with self.assertRaises(compare.EvalFailure):
