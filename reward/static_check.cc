@@ -54,8 +54,8 @@ Result<StaticCheckResult> run_static_check(const std::string& source,
                                            const StaticCheckOptions& options) {
   SandboxSpec spec = parser_sandbox(options.sandbox);
   DICE_ASSIGN_OR_RETURN(
-      spec.files,
-      read_files_for_sandbox(options.script_dir, {"static_check.py", "candidate_ast.py"}));
+      spec.files, read_files_for_sandbox(options.script_dir, {"static_check.py", "candidate_ast.py",
+                                                              "forward_calls.py"}));
   spec.files.emplace_back("candidate.py", source);
   spec.argv = {options.python, "-E", "-s", "static_check.py", "candidate.py"};
   if (!options.nonfatal.empty()) {

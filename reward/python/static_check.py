@@ -14,9 +14,16 @@ Checks (stable names; the C++ side and the reward log use them):
   unlaunched-kernel     (not fatal) some `__global__` kernel is never launched
   no-load-inline        no load_inline(...) call bound to a name
   extension-not-called  ModelNew.forward never calls a function of the load_inline module
-  torch-op-in-forward   forward (or what it calls) runs a PyTorch compute op: torch.*/F.* calls
-                        outside ALLOWED_TORCH_FUNCTIONS, tensor methods outside ALLOWED_METHODS,
-                        `@`, or calling an nn module (self.conv(x))
+  torch-op-in-forward   forward (or what it calls) may compute outside the extension
+                        (forward_calls.py, an allow-list): every call must be the extension's
+                        function, a function, lambda or class of this file (walked in turn),
+                        a torch function in ALLOWED_TORCH_FUNCTIONS, a method in
+                        ALLOWED_METHODS or a builtin in SAFE_BUILTINS; anything else is
+                        reported: torch.*/F.* ops, `@`, an nn module called (self.conv(x), a
+                        module-level one, one under a local name), getattr(torch, "mm"), a
+                        callee computed by an expression (ops["mm"](x)), a torch function
+                        handed on as a value (map(torch.relu, xs)), abs/sum/map/filter, Python
+                        arithmetic on a tensor (below)
   try-except-fallback   a try/except or try/except* anywhere (the classic PyTorch fallback path)
   stream-use            torch.cuda.Stream/stream/set_stream or cudaStreamCreate*/
                         getStreamFromPool/setCurrentCUDAStream (timing on the default stream
@@ -28,75 +35,44 @@ Checks (stable names; the C++ side and the reward log use them):
                         followed by candidate_ast.Aliases), setattr/delattr on one, a module
                         handed to a call, its __dict__, or setattr used as a value
   state-in-forward      forward stores into self.* or a global (caches outputs across calls)
-  forbidden-import      ctypes, subprocess, socket, gc, inspect, importlib, os.system-like escapes
+  forbidden-import      ctypes, subprocess, socket, gc, inspect, importlib, os.system-like escapes,
+                        native code loaded at run time (torch.ops.load_library, jiterator)
   dynamic-code          eval/exec/compile/__import__/getattr with a non-literal name
   tool-tampering        the CUDA source names CUPTI (cupti*), dice's launch probe or the dynamic
                         loader (dlopen/dlsym): the kernel check's own tools, which a candidate
                         holding or calling could blind
   vendor-library        (not fatal) cuBLAS/cuDNN handles in the CUDA source
 
-Known limits: element-wise Python arithmetic (`x + y`, `x * 2`) in forward is not flagged,
-because tensors and plain numbers cannot be told apart statically; the dynamic checks in
-judge.py (a kernel of the candidate's module must run) cover that side.
+Python arithmetic and comparisons in forward (`x + y`, `-x`, `x > 0`, `y += b`) are
+torch-op-in-forward where an operand may be a tensor (forward_calls.TensorValues: forward's
+parameters, what the extension returns, torch's buffers, module parameters, and views, casts
+and loops of those); sizes read from a tensor (x.size(0), x.shape[1], x.numel()) are numbers.
+
+Known limits: a tensor reached through something TensorValues does not follow (an attribute
+set outside __init__, an item of a container built elsewhere, a value returned by a helper) is
+taken for a number; the dynamic checks in judge.py (the module's imports, a kernel of the
+candidate's module must run) stand behind that.
 """
 
 import ast
-import collections
 import sys
 import os
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import candidate_ast as ca  # noqa: E402
-
-# torch.* functions that only allocate, describe or move tensors: output buffers
-# (torch.empty(...)), metadata, and context managers. Anything else under torch. computes.
-ALLOWED_TORCH_FUNCTIONS = {
-    "torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
-    "torch.ones", "torch.ones_like", "torch.full", "torch.full_like", "torch.tensor",
-    "torch.as_tensor", "torch.arange", "torch.Size", "torch.device", "torch.dtype",
-    "torch.is_tensor", "torch.is_floating_point", "torch.numel", "torch.no_grad",
-    "torch.inference_mode", "torch.get_default_dtype", "torch.promote_types",
-    "torch.result_type", "torch.finfo", "torch.iinfo", "torch.cuda.current_device",
-    "torch.cuda.current_stream", "torch.cuda.is_available", "torch.cuda.device",
-    "torch.cuda.get_device_properties", "torch.cuda.get_device_capability",
-    "torch.jit.is_scripting", "torch._C._get_tracing_state",
-}
-
-# Method calls that do no arithmetic: tensor metadata and views, copies/casts that the kernel's
-# inputs may need, and plain Python container/string methods.
-ALLOWED_METHODS = {
-    # tensor metadata
-    "size", "dim", "ndimension", "numel", "nelement", "stride", "storage_offset", "data_ptr",
-    "element_size", "is_contiguous", "get_device", "item", "tolist", "type", "is_cuda",
-    # views, layout and placement
-    "view", "view_as", "reshape", "reshape_as", "contiguous", "flatten", "unflatten",
-    "squeeze", "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "narrow",
-    "select", "unbind", "split", "chunk", "as_strided", "detach", "clone", "to", "cuda", "cpu",
-    "float", "half", "bfloat16", "double", "int", "long", "bool", "short", "byte", "char",
-    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "zero_", "fill_",
-    "requires_grad_", "copy_", "pin_memory",
-    # autograd.Function plumbing
-    "apply", "save_for_backward", "mark_dirty", "mark_non_differentiable",
-    # python containers and strings
-    "append", "extend", "insert", "pop", "items", "keys", "values", "get", "index", "count",
-    "format", "join", "startswith", "endswith", "lower", "upper", "strip", "replace", "copy",
-    "setdefault", "update", "add", "parameters", "named_parameters", "buffers",
-}
-
-SAFE_BUILTINS = {
-    "len", "list", "tuple", "dict", "set", "int", "float", "bool", "str", "range", "enumerate",
-    "zip", "isinstance", "min", "max", "abs", "round", "all", "any", "sorted", "reversed",
-    "print", "super", "hasattr", "divmod", "map", "filter", "ValueError", "RuntimeError",
-    "TypeError", "NotImplementedError", "AssertionError", "type", "id", "iter", "next", "slice",
-}
+from forward_calls import DYNAMIC_BUILTINS, ForwardWalker, Program  # noqa: E402
 
 THREAD_MODULES = {"threading", "multiprocessing", "concurrent", "_thread", "asyncio"}
 FORBIDDEN_MODULES = {"ctypes", "subprocess", "socket", "gc", "inspect", "importlib", "builtins",
                      "pty", "signal", "mmap", "cffi", "shutil"}
 FORBIDDEN_CALLS = {"os.system", "os.popen", "os.fork", "os.kill", "os.execv", "os.execvp",
                    "os.spawnl", "os.posix_spawn", "sys._getframe", "sys.settrace",
-                   "sys.setprofile"}
-DYNAMIC_BUILTINS = {"eval", "exec", "compile", "__import__", "globals", "vars", "locals"}
+                   "sys.setprofile",
+                   # Native code the judge never read (module_imports.py reads the built
+                   # modules only): a library loaded, or CUDA compiled, at run time.
+                   "torch.ops.load_library", "torch.classes.load_library",
+                   "torch.utils.cpp_extension.load", "torch.cuda.jiterator._create_jit_fn",
+                   "torch.cuda.jiterator._create_multi_output_jit_fn"}
 
 STREAM_CALLS = {"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream",
                 "torch.cuda.ExternalStream", "torch.cuda.StreamContext", "torch.Stream",
@@ -142,169 +118,6 @@ class Report:
             return
         self.findings.append({"check": check, "line": line,
                               "detail": "line %d: %s" % (line, detail), "fatal": fatal})
-
-
-class Program:
-    """What the checks need to know about the file as a whole."""
-
-    def __init__(self, tree):
-        self.tree = tree
-        self.aliases = ca.Aliases(tree)
-        self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-        self.classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-        self.extensions = {name for name, _ in ca.load_inline_calls(tree, self.aliases) if name}
-
-    def methods(self, cls):
-        return {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
-
-    def init_attribute_types(self, cls):
-        """self.<attr> -> dotted constructor name, from assignments in __init__."""
-        out = {}
-        init = self.methods(cls).get("__init__")
-        if init is None:
-            return out
-        for node in ast.walk(init):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                for t in node.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
-                            and t.value.id == "self":
-                        out[t.attr] = self.aliases.resolve(node.value.func)
-        return out
-
-
-def is_self_attr(expr):
-    return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
-        and expr.value.id == "self"
-
-
-def root_name(expr):
-    while isinstance(expr, (ast.Attribute, ast.Subscript)):
-        expr = expr.value
-    return expr.id if isinstance(expr, ast.Name) else None
-
-
-class ForwardWalker:
-    """Walks ModelNew.forward and everything it reaches in this file (its own methods,
-    module-level functions, classes defined here: autograd Functions and helper modules),
-    reporting compute done outside the extension."""
-
-    def __init__(self, program, report):
-        self.p = program
-        self.r = report
-        self.visited = set()
-        self.pending = collections.deque()  # (function, class) found but not yet walked
-        self.extension_called = False
-
-    def walk_class(self, cls, entry):
-        methods = self.p.methods(cls)
-        if entry not in methods:
-            return
-        self.walk_function(methods[entry], cls)
-
-    def walk_function(self, fn, cls):
-        """Walks fn and every local function and method it calls. A worklist, not recursion: a
-        chain of helpers longer than Python's recursion limit is still a file Python compiles."""
-        key = (cls.name if cls else "", fn.name)
-        if key in self.visited:
-            return
-        self.visited.add(key)
-        self.pending.append((fn, cls))
-        if len(self.pending) > 1:
-            return  # a call found while walking: the loop below, further up, takes it
-        while self.pending:
-            self.walk_body(*self.pending[0])
-            self.pending.popleft()
-
-    def walk_body(self, fn, cls):
-        where = "%s.%s" % (cls.name, fn.name) if cls else fn.name
-        attr_types = self.p.init_attribute_types(cls) if cls else {}
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Call):
-                self.check_call(node, cls, attr_types, where)
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                self.r.add("torch-op-in-forward", node.lineno, "`@` matmul in %s" % where)
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and cls is not None \
-                    and fn.name != "__init__":
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for sub in ast.walk(t):
-                        if is_self_attr(sub) and isinstance(sub.ctx, ast.Store) or \
-                                isinstance(sub, ast.Subscript) and root_name(sub) == "self":
-                            self.r.add("state-in-forward", node.lineno,
-                                       "%s stores into self.%s" % (where, root_attr(sub)))
-                            break
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                self.r.add("state-in-forward", node.lineno,
-                           "%s declares global %s" % (where, ", ".join(node.names)))
-
-    def check_call(self, node, cls, attr_types, where):
-        func = node.func
-        name = self.p.aliases.resolve(func)
-        # Calls into the compiled extension: the point of the exercise.
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id in self.p.extensions:
-            self.extension_called = True
-            return
-        if isinstance(func, ast.Name):
-            if func.id in self.p.functions:
-                self.walk_function(self.p.functions[func.id], None)
-                return
-            if func.id in self.p.classes:
-                return  # constructing a local helper class; its methods are walked when called
-            if func.id in DYNAMIC_BUILTINS or func.id in ("getattr", "setattr"):
-                if func.id in ("getattr", "setattr") and len(node.args) >= 2 \
-                        and isinstance(node.args[1], ast.Constant):
-                    return
-                self.r.add("dynamic-code", node.lineno, "%s(...) in %s" % (func.id, where))
-                return
-            if func.id in SAFE_BUILTINS or name is None:
-                return
-        if name is not None and name.startswith("torch."):
-            if name in ALLOWED_TORCH_FUNCTIONS:
-                return
-            self.r.add("torch-op-in-forward", node.lineno, "%s in %s" % (name, where))
-            return
-        if isinstance(func, ast.Name):
-            if self.p.aliases.is_module_root(func.id):
-                self.r.add("torch-op-in-forward", node.lineno, "%s in %s" % (name, where))
-            return
-        if isinstance(func, ast.Attribute):
-            # self.method(...) inside a class of this file
-            if cls is not None and isinstance(func.value, ast.Name) and func.value.id == "self":
-                methods = self.p.methods(cls)
-                if func.attr in methods:
-                    self.walk_function(methods[func.attr], cls)
-                    return
-                ctor = attr_types.get(func.attr)
-                local = ctor.split(".")[-1] if ctor else None
-                if local in self.p.classes:
-                    self.walk_class(self.p.classes[local], "forward")
-                    return
-                self.r.add("torch-op-in-forward", node.lineno,
-                           "calls submodule self.%s%s in %s" %
-                           (func.attr, " (%s)" % ctor if ctor else "", where))
-                return
-            # LocalClass.apply(...) / LocalClass.method(...)
-            if isinstance(func.value, ast.Name) and func.value.id in self.p.classes:
-                target = self.p.classes[func.value.id]
-                self.walk_class(target, "forward" if func.attr == "apply" else func.attr)
-                return
-            if is_self_attr(func.value) and cls is not None:
-                ctor = attr_types.get(func.value.attr)
-                local = ctor.split(".")[-1] if ctor else None
-                if local in self.p.classes and func.attr != "forward":
-                    self.walk_class(self.p.classes[local], func.attr)
-                    return
-            if func.attr in ALLOWED_METHODS:
-                return
-            self.r.add("torch-op-in-forward", node.lineno,
-                       "method .%s(...) in %s" % (func.attr, where))
-
-
-def root_attr(expr):
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    return expr.attr if isinstance(expr, ast.Attribute) else "?"
 
 
 # Every kind of try statement: `try/except` and, from Python 3.11, `try/except*` (ast.TryStar).

@@ -225,6 +225,70 @@ TEST(StaticCheckAliasTest, HonestNamesForTorchValuesPass) {
   EXPECT_EQ(result->failure(), schema::FailureClass::NONE) << result->summary();
 }
 
+// forward may call only the extension, this file's own functions and tensor plumbing (an
+// allow-list, static_check.py's ForwardWalker): any other callee may compute. Before it was one,
+// a callee the checker could not name passed (issue 49: getattr(torch, "mm"), an nn module made
+// at module level or held under a local name, a lambda, functools.partial, map(torch.relu, ...)),
+// and so did Python arithmetic on a tensor.
+TEST(StaticCheckForwardTest, AnythingButTheExtensionAndPlumbingIsRefused) {
+  const char* kTorchOp = "torch-op-in-forward";
+  expect_each_flagged({
+      {"torch.matmul", "", "y = torch.matmul(ext.scale_cuda(x, 2.0), x)", kTorchOp},
+      {"matmul-operator", "", "y = ext.scale_cuda(x, 2.0) @ x", kTorchOp},
+      {"F.linear", "", "y = F.linear(ext.scale_cuda(x, 2.0), self.linear.weight)", kTorchOp},
+      {"nn-module-attribute", "", "y = self.linear(ext.scale_cuda(x, 2.0))", kTorchOp},
+      {"getattr-torch", "", "y = getattr(torch, 'mm')(ext.scale_cuda(x, 2.0), x)", kTorchOp},
+      {"getattr-method", "", "y = getattr(x, 'mm')(ext.scale_cuda(x, 2.0))", kTorchOp},
+      {"module-level-nn-module", "lin = nn.Linear(4, 4)\n", "y = lin(ext.scale_cuda(x, 2.0))",
+       kTorchOp},
+      {"module-level-lambda", "mm = lambda a, b: a @ b\n", "y = mm(ext.scale_cuda(x, 2.0), x)",
+       kTorchOp},
+      {"local-name-for-a-module", "", "f = self.linear\n        y = f(ext.scale_cuda(x, 2.0))",
+       kTorchOp},
+      {"partial", "import functools\nmm = functools.partial(torch.mm)\n",
+       "y = mm(ext.scale_cuda(x, 2.0), x)", kTorchOp},
+      {"dict-dispatch", "OPS = {'mm': torch.mm}\n", "y = OPS['mm'](ext.scale_cuda(x, 2.0), x)",
+       kTorchOp},
+      {"callable-object", "class K:\n    def __call__(self, a, b):\n        return a\n",
+       "y = K()(ext.scale_cuda(x, 2.0), x)", kTorchOp},
+      {"map", "", "y = list(map(torch.relu, [ext.scale_cuda(x, 2.0)]))[0]", kTorchOp},
+      {"abs", "", "y = abs(ext.scale_cuda(x, 2.0))", kTorchOp},
+      {"load-library", "torch.ops.load_library('/tmp/dice_test.so')\n", "", "forbidden-import"},
+      // Python arithmetic on a tensor runs torch's kernel for it.
+      {"add-beside-the-kernel", "", "y = ext.scale_cuda(x, 2.0) + x", kTorchOp},
+      {"negate", "", "y = -ext.scale_cuda(x, 2.0)", kTorchOp},
+      {"bias-of-a-module", "", "y = ext.scale_cuda(x, 2.0) + self.linear.bias", kTorchOp},
+      {"in-place", "", "y = ext.scale_cuda(x, 2.0)\n        y += 1", kTorchOp},
+      {"comparison", "", "y = ext.scale_cuda((x > 0).float(), 2.0)", kTorchOp},
+      {"in-a-helper", "def helper(a):\n    return ext.scale_cuda(a, 1.0) * 2\n", "y = helper(x)",
+       kTorchOp},
+  });
+}
+
+// The plumbing honest forwards use: views, casts, output buffers, the extension's function
+// under a name of its own, helpers defined in the file or inside forward, builtins on sizes.
+TEST(StaticCheckForwardTest, HonestForwardsPass) {
+  const std::vector<std::pair<std::string, std::string>> honest = {
+      {"", "y = ext.scale_cuda(x.contiguous().view(-1), 2.0).view(x.shape)"},
+      {"", "g = ext.scale_cuda\n        y = g(x, 2.0)"},
+      {"def launch(t):\n    return ext.scale_cuda(t, 2.0)\n", "y = launch(x.float())"},
+      {"", "out = torch.empty_like(x)\n        y = ext.scale_cuda(x.to(torch.float32), 2.0)"},
+      {"",
+       "def inner(t):\n            return ext.scale_cuda(t, 2.0)\n"
+       "        y = inner(x.reshape(x.size(0), -1))"},
+      {"", "n = max(1, x.numel())\n        y = ext.scale_cuda(x, 2.0) if n > 0 else x"},
+      // Arithmetic on sizes read from a tensor, and identity tests, are Python's.
+      {"", "n = x.size(0) * 2 + x.shape[1] // 4\n        y = ext.scale_cuda(x, float(n > 3))"},
+      {"", "y = ext.scale_cuda(x, 2.0) if x is not None else None"},
+  };
+  for (const auto& [module_code, forward_line] : honest) {
+    auto result = run_static_check(template_with(module_code, forward_line), options());
+    ASSERT_TRUE(result.ok()) << forward_line << ": " << result.status().to_string();
+    EXPECT_EQ(result->failure(), schema::FailureClass::NONE) << forward_line << "\n"
+                                                             << result->summary();
+  }
+}
+
 TEST(StaticCheckParseTest, RejectsGarbageAndFindingsWithoutNames) {
   EXPECT_FALSE(parse_static_check_output("not json").ok());
   EXPECT_FALSE(parse_static_check_output("[1, 2]").ok());
