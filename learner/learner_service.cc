@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "common/disk_space.h"
 #include "common/log.h"
 #include "learner/policy_updater.h"
 #include "learner/resume_plan.h"
@@ -247,6 +248,8 @@ RunLoopOptions run_loop_options(const DiceConfig& config, PolicyStages stages,
                                 WeightsPusher push_weights, std::optional<ResumePoint> resume) {
   RunLoopOptions loop_options;
   loop_options.resume_dir = resume_dir_of(config);
+  loop_options.min_free_disk_bytes =
+      static_cast<std::uint64_t>(config.run.min_free_disk_mb) * kBytesPerMiB;
   loop_options.state_interval_steps = config.learner.checkpoint.state_interval_steps;
   loop_options.save_state = std::move(stages.save_state);
   loop_options.load_state = std::move(stages.load_state);

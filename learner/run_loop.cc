@@ -391,9 +391,10 @@ Status save_position(const RunLoopOptions& options, const RunState& state, std::
   p.state_interval_steps = options.state_interval_steps;
   p.phases = state.phases;
   const auto started = Clock::now();
-  DICE_RETURN_IF_ERROR(write_resume(options.resume_dir, p, options.save_state)
-                           .with_context("resume folder after step " +
-                                         std::to_string(next_step == 0 ? 0 : next_step - 1)));
+  DICE_RETURN_IF_ERROR(
+      write_resume(options.resume_dir, p, options.save_state, options.min_free_disk_bytes)
+          .with_context("resume folder after step " +
+                        std::to_string(next_step == 0 ? 0 : next_step - 1)));
   DICE_LOG(Debug) << "resume folder written" << kv("next_step", next_step)
                   << kv("policy_version", state.policy_version)
                   << kv("seconds",

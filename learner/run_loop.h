@@ -64,6 +64,7 @@ struct PhasePlan {
   SamplingOptions sampling;        // rl and eval: how its rollouts are decoded (phase_sampling)
   bool timing = true;              // rl and eval: the reward service times correct candidates
   int refill_constant_groups = 0;  // rl: extra tasks a step, one per constant group
+  double max_seconds = 0;          // rl: no new step once the phase ran this long (0: none)
   TaskSchedulerOptions schedule;   // rl and eval: how steps pick tasks (task_scheduler.h)
   // rl and eval: the phase's reward_policy, set on every task it sends; null: reward.policy
   std::optional<RewardPolicyOptions> reward_policy;
@@ -129,6 +130,9 @@ struct RunLoopOptions {
   // Default: empty
   StateSaver save_state;
   StateLoader load_state;
+  // run.min_free_disk_mb in bytes: what a resume folder must leave free on its disk besides its
+  // own size, or it is refused (resume_store.h). Default: 0
+  std::uint64_t min_free_disk_bytes = 0;
   // learner.seed as the run uses it, kept in the position. Default: 0
   std::uint64_t seed = 0;
   // Continue a run from here (read_resume(); a default RunPosition with an empty dir: the run

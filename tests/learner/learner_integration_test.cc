@@ -17,15 +17,18 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/disk_space.h"
 #include "rewardlog/reader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/free_port.h"
+#include "tests/support/small_tmpfs.h"
 
 namespace dice {
 namespace {
@@ -344,6 +347,33 @@ TEST_F(LearnerIntegrationTest, ConstantGroupsAreRefilledWithTheNextTasks) {
   EXPECT_EQ(tasks_by_step[0], twice({"21", "22", "23", "24", "25"}));
   EXPECT_EQ(tasks_by_step[1], twice({"26", "21", "22", "23", "24"}));
   EXPECT_NE(learner_log().find("refill_constant_groups=2"), std::string::npos) << learner_log();
+}
+
+// An rl phase's time budget (max_minutes) ends it after the steps already started, and the
+// phase after it still runs: a run that must fit a budget keeps its evaluation.
+TEST_F(LearnerIntegrationTest, ATimeBudgetEndsAnRlPhaseAndThePhasesAfterItRun) {
+  phase_extra_ =
+      "    max_minutes: 0.0001\n"
+      "  - {name: look, type: eval, kind: end_to_end, task_files: [tasks.json]}\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(5)));
+  const std::string log_text = learner_log();
+  EXPECT_NE(log_text.find("phase time budget spent: no new steps"), std::string::npos) << log_text;
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  int rl_steps = 0, eval_steps = 0;
+  for (const auto& step : *steps) {
+    const std::string phase = step.get().getPhaseName().cStr();
+    rl_steps += phase == "e2e";
+    eval_steps += phase == "look";
+  }
+  EXPECT_GE(rl_steps, 1);
+  EXPECT_LT(rl_steps, 5) << "the budget of 6 ms let every planned step run";
+  EXPECT_NE(log_text.find("steps=" + std::to_string(rl_steps) + " planned=5"), std::string::npos)
+      << log_text;
+  EXPECT_EQ(eval_steps, 1) << "the eval phase after the budgeted phase ran";
 }
 
 // The mixed scheduler through the real learner: level 1 (11, 12, 14) alone first; its 6
@@ -677,6 +707,58 @@ TEST_F(LearnerIntegrationTest, SftTrainsOnTheDataAndWritesCheckpoints) {
   auto lr = log->metrics("sft-run", std::string("sft/lr"));
   ASSERT_TRUE(lr.ok());
   EXPECT_EQ(lr->size(), 4u);
+}
+
+// A disk that fills during a run. The checkpoints' folder is a tmpfs sized from an uninterrupted
+// run's files: room for the first step's checkpoint and resume folder and the second step's
+// checkpoint, and half a resume folder more. The second step's resume folder is refused before
+// its first byte, the learner ends with the reason, and the first step's resume folder, both
+// checkpoints and the reward log's records stay. Needs root for the tmpfs; skipped without.
+TEST_F(LearnerIntegrationTest, AFullDiskEndsTheRunWithTheReasonAndKeepsTheLastResumeFolder) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  const std::string config = write_config(2, "tasks.json", 20, policy);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(config));
+  const fs::path measured = dir_ / "checkpoints" / "it-run";
+  const std::uint64_t checkpoint = tree_bytes((measured / "policy-v1").string());
+  const std::uint64_t resume = tree_bytes((measured / "resume").string());
+  ASSERT_GT(checkpoint, 0u);
+  ASSERT_GT(resume, checkpoint);
+  fs::remove_all(dir_ / "log");  // the same run id again, from the start
+  fs::remove_all(dir_ / "checkpoints");
+
+  // 64 KiB for the files' last pages: well under half a resume folder (~5 checkpoints' worth).
+  const std::uint64_t room = 2 * checkpoint + resume + resume / 2 + 64 * 1024;
+  testing_util::SmallTmpfs disk(static_cast<int>(room / 1024));
+  if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
+  auto learner =
+      start_learner(config, {"run.min_free_disk_mb=0", "learner.checkpoint.dir=" + disk.path()});
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  EXPECT_EQ(learner->wait_exit(kDeadline), 1) << learner_log();
+  const std::string log_text = learner_log();
+  EXPECT_NE(log_text.find("resume folder after step 1: " + disk.path() +
+                          "/it-run/resume.partial: not enough free disk space for the resume "
+                          "folder: it needs "),
+            std::string::npos)
+      << log_text;
+
+  const fs::path kept = fs::path(disk.path()) / "it-run";
+  EXPECT_FALSE(fs::exists(kept / "resume.partial"));
+  EXPECT_TRUE(fs::exists(kept / "policy-v1" / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(kept / "policy-v2" / "model.safetensors"));
+  const std::string position = read_file(kept / "resume" / "position.json");
+  EXPECT_TRUE(std::regex_search(position, std::regex("\"next_step\": *1[,} \n]"))) << position;
+  EXPECT_TRUE(fs::exists(kept / "resume" / "optimizer.pt"));
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_FALSE(steps->empty());
+  EXPECT_EQ((*steps)[0].get().getStep(), 0u);
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_GE(candidates->size(), 6u);  // step 0's 3 tasks x 2 samples
 }
 
 TEST_F(LearnerIntegrationTest, AModelThatDoesNotLoadIsBadInput) {
