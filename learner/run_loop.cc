@@ -265,6 +265,7 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
   plan.steps = eval ? std::max(1, phase.steps) : phase.steps;
   plan.samples_per_task = phase.samples_per_task.value_or(eval ? 1 : config.learner.group_size);
   plan.refill_constant_groups = phase.refill_constant_groups;
+  plan.max_seconds = phase.max_minutes * 60;
   plan.schedule.scheduling = phase.scheduling.value_or(config.curriculum.scheduling);
   plan.schedule.promotion = phase.promotion;
   plan.schedule.band = phase.pass_rate_band;
@@ -537,7 +538,10 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     flight.push_back(std::move(work));
   };
   Clock::time_point last_end = Clock::now();  // of the step before, for its successor's wall time
-  for (int k = steps_done + 1; k <= plan.steps; ++k, ++state->global_step) {
+  // The phase's last step: plan.steps, or fewer once its time budget is spent (max_seconds).
+  int last = plan.steps;
+  const Clock::time_point phase_start = Clock::now();
+  for (int k = steps_done + 1; k <= last; ++k, ++state->global_step) {
     if (*run.stopping || run.stop_requested()) {
       // A stop between steps has no step to drain; said here, since drive_front says it only
       // for a stop that lands inside a step.
@@ -548,7 +552,16 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
       summary->stopped = true;
       return false;
     }
-    while (next_k <= plan.steps && next_k <= k + ahead) start_step(next_k++);
+    if (!eval && plan.max_seconds > 0 && last >= next_k &&
+        std::chrono::duration<double>(Clock::now() - phase_start).count() >= plan.max_seconds) {
+      // The budget is spent: the steps started finish and train, none is started.
+      last = next_k - 1;
+      DICE_LOG(Info) << "phase time budget spent: no new steps" << kv("phase", plan.name)
+                     << kv("max_seconds", plan.max_seconds) << kv("steps", last)
+                     << kv("planned", plan.steps) << kv("carried_samples_left", carry.carried());
+      if (k > last) break;
+    }
+    while (next_k <= last && next_k <= k + ahead) start_step(next_k++);
     StepWork& work = *flight.front();
     const StepSettings& settings = work.tracker.settings();
     run.metrics.step->set(static_cast<double>(state->global_step));
@@ -579,7 +592,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
       sort_traces(work);
       // learner.min_mixed_samples: too few samples with signal wait for the next step's.
       const auto carried_in = static_cast<std::int64_t>(carry.carried());
-      std::vector<TraceSample> batch = carry.take(std::move(work.traces), k == plan.steps);
+      std::vector<TraceSample> batch = carry.take(std::move(work.traces), k == last);
       work.traces.clear();
       const bool trains = !batch.empty();
       DICE_ASSIGN_OR_RETURN(update, update_policy(options, run.metrics, batch, state->global_step,

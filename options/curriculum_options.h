@@ -155,6 +155,7 @@ struct CurriculumPhase {
   std::optional<Decoding> decoding;
   std::optional<bool> timing;
   int refill_constant_groups = 0;
+  double max_minutes = 0;
   std::string sft_data;
   std::optional<int> epochs;
   std::optional<TaskScheduling> scheduling;
@@ -204,6 +205,12 @@ struct CurriculumPhase {
             "come next in the phase's order, as the step's own do; the step waits for them. 0 "
             "is DICE's (constant groups are only dropped). Default: 0",
             config::at_least(0));
+    v.field("max_minutes", max_minutes,
+            "An rl phase's time budget: once this many minutes of the phase have passed, no new "
+            "step starts (the steps already started finish and train), and the phases after it "
+            "run as planned, so a run that must fit a time budget keeps its evaluations. 0 = "
+            "no budget: every step of `steps` runs. Default: 0",
+            config::at_least(0.0));
     v.field("sft_data", sft_data,
             "SFT pairs of an sft phase (learner/sft_data.h: pytorch_code + cuda_code, or an "
             "infilling task's prefix + middle + suffix). Default: empty",
@@ -249,6 +256,9 @@ struct CurriculumPhase {
       }
       if (type == PhaseType::kEval && refill_constant_groups > 0) {
         c.error("refill_constant_groups", "an eval phase judges its tasks once: nothing to refill");
+      }
+      if (type == PhaseType::kEval && max_minutes > 0) {
+        c.error("max_minutes", "an eval phase judges all its tasks: a budget would cut it short");
       }
     }
     const Decoding decodes =
