@@ -191,7 +191,7 @@ void shut_down_workers(transport::WorkDispatcher& dispatcher, const DiceConfig& 
   auto shutdown = wire::init_envelope(message, "learner", config.run.id).getBody().initShutdown();
   shutdown.setDrain(true);
   shutdown.setReason(reason);
-  Status sent = dispatcher.broadcast(wire::encode(message));
+  Status sent = dispatcher.broadcast_shutdown(wire::encode(message));
   if (!sent.ok()) {
     DICE_LOG(Warn) << "cannot broadcast Shutdown" << kv("error", sent.to_string());
     return;

@@ -347,12 +347,16 @@ void DispatcherState::give_up(std::uint64_t work_id) {
 void DispatcherState::declare_dead(const std::string& worker_id, const char* why) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) return;
-  DICE_LOG(Warn) << "worker declared dead" << kv("worker", worker_id) << kv("why", why)
-                 << kv("requeued", it->second.in_flight.size());
+  if (workers_told_to_leave_) {
+    DICE_LOG(Info) << "worker left" << kv("worker", worker_id) << kv("why", why);
+  } else {
+    DICE_LOG(Warn) << "worker declared dead" << kv("worker", worker_id) << kv("why", why)
+                   << kv("requeued", it->second.in_flight.size());
+    ++counters_.workers_dead;
+  }
   requeue_all(it->second);
   routing_to_id_.erase(it->second.routing_id);
   workers_.erase(it);
-  ++counters_.workers_dead;
 }
 
 void DispatcherState::tick(TimePoint now) {
@@ -430,6 +434,11 @@ void DispatcherState::send_failed(const Outbound& out, bool unreachable) {
 void DispatcherState::broadcast(const std::string& payload) {
   auto shared = std::make_shared<const std::string>(payload);
   for (auto& [id, worker] : workers_) outbox_.push_back(Outbound{worker.routing_id, shared, 0});
+}
+
+void DispatcherState::broadcast_shutdown(const std::string& payload) {
+  workers_told_to_leave_ = true;
+  broadcast(payload);
 }
 
 void DispatcherState::send_heartbeat(Worker& worker, const std::string& addressed_to,

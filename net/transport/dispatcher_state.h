@@ -122,6 +122,10 @@ class DispatcherState {
   void send_failed(const Outbound& out, bool unreachable);
   // Queues `payload` for every registered worker (WeightsUpdate, Shutdown).
   void broadcast(const std::string& payload);
+  // broadcast() of a Shutdown: from now on a worker whose connection goes, or that falls silent,
+  // has left as it was told to; that is logged at info ("worker left"), not as a worker declared
+  // dead, and workers_dead does not count it.
+  void broadcast_shutdown(const std::string& payload);
 
   std::vector<Outbound> take_outbox();
   // The same into `into` (emptied first), which keeps both buffers' capacity for the next flush.
@@ -202,6 +206,7 @@ class DispatcherState {
   std::deque<WorkResult> results_;
   std::vector<Outbound> outbox_;
   DispatcherStats counters_;
+  bool workers_told_to_leave_ = false;  // broadcast_shutdown() was called
 };
 
 // Logs the 1st, 2nd, 4th, 8th... occurrence of a repeated problem, so a flood of bad frames

@@ -166,6 +166,16 @@ Status WorkDispatcher::broadcast(std::string payload) {
   return Status::ok_status();
 }
 
+Status WorkDispatcher::broadcast_shutdown(std::string payload) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return Status::aborted("transport: dispatcher closed");
+    state_.broadcast_shutdown(payload);
+  }
+  flush_and_wake();
+  return Status::ok_status();
+}
+
 DispatcherStats WorkDispatcher::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return state_.stats(Clock::now());

@@ -57,8 +57,11 @@ class WorkDispatcher {
   // Timeout when none came within `timeout`; Aborted after close().
   Result<WorkResult> next_result(std::chrono::milliseconds timeout);
 
-  // Sends an encoded envelope to every registered worker (WeightsUpdate, Shutdown).
+  // Sends an encoded envelope to every registered worker (WeightsUpdate).
   Status broadcast(std::string payload);
+  // Sends an encoded Shutdown to every registered worker; the workers that go after it have
+  // left, not died (DispatcherState::broadcast_shutdown).
+  Status broadcast_shutdown(std::string payload);
 
   DispatcherStats stats() const;
 

@@ -232,6 +232,28 @@ TEST_F(DispatcherStateTest, SilentWorkerIsDeclaredDeadAndItsWorkRequeued) {
   EXPECT_EQ(tick()["r-w2"], (std::vector<std::uint64_t>{1, 2}));  // submission order kept
 }
 
+// After a Shutdown the workers go as told: a connection gone or a worker silent is not a death.
+TEST_F(DispatcherStateTest, WorkersThatGoAfterAShutdownHaveLeftNotDied) {
+  hello("w1", 1);
+  hello("w2", 1);
+  state_.broadcast_shutdown("shutdown");
+  int shutdowns = 0;
+  for (const Outbound& out : state_.take_outbox()) shutdowns += *out.payload == "shutdown";
+  EXPECT_EQ(shutdowns, 2);
+  // w1's connection is gone at the next heartbeat; w2 falls silent.
+  advance(kIntervalMs);
+  state_.tick(now_);
+  for (const Outbound& out : state_.take_outbox()) {
+    if (out.routing_id == "r-w1") state_.send_failed(out, /*unreachable=*/true);
+  }
+  EXPECT_EQ(state_.stats(now_).workers, 1u);
+  advance(5 * kIntervalMs);
+  tick();
+  const DispatcherStats stats = state_.stats(now_);
+  EXPECT_EQ(stats.workers, 0u);
+  EXPECT_EQ(stats.workers_dead, 0u);
+}
+
 TEST_F(DispatcherStateTest, HeartbeatsGoOutEveryIntervalAddressedToTheWorker) {
   hello("w1", 0);
   tick();
