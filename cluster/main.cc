@@ -4,7 +4,8 @@
 //   dice-cluster status (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //   dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //   dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
-//   dice-cluster wait [--timeout SECONDS] (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
+//   dice-cluster wait [--timeout SECONDS] [--log]
+//                     (--state-dir DIR | --config CONFIG [KEY=VALUE ...])
 //
 // up: loads CONFIG and starts every service. cluster.backend local: a supervisor daemon runs them
 //   as child processes (cluster/supervisor.h); ssh: the same supervisor runs one ssh client per
@@ -17,12 +18,18 @@
 //   down: stops the run (local: SIGTERM, then SIGKILL; ssh: the same, sent to each service on its
 //   node over ssh; slurm: scancel) and waits until none of its processes (or its Slurm job)
 //   remain. They follow the backend recorded in the state file.
-// wait: blocks until the run's learner has ended, printing its log lines as they come
-//   (cluster/wait_run.h); exit 0 when it exited cleanly, 1 when it failed or the timeout passed.
+// wait: blocks until the run's learner has ended (cluster/wait_run.h); exit 0 when it exited
+//   cleanly, 1 when it failed or the timeout passed. Meanwhile, on a terminal, it shows the run
+//   for a person (cluster/run_view.h: a live progress line per phase, a row per RL step,
+//   evaluation tables, warnings and errors); on a pipe or a file, or with --log, it prints the
+//   learner's log lines as they come.
 // --dry-run prints what up would run (local: each service's command line; ssh: each service's ssh
 // command; slurm: the sbatch script) and starts nothing.
 // Exit status: 0 ok; 1 the operation failed (a timeout, an I/O error); 2 bad usage, a bad config or
 // override, a missing executable, or no run in the state dir.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -52,8 +59,8 @@ constexpr const char* kUsage =
     "       dice-cluster logs [SERVICE] [-n LINES] (--state-dir DIR | --config CONFIG [KEY=VALUE "
     "...])\n"
     "       dice-cluster down (--state-dir DIR | --config CONFIG [KEY=VALUE ...])\n"
-    "       dice-cluster wait [--timeout SECONDS] (--state-dir DIR | --config CONFIG [KEY=VALUE "
-    "...])\n"
+    "       dice-cluster wait [--timeout SECONDS] [--log] (--state-dir DIR | --config CONFIG "
+    "[KEY=VALUE ...])\n"
     "The state dir is cluster.local.state_dir (default <folder of run.reward_log_path>/cluster);\n"
     "`up` prints it. Exit status: 0 ok, 1 failed, 2 bad usage, config or state dir.\n";
 
@@ -66,6 +73,7 @@ struct Args {
   int lines = 100;
   double timeout_seconds = 0;
   bool dry_run = false;
+  bool log_lines = false;  // wait --log: the learner's log lines even on a terminal
 };
 
 int usage_error(const std::string& why) {
@@ -118,6 +126,8 @@ std::string parse_args(int argc, char** argv, Args* args) {
         return "--timeout expects a positive number of seconds, got '" + value + "'";
       }
       args->timeout_seconds = seconds;
+    } else if (arg == "--log" && args->command == "wait") {
+      args->log_lines = true;
     } else if (arg == "--dry-run" && args->command == "up") {
       args->dry_run = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -139,6 +149,17 @@ std::string parse_args(int argc, char** argv, Args* args) {
     return args->command + " needs exactly one of --state-dir DIR or --config CONFIG";
   }
   return {};
+}
+
+// A terminal that can redraw a line (TERM=dumb cannot erase one).
+bool stdout_is_terminal() {
+  const char* term = std::getenv("TERM");
+  return isatty(STDOUT_FILENO) == 1 && !(term != nullptr && std::string(term) == "dumb");
+}
+
+int stdout_columns() {
+  winsize size{};
+  return ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
 }
 
 // up --dry-run: prints what `up` would run for the config's backend, starting nothing.
@@ -238,6 +259,10 @@ int run(const Args& args) {
   if (args.command == "wait") {
     dice::cluster::WaitOptions wait;
     wait.timeout_seconds = args.timeout_seconds;
+    if (!args.log_lines && stdout_is_terminal()) {
+      wait.follow = dice::cluster::WaitOptions::Follow::kHuman;
+      wait.terminal_columns = stdout_columns;
+    }
     return status_exit(dice::cluster::wait_for_learner(state_dir, wait, std::cout));
   }
   if (args.command == "logs") {
