@@ -79,6 +79,29 @@ class ToySystemTest : public ::testing::Test {
     };
   }
 
+  // The overrides of a toy run in dir_ (configs/toy.yaml): its files there (curriculum.yaml,
+  // the model, the reward log, checkpoints, the cluster state), learner.seed 7, SFT at lr 3e-3,
+  // the reward extraction-only, the fixture's short infilling prompt, the work socket on `port`
+  // and the metrics on any free port.
+  std::vector<std::string> toy_run_overrides(const std::string& run_id, int port) const {
+    const auto in_dir = [this](const char* name) { return (dir_ / name).string(); };
+    return {"run.id=" + run_id,
+            "run.reward_log_path=" + in_dir("log"),
+            "curriculum_file=" + in_dir("curriculum.yaml"),
+            "rollout.model_path=" + in_dir("model"),
+            "learner.checkpoint.dir=" + in_dir("ckpt"),
+            "learner.seed=7",
+            "learner.sft.lr=3e-3",
+            "reward.mode=extraction_only",
+            "reward.compile_cache_dir=" + in_dir("cache"),
+            "rollout.prompt_templates={infill: " + (fixtures() / "infill_short.txt").string() + "}",
+            "cluster.local.state_dir=" + in_dir("state"),
+            "cluster.learner.port=" + std::to_string(port),
+            "cluster.learner.metrics_port=0",
+            "cluster.worker_metrics.rollout_base_port=0",
+            "cluster.worker_metrics.reward_base_port=0"};
+  }
+
   std::filesystem::path dir_, tokenizer_;
 
  private:
