@@ -348,6 +348,41 @@ TEST_F(HacksGpuTest, IllegalMemoryAccessFailsOnlyItsOwnCandidate) {
             << " honest evaluations overlapped the crashing one" << std::endl;
 }
 
+// No candidate fails another (issue 49 item 4): honest kernels judged beside a GPU-memory hoarder,
+// an endless kernel and a process that aborts, on the same GPU at once, get the verdict they get
+// alone (reward 1). A failure one of them meets beside a neighbour is judged again with the GPU
+// alone (reward.confirm_failures_alone); the count of such confirmations is printed.
+TEST_F(HacksGpuTest, HoardersHangsAndCrashesNeverFailTheirNeighbours) {
+  options_.timeout_seconds = 40;  // the endless kernel's evaluation ends here, twice
+  rebuild_pipeline();
+  std::vector<std::string> files = {"gpu_memory_hoarder.py", "endless_kernel.py",
+                                    "aborts_in_forward.py"};
+  const size_t hostile = files.size();
+  for (int i = 0; i < 2 * slots_; ++i) files.push_back("honest.py");
+  const std::vector<Outcome> outcomes = evaluate_all(files);
+
+  EXPECT_EQ(outcomes[1].failure, FC::TIMEOUT) << outcomes[1].line;
+  EXPECT_EQ(outcomes[1].reward, 0.0f) << outcomes[1].line;
+  EXPECT_TRUE(outcomes[2].failure == FC::CRASHED || outcomes[2].failure == FC::RUNTIME_ERROR)
+      << outcomes[2].line;
+  int confirmed = 0, overlapped = 0;
+  for (size_t i = hostile; i < outcomes.size(); ++i) {
+    EXPECT_EQ(outcomes[i].reward, 1.0f) << outcomes[i].line;
+    EXPECT_EQ(outcomes[i].failure, FC::NONE) << outcomes[i].line;
+    confirmed += outcomes[i].has_finding("confirmed-alone");
+    for (size_t h = 0; h < hostile; ++h) {
+      if (overlaps(outcomes[i], outcomes[h])) {
+        ++overlapped;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(overlapped, 0) << "no honest evaluation ran beside a hostile one";
+  std::cout << "[ neighbours ] " << outcomes.size() - hostile << " honest: " << overlapped
+            << " beside a hostile one, " << confirmed
+            << " judged again alone; hoarder: " << outcomes[0].line << std::endl;
+}
+
 // ---- The adversarial corpus's GPU half (tests/reward/adversarial/gpu; README.md there).
 
 struct AdversarialCase {
