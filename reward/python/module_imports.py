@@ -273,6 +273,7 @@ C_RUNTIME = {
     "strtol", "strtoul", "strtoll", "strtoull", "strtod", "strtof", "atoi", "atol", "atof",
     "printf", "fprintf", "sprintf", "snprintf", "vprintf", "vfprintf", "vsprintf", "vsnprintf",
     "puts", "putchar", "fputs", "fputc", "fflush", "fwrite", "stdout", "stderr", "abort",
+    "exit", "_exit", "_Exit", "getenv",
     "__printf_chk", "__fprintf_chk", "__sprintf_chk", "__snprintf_chk", "__vsnprintf_chk",
     "__vfprintf_chk", "__memcpy_chk", "__memmove_chk", "__memset_chk", "__strcpy_chk",
     "__strcat_chk", "__stack_chk_fail", "__assert_fail", "__errno_location", "__tls_get_addr",
