@@ -150,6 +150,71 @@ TEST_F(DiceDashApiTest, RunSeriesSplitByPhaseAndLevel) {
   expect_series("eval (eval) / level 2", {NAN, NAN, 1}, {NAN, NAN, 1});
 }
 
+// The fixture's eval step is one stage: its phase, step and policy version from the step
+// record, the learner's table from its eval/ metrics; the name "eval" says no split or kind.
+TEST_F(DiceDashApiTest, StagesHoldTheEvaluationPhasesAndTheirTable) {
+  const json::value d = get_ok("/api/run?log=0&run=run-a");
+  ASSERT_TRUE(d.is_object());
+  const json::array& stages = d.at("stages").as_array();
+  ASSERT_EQ(stages.size(), 1u) << json::serialize(stages);
+  const json::value& s = stages.at(0);
+  EXPECT_EQ(s.at("phase").as_string(), "eval");
+  EXPECT_EQ(s.at("first_step").to_number<int>(), 2);
+  EXPECT_EQ(s.at("last_step").to_number<int>(), 2);
+  EXPECT_EQ(s.at("policy_version").to_number<int>(), 2);
+  EXPECT_TRUE(s.at("split").is_null());
+  EXPECT_TRUE(s.at("kind").is_null());
+  const testing::EvalTable want = testing::fixture_eval_table();
+  EXPECT_EQ(s.at("tasks").to_number<double>(), want.tasks);
+  EXPECT_EQ(s.at("exec").to_number<double>(), want.exec);
+  EXPECT_EQ(s.at("fast_1").to_number<double>(), want.fast_1);
+  EXPECT_EQ(s.at("fast_2").to_number<double>(), want.fast_2);
+}
+
+// Phases named as the curricula name them: split and kind from the name; a phase met again
+// after training is a stage of its own with the table written within its steps; a phase whose
+// table is not logged yet has null measures.
+TEST(DiceDashStagesTest, EachRunOfAnEvalPhaseIsAStageWithTheTableOfItsSteps) {
+  testing_util::TempDir dir("dice-dash-stages-test");
+  const std::string log = dir.sub("reward_log");
+  const auto spec = testing::fixture_steps()[0];
+  testing::write_log(
+      log, {testing::step_records("run-a", 0, 0, true, spec, "eval-sft-ood-e2e"),
+            testing::step_records("run-a", 1, 0, true, spec, "eval-sft-ood-e2e"),
+            testing::eval_table_records("run-a", "eval-sft-ood-e2e", 1, {0.25, 0.125, 0, 8}),
+            testing::step_records("run-a", 2, 0, true, spec, "eval-sft-pool-infill"),
+            testing::eval_table_records("run-a", "eval-sft-pool-infill", 2, {0.5, 0, 0, 4}),
+            testing::step_records("run-a", 3, 0, false, spec, "rl-e2e"),
+            testing::step_records("run-a", 4, 1, true, spec, "eval-sft-ood-e2e"),
+            testing::eval_table_records("run-a", "eval-sft-ood-e2e", 4, {0.75, 0.5, 0.25, 8}),
+            testing::step_records("run-a", 5, 1, true, spec, "eval-end-indist-e2e")});
+  DashProcess dash(dir);
+  ASSERT_TRUE(dash.start({log}));
+  const HttpResult run = http_get(dash.port(), "/api/run?run=run-a");
+  ASSERT_EQ(run.status, 200) << run.body;
+  const json::array stages = json::parse(run.body).at("stages").as_array();
+  ASSERT_EQ(stages.size(), 4u) << json::serialize(stages);
+  const auto expect_stage = [&](size_t i, const std::string& phase, int first, int last,
+                                int version, const std::string& split, const std::string& kind,
+                                std::vector<double> table) {
+    const json::value& s = stages.at(i);
+    SCOPED_TRACE("stage " + std::to_string(i) + ": " + json::serialize(s));
+    EXPECT_EQ(s.at("phase").as_string(), phase);
+    EXPECT_EQ(s.at("first_step").to_number<int>(), first);
+    EXPECT_EQ(s.at("last_step").to_number<int>(), last);
+    EXPECT_EQ(s.at("policy_version").to_number<int>(), version);
+    EXPECT_EQ(s.at("split").as_string(), split);
+    EXPECT_EQ(s.at("kind").as_string(), kind);
+    json::array got;
+    for (const char* m : {"exec", "fast_1", "fast_2", "tasks"}) got.push_back(s.at(m));
+    expect_numbers(got, table, phase + " exec, fast_1, fast_2, tasks");
+  };
+  expect_stage(0, "eval-sft-ood-e2e", 0, 1, 0, "ood", "e2e", {0.25, 0.125, 0, 8});
+  expect_stage(1, "eval-sft-pool-infill", 2, 2, 0, "pool", "infill", {0.5, 0, 0, 4});
+  expect_stage(2, "eval-sft-ood-e2e", 4, 4, 1, "ood", "e2e", {0.75, 0.5, 0.25, 8});
+  expect_stage(3, "eval-end-indist-e2e", 5, 5, 1, "indist", "e2e", {NAN, NAN, NAN, NAN});
+}
+
 // The trace cut into tokens gives back the response; each token keeps its step; an offset
 // inside the "é" moves to the character's end; the task's reference comes with it.
 TEST_F(DiceDashApiTest, CandidateCarriesItsTraceAndTheTaskReference) {
@@ -189,16 +254,9 @@ TEST_F(DiceDashApiTest, CandidateCarriesItsTraceAndTheTaskReference) {
 TEST(DiceDashOldLogTest, WithoutTaskRecordsSaysWhatIsMissing) {
   testing_util::TempDir dir("dice-dash-old-log-test");
   const std::string log = dir.sub("reward_log");
-  {
-    auto writer = open_writer(log);
-    ASSERT_NE(writer, nullptr);
-    std::vector<rewardlog::LogRecord> records = {testing::run_record("run-a")};
-    for (auto& r : testing::step_records("run-a", 3, 3, false, testing::fixture_steps()[0])) {
-      records.push_back(std::move(r));  // step 3: the fixture writes tasks only at step 0
-    }
-    ASSERT_TRUE(writer->append(std::move(records)).ok());
-    ASSERT_TRUE(writer->close().ok());
-  }
+  // Step 3: the fixture writes tasks only at step 0.
+  testing::write_log(log,
+                     {testing::step_records("run-a", 3, 3, false, testing::fixture_steps()[0])});
   DashProcess dash(dir);
   ASSERT_TRUE(dash.start({log}));
   const HttpResult run = http_get(dash.port(), "/api/run?run=run-a");

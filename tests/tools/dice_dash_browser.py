@@ -5,6 +5,9 @@ Run by dice_dash_browser_test.cc (which writes the reward log and starts dice-da
 library plus Debian's python3-websocket. Checks, in a real browser:
   1. the page loads and every per-step chart is drawn (a canvas with coloured pixels) with as
      many points as the API returned steps, and as many non-null values as the API's series hold;
+     the first view: the evaluations table has a row per stage of the API with its Exec and
+     fast_1; the reward and correct-rate charts have one series each, the phases as bands named
+     as the API's steps run; the per-level toggle (off at first) adds one series per level;
   2. clicking a step row lists its candidates, clicking a candidate shows its evaluated source,
      its response shaded by denoising step (each token a span carrying its step, matching the
      API's trace) and the task's PyTorch reference beside it;
@@ -27,8 +30,8 @@ import time
 import urllib.parse
 import urllib.request
 
-PER_STEP_CHARTS = ["reward", "correct", "reward-level", "correct-level", "failures", "throughput",
-                   "policy", "learner", "exploration"]
+PER_STEP_CHARTS = ["reward", "correct", "failures", "throughput", "policy", "learner",
+                   "exploration"]
 
 
 class CheckFailed(Exception):
@@ -127,9 +130,7 @@ def expected_values(run):
 
     return {
         "reward": non_null([s["mean_reward"]]),
-        "correct": non_null([s["correct_rate"], s["compile_rate"]]),
-        "reward-level": non_null([v["mean_reward"] for v in run["by_level"].values()]),
-        "correct-level": non_null([v["correct_rate"] for v in run["by_level"].values()]),
+        "correct": non_null([s["correct_rate"]]),
         "failures": non_null(run["failure_rates"].values()),
         "throughput": non_null([on_steps("rollout/candidates_per_s"),
                                 run["reward_seconds_per_candidate"],
@@ -163,6 +164,96 @@ def check_charts(browser, api_base, run_id, want_steps):
         fail("speedup histogram empty though the API has %d speedups" % len(speedups))
     print("charts: %d steps, values %s" % (steps, {n: charts[n]["values"] for n in PER_STEP_CHARTS}))
     return steps
+
+
+def phase_bands(run):
+    """The phases as the page should band them, by name: runs of consecutive steps of one
+    phase (its name and whether it evaluates)."""
+    s = run["steps"]
+    runs = []
+    for i in range(len(s["step"])):
+        phase = (s["phase_name"][i] or s["phase"][i], s["evaluation"][i])
+        if not runs or runs[-1] != phase:
+            runs.append(phase)
+    return [name for name, _ in runs]
+
+
+def level_values(run, field):
+    """{"level L": non-null values} over every phase, as the toggle should add them."""
+    out = {}
+    for name, series in run["by_level"].items():
+        level = "level " + name.rsplit(" / level ", 1)[1]
+        out[level] = out.get(level, 0) + sum(1 for v in series[field] if v is not None)
+    return out
+
+
+STAGES_JS = """([...document.querySelectorAll('#stages-table tbody tr')].map(r => ({
+  phase: r.dataset.phase, exec: r.querySelector('[data-measure=exec]').textContent,
+  fast_1: r.querySelector('[data-measure=fast_1]').textContent})))"""
+
+SERIES_JS = """(Object.fromEntries(['reward', 'correct'].map(n => {
+  const box = document.querySelector('.chart[data-chart=' + n + ']');
+  const chart = window.diceDash.charts[n];
+  return [n, {series: Number(box.dataset.series), values: Number(box.dataset.values),
+              bands: box.dataset.bands,
+              labels: chart ? chart.series.slice(1).map(s => s.label) : []}];
+})))"""
+
+
+def shown_number(text):
+    return None if text == "-" else float(text)
+
+
+def check_first_view(browser, api_base, run_id):
+    """The evaluations table, one series per chart with the phases as bands, and the toggle."""
+    run = json.load(urllib.request.urlopen(api_base + "/api/run?run=" + run_id))
+    stages = run["stages"]
+    if not stages:
+        fail("the API lists no stage: the test's log has an evaluation phase")
+    rows = browser.wait_for("the evaluations table with %d rows" % len(stages),
+                            "(() => { const r = %s; return r.length === %d ? r : null; })()"
+                            % (STAGES_JS, len(stages)))
+    for row, stage in zip(rows, stages):
+        if row["phase"] != stage["phase"]:
+            fail("evaluations row shows phase %r, the API %r" % (row["phase"], stage["phase"]))
+        for measure in ("exec", "fast_1"):
+            shown, want = shown_number(row[measure]), stage[measure]
+            if (shown is None) != (want is None) or (want is not None
+                                                     and abs(shown - want) > 1e-3):
+                fail("evaluations row %s shows %s %r, the API has %r"
+                     % (stage["phase"], measure, row[measure], want))
+    charts = browser.eval(SERIES_JS)
+    bands = "|".join(phase_bands(run))
+    for name, label in (("reward", "mean reward"), ("correct", "correct rate")):
+        c = charts[name]
+        if c["series"] != 1 or c["labels"] != [label]:
+            fail("chart %s has series %s by default, want only %r" % (name, c["labels"], label))
+        if c["bands"] != bands:
+            fail("chart %s bands the phases %r, the API's steps run %r" % (name, c["bands"], bands))
+    print("first view: %d evaluation rows, one series per chart, bands %r"
+          % (len(rows), bands))
+
+    browser.eval("document.getElementById('level-toggle').click()")
+    for name, field, main in (("reward", "mean_reward", "mean reward"),
+                              ("correct", "correct_rate", "correct rate")):
+        levels = level_values(run, field)
+        if not levels:
+            fail("the API has no per-level series: the test's log has task records")
+        want_labels = [main] + sorted(levels)
+        want_values = non_null([run["steps"][field]]) + sum(levels.values())
+        got = browser.wait_for(
+            "chart %s with the level series %s" % (name, sorted(levels)),
+            "(() => { const c = %s[%s]; return c.series === %d ? c : null; })()"
+            % (SERIES_JS, json.dumps(name), len(want_labels)))
+        if got["labels"] != want_labels or got["values"] != want_values:
+            fail("with levels, chart %s has %s (%d values), want %s (%d)"
+                 % (name, got["labels"], got["values"], want_labels, want_values))
+    browser.eval("document.getElementById('level-toggle').click()")
+    browser.wait_for("the level series gone again",
+                     "(() => { const c = %s; return c.reward.series === 1 && "
+                     "c.correct.series === 1; })()" % SERIES_JS)
+    print("levels toggle: adds %s to both charts, off again" % sorted(level_values(
+        run, "mean_reward")))
 
 
 ALERTS_JS = """(() => {
@@ -249,7 +340,7 @@ def main():
     parser.add_argument("--ready-file", help="write it, then expect one more step to appear")
     parser.add_argument("--alert-steps", type=int, default=0,
                         help="steps written with an internal-error share above the alert's")
-    parser.add_argument("--screenshot", help="save a PNG of the page here at the end")
+    parser.add_argument("--screenshot", help="save a PNG of the first view here (docs/dice-dash.png)")
     args = parser.parse_args()
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -276,14 +367,18 @@ def main():
                                  ".dataset.points === '%d'" % (steps + 1))
                 check_charts(browser, args.url, args.run, steps + 1)
                 print("live: the charts grew to %d steps without a reload" % (steps + 1))
+            check_first_view(browser, args.url, args.run)
             check_internal_error_alerts(browser, args.url, args.run, args.alert_steps)
+            if args.screenshot:
+                # The first view, as a user sees it on opening the page.
+                import base64
+                browser.eval("window.scrollTo(0, 0)")
+                time.sleep(0.5)
+                shot = browser.call("Page.captureScreenshot", format="png")
+                open(args.screenshot, "wb").write(base64.b64decode(shot["data"]))
             check_candidate(browser, args.step, args.task, args.sample, args.source_text)
             check_trace_and_reference(browser, args.url, args.run, args.step, args.task,
                                       args.sample, args.reference_text)
-            if args.screenshot:
-                import base64
-                shot = browser.call("Page.captureScreenshot", format="png")
-                open(args.screenshot, "wb").write(base64.b64decode(shot["data"]))
         except CheckFailed as e:
             print("FAIL: %s" % e)
             return 1

@@ -1,12 +1,15 @@
 // dice-dash's page in a real browser: headless Chromium, driven over the DevTools protocol by
 // dice_dash_browser.py, loads the page over a reward log written as a run writes it, sees every
 // chart drawn with the points the API returned, sees one more step appear while the page is open
-// (this test appends it), then clicks into a candidate and sees its source, its tokens shaded by
+// (this test appends it), sees the first view (the evaluations table, the reward and correct-rate
+// charts with one series each and the phases as bands, the per-level toggle), then clicks into a
+// candidate and sees its source, its tokens shaded by
 // unmask step (each carrying its step) and the task's PyTorch reference; the appended step's
 // internal errors flag its row and the run. Skips, saying why, where there is no chromium
 // (tools/setup installs it).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -38,14 +41,30 @@ TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSourceTraceAn
   ASSERT_TRUE(dash.start({log}));
   const std::string ready = dir.sub("ready");
   const std::string output = dir.sub("browser.txt");
-  testing_util::ChildProcess browser(
-      "/usr/bin/python3",
-      {DICE_DASH_BROWSER_SCRIPT, "--url", "http://127.0.0.1:" + std::to_string(dash.port()),
-       "--run", "run-a", "--steps", "3", "--step", "0", "--task", "t1", "--sample", "1",
-       "--source-text", "t1 sample 1 step 0", "--reference-text",
-       "class Model(torch.nn.Module):  # reference of t1", "--ready-file=" + ready,
-       "--alert-steps=1"},
-      output);
+  std::vector<std::string> args = {DICE_DASH_BROWSER_SCRIPT,
+                                   "--url",
+                                   "http://127.0.0.1:" + std::to_string(dash.port()),
+                                   "--run",
+                                   "run-a",
+                                   "--steps",
+                                   "3",
+                                   "--step",
+                                   "0",
+                                   "--task",
+                                   "t1",
+                                   "--sample",
+                                   "1",
+                                   "--source-text",
+                                   "t1 sample 1 step 0",
+                                   "--reference-text",
+                                   "class Model(torch.nn.Module):  # reference of t1",
+                                   "--ready-file=" + ready,
+                                   "--alert-steps=1"};
+  // DICE_DASH_SCREENSHOT=PATH saves the first view there (docs/dice-dash.png is made so).
+  if (const char* shot = std::getenv("DICE_DASH_SCREENSHOT"); shot != nullptr && *shot) {
+    args.push_back(std::string("--screenshot=") + shot);
+  }
+  testing_util::ChildProcess browser("/usr/bin/python3", args, output);
 
   // The script writes `ready` once it has checked the first three steps; then step 3 is
   // appended while the page stays open, one of its four verdicts an internal error (above the
@@ -72,6 +91,14 @@ TEST(DiceDashBrowserTest, ChartsDrawUpdateLiveAndACandidateShowsItsSourceTraceAn
   EXPECT_NE(said.find("candidate t1/1: source shown"), std::string::npos) << said;
   EXPECT_NE(said.find("candidate t1/1: trace of"), std::string::npos) << said;
   EXPECT_NE(said.find("internal errors: steps [3] flagged"), std::string::npos) << said;
+  // The first view: a row for the eval step's stage, the phases rl, eval, rl as bands.
+  EXPECT_NE(said.find("first view: 1 evaluation rows, one series per chart, bands "
+                      "'rl|eval|rl'"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("levels toggle: adds ['level 1', 'level 2'] to both charts"),
+            std::string::npos)
+      << said;
   ASSERT_TRUE(writer->close().ok());
 }
 

@@ -186,15 +186,17 @@ inline rewardlog::LogRecord kernel_record(const std::string& run_id, uint64_t st
 
 // The records of one step, as the learner writes them: candidates and their kernels, then the
 // StepRecord and the metric series from the learner's own builders (learner/step_records.h).
+// The phase is named `phase_name`, or "eval" / "rl" when it is empty.
 inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id, uint64_t step,
                                                       uint64_t policy_version, bool evaluation,
-                                                      const std::vector<CandidateSpec>& specs) {
+                                                      const std::vector<CandidateSpec>& specs,
+                                                      const std::string& phase_name = "") {
   std::vector<rewardlog::LogRecord> records;
   StepSettings settings;
   settings.run_id = run_id;
   settings.step = step;
   settings.policy_version = policy_version;
-  settings.phase_name = evaluation ? "eval" : "rl";
+  settings.phase_name = !phase_name.empty() ? phase_name : evaluation ? "eval" : "rl";
   settings.evaluation = evaluation;
   // The run meets its tasks at step 0: their records, from the learner's own builder.
   for (const std::string task : {"t1", "t2"}) {
@@ -257,6 +259,31 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
   return records;
 }
 
+// The evaluation table of phase `phase` for all its tasks, as the learner writes it at the
+// phase's last step `step` (learner/run_loop.cc: report_evaluation, with the learner's
+// metric_record). The values are the test's: dice-dash shows them, it does not recompute them.
+struct EvalTable {
+  double exec = 0, fast_1 = 0, fast_2 = 0, tasks = 0;
+};
+inline std::vector<rewardlog::LogRecord> eval_table_records(const std::string& run_id,
+                                                            const std::string& phase, uint64_t step,
+                                                            const EvalTable& t) {
+  std::vector<rewardlog::LogRecord> records;
+  for (const auto& [name, value] : {std::pair<const char*, double>{"exec", t.exec},
+                                    {"fast_1", t.fast_1},
+                                    {"fast_2", t.fast_2},
+                                    {"tasks", t.tasks}}) {
+    records.push_back(must(dice::metric_record(run_id, "eval/" + phase + "/" + name, step, value,
+                                               1764460000000 + static_cast<int64_t>(step))));
+  }
+  return records;
+}
+
+// The table write_steps logs for its eval step (step 2, phase "eval").
+inline EvalTable fixture_eval_table() {
+  return EvalTable{0.5, 0.25, 0, 2};
+}
+
 inline rewardlog::LogRecord run_record(const std::string& run_id) {
   capnp::MallocMessageBuilder message;
   auto r = message.initRoot<schema::RunRecord>();
@@ -292,7 +319,13 @@ inline void write_steps(rewardlog::RewardLogWriter& writer, uint64_t first, uint
   const auto specs = fixture_steps();
   for (uint64_t step = first; step < last; ++step) {
     const auto& spec = specs[step % specs.size()];
-    ASSERT_TRUE(writer.append(step_records("run-a", step, step, step == 2, spec)).ok());
+    auto records = step_records("run-a", step, step, step == 2, spec);
+    if (step == 2) {
+      for (auto& r : eval_table_records("run-a", "eval", step, fixture_eval_table())) {
+        records.push_back(std::move(r));
+      }
+    }
+    ASSERT_TRUE(writer.append(std::move(records)).ok());
   }
 }
 
@@ -302,6 +335,18 @@ inline std::unique_ptr<rewardlog::RewardLogWriter> open_writer(const std::string
   auto writer = rewardlog::RewardLogWriter::open(options);
   EXPECT_TRUE(writer.ok()) << writer.status().to_string();
   return writer.ok() ? std::move(writer).value() : nullptr;
+}
+
+// A new log at `path`: run-a's run record, then `parts` (each some records, a step's for
+// example) in one batch; closed.
+inline void write_log(const std::string& path,
+                      const std::vector<std::vector<rewardlog::LogRecord>>& parts) {
+  auto writer = open_writer(path);
+  ASSERT_NE(writer, nullptr);
+  std::vector<rewardlog::LogRecord> records = {run_record("run-a")};
+  for (const auto& part : parts) records.insert(records.end(), part.begin(), part.end());
+  ASSERT_TRUE(writer->append(std::move(records)).ok());
+  ASSERT_TRUE(writer->close().ok());
 }
 
 }  // namespace dice::dash::testing

@@ -9,6 +9,7 @@
 #include "rewardlog/export.h"
 #include "rewardlog/step_exploration.h"
 #include "rewardlog/step_internal_errors.h"
+#include "tools/dice-dash/eval_stages.h"
 #include "tools/dice-dash/trace_json.h"
 
 namespace dice::dash {
@@ -383,6 +384,7 @@ ApiResponse Api::run(const Query& query) {
                    {"run_id", run_id.value()},
                    {"run", parsed(rewardlog::record_to_json(r))},
                    {"steps", step_columns(steps.value())},
+                   {"stages", eval_stages(steps.value(), metrics.value())},
                    {"failure_rates", rate_columns(aggregates, &StepAggregate::failures, "none")},
                    {"finding_rates", rate_columns(aggregates, &StepAggregate::findings, "")},
                    {"reward_seconds_per_candidate", reward_seconds},

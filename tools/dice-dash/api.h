@@ -15,7 +15,9 @@
 //                                                    internal_errors, internal_error_share and
 //                                                    internal_error_alert (share above
 //                                                    "internal_error_alert_above":
-//                                                    rewardlog/step_internal_errors.h) per step
+//                                                    rewardlog/step_internal_errors.h) per step;
+//                                                    "stages": the evaluation phases with the
+//                                                    learner's Exec, fast_1 (eval_stages.h)
 //   GET /api/step?log=L&run=R&step=S                 the step's groups and their candidates
 //   GET /api/candidate?log=L&run=R&step=S&task=T&sample=N
 //                                                    one candidate: verdict, findings, response,

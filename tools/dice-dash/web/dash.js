@@ -1,14 +1,16 @@
 // dice-dash's page: reads the JSON API (tools/dice-dash/api.h) and draws it with uPlot.
-// Every chart's element carries data-points (x values plotted) and data-values (non-null y
-// values over its series) once drawn; window.diceDash exposes the uPlot instances. The browser
-// test (tests/tools/dice_dash_browser.py) reads both.
+// Every chart's element carries data-points (x values plotted), data-values (non-null y
+// values over its series) and data-series (how many series) once drawn; a chart with phase bands
+// also data-bands (the bands' labels, joined by "|"). window.diceDash exposes the uPlot
+// instances. The browser test (tests/tools/dice_dash_browser.py) reads them.
 "use strict";
 
 const POLL_MS = 2000;
 const COLORS = ["#1565c0", "#c62828", "#2e7d32", "#f9a825", "#6a1b9a", "#00838f", "#ef6c00",
   "#4e342e", "#ad1457", "#546e7a"];
+const STEP_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000];
 const state = { runs: [], log: null, run: null, step: null, task: null, sample: null,
-  data: null, metric: null };
+  data: null, metric: null, levels: false };
 const charts = {};
 window.diceDash = { charts, state };
 
@@ -64,11 +66,65 @@ function chartBox(name) {
   return document.querySelector('.chart[data-chart="' + name + '"]');
 }
 
-// Draws (or redraws) chart `name`: x values and named y series.
+// The phases of the steps as bands: runs of consecutive steps of one phase, each
+// {from, to, label, evaluation} (first and last step; the label is the phase's name).
+function phaseBands(s) {
+  const bands = [];
+  s.step.forEach((step, i) => {
+    const label = s.phase_name[i] || s.phase[i];
+    const last = bands[bands.length - 1];
+    if (last && last.label === label && last.evaluation === s.evaluation[i]) last.to = step;
+    else bands.push({ from: step, to: step, label, evaluation: s.evaluation[i] });
+  });
+  return bands;
+}
+
+// uPlot hook: shades each phase's steps behind the series (evaluations amber, training phases
+// grey, neighbours in two shades, a line between phases) and writes the phase's name at its top,
+// upright along its left edge where the band is too narrow for it.
+function drawBands(u) {
+  const bands = u._diceBands || [];
+  const ctx = u.ctx;
+  const { left, top, width, height } = u.bbox;
+  const px = devicePixelRatio || 1;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(left, top, width, height);
+  ctx.clip();
+  ctx.font = Math.round(10 * px) + "px system-ui, sans-serif";
+  ctx.textBaseline = "top";
+  ctx.textAlign = "left";  // uPlot leaves the axes' alignment set
+  bands.forEach((b, i) => {
+    const x0 = u.valToPos(b.from - 0.5, "x", true);
+    const x1 = u.valToPos(b.to + 0.5, "x", true);
+    ctx.fillStyle = b.evaluation ? (i % 2 ? "rgba(255, 167, 38, 0.30)" :
+      "rgba(255, 167, 38, 0.18)") : i % 2 ? "rgba(84, 110, 122, 0.12)" : "rgba(84, 110, 122, 0.05)";
+    ctx.fillRect(x0, top, x1 - x0, height);
+    if (i > 0) {
+      ctx.fillStyle = "rgba(69, 90, 100, 0.5)";
+      ctx.fillRect(x0, top, px, height);
+    }
+    ctx.fillStyle = "#37474f";
+    if (ctx.measureText(b.label).width <= x1 - x0 - 4 * px) {
+      ctx.fillText(b.label, x0 + 2 * px, top + 2 * px);
+    } else if (x1 - x0 >= 12 * px) {
+      ctx.save();
+      ctx.translate(x0 + 2 * px, top + 2 * px);
+      ctx.rotate(Math.PI / 2);
+      ctx.textBaseline = "bottom";
+      ctx.fillText(b.label, 0, 0);
+      ctx.restore();
+    }
+  });
+  ctx.restore();
+}
+
+// Draws (or redraws) chart `name`: x values and named y series. opts: none (the text when
+// there is nothing to draw), xLabel, bars (a histogram), bands (phaseBands: shaded behind the
+// series, the x scale padded by half a step, the y scale leaving room for the names).
 function plot(name, x, series, opts) {
   const box = chartBox(name);
-  const old = box.querySelector(".none");
-  if (old) old.remove();
+  box.querySelectorAll(".none").forEach((old) => old.remove());
   const names = Object.keys(series);
   const data = [x, ...names.map((n) => series[n])];
   const key = names.join("\u0000") + (opts && opts.bars ? "|bars" : "");
@@ -85,12 +141,25 @@ function plot(name, x, series, opts) {
     chart.setData(data);
   } else {
     const width = Math.max(box.clientWidth - 10, 300);
+    const banded = !!(opts && opts.bands);
     chart = new uPlot({
-      width, height: 200,
-      scales: { x: { time: false } },
-      axes: [{ label: (opts && opts.xLabel) || "step" }, {}],
+      width, height: banded ? 240 : 200,
+      scales: banded ? {
+        x: { time: false, range: (u, min, max) => [min - 0.5, max + 0.5] },
+        y: { range: (u, min, max) => {
+          // From 0 (or below), with a fifth more on top for the phases' names.
+          const low = Math.min(0, min);
+          const high = max > low ? max : low + 1;
+          return [low, high + 0.2 * (high - low)];
+        } },
+      } : { x: { time: false } },
+      // Steps are whole numbers: ticks at whole steps only (a histogram's x is not steps).
+      axes: [{ label: (opts && opts.xLabel) || "step",
+        incrs: opts && opts.xLabel ? undefined : STEP_INCRS }, {}],
+      hooks: banded ? { drawClear: [drawBands] } : {},
       series: [{ label: (opts && opts.xLabel) || "step" }, ...names.map((n, i) => ({
-        label: n, stroke: COLORS[i % COLORS.length], width: 1.5,
+        label: n, stroke: COLORS[i % COLORS.length], width: banded ? (i === 0 ? 2 : 1.25) : 1.5,
+        dash: banded && i > 0 ? [5, 3] : undefined,
         fill: opts && opts.bars ? COLORS[i % COLORS.length] + "88" : undefined,
         paths: opts && opts.bars ? uPlot.paths.bars({ size: [0.9] }) : undefined,
         points: { show: x.length < 60 },
@@ -99,22 +168,31 @@ function plot(name, x, series, opts) {
     chart._diceKey = key;
     charts[name] = chart;
   }
+  if (chart && opts && opts.bands) {
+    chart._diceBands = opts.bands;
+    chart.redraw(false, false);
+    box.dataset.bands = opts.bands.map((b) => b.label).join("|");
+  }
   const values = names.reduce((sum, n) =>
     sum + series[n].filter((v) => v !== null && v !== undefined).length, 0);
   if (x.length > 0 && names.length > 0 && values === 0) {
     box.append(el("p", { class: "none" }, "every value is empty (null) so far"));
   }
+  if (opts && opts.note) box.append(el("p", { class: "none" }, opts.note));
+  box.dataset.series = String(chart ? names.length : 0);
   box.dataset.points = String(x.length);
   box.dataset.values = String(values);
 }
 
-// One series per value of `groups` (a phase name per step): `values` where the step is in it.
-function splitBy(groups, values) {
+// One series per curriculum level over every phase ("level L"), from the API's
+// "<phase> / level <L>" series: a step is of one phase, so at most one of them has its value.
+function levelSeries(byLevel, field, steps) {
   const out = {};
-  groups.forEach((group, i) => {
-    if (!(group in out)) out[group] = values.map(() => null);
-    out[group][i] = values[i];
-  });
+  for (const name of Object.keys(byLevel).sort()) {
+    const level = "level " + name.slice(name.lastIndexOf(" / level ") + 9);
+    if (!(level in out)) out[level] = steps.map(() => null);
+    byLevel[name][field].forEach((v, i) => { if (v !== null) out[level][i] = v; });
+  }
   return out;
 }
 
@@ -137,16 +215,15 @@ function histogram(values) {
 
 function drawRun(d) {
   const s = d.steps;
-  const phases = s.phase_name.map((n, i) => (n || s.phase[i]) + (s.evaluation[i] ? " (eval)" : ""));
-  plot("reward", s.step, splitBy(phases, s.mean_reward));
-  plot("correct", s.step, Object.assign(splitBy(phases, s.correct_rate),
-    { "compile rate (all phases)": s.compile_rate }));
-  const levels = Object.keys(d.by_level).sort();
-  const noLevels = { none: "no task levels in this log (it has no task records)" };
-  plot("reward-level", s.step, Object.fromEntries(levels.map((n) =>
-    [n, d.by_level[n].mean_reward])), noLevels);
-  plot("correct-level", s.step, Object.fromEntries(levels.map((n) =>
-    [n, d.by_level[n].correct_rate])), noLevels);
+  // One series each over every step, the phases as bands behind it; the per-level series only
+  // when asked for (the toggle), one per level.
+  const bands = phaseBands(s);
+  const withLevels = (main, field) => Object.assign({ [main]: s[field] },
+    state.levels ? levelSeries(d.by_level, field, s.step) : {});
+  const note = state.levels && Object.keys(d.by_level).length === 0 ?
+    "no task levels in this log (it has no task records)" : undefined;
+  plot("reward", s.step, withLevels("mean reward", "mean_reward"), { bands, note });
+  plot("correct", s.step, withLevels("correct rate", "correct_rate"), { bands, note });
   plot("failures", s.step, d.failure_rates, { none: "no failures logged" });
   plot("findings", s.step, d.finding_rates, { none: "no anti-cheat findings logged" });
   const h = histogram(d.speedups);
@@ -213,6 +290,22 @@ function internalErrorBanner(d) {
     "learner.internal_errors is unscored); see the reward workers' logs")];
 }
 
+// The evaluation phases: the learner's table for all their tasks (null until it is logged).
+function drawStagesTable(d) {
+  const rows = d.stages.map((g) => el("tr", { "data-phase": g.phase, "data-step": g.first_step,
+    class: g.exec === null ? "eval-pending" : "",
+    onclick: () => go({ log: d.log, run: d.run_id, step: g.first_step }) },
+  el("td", {}, g.phase), el("td", {}, g.policy_version), el("td", {}, g.split || "-"),
+  el("td", {}, g.kind || "-"),
+  el("td", {}, g.first_step === g.last_step ? g.first_step : g.first_step + "\u2013" + g.last_step),
+  el("td", {}, fmt(g.tasks)), el("td", { "data-measure": "exec" }, fmt(g.exec, 3)),
+  el("td", { "data-measure": "fast_1" }, fmt(g.fast_1, 3)), el("td", {}, fmt(g.fast_2, 3))));
+  $("stages-table").tBodies[0].replaceChildren(...rows);
+  $("stages-note").textContent = d.stages.length === 0 ? "no evaluation phase has run yet" :
+    "The learner's table over all of each phase's tasks (\"-\" until the phase ends). " +
+    "Intervals and changes against the noise floor: tools/learning-report.";
+}
+
 function drawStepsTable(d) {
   const s = d.steps;
   const body = $("steps-table").tBodies[0];
@@ -257,6 +350,7 @@ async function refreshRun() {
   $("run-warnings").replaceChildren(...warnings);
   $("not-in-log").textContent = d.not_in_log.length ? "Not in the reward log, so not shown: " +
     d.not_in_log.map((f) => f.field + " (" + f.why + ")").join("; ") + "." : "";
+  drawStagesTable(d);
   drawRun(d);
   drawStepsTable(d);
 }
@@ -417,6 +511,10 @@ $("run-select").onchange = (e) => {
   go({ log, run: run.join("/") });
 };
 $("metric-select").onchange = () => { if (state.data) drawMetric(state.data); };
+$("level-toggle").onchange = (e) => {
+  state.levels = e.target.checked;
+  if (state.data) drawRun(state.data);
+};
 window.addEventListener("hashchange", route);
 
 async function poll() {
