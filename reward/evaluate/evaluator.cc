@@ -177,9 +177,9 @@ std::string prestart_key(const SandboxSpec& spec) {
   key << '\1' << spec.workdir << '\0' << spec.scratch_root << '\0' << spec.memory_limit_mb << ' '
       << spec.limit_data_not_address_space << ' ' << spec.cpu_time_seconds << ' '
       << spec.max_output_mb << ' ' << spec.max_processes << ' ' << spec.max_open_files << ' '
-      << spec.isolate << spec.allow_network << spec.fresh_network_namespace << ' ' << spec.uid
-      << ' ' << spec.gid << ' ' << spec.input_pipe << ' ' << static_cast<int>(spec.cgroups) << ' '
-      << spec.tmpfs_size_mb << '\1';
+      << spec.isolate << spec.allow_network << ' ' << spec.uid << ' ' << spec.gid << ' '
+      << spec.input_pipe << ' ' << static_cast<int>(spec.cgroups) << ' ' << spec.tmpfs_size_mb
+      << '\1';
   for (const auto& p : spec.read_only_paths) key << p << '\0';
   key << '\1';
   for (int gpu : spec.gpu_devices) key << gpu << ' ';

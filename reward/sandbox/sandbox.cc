@@ -346,7 +346,7 @@ bool SandboxProcess::lease_network_namespace(const SandboxSpec& spec, bool drop)
   // nothing of the run is left in the namespace.
   NetnsLease& netns = *netns_;
   bool own_netns = !spec.allow_network;
-  if (own_netns && !spec.fresh_network_namespace) {
+  if (own_netns) {
     auto lease = NetnsPool::shared().acquire();
     if (lease.ok()) {
       netns = std::move(lease).value();

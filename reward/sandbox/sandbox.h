@@ -124,10 +124,6 @@ struct SandboxSpec {
   std::int64_t tmpfs_size_mb = 256;
   // Keep the worker's network (no network namespace) even when isolating. Default: false
   bool allow_network = false;
-  // Create and destroy a network namespace for this run (clone(CLONE_NEWNET), the cost
-  // NetnsPool avoids) instead of leasing one from the pool; sandbox_bench compares the two.
-  // Default: false
-  bool fresh_network_namespace = false;
   // uid/gid the child runs as when the worker is root; -1 = keep root (isolated: uid 0 of its
   // user namespace, mapped to the host's root, with no capability); kUniqueSandboxUid = a uid
   // of its own for this run (SandboxUid). Default: kUniqueSandboxUid

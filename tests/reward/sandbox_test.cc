@@ -244,13 +244,6 @@ TEST(SandboxTest, EvaluationRunsJoinAPooledNetworkNamespace) {
   EXPECT_TRUE(r.pooled_network);
   EXPECT_EQ(first_line(r.stdout_text).rfind("net:[", 0), 0u) << r.stdout_text;
   EXPECT_NE(first_line(r.stdout_text), worker_netns());
-
-  SandboxSpec fresh = python_spec(kPrintNetns);
-  fresh.fresh_network_namespace = true;
-  SandboxResult f = run_ok(fresh);
-  ASSERT_TRUE(f.succeeded()) << f.stderr_text;
-  EXPECT_FALSE(f.pooled_network);
-  EXPECT_NE(first_line(f.stdout_text), worker_netns());
 }
 
 TEST(SandboxTest, ConcurrentRunsGetDifferentNetworkNamespaces) {
