@@ -5,7 +5,7 @@ kernel check's first session on one small op. N processes start at once, as a re
 GPU slots start theirs; the table gives each phase's median and largest wall and CPU seconds.
 
 Usage (on a GPU node, the PyTorch venv's python):
-  python3 tools/bench/reward/evaluator_start.py --processes 16 --kernel-check profiler,cupti \
+  python3 tools/bench/lab/reward/evaluator_start.py --processes 16 --kernel-check profiler,cupti \
       --launch-probe build-gpu/reward/dice_launch_probe.so
 Without a CUDA device (--device cpu) only the imports are measured, and the table says so.
 Exit: 0, 2 usage, 77 no torch in this python (a skip for CTest).
@@ -22,7 +22,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "reward", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "reward", "python"))
 
 
 def cpu_seconds():

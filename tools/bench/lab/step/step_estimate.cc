@@ -17,8 +17,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tools/bench/lab/step/step_estimate.h"
 #include "tools/bench/sdar_shapes.h"
-#include "tools/bench/step/step_estimate.h"
 
 int main(int argc, char** argv) {
   dice::bench::StepRates r;
