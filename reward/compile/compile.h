@@ -86,6 +86,14 @@ struct CompileOptions {
   // The verdict is the same (the full headers decide either way); a broken candidate costs up to
   // five compiles instead of two. For comparison (tools/bench/reward). Default: false
   bool intermediate_header_tiers = false;
+  // A compile error that the diagnostics show to be the candidate's own (compile_diagnostics.h:
+  // a syntax error, a name, member or argument count of its own...) ends the build in the light
+  // tier that saw it (split, lean), instead of compiling again with the full headers, which
+  // could not fix it: on the H200 a compile error took 26-60 s against 10-15 s for a success,
+  // and an RL step waits for its slowest compile. The verdict is the same; what the reader is
+  // unsure of still moves on. Off: every plain error moves to the next tier (before
+  // 2026-12-06), for comparison (tools/bench/reward). Default: true
+  bool own_errors_end_build = true;
   // Before those, build kernels without torch headers and the host code in the binding file
   // (split_sources.h), where that keeps load_inline's meaning. Part of the cache key.
   // Default: true
@@ -174,6 +182,9 @@ class Compiler {
   std::uint64_t full_header_builds() const { return full_header_builds_.load(); }
   // Builds whose .cu did not compile with the lean headers (and was retried with the slim ones).
   std::uint64_t lean_header_fallbacks() const { return lean_header_fallbacks_.load(); }
+  // Builds that ended with a compile error in a light tier (split, lean, slim) because its
+  // diagnostics show the candidate's own error (compile_diagnostics.h): decided in one try.
+  std::uint64_t own_error_builds() const { return own_error_builds_.load(); }
   // Builds that did not end as split builds (split_host_device on): the split did not apply,
   // or did not compile or link (then the build went on with torch headers).
   std::uint64_t split_fallbacks() const { return split_fallbacks_.load(); }
@@ -211,6 +222,7 @@ class Compiler {
   std::uint64_t build_counter_ = 0;
   std::atomic<std::uint64_t> full_header_builds_{0};
   std::atomic<std::uint64_t> lean_header_fallbacks_{0};
+  std::atomic<std::uint64_t> own_error_builds_{0};
   std::atomic<std::uint64_t> split_fallbacks_{0};
   std::atomic<std::uint64_t> aten_binding_fallbacks_{0};
   std::mutex eviction_mu_;  // one eviction pass at a time (a build finding it held skips its own)

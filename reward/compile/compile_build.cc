@@ -2,9 +2,10 @@
 //
 //   check names and flags -> reserve memory for both compilers -> a build folder of its own ->
 //   the split build (kernels without torch headers, split_sources.h), where it applies ->
-//   else the header tiers: lean, then full (a plain compile error moves to the next tier; a
-//   timeout, the memory or a crash ends the build: compile_limits.h); after a failed split build
-//   the full headers alone -> link ->
+//   else the header tiers: lean, then full (a plain compile error moves to the next tier unless
+//   its diagnostics show the candidate's own error, compile_diagnostics.h; a timeout, the memory
+//   or a crash ends the build: compile_limits.h); after a failed split build the full headers
+//   alone -> link ->
 //   the size limit (compile_cache.h) -> hand the folder to the worker's uid and rename it into the
 //   cache (after which the worker evicts what is over the cache's budget).
 //
@@ -25,6 +26,7 @@
 #include "common/seconds_since.h"
 #include "reward/compile/compile.h"
 #include "reward/compile/compile_cache.h"
+#include "reward/compile/compile_diagnostics.h"
 #include "reward/compile/split_sources.h"
 
 namespace dice {
@@ -284,14 +286,18 @@ class Compiler::Build {
 
   // Both translation units with one header set (or split: the kernels without torch, the host
   // code in the binding file), compiled at the same time. With `binding_only` only the binding
-  // file compiles. An error result is the first failure, ready to return; `binding_failed` says
-  // whether it was the binding's compile error (the .cu compiled).
+  // file compiles. An error result is the first failure, ready to return (a plain error that
+  // `decide` reads as the candidate's own, own_error_, before another); `binding_failed` says
+  // whether it was the binding's compile error (the .cu compiled). `decide`: how to read plain
+  // errors (compile_diagnostics.h), none where no heavier tier follows.
   std::optional<CompileOutcome> compile_objects(const char* tier, TorchHeaders headers,
                                                 const SplitSources* split,
                                                 TorchHeaders binding_headers, bool binding_only,
-                                                bool* binding_failed) {
+                                                bool* binding_failed,
+                                                std::optional<DiagnosticsScope> decide) {
     if (binding_failed != nullptr) *binding_failed = false;
     plain_error_ = false;  // until a compiler says so: the service's own failures end the build
+    own_error_ = false;
     double seconds_left = 0;
     if (auto spent = budget_left(&seconds_left)) return spent;
     out_.tiers.emplace_back(tier);
@@ -307,6 +313,7 @@ class Compiler::Build {
     if (!binding_only) nvcc_run = run_sandboxed(nvcc_spec);
     Result<SandboxResult> cxx_run = cxx_future.get();
     const Result<SandboxResult>* plain = nullptr;  // the first plain compile error
+    std::vector<const Result<SandboxResult>*> plain_runs;
     for (const auto* run : {nvcc_run ? &*nvcc_run : nullptr, &cxx_run}) {
       if (run == nullptr) continue;
       if (!run->ok()) return fail(FC::INTERNAL_ERROR, run->status().message());
@@ -317,8 +324,24 @@ class Compiler::Build {
         return compiler_failed(run->value(), compiler_name(run == &cxx_run));
       }
       if (plain == nullptr) plain = run;
+      plain_runs.push_back(run);
     }
     if (plain == nullptr) return std::nullopt;
+    for (const auto* run : plain_runs) {
+      if (!decide) break;
+      const SandboxResult& r = run->value();
+      const CompileErrorReading reading = read_compile_errors(
+          r.stderr_text + r.stdout_text, ext_, *decide,
+          run == &cxx_run ? DiagnosticsCompiler::kHostCxx : DiagnosticsCompiler::kNvcc);
+      DICE_LOG(Debug) << "compile error read" << kv("hash", hash_) << kv("tier", tier)
+                      << kv("compiler", run == &cxx_run ? "c++" : "nvcc")
+                      << kv("own_error", reading.own_error) << kv("why", reading.why);
+      if (reading.own_error) {
+        own_error_ = true;
+        plain = run;
+        break;
+      }
+    }
     if (binding_failed != nullptr) *binding_failed = plain == &cxx_run;
     return compiler_failed(plain->value(), compiler_name(plain == &cxx_run));
   }
@@ -332,6 +355,21 @@ class Compiler::Build {
 
   static const char* compiler_name(bool binding) {
     return binding ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ";
+  }
+
+  // How compile_objects reads a light tier's plain errors (none: every one moves on).
+  std::optional<DiagnosticsScope> decide(DiagnosticsScope scope) const {
+    if (!c_.options_.own_errors_end_build) return std::nullopt;
+    return scope;
+  }
+
+  // A light tier's error that is the candidate's own ends the build there: the heavier headers
+  // would end it the same way, a compile later.
+  std::optional<CompileOutcome> own_error_ends_build(std::optional<CompileOutcome> failed) {
+    ++c_.own_error_builds_;
+    DICE_LOG(Debug) << "compile error is the candidate's own; no heavier headers tried"
+                    << kv("hash", hash_) << kv("tier", out_.tiers.back());
+    return failed;
   }
 
   std::optional<CompileOutcome> link_module() {
@@ -374,14 +412,17 @@ class Compiler::Build {
       bool binding_failed = false;
       failed = compile_objects("split", TorchHeaders::kSlim, &split_->value(),
                                aten_ ? TorchHeaders::kAten : TorchHeaders::kSlim, false,
-                               &binding_failed);
+                               &binding_failed, decide(DiagnosticsScope::kSplit));
+      if (failed && own_error_) return own_error_ends_build(std::move(failed));
       if (failed && aten_ && binding_failed && plain_error_) {
         // The host code needs more of torch than kAten has: kSlim's binding, same kernels.o.
         DICE_LOG(Debug) << "binding failed with the ATen headers; retrying with the slim ones"
                         << kv("hash", hash_);
         ++c_.aten_binding_fallbacks_;
-        failed = compile_objects("split-slim-binding", TorchHeaders::kSlim, &split_->value(),
-                                 TorchHeaders::kSlim, true, nullptr);
+        failed =
+            compile_objects("split-slim-binding", TorchHeaders::kSlim, &split_->value(),
+                            TorchHeaders::kSlim, true, nullptr, decide(DiagnosticsScope::kSplit));
+        if (failed && own_error_) return own_error_ends_build(std::move(failed));
       }
       if (!failed) failed = link_module();
       if (failed && !plain_error_) return failed;  // out of time or memory, or the service's own
@@ -420,12 +461,15 @@ class Compiler::Build {
     tiers.push_back({"full", TorchHeaders::kFull, TorchHeaders::kFull});
     std::optional<CompileOutcome> failed;
     for (const Tier& tier : tiers) {
-      failed = compile_objects(tier.name, tier.kernels, nullptr, tier.binding, false, nullptr);
+      const bool last = tier.kernels == TorchHeaders::kFull;
+      failed = compile_objects(tier.name, tier.kernels, nullptr, tier.binding, false, nullptr,
+                               last ? std::nullopt : decide(DiagnosticsScope::kHeaders));
       if (!failed) {
-        if (tier.kernels == TorchHeaders::kFull) ++c_.full_header_builds_;
+        if (last) ++c_.full_header_builds_;
         break;
       }
       if (!plain_error_) return failed;  // out of time or memory, or a crash: no other tier
+      if (own_error_) return own_error_ends_build(std::move(failed));
       if (tier.kernels == TorchHeaders::kLean) ++c_.lean_header_fallbacks_;
       if (tier.kernels != TorchHeaders::kFull) {
         DICE_LOG(Debug) << tier.name << " headers failed; retrying with heavier ones"
@@ -499,6 +543,9 @@ class Compiler::Build {
   // Whether the last failure was a plain compile error (compile_log.h: CompilerFailure), the only
   // kind a later tier may still turn into a build.
   bool plain_error_ = false;
+  // Whether that plain error was read as the candidate's own (compile_diagnostics.h): then no
+  // later tier is tried.
+  bool own_error_ = false;
 };
 
 CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& hash,

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -50,30 +51,27 @@ size_t digits_at(const std::string& s, size_t i) {
   return n;
 }
 
-// Where a diagnostic points: the file, and where its message starts in the line.
-struct Location {
-  std::string path;
-  size_t message_at = 0;
-};
+}  // namespace
 
-// "path:line:col: msg", "path:line: msg", "path: In function ...", "path: At global scope"
-// (gcc) or "path(line): msg" (EDG). Unindented lines only: the caller checks.
-std::optional<Location> diagnostic_location(const std::string& line) {
+std::optional<DiagnosticLocation> diagnostic_location(const std::string& line) {
   for (size_t colon = line.find(':'); colon != std::string::npos && colon > 0;
        colon = line.find(':', colon + 1)) {
     size_t at = colon + 1;
     size_t n = digits_at(line, at);
     if (n == 0 || at + n >= line.size() || line[at + n] != ':') continue;
+    const int number = std::atoi(line.c_str() + at);
     at += n + 1;
     if (size_t col = digits_at(line, at);
         col > 0 && at + col < line.size() && line[at + col] == ':')
       at += col + 1;
-    if (at < line.size() && line[at] == ' ') return Location{line.substr(0, colon), at + 1};
+    if (at < line.size() && line[at] == ' ') {
+      return DiagnosticLocation{line.substr(0, colon), number, at + 1};
+    }
   }
   if (size_t sep = line.find(": "); sep != std::string::npos && sep > 0) {
     const std::string rest = line.substr(sep + 2);
     if (rest.rfind("In ", 0) == 0 || rest.rfind("At global scope", 0) == 0) {
-      return Location{line.substr(0, sep), sep + 2};
+      return DiagnosticLocation{line.substr(0, sep), 0, sep + 2};
     }
   }
   for (size_t paren = line.find('('); paren != std::string::npos && paren > 0;
@@ -81,11 +79,14 @@ std::optional<Location> diagnostic_location(const std::string& line) {
     const size_t n = digits_at(line, paren + 1);
     const size_t close = paren + 1 + n;
     if (n > 0 && line.compare(close, 3, "): ") == 0) {
-      return Location{line.substr(0, paren), close + 3};
+      return DiagnosticLocation{line.substr(0, paren), std::atoi(line.c_str() + paren + 1),
+                                close + 3};
     }
   }
   return std::nullopt;
 }
+
+namespace {
 
 // The message's kind ("error: ", "fatal error: ", "warning #177-D: "), kept when the rest goes.
 std::string message_kind(const std::string& message) {
@@ -219,7 +220,7 @@ std::string redact_compiler_log(const std::string& log, const CompileLogPolicy& 
       }
       continue;
     }
-    std::optional<Location> at;
+    std::optional<DiagnosticLocation> at;
     if (line.rfind("In file included from ", 0) != 0) at = diagnostic_location(line);
     if (!at) {  // a summary, an include chain, a driver's message: the compiler's own words
       owner = Owner::kOwn;

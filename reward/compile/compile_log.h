@@ -21,6 +21,7 @@
 // compilers indent every quoted line, so no file content can pose as a diagnostic line.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,15 @@ struct CompilerFailure {
 // allocating", "Killed signal terminated program", "internal compiler error"). Only unindented
 // lines count, so a quoted source line (say a TORCH_CHECK saying "out of memory") never does.
 CompilerFailure classify_compiler_failure(const SandboxResult& run);
+
+// Where one unindented line of compiler output points (see the top of this file): the file as
+// printed, its line (0 for gcc's "path: In function ..."), and where the message starts.
+struct DiagnosticLocation {
+  std::string path;
+  int line = 0;
+  size_t message_at = 0;
+};
+std::optional<DiagnosticLocation> diagnostic_location(const std::string& line);
 
 // `log` with what the policy says must not be quoted left out (see the top of this file).
 std::string redact_compiler_log(const std::string& log, const CompileLogPolicy& policy);

@@ -217,6 +217,7 @@ TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheFullOnes) {
   EXPECT_EQ(built.tiers, (std::vector<std::string>{"lean", "full"}));
   EXPECT_EQ(compiler.lean_header_fallbacks(), 1u);
   EXPECT_EQ(compiler.full_header_builds(), 1u);
+  EXPECT_EQ(compiler.own_error_builds(), 0u);  // the lean error named torch's Slice
 
   CompileOptions every = lean;
   every.intermediate_header_tiers = true;
@@ -244,6 +245,49 @@ TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
   EXPECT_TRUE(out.module_path.empty());
   // The kernels failed without torch's headers, then with all of them: no tier between.
   EXPECT_EQ(out.tiers, (std::vector<std::string>{"split", "full"}));
+}
+
+// A compile error that is the candidate's own (compile_diagnostics.h) ends the build in the tier
+// that saw it: a syntax error in the kernel compiles once, where the full headers compiled it
+// again before; a source that needs a declaration only the full headers have (std::array in
+// device code: the split's kernels get no torch headers) still builds.
+TEST_F(CompileTest, OwnCompileErrorIsDecidedInOneTier) {
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  const std::string body = "if (i < n) y[i] = x[i] * s;";
+  ExtensionSources syntax = exts[0];
+  syntax.name = "syntax_error";
+  syntax.cuda_sources.replace(syntax.cuda_sources.find(body), body.size(),
+                              "if (i < n) y[i] = x[i] * s");
+  ExtensionSources needs_full = exts[0];
+  needs_full.name = "needs_full";
+  needs_full.cuda_sources.replace(needs_full.cuda_sources.find(body), body.size(),
+                                  "std::array<float, 1> a{s}; if (i < n) y[i] = x[i] * a[0];");
+  Compiler compiler(*toolchain_, options());
+  auto a = compiler.submit(syntax);
+  auto b = compiler.submit(needs_full);
+  const CompileOutcome& broken = a.get();
+  EXPECT_EQ(broken.failure, schema::FailureClass::COMPILE_ERROR) << broken.log_excerpt;
+  EXPECT_EQ(broken.tiers, std::vector<std::string>{"split"}) << broken.log_excerpt;
+  EXPECT_NE(broken.log_excerpt.find("expected a \";\""), std::string::npos) << broken.log_excerpt;
+  const CompileOutcome& built = b.get();
+  ASSERT_EQ(built.failure, schema::FailureClass::NONE) << built.log_excerpt;
+  EXPECT_EQ(built.tiers, (std::vector<std::string>{"split", "full"}));
+  EXPECT_TRUE(module_imports(built, exts[0].functions));
+  EXPECT_EQ(compiler.own_error_builds(), 1u);
+  std::cout << "[ measure ] syntax error, split tier only: " << broken.seconds << " s\n";
+
+  // Without the split the lean tier decides alone, and is not counted as a fallback.
+  CompileOptions lean = options();
+  lean.split_host_device = false;
+  lean.cache_dir += "-lean";
+  Compiler lean_compiler(*toolchain_, lean);
+  const CompileOutcome lean_broken = lean_compiler.compile(syntax);
+  fs::remove_all(lean.cache_dir);
+  EXPECT_EQ(lean_broken.failure, schema::FailureClass::COMPILE_ERROR) << lean_broken.log_excerpt;
+  EXPECT_EQ(lean_broken.tiers, std::vector<std::string>{"lean"}) << lean_broken.log_excerpt;
+  EXPECT_EQ(lean_compiler.own_error_builds(), 1u);
+  EXPECT_EQ(lean_compiler.lean_header_fallbacks(), 0u);
 }
 
 TEST_F(CompileTest, RealDevCandidateCompiles) {

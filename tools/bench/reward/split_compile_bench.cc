@@ -13,7 +13,8 @@
 // the compilers' CPU seconds (children user + sys), then the totals. Variants of split, to
 // measure one change against the build before it: split-before (the binding at -O3 with kSlim's
 // headers, as before CompileOptions::binding_optimization and aten_binding_headers), split-slim
-// (kSlim's headers), split-O3 (the binding at -O3). `--import` checks that
+// (kSlim's headers), split-O3 (the binding at -O3), split-retry-errors (every compile error
+// moves to the next tier, as before CompileOptions::own_errors_end_build). `--import` checks that
 // each built module imports in --python (not timed). Modes run in the order given; alternate
 // them (--modes split,lean,split,lean) to spread drift in the machine's load over both.
 // `--keep` leaves each mode's cache folder (generated sources, modules, the binding PCH) in place
@@ -155,6 +156,7 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
   if (mode == "split-before" || mode == "split-O3") o.binding_optimization = o.optimization;
   if (mode == "split-before" || mode == "split-slim") o.aten_binding_headers = false;
   o.intermediate_header_tiers = mode == "split-every-tier";
+  o.own_errors_end_build = mode != "split-retry-errors";
   fs::remove_all(o.cache_dir);
   {
     // The warm-up: kernels of another name, so they share nothing with the items but the
