@@ -342,8 +342,8 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
   DICE_ASSIGN_OR_RETURN(
       judge_spec->files,
       read_files_for_sandbox(options.script_dir,
-                             {"judge.py", "channel.py", "compare.py", "kernel_check.py",
-                              "module_imports.py", "timed_calls.py"}));
+                             {"judge.py", "channel.py", "compare.py", "elf_dynamic.py",
+                              "kernel_check.py", "module_imports.py", "timed_calls.py"}));
   DICE_ASSIGN_OR_RETURN(
       runner_spec->files,
       read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",

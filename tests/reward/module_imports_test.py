@@ -1,7 +1,7 @@
-"""Tests of reward/python/module_imports.py (the built module's imports, read by the judge from the
-file before the candidate's process loads it) on shared libraries built here with g++ and nvcc,
-and of judge.py refusing a module by them before its runner loads it. Each compiler's tests skip
-with a message where it is missing; the judge's skip without torch."""
+"""Tests of reward/python/elf_dynamic.py and module_imports.py (the built module's imports, read
+by the judge from the file before the candidate's process loads it) on shared libraries built
+here with g++ and nvcc, and of judge.py refusing a module by them before its runner loads it.
+Each compiler's tests skip with a message where it is missing; the judge's skip without torch."""
 
 import json
 import os
@@ -18,6 +18,7 @@ PY = os.path.join(HERE, "..", "..", "reward", "python")
 FIXTURES = os.path.join(HERE, "evaluate_fixtures")
 sys.path.insert(0, PY)
 
+import elf_dynamic as ed  # noqa: E402
 import module_imports as mi  # noqa: E402
 
 GXX = shutil.which("g++")
@@ -104,7 +105,7 @@ class ElfReaderTest(BuildsLibraries):
             return f.read()
 
     def test_the_undefined_symbols_are_the_imports(self):
-        symbols = set(mi.read_imports(self.read(self.lib))["symbols"])
+        symbols = set(ed.read_imports(self.read(self.lib))["symbols"])
         self.assertTrue({"cudaLaunchKernel", "cublasSgemm_v2", "dlsym"} <= symbols, symbols)
         self.assertNotIn("dice_test_entry", symbols)  # defined here: an export, not an import
 
@@ -113,14 +114,14 @@ class ElfReaderTest(BuildsLibraries):
         out = subprocess.run(["nm", "-D", "--undefined-only", self.lib], capture_output=True,
                              text=True, check=True).stdout
         want = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
-        self.assertEqual(set(mi.read_imports(self.read(self.lib))["symbols"]), want)
+        self.assertEqual(set(ed.read_imports(self.read(self.lib))["symbols"]), want)
 
     @unittest.skipIf(not HAVE_CUBLAS, "no libcublas.so next to nvcc")
     def test_needed_libraries_and_loader_paths(self):
         lib = self.build.gxx("linked", CUBLAS_DECLS, "  cublasSgemm_v2(p);\n",
                              ["-Wl,--no-as-needed", "-L" + CUDA_LIB, "-lcublas",
                               "-Wl,-rpath," + CUDA_LIB])
-        imports = mi.read_imports(self.read(lib))
+        imports = ed.read_imports(self.read(lib))
         self.assertTrue(any(n.startswith("libcublas.so") for n in imports["needed"]), imports)
         self.assertEqual([value for _, value in imports["loader"]], [CUDA_LIB])
 
@@ -129,17 +130,17 @@ class ElfReaderTest(BuildsLibraries):
         for what, bad in (("text", b"import torch\n" * 10), ("truncated", data[:200]),
                           ("elf32", data[:4] + b"\x01" + data[5:]),
                           ("executable", data[:16] + struct.pack("<H", 2) + data[18:])):
-            with self.assertRaises(mi.ModuleFileError, msg=what):
-                mi.read_imports(bad)
+            with self.assertRaises(ed.ModuleFileError, msg=what):
+                ed.read_imports(bad)
 
     def test_corrupt_tables_raise_only_the_readers_error(self):
         # Seeded byte changes in the header, the program and section headers, the dynamic
         # segment and .dynsym: each read either answers or says why not (never another exception,
         # which the judge would report as a fault of its own).
         data = self.read(self.lib)
-        elf = mi.Elf64(data)
-        dyn = next(p for p in elf.segments if p[0] == mi.PT_DYNAMIC)
-        sym = next(s for s in elf.sections if s[1] == mi.SHT_DYNSYM)
+        elf = ed.Elf64(data)
+        dyn = next(p for p in elf.segments if p[0] == ed.PT_DYNAMIC)
+        sym = next(s for s in elf.sections if s[1] == ed.SHT_DYNSYM)
         regions = [(0, 64), (elf.phoff, elf.phoff + elf.phnum * elf.phentsize),
                    (elf.shoff, elf.shoff + elf.shnum * elf.shentsize),
                    (dyn[2], dyn[2] + dyn[5]), (sym[4], sym[4] + sym[5])]
@@ -150,20 +151,20 @@ class ElfReaderTest(BuildsLibraries):
                 lo, hi = rng.choice(regions)
                 bad[rng.randrange(lo, hi)] = rng.randrange(256)
             try:
-                mi.read_imports(bytes(bad))
-            except mi.ModuleFileError:
+                ed.read_imports(bytes(bad))
+            except ed.ModuleFileError:
                 pass
 
     def test_section_headers_that_disagree_with_the_loader_are_refused(self):
         # The loader binds through the dynamic segment's DT_SYMTAB; a .dynsym section header
         # pointing elsewhere (at a table of harmless names) must not be believed.
         data = bytearray(self.read(self.lib))
-        elf = mi.Elf64(bytes(data))
-        k = next(i for i, s in enumerate(elf.sections) if s[1] == mi.SHT_DYNSYM)
+        elf = ed.Elf64(bytes(data))
+        k = next(i for i, s in enumerate(elf.sections) if s[1] == ed.SHT_DYNSYM)
         at = elf.shoff + k * elf.shentsize + 16  # sh_addr
         struct.pack_into("<Q", data, at, struct.unpack_from("<Q", data, at)[0] + 24)
-        with self.assertRaises(mi.ModuleFileError) as e:
-            mi.read_imports(bytes(data))
+        with self.assertRaises(ed.ModuleFileError) as e:
+            ed.read_imports(bytes(data))
         self.assertIn("DT_SYMTAB", str(e.exception))
 
 
