@@ -445,9 +445,8 @@ Result<ResumePlan> resume_run(const std::vector<PhasePlan>& phases, const RunLoo
 
 // The evaluation table of an eval phase: one line in the log, and eval/<phase>/... metrics
 // (exec, fast_1, fast_2, per level and for all tasks) at the phase's last step.
-Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally,
-                         const RunState& state, const RunLoopOptions& options,
-                         rewardlog::RewardLogWriter& log) {
+Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally, const RunState& state,
+                         const RunLoopOptions& options, rewardlog::RewardLogWriter& log) {
   DICE_LOG(Info) << "evaluation of phase " << plan.name << ": " << eval_summary(tally)
                  << kv("policy_version", state.policy_version)
                  << kv("reward_mode", options.reward_mode);
