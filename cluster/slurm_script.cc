@@ -67,13 +67,15 @@ run_service() {
       record "$name" exited "$restarts" "$started" "$last_exit"
       return
     fi
-    if ((rc == 2)); then
-      echo "=== dice-cluster: $name exited with status 2 (bad input), not restarted" \
+    if ((rc == 2 || rc == 3)); then
+      why="bad input: a missing or invalid file or setting"
+      ((rc == 3)) && why="no disk space: a write it must make did not fit; free space, then resume"
+      echo "=== dice-cluster: $name exited with status $rc (${why%%:*}), not restarted" \
         >>"$logs/$name.log"
       record "$name" failed "$restarts" "$started" "$last_exit"
       # dice-dash only reads the run's log: its end is not the run's
-      [[ "${name%-*}" == dash ]] || stop_run "$name exited with status 2 (bad input: a missing" \
-        "or invalid file or setting), not restarted; its log: $logs/$name.log"
+      [[ "${name%-*}" == dash ]] || stop_run "$name exited with status $rc ($why), not" \
+        "restarted; its log: $logs/$name.log"
       return
     fi
     if ((@MAX_PER_RUN@ > 0 && restarts >= @MAX_PER_RUN@)); then

@@ -14,6 +14,7 @@
 #include "cluster/command.h"
 #include "cluster/process.h"
 #include "cluster/ssh_backend.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 
 namespace dice::cluster {
@@ -21,9 +22,6 @@ namespace {
 
 // ssh's own failures (connection refused, authentication, a lost link) exit 255.
 constexpr int kSshFailed = 255;
-// A dice service's exit status for bad input (a missing or invalid file or setting, e.g.
-// learner_service.cc's input_exit_code): it would fail the same way when started again.
-constexpr int kExitBadInput = 2;
 
 // `remote`: the status is an ssh client's, whose remote start script exits 128 + N when the
 // service was killed by signal N (cluster/remote_commands.h).
@@ -257,14 +255,19 @@ class Supervisor {
     begin_drain(0);
   }
 
-  // A service that exited with bad input is not restarted (it would fail the same way, and each
-  // learner restart redoes a step's rollouts first): the run drains and says why. The dashboard
-  // only reads the run's log, so its end stops nothing.
-  void stop_for_bad_input(ServiceState& s) {
+  // A service that exited with bad input (kExitBadInput) or for want of disk space
+  // (kExitNoDiskSpace) is not restarted: it would fail the same way, and each learner restart
+  // redoes a step's rollouts first. The run drains and says why. The dashboard only reads the
+  // run's log, so its end stops nothing.
+  void stop_without_restart(ServiceState& s, int code) {
     s.state = ServiceRunState::kFailed;
-    const std::string why = s.name + " exited with status 2 (bad input: a missing or invalid " +
-                            "file or setting), not restarted; its log: " + s.log_path;
-    DICE_LOG(Error) << "service ended with bad input; not restarted" << kv("service", s.name)
+    const std::string why =
+        s.name + " exited with status " + std::to_string(code) +
+        (code == kExitNoDiskSpace
+             ? " (no disk space: a write it must make did not fit; free space, then resume)"
+             : " (bad input: a missing or invalid file or setting)") +
+        ", not restarted; its log: " + s.log_path;
+    DICE_LOG(Error) << "service ended; not restarted" << kv("service", s.name) << kv("status", code)
                     << kv("log", s.log_path);
     if (s.role == "dash" || draining_) return;
     setup_.state.stop_reason = why;
@@ -289,8 +292,9 @@ class Supervisor {
         } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
           s.state = ServiceRunState::kExited;
           DICE_LOG(Info) << "service exited cleanly; not restarted" << kv("service", s.name);
-        } else if (WIFEXITED(status) && WEXITSTATUS(status) == kExitBadInput) {
-          stop_for_bad_input(s);
+        } else if (WIFEXITED(status) && (WEXITSTATUS(status) == kExitBadInput ||
+                                         WEXITSTATUS(status) == kExitNoDiskSpace)) {
+          stop_without_restart(s, WEXITSTATUS(status));
         } else {
           on_failure(i, s.last_exit);
         }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/disk_space.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "learner/policy_updater.h"
 #include "learner/resume_plan.h"
@@ -29,9 +30,6 @@
 
 namespace dice {
 namespace {
-
-constexpr int kExitFailure = 1;
-constexpr int kExitBadInput = 2;
 
 // Where the run's resume folder lives (resume_store.h).
 std::string resume_dir_of(const DiceConfig& config) {
@@ -202,8 +200,10 @@ void shut_down_workers(transport::WorkDispatcher& dispatcher, const DiceConfig& 
                  << kv("reason", reason);
 }
 
-// Bad input for a missing or invalid file or setting, else a failure.
+// Bad input for a missing or invalid file or setting, no disk space for a disk that filled,
+// else a failure.
 int input_exit_code(const Status& status) {
+  if (is_disk_space_shortage(status)) return kExitNoDiskSpace;
   const StatusCode code = status.code();
   return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ? kExitBadInput
                                                                                : kExitFailure;
@@ -383,7 +383,10 @@ int run_learner_service(service::ServiceContext& context) {
   (*dispatcher)->close();
   Status closed = log->close();
   (*server)->stop();
-  if (!summary.ok()) return fail(kExitFailure, "run loop", summary.status());
+  if (!summary.ok()) {
+    return fail(is_disk_space_shortage(summary.status()) ? kExitNoDiskSpace : kExitFailure,
+                "run loop", summary.status());
+  }
   if (!closed.ok()) return fail(kExitFailure, "reward log close", closed);
   DICE_LOG(Info) << "learner done" << kv("steps", summary->steps_completed)
                  << kv("stopped", summary->stopped) << kv("interrupted", summary->interrupted)

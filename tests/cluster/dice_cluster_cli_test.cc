@@ -20,7 +20,8 @@ namespace {
 using cli_test::kSleepy;
 
 constexpr const char* kCrashing = "crashing_service_test_double";
-constexpr const char* kBadInput = "bad_input_service_test_double";  // exits 2
+constexpr const char* kBadInput = "bad_input_service_test_double";         // exits 2
+constexpr const char* kNoDiskSpace = "no_disk_space_service_test_double";  // exits 3
 constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
 
 using cli_test::CliResult;
@@ -207,6 +208,22 @@ TEST_F(DiceClusterTest, ServiceExitingWithBadInputIsNotRestartedAndTheRunDrains)
   CliResult waited = cli({"wait", "--timeout", "30", "--state-dir", state_dir_});
   EXPECT_EQ(waited.rc, 1) << waited.output;
   EXPECT_NE(waited.output.find("bad input"), std::string::npos) << waited.output;
+  ASSERT_EQ(down().rc, 0);
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+// Exit 3 is a service's "no disk space" (common/exit_codes.h): a restart would meet the same disk,
+// so the supervisor drains the run at once and says why instead of restarting into a loop.
+TEST_F(DiceClusterTest, ServiceExitingForWantOfDiskSpaceIsNotRestartedAndTheRunDrains) {
+  ASSERT_EQ(cli(up_args(kNoDiskSpace)).rc, 0);
+  ClusterState s = stopped_state();
+  ASSERT_EQ(s.supervisor_state, "stopped");
+  const ServiceState* reward = service(s, "reward-0");
+  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward->restarts, 0);
+  EXPECT_EQ(reward->last_exit, "exit 3");
+  EXPECT_NE(s.stop_reason.find("reward-0 exited with status 3 (no disk space"), std::string::npos)
+      << s.stop_reason;
   ASSERT_EQ(down().rc, 0);
   EXPECT_TRUE(processes_with_token(token_).empty());
 }

@@ -735,7 +735,7 @@ TEST_F(LearnerIntegrationTest, AFullDiskEndsTheRunWithTheReasonAndKeepsTheLastRe
       start_learner(config, {"run.min_free_disk_mb=0", "learner.checkpoint.dir=" + disk.path()});
   auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
   auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
-  EXPECT_EQ(learner->wait_exit(kDeadline), 1) << learner_log();
+  EXPECT_EQ(learner->wait_exit(kDeadline), 3) << "kExitNoDiskSpace: not restarted" << learner_log();
   const std::string log_text = learner_log();
   EXPECT_NE(log_text.find("resume folder after step 1: " + disk.path() +
                           "/it-run/resume.partial: not enough free disk space for the resume "
