@@ -234,14 +234,14 @@ std::string unsafe_conditional(const std::vector<std::string>& lines,
                                const std::set<std::string>& macros) {
   static const std::regex kConditional(R"(^\s*#\s*(if|ifdef|ifndef|elif)\b(.*)$)");
   static const std::regex kWord(R"([A-Za-z_]\w*)");
-  const std::set<std::string>& kCompiler = compiler_macros();
+  const std::set<std::string>& compiler = compiler_macros();
   for (const auto& line : lines) {
     std::smatch m;
     if (!std::regex_search(line, m, kConditional)) continue;
     const std::string rest = m[2].str();
     for (std::sregex_iterator it(rest.begin(), rest.end(), kWord), end; it != end; ++it) {
       const std::string word = it->str();
-      if (kCompiler.count(word) == 0 && macros.count(word) == 0) {
+      if (compiler.count(word) == 0 && macros.count(word) == 0) {
         return "a preprocessor conditional on " + word;
       }
     }
