@@ -230,6 +230,7 @@ void fill_verdict(schema::Verdict::Builder b, std::uint32_t salt) {
   }
   b.setEvaluatedSource(txt("verdict.evaluatedSource", salt));
   b.setReusedFrom(u64(salt, 22));
+  b.setRetriedAfter(txt("verdict.retriedAfter", salt));
 }
 void expect_verdict(schema::Verdict::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getWorkId(), u64(salt, 0));
@@ -263,6 +264,7 @@ void expect_verdict(schema::Verdict::Reader r, std::uint32_t salt) {
   }
   EXPECT_EQ(r.getEvaluatedSource().cStr(), txt("verdict.evaluatedSource", salt));
   EXPECT_EQ(r.getReusedFrom(), u64(salt, 22));
+  EXPECT_EQ(r.getRetriedAfter().cStr(), txt("verdict.retriedAfter", salt));
 }
 
 }  // namespace dice::test

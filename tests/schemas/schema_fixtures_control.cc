@@ -185,6 +185,8 @@ void fill_step_record(schema::StepRecord::Builder b, std::uint32_t salt) {
   b.setDistinctTexts(u32(salt, 26));
   b.setDroppedGroupsJudged(u32(salt, 27));
   b.setDroppedDistinctTexts(u32(salt, 28));
+  b.setNumInternalErrors(u32(salt, 29));
+  b.setInternalErrorShare(f32(salt, 30));
 }
 void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getRunId().cStr(), txt("step.runId", salt));
@@ -216,6 +218,8 @@ void expect_step_record(schema::StepRecord::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getDistinctTexts(), u32(salt, 26));
   EXPECT_EQ(r.getDroppedGroupsJudged(), u32(salt, 27));
   EXPECT_EQ(r.getDroppedDistinctTexts(), u32(salt, 28));
+  EXPECT_EQ(r.getNumInternalErrors(), u32(salt, 29));
+  EXPECT_EQ(r.getInternalErrorShare(), f32(salt, 30));
 }
 
 void fill_candidate_record(schema::CandidateRecord::Builder b, std::uint32_t salt) {
