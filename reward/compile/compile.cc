@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "common/disk_space.h"
 #include "common/hash/content_hash.h"
 #include "common/json/fields.h"
 #include "common/log.h"
@@ -251,7 +252,20 @@ void Compiler::worker_loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    CompileOutcome outcome = build(job.ext, job.hash, *job.budget);
+    CompileOutcome outcome;
+    const Status room = make_room();
+    if (room.ok()) {
+      outcome = build(job.ext, job.hash, *job.budget);
+    } else {
+      // The disk is ours to keep, not the candidate's: a compiler that met it full would fail
+      // as if the code were wrong.
+      outcome.source_hash = job.hash;
+      outcome.module_name = job.ext.name;
+      outcome.failure = schema::FailureClass::INTERNAL_ERROR;
+      outcome.log_excerpt = "not built: " + room.message();
+      DICE_LOG(Error) << "compile cache's disk is full: build not started"
+                      << kv("why", room.message());
+    }
     if (outcome.failure == schema::FailureClass::NONE) evict_over_budget();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -259,6 +273,27 @@ void Compiler::worker_loop() {
     }
     job.promise.set_value(std::move(outcome));
   }
+}
+
+Status Compiler::make_room() {
+  if (options_.cache_min_free_mb <= 0) return Status::ok_status();
+  CacheEvictionOptions o;
+  o.budget_bytes = options_.cache_budget_mb << 20;
+  o.keep_seconds = options_.cache_keep_seconds;
+  o.min_free_bytes = options_.cache_min_free_mb << 20;
+  const std::int64_t build_bytes = 2 * (options_.max_module_mb << 20);
+  // The common case, room enough, costs one statvfs; only a short disk pays for an eviction pass,
+  // after which the same check says whether the build may start (naming this floor).
+  const auto check = [&] {
+    return check_free_disk_space(options_.cache_dir, static_cast<std::uint64_t>(build_bytes),
+                                 "a build in the compile cache",
+                                 {static_cast<std::uint64_t>(o.min_free_bytes), nullptr,
+                                  "CompileOptions::cache_min_free_mb"});
+  };
+  if (check().ok()) return Status::ok_status();
+  std::lock_guard<std::mutex> lock(eviction_mu_);
+  (void)make_room_for_build(options_.cache_dir, build_bytes, o);
+  return check();
 }
 
 void Compiler::evict_over_budget() {

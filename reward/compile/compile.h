@@ -117,6 +117,12 @@ struct CompileOptions {
   // Entries used (built or hit) within this many seconds are never removed, whatever the budget:
   // a worker sharing the folder may be about to read them. Default: 3600
   double cache_keep_seconds = 3600;
+  // MiB kept free on the cache's disk: before a build, least recently used entries go while less
+  // is free, and a build that still would not fit (twice max_module_mb: the module and the
+  // objects beside it) is not started but answered INTERNAL_ERROR naming the disk, instead of a
+  // compiler meeting a full disk and the candidate's code read as wrong. 0 = the disk is not
+  // looked at. Default: 1024
+  std::int64_t cache_min_free_mb = 1024;
 };
 
 struct CompileOutcome {
@@ -208,6 +214,9 @@ class Compiler {
   // The limits every compiler process runs in, as `uid` (-1: as this process's).
   SandboxSpec compiler_sandbox(int uid) const;
   std::string module_file(const std::string& hash, const std::string& name) const;
+  // Before a build: room on the cache's disk (options.cache_min_free_mb); an error when there is
+  // none even after evicting.
+  Status make_room();
   // After a build: evicts least recently used entries over options.cache_budget_mb.
   void evict_over_budget();
 

@@ -2,6 +2,7 @@
 // content-hash cache. Needs nvcc and a python3 with torch (Debian: python3-torch); skips with a
 // message otherwise. Without a GPU the target is sm_90.
 #include "reward/compile/compile.h"
+#include "tests/support/small_tmpfs.h"
 
 #include <unistd.h>
 
@@ -127,6 +128,25 @@ TEST_F(CompileTest, TinyKernelCompilesOnceThenHitsTheCache) {
   CompileOutcome again = compiler.compile(exts[0]);
   EXPECT_TRUE(again.cache_hit);
   EXPECT_EQ(again.module_path, a.module_path);
+}
+
+// A cache whose disk is full is ours, not the candidate's: the build is not started and the
+// outcome is INTERNAL_ERROR naming the disk, never a compile error an honest kernel would get
+// from a compiler that met ENOSPC.
+TEST_F(CompileTest, ACacheOnAFullDiskStartsNoBuildAndBlamesTheDiskNotTheCandidate) {
+  testing_util::SmallTmpfs disk(2048);
+  if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
+  auto exts = sources_of("honest/template_scale.py");
+  ASSERT_EQ(exts.size(), 1u);
+  CompileOptions o = options();
+  o.cache_dir = disk.path() + "/cache";
+  Compiler compiler(*toolchain_, o);
+  const CompileOutcome out = compiler.compile(exts[0]);
+  EXPECT_EQ(out.failure, schema::FailureClass::INTERNAL_ERROR) << out.log_excerpt;
+  EXPECT_NE(out.log_excerpt.find("not enough free disk space"), std::string::npos)
+      << out.log_excerpt;
+  EXPECT_NE(out.log_excerpt.find("cache_min_free_mb"), std::string::npos) << out.log_excerpt;
+  EXPECT_TRUE(out.tiers.empty()) << "a compiler ran";
 }
 
 // The binding's headers are precompiled once (binding_pch.h) and included by every binding; a
