@@ -3,10 +3,15 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+
+namespace dice {
+class FileSystem;  // common/durable_file.h
+}  // namespace dice
 
 namespace dice::rewardlog {
 
@@ -42,6 +47,18 @@ struct RewardLogOptions {
   std::chrono::milliseconds flush_interval{50};
   // enqueue() blocks (back-pressure) while this many records wait to be written. Default: 65536.
   size_t max_pending_records = 65536;
+  // Before each batch is written, the log's file system must have room for the batch's keys and
+  // values plus these bytes, or the batch is refused, the log unchanged, with an IOError naming
+  // the folder, the bytes needed and free (common/disk_space.h; is_disk_space_shortage() is true).
+  // RocksDB itself, meeting a full disk midway, stops taking writes until it is reopened; refused
+  // first, it never gets there, and its own work (a memtable flush, compactions) keeps room.
+  // The learner sets a quarter of run.min_free_disk_mb. Default: 0 (no check)
+  std::uint64_t min_free_bytes = 0;
+  // What sets min_free_bytes, for the error. Default: "reward log min_free_bytes"
+  const char* min_free_name = "reward log min_free_bytes";
+  // Where the free-space check's statvfs goes (a test sets what it sees). Default:
+  // posix_file_system()
+  FileSystem* file_system = nullptr;
 };
 
 struct RewardLogReaderOptions {

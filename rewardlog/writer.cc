@@ -8,6 +8,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "common/disk_space.h"
 #include "common/log.h"
 #include "rewardlog/rocksdb_util.h"
 
@@ -57,6 +58,17 @@ Status check_format(DbHandles& db, const std::string& where) {
                                     ", this build writes " + std::string(kFormatVersion));
   }
   return Status::ok_status();
+}
+
+// RewardLogOptions::min_free_bytes: room for `bytes` more (a batch's keys and values: about what
+// its write-ahead log record takes) and the floor, checked before RocksDB sees the batch.
+Status check_room(const RewardLogOptions& o, std::uint64_t bytes, const std::string& what) {
+  if (o.min_free_bytes == 0) return Status::ok_status();
+  FreeSpaceCheck check;
+  check.min_free_bytes = o.min_free_bytes;
+  check.file_system = o.file_system;
+  check.floor_name = o.min_free_name;
+  return check_free_disk_space(o.path, bytes, what, check);
 }
 
 }  // namespace
@@ -146,6 +158,7 @@ Result<std::size_t> RewardLogWriter::erase_run_from(
   const std::string prefix = run_prefix(run_id);
   rocksdb::WriteBatch batch;
   std::size_t erased = 0;
+  std::uint64_t erased_key_bytes = 0;
   // Keys of `family` from `from` while they start with the run's prefix, and `erase` says so.
   auto scan = [&](Family family, const std::string& from,
                   const std::function<bool(std::string_view)>& erase) -> Status {
@@ -156,6 +169,7 @@ Result<std::size_t> RewardLogWriter::erase_run_from(
       if (!erase(key)) continue;
       DICE_RETURN_IF_ERROR(from_rocksdb(batch.Delete(db_->family(family), it->key()), where));
       ++erased;
+      erased_key_bytes += key.size();
     }
     return from_rocksdb(it->status(), where);
   };
@@ -172,6 +186,8 @@ Result<std::size_t> RewardLogWriter::erase_run_from(
     return true;
   }));
   if (erased == 0) return erased;
+  DICE_RETURN_IF_ERROR(check_room(options_, erased_key_bytes,
+                                  "erasing " + std::to_string(erased) + " reward-log records"));
   rocksdb::WriteOptions synced;
   synced.sync = true;
   DICE_RETURN_IF_ERROR(from_rocksdb(db_->db->Write(synced, &batch), where));
@@ -204,14 +220,19 @@ Status RewardLogWriter::close() {
 Status RewardLogWriter::commit(const std::vector<Pending>& batch) {
   rocksdb::WriteBatch write_batch;
   size_t count = 0;
+  std::uint64_t bytes = 0;
   for (const Pending& pending : batch) {
     for (const LogRecord& record : pending.records) {
       const rocksdb::Status s =
           write_batch.Put(db_->family(record.family), record.key, record.value);
       if (!s.ok()) return from_rocksdb(s, "reward log " + options_.path + ": building a batch");
       ++count;
+      bytes += record.key.size() + record.value.size();
     }
   }
+  // Refused here, the batch fails and the log stays writable: the batches before it stay.
+  DICE_RETURN_IF_ERROR(
+      check_room(options_, bytes, "a batch of " + std::to_string(count) + " reward-log records"));
   rocksdb::WriteOptions write_options;
   write_options.sync = options_.sync == SyncPolicy::kAlways;
   write_options.disableWAL = false;  // the WAL is what makes an acknowledged batch survive a crash

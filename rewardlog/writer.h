@@ -14,6 +14,11 @@
 //
 // Errors come back as Status (no exceptions). A failed batch fails every append() in it; failed
 // enqueue()d records are reported by the next flush().
+//
+// A full disk: with options.min_free_bytes set, each batch is checked against the free space
+// before RocksDB sees it; one that would not fit is refused (an IOError naming the folder, the
+// bytes needed and free), the batches acknowledged before it stay, and the log takes writes
+// again once there is room. The learner ends the run on it (exit 3, kExitNoDiskSpace).
 #pragma once
 
 #include <condition_variable>
