@@ -34,6 +34,11 @@ that only holds for the task's own shapes fails there. A variant must leave get_
 as it is (it varies the inputs, not the model); one that does not, or that names no integer of
 the reference, is the task's error (internalError), not the candidate's.
 
+Every input set is get_inputs()'s own values; the timed calls' inputs are made from them by
+timed_calls.fresh_inputs, which keeps their domain. Where the reference (or get_inputs) raises
+anyway, the verdict is internalError with a "reference-failed" note naming the inputs: the task's
+own values, or the judge's timing inputs (Judge.reference_failed).
+
 Output: one line "DICE_EVAL_RESULT <nonce> <json>" on stdout, written by this process only (the
 runner's output is never read for a result). JSON keys: failure (a FailureClass name of
 schemas/verdict.capnp), detail, correct, trials, max_abs_error, findings [{check, detail, fatal}],
@@ -93,6 +98,12 @@ def draw_seeds(torch, args):
     return {"init": init, "trials": values[:args.trials], "fresh": values[args.trials],
             "timing": values[args.trials + 1:args.trials + 3],
             "variants": values[args.trials + 3:]}
+
+
+def own_values(seed, which):
+    """How an input set the judge takes from get_inputs() unchanged is named where the
+    reference fails on it."""
+    return "get_inputs()'s own values (%s, seed %d): the task's code" % (which, seed)
 
 
 def parse_shape_variant(text):
@@ -300,18 +311,43 @@ class Judge:
         if self.cuda:
             self.torch.cuda.synchronize()
 
-    def make_inputs(self, get_inputs, seed):
+    def make_inputs(self, get_inputs, seed, which="an input set"):
+        """get_inputs()'s own values under `seed`, on the judge's device. Where get_inputs raises,
+        the task's code failed (reference_failed; `which` names the set)."""
         self.torch.manual_seed(seed)
-        return [x.to(self.device) if isinstance(x, self.torch.Tensor) else x for x in get_inputs()]
+        try:
+            values = get_inputs()
+        except Exception as e:  # noqa: BLE001 - the task's code
+            raise self.reference_failed(e, "get_inputs() failed (%s, seed %d): the task's code" %
+                                        (which, seed))
+        return [x.to(self.device) if isinstance(x, self.torch.Tensor) else x for x in values]
 
     def cloned(self, inputs):
         return [x.clone() if isinstance(x, self.torch.Tensor) else x for x in inputs]
 
-    def reference(self, model, inputs):
-        with self.torch.no_grad():
-            out = model(*self.cloned(inputs))
-        self.sync()
+    def reference(self, model, inputs, origin):
+        """The reference's outputs for `inputs` (whose making `origin` names); where it raises,
+        reference_failed says on whose inputs."""
+        try:
+            with self.torch.no_grad():
+                out = model(*self.cloned(inputs))
+            self.sync()  # a device-side assert of the reference surfaces here
+        except Exception as e:  # noqa: BLE001 - the task's code
+            raise self.reference_failed(e, "the reference failed on " + origin)
         return timed_calls.flat_outputs(out)
+
+    def reference_failed(self, e, where):
+        """The exception to raise for exception e of the task's code (the reference or its
+        get_inputs), `where` saying which failed on whose inputs. Neither is the candidate's
+        fault: internalError, with a "reference-failed" note that says whose inputs they were:
+        get_inputs()'s own values (the task's fault) or the judge's timing inputs (ours). A CUDA
+        out-of-memory is left to own_failure, which knows whose memory it may be."""
+        if is_cuda_oom(self.torch, e):
+            return e
+        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+        why = "%s: %s: %s" % (where, type(e).__name__, str(e)[:1500])
+        self.finding("reference-failed", why[:1000], False)
+        return EvalFailure("internalError", why)
 
     def candidate(self, inputs, want):
         """The runner's outputs for `inputs`, checked to be of the reference's kinds."""
@@ -342,8 +378,8 @@ class Judge:
         max_err, scaled = 0.0, set()
         per_trial = []  # (reference outputs, candidate outputs) of each trial
         for trial, seed in enumerate(seeds["trials"]):
-            pristine = self.timed("inputs", self.make_inputs, get_inputs, seed)
-            want = self.reference(ref_model, pristine)
+            pristine = self.timed("inputs", self.make_inputs, get_inputs, seed, "trial %d" % trial)
+            want = self.reference(ref_model, pristine, own_values(seed, "trial %d" % trial))
             got = self.candidate(pristine, want)
             err, _ = self.timed("compare", compare_outputs, torch, got, want, args, scaled)
             max_err = float("nan") if math.isnan(err) else max(max_err, err)
@@ -365,8 +401,8 @@ class Judge:
             self.finding("tolerance-scaled", "output %d: every reference value lies within atol "
                          "of zero, so atol was scaled to the reference's magnitude" % i, False)
         # Inputs from a seed no run above used: an output cached across calls is stale here.
-        fresh = self.timed("inputs", self.make_inputs, get_inputs, seeds["fresh"])
-        want = self.reference(ref_model, fresh)
+        fresh = self.timed("inputs", self.make_inputs, get_inputs, seeds["fresh"], "the fresh set")
+        want = self.reference(ref_model, fresh, own_values(seeds["fresh"], "the fresh set"))
         got = self.candidate(fresh, want)
         try:
             self.timed("compare", compare_outputs, torch, got, want, args)
@@ -410,8 +446,9 @@ class Judge:
                     raise EvalFailure("internalError", "shape variant %d (%s) changes "
                                       "get_init_inputs(): it names a size of the model, not of "
                                       "its inputs" % (k, label))
-                inputs = self.timed("inputs", self.make_inputs, ref.get_inputs, seed)
-                want = self.reference(ref_model, inputs)
+                which = "shape variant %s" % label
+                inputs = self.timed("inputs", self.make_inputs, ref.get_inputs, seed, which)
+                want = self.reference(ref_model, inputs, own_values(seed, which))
                 try:
                     got = self.candidate(inputs, want)
                     self.timed("compare", compare_outputs, torch, got, want, self.args)
@@ -489,22 +526,32 @@ class Judge:
         """Times the candidate (in the runner, clocked from here too) and the reference (here),
         on the same fresh inputs per call; checks every timed call's output digest."""
         torch, args = self.torch, self.args
-        base_sets = [self.make_inputs(get_inputs, s) for s in seeds["timing"]]
+        base_sets = [self.make_inputs(get_inputs, s, "a timing set") for s in seeds["timing"]]
         for base in base_sets:
             self.link.ask({"op": "stage"}, base)
+        # The reference's loop runs first in every round: inputs of the judge's making that broke
+        # it would fail here, as the judge's fault, before the candidate runs on them.
+        origin = ("the judge's timing inputs (timed_calls.fresh_inputs of get_inputs()'s own "
+                  "values, seeds %s): the judge's input making" % seeds["timing"])
+
+        def reference_loop(calls, warmups, first=0):
+            try:
+                return timed_calls.time_calls(torch, ref_model, base_sets, calls, warmups,
+                                              self.device, first)
+            except Exception as e:  # noqa: BLE001 - the task's code on the judge's inputs
+                raise self.reference_failed(e, "the reference failed on " + origin)
+
         # Both loops once first, unmeasured, on calls of their own (WARM_UP_FIRST on): each
         # process's first use of a kernel loads it, and its allocator grows, which would count
         # as the loop's overhead on one side and not on the other.
-        timed_calls.time_calls(torch, ref_model, base_sets, 2, 0, self.device, WARM_UP_FIRST)
+        reference_loop(2, 0, WARM_UP_FIRST)
         self.link.ask({"op": "time", "calls": 2, "warmups": 0, "first": WARM_UP_FIRST})
         rounds = []
 
         def measure():
             """One round: both loops, the runner's clocked from here; its outputs checked."""
             start = time.monotonic()
-            ref_ms, ref_digests = timed_calls.time_calls(torch, ref_model, base_sets,
-                                                         args.timing_trials + 1, args.warmups,
-                                                         self.device)
+            ref_ms, ref_digests = reference_loop(args.timing_trials + 1, args.warmups)
             overhead_ms = (time.monotonic() - start) * 1e3 - sum(ref_ms)
             start = time.monotonic()
             answer, fds = self.link.ask({"op": "time", "calls": args.timing_trials + 1,
@@ -632,7 +679,7 @@ def evaluate(torch, args, link, result, clock, timing_turn=None):
         timing_turn()
         clock.lap("timing_turn")
     if args.timing and judge.cuda:
-        want = judge.reference(ref_model, fresh)
+        want = judge.reference(ref_model, fresh, own_values(seeds["fresh"], "the fresh set"))
         atols = output_atols(torch, want, args)
         judge.time_both(ref_model, ref.get_inputs, seeds, atols, result)
         floor_ms = sum(w.numel() * w.element_size() for w in want

@@ -25,21 +25,87 @@ DIGEST_CHUNK = 16 << 20
 DIGEST_SIGMAS = 6.0
 
 
+# How far call k's floating inputs are drawn toward their centre: a share of
+# CONTRACTION_MAX * frac((k + 1) * GOLDEN) of each value's distance to it. The fractions of
+# multiples of the golden ratio are distinct for distinct integers (it is irrational), so every
+# call's share differs from every other call's, warm-ups and WARM_UP_FIRST's calls included; k = -1
+# (the first warm-up) gets 0: the base itself.
+CONTRACTION_MAX = 0.125
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def contraction(k):
+    """Call k's share, in [0, CONTRACTION_MAX)."""
+    return CONTRACTION_MAX * (((k + 1) * GOLDEN) % 1.0)
+
+
+def is_ordered(torch, x, dim):
+    """Whether x is sorted along dim (ascending or descending in every slice, ties allowed):
+    offsets, lengths sorted for packing, bucket boundaries, a causal mask's columns. A roll would
+    break that order."""
+    n = x.shape[dim]
+    if n < 2:
+        return True
+    later, earlier = x.narrow(dim, 1, n - 1), x.narrow(dim, 0, n - 1)
+    if later.dtype == torch.bool:
+        later, earlier = later.to(torch.uint8), earlier.to(torch.uint8)
+    return bool((later >= earlier).all()) or bool((later <= earlier).all())
+
+
+def rolled(torch, x, k):
+    """x rolled by k + 1 along its largest dimension, unless x is sorted along it. A roll moves
+    values and never changes one: index ranges, dtypes, masks' counts per slice and every value's
+    sign stay those get_inputs made. Tensors of one shape are rolled alike, so elementwise
+    relations between them (lengths to lengths, values to their indices) hold too."""
+    if x.dim() == 0:
+        return x
+    dim = max(range(x.dim()), key=lambda d: x.shape[d])
+    shift = (k + 1) % x.shape[dim]
+    if shift == 0 or is_ordered(torch, x, dim):
+        return x
+    return torch.roll(x, shifts=shift, dims=dim)
+
+
+def contracted(torch, x, k):
+    """Floating x drawn toward its centre by contraction(k): toward 0 when its values span 0
+    (lo <= 0 <= hi), else toward the middle of [lo, hi]. Every value stays within [lo, hi], the
+    range get_inputs drew (so inside any interval it draws from: positive for log or sqrt, [0, 1]
+    for probabilities, [-1, 1] for acos, [0, n) for float indices), keeps its sign and its order
+    among the others, and zeros stay zero where values span 0. A tensor with a NaN or an infinity
+    is left as it is."""
+    share = contraction(k)
+    if share == 0.0:
+        return x
+    lo, hi = float(x.min()), float(x.max())  # NaN where x holds one
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return x
+    centre = 0.0 if lo <= 0.0 <= hi else (lo + hi) / 2
+    wide = x if x.dtype in (torch.float32, torch.float64) else x.to(torch.float32)
+    y = wide.mul(1.0 - share)
+    if centre != 0.0:
+        y.add_(centre * share)
+    # Clamped where rounding stepped past an end; lo and hi are values of x's dtype, so rounding
+    # back to it keeps y inside them.
+    return y.clamp_(lo, hi).to(x.dtype)
+
+
 def fresh_inputs(torch, base, k):
-    """Call k's inputs: each tensor of `base` rolled by k + 1 along its largest dimension and,
-    when it is floating, shifted by (k + 1) * 2**-10. Contents differ from call to call and from
-    the base (what the correctness trials saw); integer inputs (indices) stay valid."""
+    """Call k's inputs, made from the base set (get_inputs' own values) so that their contents
+    differ from call to call and from the base, yet stay in the domain get_inputs made:
+    - a tensor is rolled by k + 1 along its largest dimension (rolled: values move, none
+      changes; a tensor sorted along that dimension is not rolled);
+    - a floating tensor is also drawn toward its centre by contraction(k) (contracted: every
+      value stays inside the range the base spans, with its sign and order);
+    - integer, bool and complex tensors keep their values (indices, masks, sizes, counts);
+      non-tensor inputs are passed as they are."""
     out = []
     for x in base:
         if not isinstance(x, torch.Tensor) or x.numel() == 0:
             out.append(x)
             continue
-        y = x
-        if x.dim() > 0:
-            dim = max(range(x.dim()), key=lambda d: x.shape[d])
-            y = torch.roll(x, shifts=(k + 1) % max(1, x.shape[dim]), dims=dim)
+        y = rolled(torch, x, k)
         if y.is_floating_point():
-            y = y + (k + 1) * 2.0 ** -10
+            y = contracted(torch, y, k)
         out.append(y.contiguous() if y is not x else x.clone())
     return out
 
