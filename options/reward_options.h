@@ -79,6 +79,25 @@ constexpr const auto& enum_names(KernelCheck) {
   return kKernelCheckNames;
 }
 
+// What the candidate's extension may compute with besides its own kernels: the reward policy's
+// rule on library calls (docs/SECURITY.md, "Library calls"). kOwnKernelsOnly refuses cuBLAS(Lt),
+// cuDNN, cuFFT, cuRAND, cuSPARSE, cuSOLVER, NCCL (imported by the module: module_imports.py's
+// vendor-library rule) and vendor kernels that are not the module's own (launched by a vendor
+// library's file; by name, cuBLAS, cuDNN, CUTLASS and CUB ones, where the launching library is
+// unknown: kernel_check.py) as antiCheat: RL rewards kernels written by hand. kAllowed accepts
+// them, as KernelBench's and DICE's own evaluations do, leaving a non-fatal kLibraryCallsFinding in
+// the verdict. PyTorch's own compute (ATen imports, ATen kernels, torch ops in forward) is refused
+// under both.
+enum class LibraryCalls { kOwnKernelsOnly, kAllowed };
+inline constexpr config::EnumName<LibraryCalls> kLibraryCallsNames[] = {
+    {LibraryCalls::kOwnKernelsOnly, "own_kernels_only"}, {LibraryCalls::kAllowed, "allowed"}};
+constexpr const auto& enum_names(LibraryCalls) {
+  return kLibraryCallsNames;
+}
+// The finding (check name) a library call leaves in a verdict: fatal under own_kernels_only,
+// a note under allowed. Its presence is what separates dice-eval's two columns.
+inline constexpr char kLibraryCallsFinding[] = "library-calls";
+
 struct RewardPolicyOptions {
   RewardPolicy kind = RewardPolicy::kBinary;
   double min_speedup = 1.0;
@@ -200,6 +219,7 @@ struct RewardOptions {
   bool reuse_verdicts = true;
   bool confirm_failures_alone = true;
   KernelCheck kernel_check = KernelCheck::kAuto;
+  LibraryCalls libraries = LibraryCalls::kOwnKernelsOnly;
   RewardPolicyOptions policy;
   SandboxOptions sandbox;
 
@@ -296,6 +316,16 @@ struct RewardOptions {
             "of CPU per evaluation process), cupti (dice's launch probe; needs a build that "
             "found CUPTI) or auto (cupti where this build has the probe, else profiler). "
             "Default: auto");
+    v.field("libraries", libraries,
+            "The reward policy's rule on library calls from the candidate's extension: "
+            "own_kernels_only refuses cuBLAS(Lt), cuDNN, cuFFT, cuRAND, cuSPARSE, cuSOLVER and "
+            "NCCL imports and the kernels of vendor libraries (launched by one; by name, cuBLAS, "
+            "cuDNN, CUTLASS and CUB ones, where the launching library is unknown) as antiCheat "
+            "(a fatal library-calls or module-imports finding naming the rule "
+            "vendor-library), so RL rewards kernels written by hand; allowed accepts them beside "
+            "the candidate's own kernels, as KernelBench and DICE evaluate (a library-calls "
+            "note in the verdict). PyTorch's own compute is refused under both. For the whole "
+            "worker: a phase's reward_policy does not change it. Default: own_kernels_only");
     v.field("policy", policy, "How a verdict becomes a reward.");
     v.field("sandbox", sandbox, "Limits on candidate and compiler processes, and their root.");
   }

@@ -59,6 +59,7 @@ EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::R
   eval.timed = task.getWantTiming();
   eval.confirm_failures_alone = options.confirm_failures_alone;
   eval.kernel_check = options.kernel_check;
+  eval.libraries = options.libraries;
   const double timeout =
       task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options.timeout_seconds;
   eval.sandbox = sandbox_from_options(options.sandbox, timeout);

@@ -378,8 +378,8 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
   return Status::ok_status();
 }
 
-// The judge's command-line arguments for `job`; the built modules they name are added to
-// `runner_files`.
+}  // namespace
+
 Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options, bool take_turns,
                        std::vector<std::pair<std::string, std::string>>* runner_files,
                        std::vector<std::string>* args) {
@@ -426,8 +426,11 @@ Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options
                                "--warmups", std::to_string(options.timing.warmups)});
   }
   if (take_turns && options.timed) args->push_back("--timing-turn");
+  args->insert(args->end(), {"--libraries", config::enum_to_name(options.libraries)});
   return Status::ok_status();
 }
+
+namespace {
 
 // One judging of the candidate. Its turn at the GPU: shared with the other slots' evaluations,
 // or (`alone`) the GPU to itself from the job's start to the end; `had_company` (if not null)

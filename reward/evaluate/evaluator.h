@@ -51,6 +51,9 @@ struct EvaluatorOptions {
   SandboxSpec sandbox;
   // The kernel-ran check (reward_options.h). Default: auto (the probe where this build has it)
   KernelCheck kernel_check = KernelCheck::kAuto;
+  // The reward policy's rule on library calls (reward.libraries, reward_options.h), passed to
+  // the judge as --libraries. Default: own_kernels_only
+  LibraryCalls libraries = LibraryCalls::kOwnKernelsOnly;
   // dice_launch_probe.so for KernelCheck::kCupti. Default: this build's ("" without CUPTI)
   std::string launch_probe = DICE_LAUNCH_PROBE_PATH;
   // dice_guard_alloc.so: guard bytes around every tensor of the candidate's process, required
@@ -150,6 +153,13 @@ struct EvaluationJob {
 Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
                                             const EvaluatorOptions& options,
                                             EvaluatorPrestart* prestart = nullptr);
+
+// The judge's command-line arguments for `job` (python/judge.py's usage); each built module
+// they name is read and added to `runner_files` under the name the arguments give it. With
+// `take_turns`, the judge asks for the GPU alone before it times. (Exposed for tests.)
+Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options, bool take_turns,
+                       std::vector<std::pair<std::string, std::string>>* runner_files,
+                       std::vector<std::string>* args);
 
 // The report from a finished judge.py process (exposed for tests).
 EvaluationReport report_from_run(const SandboxResult& run, const std::string& nonce);

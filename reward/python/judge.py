@@ -16,13 +16,15 @@ Arguments:
   [--trials 3] [--tol-fp32 1e-2 --tol-fp16 1e-2 --tol-bf16 1e-2]
   [--seed -1] [--timing --timing-trials 100 --warmups 3] [--device cuda] [--nonce-file nonce]
   [--timing-turn] [--peak-gbps 4800] [--plausible-speedup 10] [--answer-seconds 600]
-  [--shape-variant NAME=INT,NAME=INT ...] [--allow-imports vendor-library]
+  [--shape-variant NAME=INT,NAME=INT ...] [--libraries own_kernels_only|allowed]
 
 Before the runner loads anything, each --runner-module file is read here (module_imports.py):
 a module that imports what an honest kernel extension does not need (a vendor library, dynamic
 lookup, ATen compute, anything outside the allow-list) is the candidate's antiCheat, with a
-"module-imports" finding naming the symbol and its rule. --allow-imports waives a rule a reward
-policy may waive (vendor-library).
+"module-imports" finding naming the symbol and its rule. --libraries is the reward policy's rule
+on library calls (reward.libraries): own_kernels_only (the default) refuses vendor libraries'
+imports and kernels (vendor-library), naming the policy; allowed waives that rule, and the
+verdict carries a non-fatal "library-calls" finding instead.
 
 --seed -1 (the default) draws the model and input seeds from os.urandom, so a candidate cannot
 know its inputs ahead; they are in the result ("seeds") to reproduce a verdict. --seed N >= 0
@@ -512,12 +514,18 @@ class Judge:
             self.finding("kernel-not-run", "no kernel of the candidate's module ran during forward"
                          " (saw: %s)" % "; ".join(sorted(set(foreign)))[:500], True)
             raise EvalFailure("antiCheat", "no kernel of the candidate ran during forward")
-        fallback = kernel_check.fallbacks(foreign)
+        vendor, fallback = kernel_check.computing_foreign(launches, modules, self.args.kernels)
         if fallback:
             self.finding("torch-fallback", "PyTorch's own kernels computed part of forward: " +
                          "; ".join(fallback)[:500], True)
             raise EvalFailure("antiCheat", "forward fell back to PyTorch's kernels")
-        allowed = sorted(set(foreign))
+        if vendor:
+            found, refusal = kernel_check.library_call_finding(vendor, getattr(
+                self.args, "libraries", module_imports.DEFAULT_LIBRARY_POLICY))
+            self.findings.append(found)
+            if refusal:
+                raise EvalFailure("antiCheat", refusal)
+        allowed = sorted(set(foreign) - set(vendor))
         if allowed:
             self.finding("torch-kernels-ran", "fills and copies by PyTorch in forward: " +
                          "; ".join(allowed)[:500], False)
@@ -620,18 +628,16 @@ def check_module_imports(args, findings):
                 continue
             raise EvalFailure("internalError", "module %s (%s) is not an ELF file" % (name, path))
         try:
-            _, refused = module_imports.check_file(path, args.allow_imports)
+            _, refused = module_imports.check_file(path)
         except module_imports.ModuleFileError as e:
             findings.append({"check": "module-imports", "detail": "module %s: %s" % (name, e),
                              "fatal": True})
             raise EvalFailure("antiCheat", "no evidence: module %s cannot be read as the loader "
                               "reads it: %s" % (name, e))
-        if refused:
-            findings.append({"check": "module-imports", "detail": "module %s imports %s" % (
-                name, module_imports.describe(refused))[:1000], "fatal": True})
-            first = refused[0]
-            raise EvalFailure("antiCheat", "the module %s imports %s (rule %s: %s)" % (
-                name, first["import"], first["rule"], first["what"]))
+        found, refusal = module_imports.findings_under_policy(name, refused, args.libraries)
+        findings.extend(found)
+        if refusal:
+            raise EvalFailure("antiCheat", refusal)
 
 
 def exec_reference(source):
@@ -727,10 +733,11 @@ def parse_args(argv):
     p.add_argument("--shape-variant", action="append", default=[], type=parse_shape_variant,
                    help="NAME=INT,...: module-level sizes of the reference for one more input "
                    "set")
-    p.add_argument("--allow-imports", action="append", default=[],
-                   choices=sorted(module_imports.RULES_A_POLICY_MAY_WAIVE),
-                   help="a rule of module_imports.py that refuses nothing (vendor-library: "
-                   "modules may call cuBLAS, cuDNN and the like)")
+    p.add_argument("--libraries", default=module_imports.DEFAULT_LIBRARY_POLICY,
+                   choices=sorted(module_imports.LIBRARY_POLICIES),
+                   help="the reward policy's rule on library calls (reward.libraries): "
+                   "own_kernels_only refuses vendor libraries' imports and kernels, allowed "
+                   "notes them (a library-calls finding)")
     p.add_argument("--spawn-runner", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 

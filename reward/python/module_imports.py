@@ -10,7 +10,7 @@ refused, and the refusal names the symbol and the rule it meets:
 
   vendor-library   cuBLAS(Lt), cuDNN, cuFFT, cuRAND, cuSPARSE, cuSOLVER, NCCL, and torch's
                    wrappers of them (at::cuda::blas, the library handles): a separate rule, so a
-                   policy that allows libraries can name it (allowed= in check_file)
+                   policy that allows libraries can name it (LIBRARY_POLICIES, split_waived)
   dynamic-lookup   dlopen/dlsym/dlvsym and the like, cuGetProcAddress, cudaGetDriverEntryPoint,
                    importing or running Python from C: a symbol found at run time is one this
                    reading never sees
@@ -111,10 +111,56 @@ IMPORT_CLASSES = {
                              "TORCH_CHECK and c10 errors, torch's Python glue",
 }
 
-# The rules a reward policy may waive (judge.py --allow-imports): vendor libraries compute with
+# The rules a reward policy may waive (LIBRARY_POLICIES below): vendor libraries compute with
 # code that is not the candidate's, which a policy may accept where it asks for speed, not for
 # kernels written by hand (issue 50). The others would blind this check itself.
 RULES_A_POLICY_MAY_WAIVE = ("vendor-library",)
+
+# The reward policy's rule on library calls (reward.libraries, options/reward_options.h;
+# judge.py --libraries) and the rules each waives: own_kernels_only (RL's default) none, allowed
+# (KernelBench's and DICE's evaluation) the vendor libraries.
+LIBRARY_POLICIES = {"own_kernels_only": (), "allowed": ("vendor-library",)}
+DEFAULT_LIBRARY_POLICY = "own_kernels_only"
+# The finding a library call leaves in the verdict, whatever the policy (kLibraryCallsFinding in
+# options/reward_options.h): fatal under own_kernels_only, a note under allowed. dice-eval's "own
+# kernels only" column counts an answer with one as not correct.
+LIBRARY_CALLS_FINDING = "library-calls"
+
+
+def policy_says(rule, policy, waived):
+    """The words a finding gives to name the policy that refused (or waived) a rule."""
+    return "rule %s, %s by reward.libraries: %s" % (rule, "allowed" if waived else "refused",
+                                                     policy)
+
+
+def split_waived(refused, waived_rules):
+    """(still refused, waived) of judge_imports()'s refusals: those under a rule in
+    `waived_rules` refuse nothing, and are returned apart so the verdict can say they were
+    there."""
+    return ([r for r in refused if r["rule"] not in waived_rules],
+            [r for r in refused if r["rule"] in waived_rules])
+
+
+def findings_under_policy(name, refused, policy):
+    """(findings, antiCheat detail or None) for module `name`'s refusals (judge_imports() with
+    nothing waived) under the library policy `policy`: a non-fatal LIBRARY_CALLS_FINDING for
+    what it waives; a fatal "module-imports" finding and the verdict's detail for the rest, the
+    policy named where it could have waived the first rule."""
+    refused, waived = split_waived(refused, LIBRARY_POLICIES[policy])
+    findings = []
+    if waived:
+        findings.append({"check": LIBRARY_CALLS_FINDING, "fatal": False, "detail": (
+            "module %s imports %s (%s)" % (name, describe(waived),
+                                           policy_says("vendor-library", policy, True)))[:1000]})
+    if not refused:
+        return findings, None
+    first = refused[0]
+    said = (" (%s)" % policy_says(first["rule"], policy, False)
+            if first["rule"] in RULES_A_POLICY_MAY_WAIVE else "")
+    findings.append({"check": "module-imports", "fatal": True, "detail": (
+        "module %s imports %s%s" % (name, describe(refused), said))[:1000]})
+    return findings, "the module %s imports %s (rule %s: %s)%s" % (
+        name, first["import"], first["rule"], first["what"], said)
 
 VENDOR_PREFIXES = ("cublas", "cudnn", "cufft", "curand", "cusparse", "cusolver", "nccl",
                    "nvjpeg", "npp", "cutensor")

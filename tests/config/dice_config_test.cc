@@ -388,5 +388,29 @@ TEST(DiceConfigTest, DefaultConstructedConfigNeedsOnlyTheRequiredKeys) {
   EXPECT_TRUE(config::validate_config(config).ok());
 }
 
+// reward.libraries, the reward policy's rule on library calls: own kernels only unless a config
+// says allowed, a name outside the two refused naming the key and the choices, and the row
+// `dice-config docs` prints.
+TEST(DiceConfigTest, LibraryCallsIsANamedRewardOption) {
+  Result<DiceConfig> local = load_dice_config(kLocal, {});
+  ASSERT_TRUE(local.ok()) << local.status().message();
+  EXPECT_EQ(local->reward.libraries, LibraryCalls::kOwnKernelsOnly);
+  Result<DiceConfig> allowed = load_dice_config(kLocal, {"reward.libraries=allowed"});
+  ASSERT_TRUE(allowed.ok()) << allowed.status().message();
+  EXPECT_EQ(allowed->reward.libraries, LibraryCalls::kAllowed);
+  Result<DiceConfig> bad = load_dice_config(kLocal, {"reward.libraries=cublas"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(
+                "reward.libraries: expected one of own_kernels_only, allowed, got 'cublas'"),
+            std::string::npos)
+      << bad.status().message();
+  const std::string docs = config::fields_markdown(config::describe_fields<DiceConfig>());
+  const std::size_t row = docs.find("reward.libraries");
+  ASSERT_NE(row, std::string::npos);
+  const std::string line = docs.substr(row, docs.find('\n', row) - row);
+  EXPECT_NE(line.find("Default: own_kernels_only"), std::string::npos) << line;
+  EXPECT_NE(line.find("vendor-library"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace dice

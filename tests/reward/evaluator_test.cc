@@ -1,5 +1,6 @@
 #include "reward/evaluate/evaluator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -109,6 +110,22 @@ TEST(ReportFromRunTest, CorrectNeedsNoFailure) {
       finished("DICE_EVAL_RESULT n {\"failure\": \"antiCheat\", \"correct\": true}\n"), "n");
   EXPECT_EQ(r.failure, FC::ANTI_CHEAT);
   EXPECT_FALSE(r.correct);
+}
+
+// The reward policy's rule on library calls reaches the judge as --libraries NAME
+// (python/judge.py), own_kernels_only unless reward.libraries says allowed.
+TEST(JudgeArgumentsTest, PassTheLibraryPolicy) {
+  auto library_policy = [](const EvaluatorOptions& options) {
+    std::vector<std::pair<std::string, std::string>> files;
+    std::vector<std::string> args;
+    EXPECT_TRUE(judge_arguments(EvaluationJob{}, options, false, &files, &args).ok());
+    auto flag = std::find(args.begin(), args.end(), "--libraries");
+    return flag == args.end() || flag + 1 == args.end() ? std::string("(none)") : *(flag + 1);
+  };
+  EvaluatorOptions options;
+  EXPECT_EQ(library_policy(options), "own_kernels_only");
+  options.libraries = LibraryCalls::kAllowed;
+  EXPECT_EQ(library_policy(options), "allowed");
 }
 
 std::string read_file(const fs::path& path) {
