@@ -139,6 +139,7 @@ struct SandboxOptions {
   bool allow_network = false;
   std::vector<std::string> root_binds;
   SandboxCgroups cgroups = SandboxCgroups::kAuto;
+  std::int64_t gpu_memory_mb = 0;
 
   template <class V>
   void visit_fields(V& v) {
@@ -172,6 +173,15 @@ struct SandboxOptions {
             "A cgroup per run with memory.max and pids.max: auto (where the host has cgroup v2 "
             "with the memory and pids controllers; rlimits only elsewhere), required (no cgroup: "
             "the run is not started, sandbox-unavailable) or off. Default: auto");
+    v.field("gpu_memory_mb", gpu_memory_mb,
+            "GPU memory the processes of one candidate may hold, in MiB, as the driver accounts "
+            "it (NVML, read by the reward worker from outside the candidate's processes every "
+            "50 ms): over it the candidate is killed and judged resourceLimit, so that it cannot "
+            "take its neighbours' memory. 0: half of its slot's share of the GPU (the GPU's "
+            "memory / (2 x the worker's slots on that GPU)); -1: no bound. Without NVML (or where "
+            "it numbers processes otherwise than the worker) there is no bound, said once in the "
+            "log. Default: 0",
+            config::at_least(-1));
   }
 
   void validate(config::Checker& c) const {

@@ -1,5 +1,7 @@
 #include "reward/pipeline.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "net/wire/reward_policy_spec.h"
 #include "reward/evaluation_retry.h"
@@ -63,6 +65,7 @@ EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::R
   const double timeout =
       task.getTimeoutSeconds() > 0 ? task.getTimeoutSeconds() : options.timeout_seconds;
   eval.sandbox = sandbox_from_options(options.sandbox, timeout);
+  eval.gpu_memory_mb = options.sandbox.gpu_memory_mb;
   return eval;
 }
 
@@ -258,6 +261,9 @@ void RewardPipeline::evaluate_compiled(schema::Task::Reader task, const std::str
       eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
       // The slot's GPU is the only device node in the run's root (inside it is CUDA device 0).
       eval.sandbox.gpu_devices = {std::stoi(gpu_of_slot(slot))};
+      eval.slots_on_gpu = static_cast<int>(
+          std::count_if(identity_.gpu_slots.begin(), identity_.gpu_slots.end(),
+                        [&](const std::string& s) { return gpu_of_slot(s) == gpu_of_slot(slot); }));
       const auto turns = gpu_turns_.find(gpu_of_slot(slot));
       if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
     }

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "common/json/fields.h"
 #include "common/log.h"
 #include "common/seconds_since.h"
+#include "reward/evaluate/gpu_memory_watch.h"
 #include "reward/run_failure.h"
 
 namespace dice {
@@ -432,6 +435,67 @@ Status judge_arguments(const EvaluationJob& job, const EvaluatorOptions& options
 
 namespace {
 
+// Says once per process what keeps the GPU memory of evaluations unbounded: a reward worker
+// without NVML, or one whose NVML numbers processes otherwise than its /proc, would otherwise
+// log it for every candidate.
+void warn_once_unbounded(const std::string& why) {
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    DICE_LOG(Warn) << "evaluator: GPU memory per evaluation is not bounded"
+                   << kv("why", why.substr(0, 300));
+  });
+}
+
+// The watch over the GPU memory of the runner's process tree (gpu_memory_watch.h), or null where
+// none applies: no bound asked for, no GPU in the run (unless a test passes its own reader), or no
+// NVML to read (said once in the log). Over its budget the runner is killed at once.
+std::unique_ptr<GpuMemoryWatch> watch_gpu_memory(const EvaluatorOptions& options,
+                                                 SandboxProcess& runner) {
+  if (options.gpu_memory_mb < 0) return nullptr;
+  std::shared_ptr<GpuMemoryReader> reader = options.gpu_memory_reader;
+  if (!reader) {
+    if (options.sandbox.gpu_devices.empty()) return nullptr;
+    auto nvml = nvml_memory_reader();
+    if (!nvml.ok()) {
+      warn_once_unbounded(nvml.status().message());
+      return nullptr;
+    }
+    reader = *nvml;
+  }
+  GpuMemoryWatchOptions watch;
+  watch.ordinal = options.sandbox.gpu_devices.empty() ? 0 : options.sandbox.gpu_devices.front();
+  if (options.gpu_memory_mb > 0) {
+    watch.budget_bytes = static_cast<std::uint64_t>(options.gpu_memory_mb) << 20;
+  } else {
+    auto total = reader->total_memory(watch.ordinal);
+    if (!total.ok()) {
+      warn_once_unbounded(total.status().message());
+      return nullptr;
+    }
+    watch.budget_bytes = default_gpu_memory_budget(*total, options.slots_on_gpu);
+  }
+  return std::make_unique<GpuMemoryWatch>(std::move(reader), runner.pid(), watch,
+                                          [&runner] { runner.kill_now(); });
+}
+
+// A runner tree found over its GPU memory budget is the candidate's resourceLimit, whatever the
+// judge made of the runner's end. A watch that never saw the tree bounded nothing: said once.
+void apply_gpu_memory_watch(const GpuMemoryWatch& watch, EvaluationReport* report) {
+  if (watch.over_budget()) {
+    const std::string detail = "the candidate's processes " + watch.detail();
+    report->failure = schema::FailureClass::RESOURCE_LIMIT;
+    report->correct = false;
+    report->detail = detail;
+    report->findings.push_back({"gpu-memory-over-budget", detail, true, 0});
+  } else if (!watch.saw_the_tree() && watch.failed_readings() == 0) {
+    warn_once_unbounded(
+        "the driver listed no process of a runner (its pids are not this "
+        "worker's: run the reward worker in the host's PID namespace)");
+  } else if (watch.failed_readings() > 0 && !watch.saw_the_tree()) {
+    warn_once_unbounded(watch.last_error());
+  }
+}
+
 // One judging of the candidate. Its turn at the GPU: shared with the other slots' evaluations,
 // or (`alone`) the GPU to itself from the job's start to the end; `had_company` (if not null)
 // says whether another evaluation held a turn beside it.
@@ -463,6 +527,8 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
   std::unique_ptr<SandboxProcess> judge =
       ready_process(judge_spec, "judge", prestart, judge_files, &failed);
   if (!judge) return failed;
+  // From here the runner may be given candidate code: its GPU memory is watched from outside.
+  std::unique_ptr<GpuMemoryWatch> memory_watch = watch_gpu_memory(options, *runner);
 
   // The channel: one end to each, with its job. Closed here once sent: the two then hold the
   // only ends, so either one's death ends the other's reads.
@@ -505,6 +571,7 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
   // The judge has its verdict (or died): the runner has nothing left to do.
   runner->kill_now();
   runner_waiter.join();
+  if (memory_watch) memory_watch->stop();
   const SandboxResult& run = waited.run;
   if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
     return service_failure("the judge did not take its work: " + sent.message(), run);
@@ -516,6 +583,7 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
   EvaluationReport report = report_from_run(run, nonce);
   // A runner that a limit ended mid-request: the candidate's resourceLimit, not a crash.
   report.failure = runner_end_failure(report.failure, report.detail, runner_run);
+  if (memory_watch) apply_gpu_memory_watch(*memory_watch, &report);
   report.log_tail = stderr_tail("runner", runner_run, 1500) + stderr_tail("judge", run, 1000);
   if (take_turns) {
     report.eval_seconds = seconds_since(sent_at) - waited.turn_wait_seconds;

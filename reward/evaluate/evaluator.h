@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "options/reward_options.h"
 #include "reward/compile/compile.h"
+#include "reward/evaluate/gpu_memory_watch.h"
 #include "reward/evaluate/gpu_turns.h"
 #include "reward/sandbox/sandbox.h"
 #include "reward/static_check.h"
@@ -70,6 +71,16 @@ struct EvaluatorOptions {
   // can cause is judged again with the GPU alone, and that verdict stands
   // (reward.confirm_failures_alone). Default: true
   bool confirm_failures_alone = true;
+  // GPU memory the candidate's processes may hold, MiB, as the driver accounts it, read from
+  // outside them (gpu_memory_watch.h): over it the runner is killed and the verdict is
+  // resourceLimit (reward.sandbox.gpu_memory_mb). 0 = half of this slot's share of its GPU
+  // (default_gpu_memory_budget), -1 = no bound. Default: -1 (the pipeline sets the option's)
+  std::int64_t gpu_memory_mb = -1;
+  // Slots sharing this evaluation's GPU, for the bound's default. Default: 1
+  int slots_on_gpu = 1;
+  // Where the bound reads the driver's account. Null: NVML, for runs with a GPU. Tests pass a
+  // test double (then the runner's tree is watched on the CPU too). Default: null
+  std::shared_ptr<GpuMemoryReader> gpu_memory_reader;
 };
 
 struct EvaluationReport {
