@@ -33,6 +33,7 @@ EvalTable table() {
   row.exec = row.fast_0 = 0.5;
   row.fast_1 = 0.25;
   row.pass_at_k = {{1, 0.5}};
+  row.own_kernels_only.exec = 0.25;
   TableRow none = row;
   none.kind = TaskKind::kInfill;
   none.level = "";
@@ -51,7 +52,8 @@ TEST(DiceEvalLogSummaryTest, MetricNamesFollowTheLearnersEvalTable) {
   EXPECT_EQ(metrics.at("eval/end_to_end/level_1/pass_at_1"), 0.5);
   EXPECT_EQ(metrics.at("eval/infill/level_none/exec"), 0.5);
   EXPECT_EQ(metrics.at("eval/infill/exec"), 0.5);  // the "all" row
-  EXPECT_EQ(metrics.size(), 3u * 13u);             // 12 measures and pass@1 per row
+  EXPECT_EQ(metrics.at("eval/infill/own_kernels_exec"), 0.25);
+  EXPECT_EQ(metrics.size(), 3u * 16u);  // 15 measures and pass@1 per row
   EXPECT_NE(summary_note(meta()).find("NO number in this table means a correct kernel"),
             std::string::npos);
 }

@@ -18,6 +18,7 @@ struct Answer {
   bool correct = false;
   float speedup = 0;
   std::uint64_t checksum = 7;
+  std::string finding = "";  // a non-fatal finding's check, "" for none
 };
 
 rewardlog::LogRecord must(Result<rewardlog::LogRecord> record) {
@@ -59,6 +60,11 @@ std::vector<rewardlog::LogRecord> run(const std::string& run_id, const std::stri
     t.setReferenceMsMean(a.speedup);
     t.setReferenceMsStd(0.01f);
     t.setTimingTrials(100);
+    if (!a.finding.empty()) {
+      auto f = v.initFindings(1)[0];
+      f.setCheck(a.finding);
+      f.setDetail("a note");
+    }
     c.setWeightsChecksum(a.checksum);
     records.push_back(must(rewardlog::encode_record(c.asReader())));
   }
@@ -77,6 +83,25 @@ class DiceEvalLogVerdictsTest : public ::testing::Test {
   }
   testing_util::TempDir dir_{"dice-eval-log"};
 };
+
+// The table's two semantics from one judging: an answer judged correct with libraries allowed
+// whose verdict says it called one (library-calls) is not correct for own kernels only; another
+// note (fills and copies by torch) changes nothing.
+TEST_F(DiceEvalLogVerdictsTest, AnAnswerThatCalledALibraryIsNotOwnKernelsCorrect) {
+  ASSERT_NO_FATAL_FAILURE(write(run("eval-x-a1", "full",
+                                    {{"lib", 0, true, 2.0f, 7, kLibraryCallsFinding},
+                                     {"own", 0, true, 2.0f, 7, "torch-kernels-ran"},
+                                     {"wrong", 0, false}})));
+  auto logged = read_evaluation_at(dir_.sub("log"), "eval-x", 1);
+  ASSERT_TRUE(logged.ok()) << logged.status().to_string();
+  EXPECT_TRUE(logged->answers.at("lib")[0].correct);
+  EXPECT_FALSE(logged->own_kernels_answers.at("lib")[0].correct);
+  EXPECT_FALSE(logged->own_kernels_answers.at("lib")[0].rewarded);
+  EXPECT_TRUE(logged->own_kernels_answers.at("lib")[0].judged);
+  EXPECT_FLOAT_EQ(static_cast<float>(logged->own_kernels_answers.at("lib")[0].speedup), 2.0f);
+  EXPECT_TRUE(logged->own_kernels_answers.at("own")[0].correct);
+  EXPECT_FALSE(logged->own_kernels_answers.at("wrong")[0].correct);
+}
 
 TEST_F(DiceEvalLogVerdictsTest, NoLogYetIsAnEmptyEvaluation) {
   auto logged = read_evaluation_at(dir_.sub("log"), "eval-x", 1);

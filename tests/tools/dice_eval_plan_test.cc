@@ -95,6 +95,14 @@ TEST(DiceEvalPlanTest, ARerunMustHaveTheSameSettings) {
             out + "/evaluation.json: samples is 1 there, 4 here");
   const Status other = check_or_record_settings(out, "eval-2", settings());
   EXPECT_NE(other.message().find("holds evaluation eval-1, not eval-2"), std::string::npos);
+  // The judging is pinned too: an evaluation judged under another library policy or tolerance
+  // is not resumed into this table.
+  EvalSettings judged = settings();
+  judged.judging = "libraries allowed, atol = rtol = 0.01";
+  EXPECT_NE(check_or_record_settings(out, "eval-1", judged)
+                .message()
+                .find("judging is \"\" there, \"libraries allowed, atol = rtol = 0.01\" here"),
+            std::string::npos);
   std::ofstream(out + "/evaluation.json") << "[1, 2]";
   EXPECT_EQ(check_or_record_settings(out, "eval-1", settings()).code(), StatusCode::kCorruption);
 }

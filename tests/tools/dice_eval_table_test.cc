@@ -122,6 +122,32 @@ TEST(DiceEvalTableTest, SeveralAnswersGiveMeanRatesAndPassAtK) {
   EXPECT_EQ(row.timed, 3);
 }
 
+// Both columns of dice-eval's table: the row as judged (libraries allowed) and own kernels only
+// (the same answers, those that called a library not correct).
+TEST(DiceEvalTableTest, OwnKernelsOnlyCellsComeFromTheirOwnAnswers) {
+  const std::vector<Problem> problems = {problem("a", "1"), problem("b", "1"), problem("c", "2")};
+  const std::map<std::string, std::vector<AnswerVerdict>> judged = {
+      {"a", {correct(3.0)}}, {"b", {correct(1.5)}}, {"c", {correct(2.5)}}};
+  std::map<std::string, std::vector<AnswerVerdict>> own = judged;
+  own["a"][0].correct = own["a"][0].rewarded = false;  // it called cuBLAS
+  const EvalTable table = tally_table(problems, judged, own, {1, {1}, kDefaultNoiseZ});
+  const TableRow* one = find_row(table, TaskKind::kEndToEnd, "1");
+  ASSERT_NE(one, nullptr);
+  EXPECT_DOUBLE_EQ(one->exec, 1.0);
+  EXPECT_DOUBLE_EQ(one->fast_2, 0.5);  // a
+  EXPECT_DOUBLE_EQ(one->own_kernels_only.exec, 0.5);
+  EXPECT_DOUBLE_EQ(one->own_kernels_only.fast_2, 0.0);
+  EXPECT_NEAR(one->own_kernels_only.geo_mean_speedup, 1.5, 1e-12);
+  const TableRow* all = find_row(table, TaskKind::kEndToEnd, kAllLevels);
+  ASSERT_NE(all, nullptr);
+  EXPECT_DOUBLE_EQ(all->exec, 1.0);
+  EXPECT_DOUBLE_EQ(all->own_kernels_only.exec, 2.0 / 3.0);
+  EXPECT_EQ(all->own_kernels_only.timed, 2);
+  // Without library calls the two agree.
+  const EvalTable same = tally_table(problems, judged, {1, {1}, kDefaultNoiseZ});
+  EXPECT_DOUBLE_EQ(same.rows.back().own_kernels_only.exec, same.rows.back().exec);
+}
+
 TEST(DiceEvalTableTest, RowsComeByKindThenLevelWithAnAllRowEach) {
   const std::vector<Problem> problems = {
       problem("x", "10", TaskKind::kInfill), problem("y", "2", TaskKind::kInfill),

@@ -41,6 +41,11 @@ EvalTable table() {
   one.rewarded = 0.4;
   one.pass_at_k = {{1, 0.4}, {4, 0.55}};
   one.answers = 400;
+  one.own_kernels_only.exec = one.own_kernels_only.fast_0 = 0.3;
+  one.own_kernels_only.fast_1 = 0.06;
+  one.own_kernels_only.fast_2 = 0.02;
+  one.own_kernels_only.geo_mean_speedup = 1.1;
+  one.own_kernels_only.timed = 30;
   TableRow all = one;
   all.level = kAllLevels;
   EvalTable t;
@@ -66,6 +71,9 @@ TEST(DiceEvalTableWritersTest, JsonHoldsTheMetaAndEveryRow) {
   EXPECT_DOUBLE_EQ(row.at("fast_1").as_double(), 0.09);
   EXPECT_DOUBLE_EQ(row.at("fast_1_raw").as_double(), 0.1);
   EXPECT_DOUBLE_EQ(row.at("pass_at_k").as_object().at("4").as_double(), 0.55);
+  EXPECT_DOUBLE_EQ(row.at("own_kernels_only").as_object().at("exec").as_double(), 0.3);
+  EXPECT_EQ(o.at("judging").as_object().at("libraries").as_string(), "allowed");
+  EXPECT_DOUBLE_EQ(o.at("judging").as_object().at("tolerance").as_double(), 0.01);
   EXPECT_EQ(rows[1].as_object().at("level").as_string(), "all");
 
   const boost::json::value cpu = boost::json::parse(table_json(meta("extraction_only"), table()));
@@ -86,10 +94,11 @@ TEST(DiceEvalTableWritersTest, CsvHasAHeaderAndOneCrlfLinePerRow) {
   EXPECT_EQ(lines[0],
             "kind,level,problems,exec,fast_0,fast_1,fast_2,geo_mean_speedup,timed,compiled,"
             "rewarded,fast_1_raw,fast_2_raw,noise_rejected_1,noise_rejected_2,incomplete,"
-            "answers,pass_at_1,pass_at_4,reward_mode");
+            "answers,pass_at_1,pass_at_4,reward_mode,own_kernels_exec,own_kernels_fast_1,"
+            "own_kernels_fast_2,own_kernels_geo_mean_speedup,own_kernels_timed");
   EXPECT_EQ(lines[1],
             "end_to_end,1,100,0.4,0.4,0.09,0.05,1.2345,40,0.7,0.4,0.1,0,1,0,0,400,0.4,0.55,"
-            "compile_only");
+            "compile_only,0.3,0.06,0.02,1.1,30");
   EXPECT_EQ(lines[2].substr(0, 15), "end_to_end,all,");
 }
 
@@ -104,6 +113,15 @@ TEST(DiceEvalTableWritersTest, MarkdownIsThePapersTableInPercent) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| end_to_end | **all** | 100 | **40.0** |"), std::string::npos) << md;
+  // Both semantics side by side: DICE's and KernelBench's (libraries allowed, their tolerance),
+  // then own kernels only.
+  EXPECT_NE(md.find("| compiled % | own kernels Exec % | own kernels fast_1 % | "
+                    "own kernels fast_2 % |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+                    "---|---|\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 70.0 | 30.0 | 6.0 | 2.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("(reward.libraries: allowed), atol = rtol = 0.01"), std::string::npos) << md;
   EXPECT_NE(md.find("over ALL problems"), std::string::npos);
   EXPECT_NE(md.find("turned down 1 answer speedup"), std::string::npos) << md;
   EXPECT_EQ(md.find("NOT A MEASURE"), std::string::npos);

@@ -22,6 +22,10 @@ const std::map<std::string, std::string>& owned_keys() {
       {"learner.mode", "an evaluation runs the learner's eval phases"},
       {"learner.phases", "it writes the curriculum"},
       {"reward.mode", "use --reward-mode"},
+      {"reward.libraries", "it judges with libraries allowed and reports own kernels apart"},
+      {"reward.tolerance.fp32", "every table is judged at DICE's tolerance"},
+      {"reward.tolerance.fp16", "every table is judged at DICE's tolerance"},
+      {"reward.tolerance.bf16", "every table is judged at DICE's tolerance"},
       {"cluster.local.state_dir", "OUT/cluster"},
   };
   return *kKeys;
@@ -313,6 +317,7 @@ Running:
   KEY=VALUE                config overrides (dice-config docs), applied after dice-eval's:
                            rollout.model_path, learner.update_policy=false, curriculum_file,
                            run.id, run.reward_log_path, cluster.local.state_dir, reward.mode,
+                           reward.libraries=allowed, reward.tolerance.*=0.01 (DICE's),
                            and by default reward.correctness_trials=5, reward.timing.enabled,
                            reward.timing.trials=100, reward.timing.warmups=3 (KernelBench's),
                            rollout.sampling.max_new_tokens and, for greedy, block_size=4 and

@@ -19,11 +19,10 @@ bool level_before(const std::string& a, const std::string& b) {
   return std::stoi(a) < std::stoi(b);
 }
 
-}  // namespace
-
-EvalTable tally_table(const std::vector<Problem>& problems,
-                      const std::map<std::string, std::vector<AnswerVerdict>>& verdicts,
-                      const TableOptions& options) {
+// The rows of `problems` from `verdicts`: per kind in order of first appearance, its levels, then
+// its "all" row. The same problems give the same rows whatever the verdicts.
+std::vector<TableRow> tally_rows(const std::vector<Problem>& problems, const TaskAnswers& verdicts,
+                                 const TableOptions& options) {
   std::vector<TaskKind> kinds;  // in order of first appearance
   std::map<TaskKind, EvalTally> by_kind;
   static const std::vector<AnswerVerdict> kNone;
@@ -36,18 +35,34 @@ EvalTable tally_table(const std::vector<Problem>& problems,
     by_kind.at(problem.kind)
         .add_task(problem.level, found == verdicts.end() ? kNone : found->second);
   }
-  EvalTable table;
+  std::vector<TableRow> rows;
   for (TaskKind kind : kinds) {
     const EvalTally& tally = by_kind.at(kind);
     const std::map<std::string, TableCell> cells = tally.levels();
     std::vector<std::string> levels;
     for (const auto& [level, cell] : cells) levels.push_back(level);
     std::sort(levels.begin(), levels.end(), level_before);
-    for (const std::string& level : levels)
-      table.rows.push_back(row_of(kind, level, cells.at(level)));
-    table.rows.push_back(row_of(kind, kAllLevels, tally.all()));
+    for (const std::string& level : levels) rows.push_back(row_of(kind, level, cells.at(level)));
+    rows.push_back(row_of(kind, kAllLevels, tally.all()));
   }
+  return rows;
+}
+
+}  // namespace
+
+EvalTable tally_table(const std::vector<Problem>& problems, const TaskAnswers& verdicts,
+                      const TaskAnswers& own_kernels_only, const TableOptions& options) {
+  const std::vector<TableRow> rows = tally_rows(problems, verdicts, options);
+  const std::vector<TableRow> own_rows = tally_rows(problems, own_kernels_only, options);
+  EvalTable table;
+  table.rows = rows;
+  for (std::size_t i = 0; i < rows.size(); ++i) table.rows[i].own_kernels_only = own_rows[i];
   return table;
+}
+
+EvalTable tally_table(const std::vector<Problem>& problems, const TaskAnswers& verdicts,
+                      const TableOptions& options) {
+  return tally_table(problems, verdicts, verdicts, options);
 }
 
 }  // namespace dice::eval

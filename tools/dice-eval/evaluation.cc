@@ -35,6 +35,22 @@ constexpr int kTimingWarmups = 3;
 // temperature 0 and low_confidence_static (learner/run_loop.cc: phase_sampling); these the rest.
 constexpr int kGreedyBlockSize = 4;
 constexpr int kGreedyDenoisingSteps = 4;
+// One judging pass gives both of the table's columns (eval_table.h): the verdicts are judged
+// with vendor libraries allowed at DICE's tolerance (its paper's and KernelBench's semantics),
+// and "own kernels only" counts an answer with a library-calls finding as not correct. That is
+// the verdict own_kernels_only would have given: the two policies differ only in the
+// vendor-library rule, whose evidence (the module's imports, the kernels forward launched) the
+// judge reads and records under both; an answer the rule refuses cannot be correct, and one it
+// does not touch runs the same checks either way. A second pass would only double the GPU time
+// and add the noise of a second sampling of timings.
+constexpr char kLibraries[] = "allowed";
+constexpr double kDiceTolerance = 0.01;  // atol = rtol for every output dtype
+
+std::string format_tolerance() {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", kDiceTolerance);
+  return text;
+}
 
 // A failure with its exit status, for the steps below.
 struct Failure {
@@ -155,6 +171,8 @@ Failure prepare_output(Context* c, int* lock_fd) {
   settings.max_new_tokens = r.max_new_tokens;
   settings.reward_mode = c->reward_mode;
   settings.timing = r.timing;
+  settings.judging =
+      std::string("libraries ") + kLibraries + ", atol = rtol = " + format_tolerance();
   settings.config = c->config;
   for (const std::string& o : r.overrides) {
     // Placement and ports decide where the services run, not what they answer or judge.
@@ -212,6 +230,10 @@ std::vector<std::string> attempt_overrides(const Context& c, const Attempt& atte
       "reward.mode=" + c.reward_mode,
       "cluster.local.state_dir=" + state_dir_of(c, attempt.run_id),
       "reward.correctness_trials=" + std::to_string(kCorrectnessTrials),
+      std::string("reward.libraries=") + kLibraries,
+      "reward.tolerance.fp32=" + format_tolerance(),
+      "reward.tolerance.fp16=" + format_tolerance(),
+      "reward.tolerance.bf16=" + format_tolerance(),
       "rollout.sampling.max_new_tokens=" + std::to_string(r.max_new_tokens),
   };
   if (r.decoding == "greedy") {
@@ -329,8 +351,8 @@ Failure write_table(const Context& c, std::ostream& out) {
   auto logged = read_evaluation_at(c.reward_log, c.id, r.samples);
   if (!logged.ok())
     return {kExitFailed, "reward log " + c.reward_log + ": " + logged.status().message()};
-  const EvalTable table =
-      tally_table(c.set.problems, logged->answers, {r.samples, r.pass_k, r.noise_z});
+  const EvalTable table = tally_table(c.set.problems, logged->answers, logged->own_kernels_answers,
+                                      {r.samples, r.pass_k, r.noise_z});
   TableMeta meta;
   meta.evaluation_id = c.id;
   meta.model = c.model;
@@ -345,6 +367,7 @@ Failure write_table(const Context& c, std::ostream& out) {
   meta.samples = r.samples;
   meta.pass_k = r.pass_k;
   meta.noise_z = r.noise_z;
+  meta.tolerance = kDiceTolerance;
   meta.timing = r.timing && meta.reward_mode == "full";
   meta.runs = logged->runs;
   for (std::uint64_t sum : logged->weights_checksums) {

@@ -58,6 +58,9 @@ std::vector<std::pair<std::string, double>> table_metrics(const TableMeta& meta,
         {"compiled", r.compiled},
         {"rewarded", r.rewarded},
         {"incomplete", r.incomplete},
+        {"own_kernels_exec", r.own_kernels_only.exec},
+        {"own_kernels_fast_1", r.own_kernels_only.fast_1},
+        {"own_kernels_fast_2", r.own_kernels_only.fast_2},
     };
     for (int k : meta.pass_k) {
       auto found = r.pass_at_k.find(k);

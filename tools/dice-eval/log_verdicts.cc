@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "options/reward_options.h"
+
 namespace dice::eval {
 namespace {
 
@@ -11,6 +13,14 @@ int judged_count(const std::vector<AnswerVerdict>& answers) {
 }
 
 }  // namespace
+
+AnswerVerdict own_kernels_answer(schema::Verdict::Reader verdict) {
+  AnswerVerdict answer = answer_of(verdict);
+  for (const auto& finding : verdict.getFindings()) {
+    if (finding.getCheck() == kLibraryCallsFinding) answer.correct = answer.rewarded = false;
+  }
+  return answer;
+}
 
 Result<LoggedEvaluation> read_evaluation(rewardlog::RewardLogReader& log,
                                          const std::string& evaluation_id, int samples) {
@@ -28,15 +38,21 @@ Result<LoggedEvaluation> read_evaluation(rewardlog::RewardLogReader& log,
     out.last_attempt = attempt;
     DICE_ASSIGN_OR_RETURN(auto steps, log.steps(run_id));
     for (const auto& step : steps) out.reward_modes.insert(step.get().getRewardMode().cStr());
-    std::map<std::string, std::vector<AnswerVerdict>> found;  // this attempt's answers
+    std::map<std::string, std::vector<AnswerVerdict>> found;      // this attempt's answers
+    std::map<std::string, std::vector<AnswerVerdict>> found_own;  // and as own_kernels_answer
     DICE_RETURN_IF_ERROR(log.for_each_candidate(
         run_id, {}, [&](rewardlog::OwnedRecord<schema::CandidateRecord> record) {
           auto verdict = record.get().getVerdict();
           const std::size_t sample = verdict.getSampleIndex();
           if (sample >= n) return Status::ok_status();
           auto& answers = found[verdict.getTaskId().cStr()];
+          auto& own = found_own[verdict.getTaskId().cStr()];
           answers.resize(n);
-          if (!answers[sample].judged) answers[sample] = answer_of(verdict);
+          own.resize(n);
+          if (!answers[sample].judged) {
+            answers[sample] = answer_of(verdict);
+            own[sample] = own_kernels_answer(verdict);
+          }
           out.weights_checksums.insert(record.get().getWeightsChecksum());
           return Status::ok_status();
         }));
@@ -46,6 +62,7 @@ Result<LoggedEvaluation> read_evaluation(rewardlog::RewardLogReader& log,
       auto held = out.answers.find(task);
       if (held != out.answers.end() && judged_count(held->second) >= judged) continue;
       out.answers[task] = answers;
+      out.own_kernels_answers[task] = found_own[task];
       out.answered_in[task] = run_id;
       if (judged == static_cast<int>(n)) out.complete.insert(task);
     }

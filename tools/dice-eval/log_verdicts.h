@@ -27,11 +27,19 @@ struct LoggedEvaluation {
   int last_attempt = 0;           // 0 when none
   // task id -> its answers by sample index (unjudged entries where a verdict is missing)
   std::map<std::string, std::vector<AnswerVerdict>> answers;
+  // the same answers with each one whose verdict has a library-calls finding (it called a vendor
+  // library: kLibraryCallsFinding, options/reward_options.h) not correct and not rewarded: the
+  // table's "own kernels only" cells
+  std::map<std::string, std::vector<AnswerVerdict>> own_kernels_answers;
   std::map<std::string, std::string> answered_in;  // task id -> the run its answers come from
   std::set<std::string> complete;                  // tasks with a verdict for every sample
   std::set<std::string> reward_modes;              // of the attempts' StepRecords
   std::set<std::uint64_t> weights_checksums;       // of the weights that sampled any answer
 };
+
+// The answer as "own kernels only" judges it: not correct and not rewarded when its verdict has a
+// library-calls finding, else as judged.
+AnswerVerdict own_kernels_answer(schema::Verdict::Reader verdict);
 
 // Reads every attempt of `evaluation_id` from an open log (catch_up() first to see a writer's
 // latest). Corruption/IOError from the reader.

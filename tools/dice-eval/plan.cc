@@ -30,6 +30,7 @@ json::object settings_object(const EvalSettings& s) {
           {"max_new_tokens", s.max_new_tokens},
           {"reward_mode", s.reward_mode},
           {"timing", s.timing},
+          {"judging", s.judging},
           {"config", s.config},
           {"overrides", std::move(overrides)}};
 }

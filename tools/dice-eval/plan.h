@@ -38,6 +38,7 @@ struct EvalSettings {
   int max_new_tokens = 0;
   std::string reward_mode;
   bool timing = true;
+  std::string judging;                 // the judge's library policy and tolerance (evaluation.cc)
   std::string config;                  // the base config file, absolute
   std::vector<std::string> overrides;  // the user's KEY=VALUE overrides but cluster.*, in order
 };

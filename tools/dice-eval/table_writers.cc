@@ -42,6 +42,15 @@ std::string level_label(const std::string& level) {
   return level.empty() ? "none" : level;
 }
 
+std::string judging_rule(const TableMeta& meta) {
+  return "Exec and fast_p are DICE's and KernelBench's evaluation: vendor libraries (cuBLAS, "
+         "cuDNN, CUTLASS, CUB, ...) allowed beside the answer's own kernels "
+         "(reward.libraries: allowed), atol = rtol = " +
+         number(meta.tolerance, "%g") +
+         "; the own-kernels columns count every answer that called a vendor library as not "
+         "correct (reward.libraries: own_kernels_only, the RL reward's default)";
+}
+
 std::string reward_mode_warning(const std::string& reward_mode) {
   if (reward_mode == "full") return "";
   return "reward mode " + reward_mode +
@@ -64,6 +73,8 @@ std::string table_json(const TableMeta& meta, const EvalTable& table) {
   root["samples_per_problem"] = meta.samples;
   root["timing"] = meta.timing;
   root["noise_check"] = {{"z", meta.noise_z}, {"rule", noise_rule(meta.noise_z)}};
+  root["judging"] = {
+      {"libraries", "allowed"}, {"tolerance", meta.tolerance}, {"rule", judging_rule(meta)}};
   json::array runs(meta.runs.begin(), meta.runs.end());
   root["runs"] = std::move(runs);
   json::array checksums(meta.weights_checksums.begin(), meta.weights_checksums.end());
@@ -92,6 +103,13 @@ std::string table_json(const TableMeta& meta, const EvalTable& table) {
     json::object pass;
     for (const auto& [k, value] : r.pass_at_k) pass[std::to_string(k)] = value;
     row["pass_at_k"] = std::move(pass);
+    const TableCell& own = r.own_kernels_only;
+    row["own_kernels_only"] = {{"exec", own.exec},
+                               {"fast_0", own.fast_0},
+                               {"fast_1", own.fast_1},
+                               {"fast_2", own.fast_2},
+                               {"geo_mean_speedup", own.geo_mean_speedup},
+                               {"timed", own.timed}};
     rows.push_back(std::move(row));
   }
   root["rows"] = std::move(rows);
@@ -103,7 +121,8 @@ std::string table_csv(const TableMeta& meta, const EvalTable& table) {
   out << "kind,level,problems,exec,fast_0,fast_1,fast_2,geo_mean_speedup,timed,compiled,"
          "rewarded,fast_1_raw,fast_2_raw,noise_rejected_1,noise_rejected_2,incomplete,answers";
   for (int k : meta.pass_k) out << ",pass_at_" << k;
-  out << ",reward_mode\r\n";
+  out << ",reward_mode,own_kernels_exec,own_kernels_fast_1,own_kernels_fast_2,"
+         "own_kernels_geo_mean_speedup,own_kernels_timed\r\n";
   for (const TableRow& r : table.rows) {
     out << kind_name(r.kind) << ',' << csv_cell(level_label(r.level)) << ',' << r.problems << ','
         << number(r.exec) << ',' << number(r.fast_0) << ',' << number(r.fast_1) << ','
@@ -115,7 +134,10 @@ std::string table_csv(const TableMeta& meta, const EvalTable& table) {
       auto found = r.pass_at_k.find(k);
       out << ',' << number(found == r.pass_at_k.end() ? 0.0 : found->second);
     }
-    out << ',' << csv_cell(meta.reward_mode) << "\r\n";
+    const TableCell& own = r.own_kernels_only;
+    out << ',' << csv_cell(meta.reward_mode) << ',' << number(own.exec) << ',' << number(own.fast_1)
+        << ',' << number(own.fast_2) << ',' << number(own.geo_mean_speedup) << ',' << own.timed
+        << "\r\n";
   }
   return out.str();
 }
@@ -143,8 +165,9 @@ std::string table_markdown(const TableMeta& meta, const EvalTable& table) {
   for (int k : meta.pass_k) out << " pass@" << k << " % |";
   const bool full = meta.reward_mode == "full";
   out << " compiled % |" << (full ? "" : " rewarded % (" + meta.reward_mode + ") |")
+      << " own kernels Exec % | own kernels fast_1 % | own kernels fast_2 % |"
       << "\n|---|---|---|---|---|---|---|---|";
-  for (std::size_t i = 0; i < meta.pass_k.size() + (full ? 1 : 2); ++i) out << "---|";
+  for (std::size_t i = 0; i < meta.pass_k.size() + (full ? 4 : 5); ++i) out << "---|";
   out << "\n";
   int incomplete = 0, rejected = 0;
   for (const TableRow& r : table.rows) {
@@ -160,8 +183,10 @@ std::string table_markdown(const TableMeta& meta, const EvalTable& table) {
       auto found = r.pass_at_k.find(k);
       out << " " << percent(found == r.pass_at_k.end() ? 0.0 : found->second) << " |";
     }
+    const TableCell& own = r.own_kernels_only;
     out << " " << percent(r.compiled) << " |" << (full ? "" : " " + percent(r.rewarded) + " |")
-        << "\n";
+        << " " << b << percent(own.exec) << b << " | " << percent(own.fast_1) << " | "
+        << percent(own.fast_2) << " |\n";
     if (!total) {
       incomplete += r.incomplete;
       rejected += r.noise_rejected_1 + r.noise_rejected_2;
@@ -171,7 +196,8 @@ std::string table_markdown(const TableMeta& meta, const EvalTable& table) {
          "correct. "
       << noise_rule(meta.noise_z)
       << ". The geo-mean speedup is over the correct, timed answers (their count in "
-         "brackets).\n";
+         "brackets). "
+      << judging_rule(meta) << ".\n";
   if (rejected > 0) {
     out << "The noise check turned down " << rejected
         << " answer speedup(s) that KernelBench's plain rule would count (table.json: "

@@ -22,14 +22,19 @@ struct TableMeta {
   int samples = 1;           // answers per problem
   std::vector<int> pass_k;   // the pass@k columns
   double noise_z = kDefaultNoiseZ;
-  bool timing = true;                          // correct answers were timed (fast_p > 0 possible)
-  std::vector<std::string> runs;               // the reward log runs that hold the verdicts
+  double tolerance = 0.01;        // atol = rtol the answers were judged at (evaluation.cc)
+  bool timing = true;             // correct answers were timed (fast_p > 0 possible)
+  std::vector<std::string> runs;  // the reward log runs that hold the verdicts
   std::vector<std::string> weights_checksums;  // of the weights that sampled (hex); 1 expected
   std::string created_utc;                     // "2026-12-03T10:00:00Z"
 };
 
 // The level as the files write it: "none" for problems without one.
 std::string level_label(const std::string& level);
+
+// What the rates mean: DICE's and KernelBench's semantics (libraries allowed, the tolerance) for
+// the main columns, and the "own kernels only" columns beside them (eval_table.h).
+std::string judging_rule(const TableMeta& meta);
 
 // The sentence every form carries when reward_mode is not full; "" for full.
 std::string reward_mode_warning(const std::string& reward_mode);
