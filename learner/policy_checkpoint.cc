@@ -29,10 +29,15 @@ std::uint64_t checkpoint_bytes(Qwen3LMImpl& model, const std::string& source_dir
 }
 
 // Writes the checkpoint into `tmp`: the weights, then the side files, then a sync of all of it.
+// Each weights file checks its own bytes against the free space again (another writer may have
+// taken what the checkpoint's check saw).
 Status write_partial(Qwen3LMImpl& model, const std::string& source_dir, const std::string& tmp,
-                     FileSystem& file_system) {
+                     std::uint64_t min_free_bytes, FileSystem& file_system) {
   namespace fs = std::filesystem;
-  DICE_RETURN_IF_ERROR(save_qwen3_lm(model, tmp));
+  CheckpointWriterOptions writer;
+  writer.min_free_bytes = min_free_bytes;
+  writer.file_system = &file_system;
+  DICE_RETURN_IF_ERROR(save_qwen3_lm(model, tmp, writer));
   for (const char* name : kSideFiles) {
     std::error_code ec;
     const fs::path from = fs::path(source_dir) / name;
@@ -57,7 +62,7 @@ Status save_policy_checkpoint(Qwen3LMImpl& model, const std::string& source_dir,
   DICE_RETURN_IF_ERROR(check_free_disk_space(dir, checkpoint_bytes(model, source_dir),
                                              "the policy checkpoint",
                                              {min_free_bytes, &file_system}));
-  Status written = write_partial(model, source_dir, tmp, file_system);
+  Status written = write_partial(model, source_dir, tmp, min_free_bytes, file_system);
   if (!written.ok()) {
     // On a full disk the half-written folder would hold the space the run's other writes need.
     remove_tree(tmp).ignore();

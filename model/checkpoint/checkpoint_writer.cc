@@ -38,6 +38,15 @@ Status make_dir(const std::string& dir) {
   return Status::io_error(dir + ": cannot create directory: " + ec.message());
 }
 
+// The durable writes' options for a file of `bytes` bytes (0: its contents' size).
+DurableWriteOptions durable_options(const CheckpointWriterOptions& options, uint64_t bytes = 0) {
+  DurableWriteOptions durable;
+  durable.file_system = options.file_system;
+  durable.min_free_bytes = options.min_free_bytes;
+  durable.expected_bytes = bytes;
+  return durable;
+}
+
 std::string shard_name(size_t k, size_t n) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "model-%05zu-of-%05zu.safetensors", k, n);
@@ -47,7 +56,8 @@ std::string shard_name(size_t k, size_t n) {
 }  // namespace
 
 Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
+                         const std::map<std::string, std::string>& metadata,
+                         const CheckpointWriterOptions& options) {
   boost::json::object header;
   boost::json::object meta;
   for (const auto& kv : metadata) meta[kv.first] = kv.second;
@@ -70,17 +80,24 @@ Status write_safetensors(const std::string& path, const std::vector<TensorView>&
   }
   std::string text = boost::json::serialize(header);
   text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
-  return write_file_atomically_with(path, [&](int fd) -> Status {
-    uint8_t len[8];
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
-    DICE_RETURN_IF_ERROR(write_all(fd, len, 8, path));
-    DICE_RETURN_IF_ERROR(write_all(fd, text.data(), text.size(), path));
-    for (const TensorView& t : tensors) {
-      DICE_RETURN_IF_ERROR(write_all(fd, t.data, t.nbytes, path + ": tensor '" + t.name + "'"));
-    }
-    return Status::ok_status();
-  });
+  FileSystem& file_system = options.file_system ? *options.file_system : posix_file_system();
+  // The file's exact size, checked against the free space before its first byte.
+  const uint64_t file_bytes = 8 + text.size() + offset;
+  return write_file_atomically_with(
+      path,
+      [&](int fd) -> Status {
+        uint8_t len[8];
+        uint64_t n = text.size();
+        for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+        DICE_RETURN_IF_ERROR(write_all(fd, len, 8, path, file_system));
+        DICE_RETURN_IF_ERROR(write_all(fd, text.data(), text.size(), path, file_system));
+        for (const TensorView& t : tensors) {
+          DICE_RETURN_IF_ERROR(
+              write_all(fd, t.data, t.nbytes, path + ": tensor '" + t.name + "'", file_system));
+        }
+        return Status::ok_status();
+      },
+      durable_options(options, file_bytes));
 }
 
 Status write_model_dir(const std::string& dir, const ModelConfig& config,
@@ -89,7 +106,8 @@ Status write_model_dir(const std::string& dir, const ModelConfig& config,
   DICE_RETURN_IF_ERROR(config.validate("config for " + dir));
   DICE_RETURN_IF_ERROR(make_dir(dir));
   std::string config_text = model_config_to_json(config);
-  DICE_RETURN_IF_ERROR(write_file_atomically(dir + "/config.json", config_text));
+  DICE_RETURN_IF_ERROR(
+      write_file_atomically(dir + "/config.json", config_text, durable_options(options)));
 
   // Greedy sharding in the given order, as transformers does.
   std::vector<std::vector<TensorView>> shards(1);
@@ -105,19 +123,19 @@ Status write_model_dir(const std::string& dir, const ModelConfig& config,
   }
   if (shards.size() == 1) {
     std::remove((dir + "/model.safetensors.index.json").c_str());  // a stale index would win
-    return write_safetensors(dir + "/model.safetensors", tensors);
+    return write_safetensors(dir + "/model.safetensors", tensors, {}, options);
   }
   boost::json::object weight_map;
   for (size_t k = 0; k < shards.size(); ++k) {
     std::string name = shard_name(k + 1, shards.size());
-    DICE_RETURN_IF_ERROR(write_safetensors(dir + "/" + name, shards[k]));
+    DICE_RETURN_IF_ERROR(write_safetensors(dir + "/" + name, shards[k], {}, options));
     for (const TensorView& t : shards[k]) weight_map[t.name] = name;
   }
   boost::json::object index{{"metadata", boost::json::object{{"total_size", total_bytes}}},
                             {"weight_map", std::move(weight_map)}};
   std::string index_text = boost::json::serialize(index);
   std::string index_path = dir + "/model.safetensors.index.json";
-  DICE_RETURN_IF_ERROR(write_file_atomically(index_path, index_text));
+  DICE_RETURN_IF_ERROR(write_file_atomically(index_path, index_text, durable_options(options)));
   std::remove((dir + "/model.safetensors").c_str());  // a stale single file would confuse readers
   return Status::ok_status();
 }

@@ -10,6 +10,11 @@
 // refuses files without it). Each file is written durably (common/durable_file.h: a temporary,
 // fsync, rename into place, fsync of the folder), so a crash or a power loss never leaves a
 // half-written file under the final name.
+//
+// A full disk: before each file (each shard, config.json, the index), its folder's file system
+// must have room for the bytes it is about to write plus CheckpointWriterOptions::min_free_bytes,
+// or the write is refused before its temporary is made, with an IOError naming the folder, the
+// bytes needed and the bytes free (common/disk_space.h); the shards written before stay.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/durable_file.h"
 #include "common/status.h"
 #include "model/checkpoint/model_config.h"
 #include "model/checkpoint/safetensors.h"
@@ -36,11 +42,19 @@ struct CheckpointWriterOptions {
   // Largest data size of one safetensors file before the tensors are split into shards; a tensor
   // larger than this gets a shard of its own. Default: 5 GB (transformers' default).
   uint64_t max_shard_bytes = 5'000'000'000ULL;
+  // Bytes each file must leave free on its disk besides its own (run.min_free_disk_mb for the
+  // learner's checkpoints). Default: 0 (each file's own size is still checked)
+  uint64_t min_free_bytes = 0;
+  // Where the files' system calls and the free-space check's statvfs go (a test sets what it
+  // sees). Default: posix_file_system()
+  FileSystem* file_system = nullptr;
 };
 
 // Writes one safetensors file; `metadata` goes into __metadata__ ("format": "pt" is added).
+// `options`: the free-space check's and the file system's (max_shard_bytes is not used).
 Status write_safetensors(const std::string& path, const std::vector<TensorView>& tensors,
-                         const std::map<std::string, std::string>& metadata = {});
+                         const std::map<std::string, std::string>& metadata = {},
+                         const CheckpointWriterOptions& options = {});
 
 // Writes config.json and the weights into `dir` (created if missing).
 Status write_model_dir(const std::string& dir, const ModelConfig& config,

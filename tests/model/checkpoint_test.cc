@@ -2,14 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "common/disk_space.h"
 #include "common/remove_tree.h"
 #include "model/checkpoint/checkpoint_writer.h"
+#include "tests/common/fixed_free_space_file_system.h"
 
 namespace dice {
 namespace {
@@ -105,6 +108,48 @@ TEST_F(CheckpointTest, ShardedRoundTrip) {
   ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
   expect_tensors_match(*ckpt);
   EXPECT_NE(ckpt->file_of("t2").find("model-00003-of-00003.safetensors"), std::string::npos);
+}
+
+// Each shard is checked against the free space for the bytes it is about to write, before its
+// temporary is made: with room for the first shard and not the second (an 8 KiB tensor), the
+// second is refused with its own name and exact size and the first stays. The free space is a
+// test double's (FixedFreeSpaceFileSystem), fixed at 64 KiB; the floor leaves 4 KiB of it.
+TEST_F(CheckpointTest, EachShardIsCheckedAgainstTheBytesItIsAboutToWrite) {
+  std::vector<float> large(2048, 1.0f);
+  std::vector<TensorView> views = {views_[0], {"large", DType::kF32, {2048}, large.data(), 8192}};
+  CheckpointWriterOptions options;
+  options.max_shard_bytes = 64;  // a shard per tensor
+  const std::string reference = dir_ + "/reference";
+  ASSERT_TRUE(write_model_dir(reference, tiny_config(), views, options).ok());
+  const std::uintmax_t second_bytes =
+      fs::file_size(reference + "/model-00002-of-00002.safetensors");
+  ASSERT_LT(fs::file_size(reference + "/model-00001-of-00002.safetensors"), 4096u);
+  ASSERT_LT(fs::file_size(reference + "/config.json"), 4096u);
+
+  testing_util::FixedFreeSpaceFileSystem disk(16);  // 64 KiB
+  options.file_system = &disk;
+  options.min_free_bytes = 60 * 1024;
+  const std::string dir = dir_ + "/policy";
+  const Status refused = write_model_dir(dir, tiny_config(), views, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(is_disk_space_shortage(refused)) << refused.to_string();
+  const std::string second = dir + "/model-00002-of-00002.safetensors";
+  EXPECT_NE(refused.message().find(dir + ": not enough free disk space for the new " + second +
+                                   ": it needs " + std::to_string(second_bytes) + " bytes"),
+            std::string::npos)
+      << refused.to_string();
+  EXPECT_TRUE(fs::exists(dir + "/model-00001-of-00002.safetensors"));
+  EXPECT_FALSE(fs::exists(second));
+  EXPECT_FALSE(fs::exists(second + ".tmp"));
+  EXPECT_NE(std::find(disk.opened.begin(), disk.opened.end(),
+                      dir + "/model-00001-of-00002.safetensors.tmp"),
+            disk.opened.end());
+  EXPECT_EQ(std::find(disk.opened.begin(), disk.opened.end(), second + ".tmp"), disk.opened.end())
+      << "the second shard's temporary was made";
+
+  disk.free_blocks = 32;  // 128 KiB: room for it
+  ASSERT_TRUE(write_model_dir(dir, tiny_config(), views, options).ok());
+  EXPECT_EQ(fs::file_size(second), second_bytes);
 }
 
 TEST_F(CheckpointTest, IndexNamingAbsentTensorIsCorrupt) {
