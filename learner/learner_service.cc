@@ -113,6 +113,12 @@ OpenedLog open_run_log(const DiceConfig& config, const ExistingRun& resumed = {}
   OpenedLog out;
   rewardlog::RewardLogOptions log_options;
   log_options.path = config.run.reward_log_path;
+  // run.min_free_disk_mb is what checkpoints leave for the writers that cannot check first; the
+  // log writes into it down to a quarter (256 MiB by default), kept for RocksDB's own work: four
+  // 64 MiB level-0 files (its defaults) start a compaction that rewrites about that much.
+  log_options.min_free_bytes =
+      static_cast<std::uint64_t>(config.run.min_free_disk_mb) * kBytesPerMiB / 4;
+  log_options.min_free_name = "a quarter of run.min_free_disk_mb";
   auto log = rewardlog::RewardLogWriter::open(log_options);
   if (!log.ok()) {
     out.exit_code = kExitFailure;
@@ -121,7 +127,7 @@ OpenedLog open_run_log(const DiceConfig& config, const ExistingRun& resumed = {}
   }
   Status recorded = write_run_record(**log, config, resumed, resume_note);
   if (!recorded.ok()) {
-    out.exit_code = kExitFailure;
+    out.exit_code = is_disk_space_shortage(recorded) ? kExitNoDiskSpace : kExitFailure;
     out.status = recorded;
     return out;
   }

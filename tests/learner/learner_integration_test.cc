@@ -133,12 +133,13 @@ class LearnerIntegrationTest : public ::testing::Test {
     args.insert(args.end(), more.begin(), more.end());
     return std::make_unique<ChildProcess>(DICE_LEARNER_BINARY, args, (dir_ / log_name).string());
   }
-  // Waits until the log holds at least `count` steps of it-run; the reader (a secondary) stays
-  // open in *log.
-  bool wait_for_steps(std::size_t count, std::unique_ptr<rewardlog::RewardLogReader>* log) {
+  // Waits until the log (at `path`: open_log's) holds at least `count` steps of it-run; the
+  // reader (a secondary) stays open in *log.
+  bool wait_for_steps(std::size_t count, std::unique_ptr<rewardlog::RewardLogReader>* log,
+                      const std::string& path = "") {
     const auto end = std::chrono::steady_clock::now() + kDeadline;
     while (std::chrono::steady_clock::now() < end) {
-      if (!*log) *log = open_log();
+      if (!*log) *log = open_log(path);
       if (*log && (*log)->catch_up().ok()) {
         auto steps = (*log)->steps("it-run");
         if (steps.ok() && steps->size() >= count) return true;
@@ -156,9 +157,10 @@ class LearnerIntegrationTest : public ::testing::Test {
                                  std::to_string(sleep_ms)},
         worker_log_path(id).string());
   }
-  std::unique_ptr<rewardlog::RewardLogReader> open_log() {
+  // The run's reward log (`path`: one at another path than the config's).
+  std::unique_ptr<rewardlog::RewardLogReader> open_log(const std::string& path = "") {
     rewardlog::RewardLogReaderOptions options;
-    options.path = (dir_ / "log").string();
+    options.path = path.empty() ? (dir_ / "log").string() : path;
     auto reader = rewardlog::RewardLogReader::open(options);
     if (!reader.ok()) return nullptr;
     return std::move(reader).value();
@@ -759,6 +761,75 @@ TEST_F(LearnerIntegrationTest, AFullDiskEndsTheRunWithTheReasonAndKeepsTheLastRe
   auto candidates = log->candidates("it-run");
   ASSERT_TRUE(candidates.ok());
   EXPECT_GE(candidates->size(), 6u);  // step 0's 3 tasks x 2 samples
+}
+
+// A disk that fills under the reward log mid-run (a tmpfs, filled below the log's floor once a
+// step is logged): the next batch of verdicts is refused before RocksDB sees it, the learner ends
+// with exit 3 (kExitNoDiskSpace: not restarted) naming the folder and the bytes, every step
+// logged before keeps its StepRecord and all its verdicts, and with the space freed the run
+// resumes to its end with each step logged once. Needs root for the tmpfs; skipped without.
+TEST_F(LearnerIntegrationTest, ARewardLogOnAFullDiskEndsTheRunAndKeepsTheVerdictsWritten) {
+  testing_util::SmallTmpfs disk(8192);
+  if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
+  constexpr int kSteps = 4;
+  const std::string config = write_config(kSteps);
+  const std::string log_path = disk.sub("log");
+  // The log keeps a quarter of run.min_free_disk_mb free: 1 MiB.
+  const std::vector<std::string> overrides = {"run.min_free_disk_mb=4",
+                                              "run.reward_log_path=" + log_path};
+  auto learner = start_learner(config, overrides);
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0", /*sleep_ms=*/100);
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  std::unique_ptr<rewardlog::RewardLogReader> log;
+  ASSERT_TRUE(wait_for_steps(1, &log, log_path)) << learner_log();
+  auto free_now = free_disk_bytes(disk.path());
+  ASSERT_TRUE(free_now.ok()) << free_now.status().to_string();
+  ASSERT_GT(*free_now, kBytesPerMiB);
+  {
+    std::ofstream filler(disk.sub("filler"), std::ios::binary);
+    filler << std::string(*free_now - kBytesPerMiB + 64 * 1024, 'f');  // 64 KiB below the floor
+  }
+
+  EXPECT_EQ(learner->wait_exit(kDeadline), 3) << "kExitNoDiskSpace: not restarted" << learner_log();
+  const std::string log_text = learner_log();
+  EXPECT_NE(log_text.find(log_path + ": not enough free disk space for a batch of "),
+            std::string::npos)
+      << log_text;
+  EXPECT_NE(log_text.find("a quarter of run.min_free_disk_mb keeps 1.0 MiB (1048576 bytes) free"),
+            std::string::npos)
+      << log_text;
+  rollout.reset();
+  reward.reset();
+  ASSERT_TRUE(log->catch_up().ok());
+  auto steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+  ASSERT_FALSE(steps->empty());
+  EXPECT_LT(steps->size(), static_cast<std::size_t>(kSteps)) << "the disk filled too late";
+  for (const auto& step : *steps) {
+    rewardlog::CandidateFilter filter;
+    filter.step = step.get().getStep();
+    auto candidates = log->candidates("it-run", filter);
+    ASSERT_TRUE(candidates.ok());
+    EXPECT_EQ(candidates->size(), 6u) << "step " << *filter.step;  // 3 tasks x 2 samples
+  }
+  log.reset();
+
+  fs::remove(disk.sub("filler"));
+  std::vector<std::string> resume = overrides;
+  resume.push_back("--resume");
+  auto resumed = start_learner(config, resume, "learner-resumed.log");
+  rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  ASSERT_EQ(resumed->wait_exit(kDeadline), 0) << read_file(dir_ / "learner-resumed.log");
+  log = open_log(log_path);
+  ASSERT_NE(log, nullptr);
+  steps = log->steps("it-run");
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), static_cast<std::size_t>(kSteps));
+  for (std::size_t k = 0; k < steps->size(); ++k) EXPECT_EQ((*steps)[k].get().getStep(), k);
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  EXPECT_EQ(candidates->size(), 6u * kSteps);
 }
 
 TEST_F(LearnerIntegrationTest, AModelThatDoesNotLoadIsBadInput) {
