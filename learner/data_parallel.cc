@@ -11,6 +11,7 @@
 #include "learner/gradient_reducer.h"
 #include "learner/in_process_collective.h"
 #include "learner/nccl_gradient_collective.h"
+#include "learner/optimizer_shard.h"
 #include "model/nccl/nccl_communicator.h"
 #include "model/torch_compat.h"
 
@@ -23,6 +24,7 @@ Result<DataParallelOptions> data_parallel_options(const DataParallelSettings& se
   out.buckets.first_bucket_bytes = std::min<std::int64_t>(out.buckets.bucket_bytes, 1 << 20);
   out.timeout =
       std::chrono::milliseconds(static_cast<std::int64_t>(settings.timeout_seconds * 1e3));
+  out.shard = settings.shard;
   if (!home.is_cuda()) {
     out.devices = {home};
     return out;
@@ -71,10 +73,12 @@ Result<std::unique_ptr<DataParallel>> DataParallel::create(Qwen3LM model,
       replica->model->attention_tile = model->model->attention_tile;
       dp->replicas_.push_back(replica);
     }
-    if (devices.size() > 1) {
+    // A sharded optimizer needs its collective on one device too (a one-rank group).
+    const bool sharded = options.shard == ShardMode::kOptimizer;
+    if (devices.size() > 1 || sharded) {
       bool all_cuda = true;
       for (const c10::Device& d : devices) all_cuda = all_cuda && d.is_cuda();
-      if (all_cuda && nccl::built_with_nccl()) {
+      if (devices.size() > 1 && all_cuda && nccl::built_with_nccl()) {
         std::vector<int> indices;
         for (const c10::Device& d : devices) indices.push_back(d.index());
         DICE_ASSIGN_OR_RETURN(auto group,
@@ -91,6 +95,22 @@ Result<std::unique_ptr<DataParallel>> DataParallel::create(Qwen3LM model,
         }
       }
     }
+    if (sharded) {
+      for (std::size_t r = 0; r < dp->replicas_.size(); ++r) {
+        DICE_ASSIGN_OR_RETURN(
+            auto shard, OptimizerShard::create(dp->replicas_[r]->parameters(), dp->collectives_[r],
+                                               options.buckets, optimizer, optimizer_on_cpu));
+        dp->reducers_.push_back(&shard->reducer());
+        dp->shards_.push_back(std::move(shard));
+      }
+      std::vector<const OptimizerShard*> all;
+      for (const auto& shard : dp->shards_) all.push_back(shard.get());
+      for (std::size_t r = 0; r < dp->replicas_.size(); ++r) {
+        dp->masters_.push_back(
+            std::make_unique<MasterWeights>(*dp->replicas_[r], dp->shards_[r].get(), all));
+      }
+      return dp;
+    }
     for (std::size_t r = 0; r < dp->replicas_.size(); ++r) {
       dp->masters_.push_back(
           std::make_unique<MasterWeights>(*dp->replicas_[r], optimizer, optimizer_on_cpu));
@@ -99,7 +119,8 @@ Result<std::unique_ptr<DataParallel>> DataParallel::create(Qwen3LM model,
           auto reducer, GradientReducer::create(dp->replicas_[r]->parameters(), dp->collectives_[r],
                                                 options.buckets));
       dp->masters_.back()->set_reducer(reducer.get());
-      dp->reducers_.push_back(std::move(reducer));
+      dp->reducers_.push_back(reducer.get());
+      dp->own_reducers_.push_back(std::move(reducer));
     }
   } catch (const c10::Error& e) {
     return Status::internal(std::string("DataParallel: ") + e.what_without_backtrace());
@@ -111,6 +132,8 @@ DataParallel::~DataParallel() {
   // The optimizers point at the reducers' buffers: they go first.
   masters_.clear();
   reducers_.clear();
+  shards_.clear();
+  own_reducers_.clear();
 }
 
 void DataParallel::arm(int rank) {

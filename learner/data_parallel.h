@@ -9,6 +9,12 @@
 // Sums go over NCCL between GPUs (nccl_gradient_collective.h) and through memory between CPU
 // replicas (in_process_collective.h: the CPU tests, and GPUs in a build without NCCL). With one
 // device there is no reducer and no thread: exactly the one-device trainer.
+//
+// With shard: optimizer (optimizer_shard.h) every replica still holds the whole bf16 model and
+// runs its forwards and backwards as above, but its optimizer holds only 1/N of the float32
+// masters and AdamW moments: gradients are reduce-scattered instead of summed, each GPU steps its
+// chunk of every bucket, and the updated weights are all-gathered. That path runs on one device
+// too (through a one-rank in-process collective), so its code is exercised on a single GPU.
 #pragma once
 
 #include <chrono>
@@ -27,6 +33,7 @@ namespace dice {
 class GradientCollective;
 class GradientReducer;
 class InProcessGroup;
+class OptimizerShard;
 
 struct DataParallelOptions {
   // Devices of the replicas; the first must be the model's own. Empty: the model's device alone.
@@ -34,6 +41,8 @@ struct DataParallelOptions {
   BucketPlanOptions buckets;
   // How long a rank waits for the others in one sum before the step fails (a dead or stuck rank).
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  // Whether each replica's optimizer holds all of the masters and moments or its 1/N.
+  ShardMode shard = ShardMode::kReplica;
 };
 
 // The replicas the learner's settings ask for, for a model on `home`: on a GPU, the first
@@ -73,7 +82,9 @@ class DataParallel {
   std::unique_ptr<InProcessGroup> in_process_;
   std::vector<std::unique_ptr<GradientCollective>> nccl_;
   std::vector<GradientCollective*> collectives_;
-  std::vector<std::unique_ptr<GradientReducer>> reducers_;
+  std::vector<std::unique_ptr<GradientReducer>> own_reducers_;  // shard: replica
+  std::vector<std::unique_ptr<OptimizerShard>> shards_;         // shard: optimizer
+  std::vector<GradientReducer*> reducers_;                      // either's, by rank
   std::vector<std::unique_ptr<MasterWeights>> masters_;
 };
 

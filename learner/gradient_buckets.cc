@@ -1,5 +1,6 @@
 #include "learner/gradient_buckets.h"
 
+#include <algorithm>
 #include <map>
 
 namespace dice {
@@ -12,6 +13,9 @@ std::vector<GradientBucket> plan_gradient_buckets(const std::vector<BucketParam>
   auto close = [&](int group) {
     auto it = open.find(group);
     if (it == open.end() || it->second.params.empty()) return;
+    const std::int64_t chunks = std::max<std::int64_t>(options.chunks, 1);
+    it->second.padding = (chunks - it->second.numel % chunks) % chunks;
+    it->second.numel += it->second.padding;
     out.push_back(std::move(it->second));
     open.erase(it);
     open_bytes.erase(group);

@@ -1,8 +1,11 @@
-// InProcessCollective: the sum of data-parallel replicas that live in one process, each driven by
-// its own thread (data_parallel.h): CPU replicas (the CI tests), or GPUs in a build without
-// NCCL (the sum then goes through host memory: correct, not fast). Sums rank 0 + rank 1 + ... in
-// that order on rank 0's device, so a run is deterministic. A rank that does not arrive within
-// the timeout fails the sum (Timeout) for the ranks waiting, never hangs them.
+// InProcessCollective: the sum (or reduce-scatter, or all-gather) of data-parallel replicas that
+// live in one process, each driven by its own thread (data_parallel.h): CPU replicas (the CI
+// tests), or GPUs in a build without NCCL (the data then goes through host memory: correct, not
+// fast). Sums rank 0 + rank 1 + ... in that order on rank 0's device, so a run is deterministic
+// and a reduce-scatter's chunk equals that chunk of the sum. A reduce-scatter writes only each
+// rank's own chunk, so a reader of another chunk sees its own stale data in the tests, as it
+// would over NCCL. A rank that does not arrive within the timeout fails the operation (Timeout)
+// for the ranks waiting, never hangs them.
 #pragma once
 
 #include <chrono>
@@ -23,15 +26,25 @@ class InProcessCollective : public GradientCollective {
   int rank() const override { return rank_; }
   // Queues the bucket; the sum happens in wait(), when every rank is there.
   Status start_sum(std::size_t bucket, const at::Tensor& flat) override;
+  Status start_reduce_scatter(std::size_t bucket, const at::Tensor& flat) override;
+  Status start_all_gather(std::size_t bucket, const at::Tensor& flat) override;
   Status wait() override;
   void abort(const Status& why) override;
 
  private:
   friend class InProcessGroup;
   InProcessCollective(InProcessGroup* group, int rank) : group_(group), rank_(rank) {}
+  enum class Op { kSum, kReduceScatter, kAllGather };
+  struct Queued {
+    Op op;
+    std::size_t bucket;
+    at::Tensor flat;
+  };
+  Status queue(Op op, std::size_t bucket, const at::Tensor& flat);
+
   InProcessGroup* group_;
   int rank_;
-  std::vector<std::pair<std::size_t, at::Tensor>> queued_;
+  std::vector<Queued> queued_;
 };
 
 // The ranks' meeting point; owns one collective per rank.
@@ -43,7 +56,9 @@ class InProcessGroup {
 
  private:
   friend class InProcessCollective;
-  Status sum(int rank, std::size_t bucket, const at::Tensor& flat);
+  // One operation of every rank's; the last to arrive does it for all.
+  Status meet(int rank, InProcessCollective::Op op, std::size_t bucket, const at::Tensor& flat);
+  void combine(InProcessCollective::Op op);  // under mu_, every rank arrived
   void abort(int rank, const Status& why);
 
   std::vector<std::unique_ptr<InProcessCollective>> ranks_;
@@ -52,6 +67,7 @@ class InProcessGroup {
   std::condition_variable cv_;
   std::vector<at::Tensor> arrived_;  // this round's contributions, by rank
   std::vector<std::size_t> buckets_;
+  std::vector<InProcessCollective::Op> ops_;
   int count_ = 0;
   std::uint64_t round_ = 0;
   Status failed_;  // sticky: a round that failed fails every later one

@@ -9,10 +9,46 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "learner/gradient_reducer.h"
+#include "learner/optimizer_shard.h"
 
 namespace dice {
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<at::Tensor>& masters,
+                                                const OptimizerOptions& options) {
+  torch::optim::AdamWOptions adamw(options.lr);
+  adamw.betas({options.beta1, options.beta2}).eps(options.eps).weight_decay(options.weight_decay);
+  return std::make_unique<torch::optim::AdamW>(masters, adamw);
+}
+
+void set_adamw_lr(torch::optim::AdamW& adamw, double lr) {
+  if (lr <= 0) return;
+  for (auto& group : adamw.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+}
+
+std::int64_t adamw_steps(const torch::optim::AdamW& adamw) {
+  std::int64_t steps = 0;  // every parameter steps together: the largest is any one's
+  for (const auto& entry : adamw.state()) {
+    steps =
+        std::max(steps, static_cast<const torch::optim::AdamWParamState&>(*entry.second).step());
+  }
+  return steps;
+}
+
+void write_optimizer_state(const std::vector<at::Tensor>& masters, const torch::optim::AdamW& adamw,
+                           torch::serialize::OutputArchive& archive) {
+  archive.write("count", at::tensor(static_cast<std::int64_t>(masters.size())));
+  for (std::size_t i = 0; i < masters.size(); ++i) {
+    archive.write("master." + std::to_string(i), masters[i].detach().to(at::kCPU));
+  }
+  torch::serialize::OutputArchive state;
+  adamw.save(state);
+  archive.write("adamw", state);
+}
 
 MasterWeights::MasterWeights(Qwen3LMImpl& model, const OptimizerOptions& options, bool on_cpu)
     : grad_clip_norm_(options.grad_clip_norm) {
@@ -30,28 +66,31 @@ MasterWeights::MasterWeights(Qwen3LMImpl& model, const OptimizerOptions& options
   } else {
     masters_ = params_;
   }
-  torch::optim::AdamWOptions adamw(options.lr);
-  adamw.betas({options.beta1, options.beta2}).eps(options.eps).weight_decay(options.weight_decay);
-  optimizer_ = std::make_unique<torch::optim::AdamW>(masters_, adamw);
+  optimizer_ = make_adamw(masters_, options);
+}
+
+MasterWeights::MasterWeights(Qwen3LMImpl& model, OptimizerShard* shard,
+                             std::vector<const OptimizerShard*> process_shards)
+    : grad_clip_norm_(0), shard_(shard), process_shards_(std::move(process_shards)) {
+  params_ = model.parameters();
+  if (!params_.empty()) device_ = params_.front().device();
 }
 
 MasterWeights::~MasterWeights() = default;
 
 void MasterWeights::zero_grad() {
+  if (shard_ != nullptr) return shard_->zero_grad();
   if (reducer_ != nullptr) return reducer_->zero();
   for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
 }
 
 double MasterWeights::step(double lr) {
+  if (shard_ != nullptr) return shard_->step(lr);
   if (reducer_ != nullptr) {
     const Status summed = reducer_->finish();
     TORCH_CHECK(summed.ok(), summed.to_string());
   }
-  if (lr > 0) {
-    for (auto& group : optimizer_->param_groups()) {
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    }
-  }
+  set_adamw_lr(*optimizer_, lr);
   if (separate_) {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const at::Tensor& g = params_[i].grad();
@@ -72,24 +111,18 @@ double MasterWeights::step(double lr) {
 }
 
 std::int64_t MasterWeights::steps() const {
-  std::int64_t steps = 0;  // every parameter steps together: the largest is any one's
-  for (const auto& entry : optimizer_->state()) {
-    steps =
-        std::max(steps, static_cast<const torch::optim::AdamWParamState&>(*entry.second).step());
-  }
-  return steps;
+  if (shard_ != nullptr) return shard_->steps();
+  return adamw_steps(*optimizer_);
 }
 
 Status MasterWeights::save(const std::string& path) const {
+  if (shard_ != nullptr) {
+    for (const OptimizerShard* shard : process_shards_) DICE_RETURN_IF_ERROR(shard->save(path));
+    return Status::ok_status();
+  }
   try {
     torch::serialize::OutputArchive archive;
-    archive.write("count", at::tensor(static_cast<std::int64_t>(masters_.size())));
-    for (std::size_t i = 0; i < masters_.size(); ++i) {
-      archive.write("master." + std::to_string(i), masters_[i].detach().to(at::kCPU));
-    }
-    torch::serialize::OutputArchive adamw;
-    optimizer_->save(adamw);
-    archive.write("adamw", adamw);
+    write_optimizer_state(masters_, *optimizer_, archive);
     archive.save_to(path);
   } catch (const c10::Error& e) {
     return Status::io_error("optimizer state " + path + ": " + e.what_without_backtrace());
@@ -98,6 +131,7 @@ Status MasterWeights::save(const std::string& path) const {
 }
 
 Status MasterWeights::load(const std::string& path) {
+  if (shard_ != nullptr) return shard_->load(path);
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);

@@ -20,15 +20,35 @@
 namespace torch::optim {
 class AdamW;
 }
+namespace torch::serialize {
+class OutputArchive;
+}
 
 namespace dice {
 
 class GradientReducer;
+class OptimizerShard;
+
+// What the replicated optimizer below and the sharded one (optimizer_shard.h) share: their AdamW
+// over float32 `masters`, its lr for the next step (lr <= 0: unchanged), its step count, and the
+// archive entries of a saved state (count, master.<i> on the CPU, adamw).
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<at::Tensor>& masters,
+                                                const OptimizerOptions& options);
+void set_adamw_lr(torch::optim::AdamW& adamw, double lr);
+std::int64_t adamw_steps(const torch::optim::AdamW& adamw);
+void write_optimizer_state(const std::vector<at::Tensor>& masters, const torch::optim::AdamW& adamw,
+                           torch::serialize::OutputArchive& archive);
 
 class MasterWeights {
  public:
   // Throws c10::Error (callers turn it into a Status) when LibTorch cannot allocate the masters.
   MasterWeights(Qwen3LMImpl& model, const OptimizerOptions& options, bool on_cpu);
+  // Sharded (learner.data_parallel.shard: optimizer): `shard` (optimizer_shard.h) holds this
+  // rank's part of the masters and moments, and steps, saves and loads them; no masters here.
+  // `process_shards`: every rank's of this process, in rank order; the trainers save from rank
+  // 0, whose save() therefore writes every rank's file (OptimizerShard::shard_file).
+  MasterWeights(Qwen3LMImpl& model, OptimizerShard* shard,
+                std::vector<const OptimizerShard*> process_shards);
   ~MasterWeights();
   MasterWeights(const MasterWeights&) = delete;
   MasterWeights& operator=(const MasterWeights&) = delete;
@@ -63,6 +83,8 @@ class MasterWeights {
   c10::Device device_{at::kCPU};
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   GradientReducer* reducer_ = nullptr;
+  OptimizerShard* shard_ = nullptr;
+  std::vector<const OptimizerShard*> process_shards_;
 };
 
 }  // namespace dice

@@ -65,13 +65,25 @@ Result<std::vector<std::unique_ptr<NcclGradientCollective>>> NcclGradientCollect
 }
 
 Status NcclGradientCollective::start_sum(std::size_t bucket, const at::Tensor& flat) {
+  return start(&nccl::Communicator::start_all_reduce_sum, bucket, flat);
+}
+
+Status NcclGradientCollective::start_reduce_scatter(std::size_t bucket, const at::Tensor& flat) {
+  return start(&nccl::Communicator::start_reduce_scatter_sum, bucket, flat);
+}
+
+Status NcclGradientCollective::start_all_gather(std::size_t bucket, const at::Tensor& flat) {
+  return start(&nccl::Communicator::start_all_gather, bucket, flat);
+}
+
+Status NcclGradientCollective::start(Start start, std::size_t bucket, const at::Tensor& flat) {
   DICE_ASSIGN_OR_RETURN(nccl::DataType type, nccl_type(flat.scalar_type()));
   void* after = nullptr;
 #ifdef DICE_WITH_TORCH_CUDA
   after = c10::cuda::getCurrentCUDAStream(flat.device().index()).stream();
 #endif
   nccl::DeviceBuffer buffer{flat.data_ptr(), static_cast<std::size_t>(flat.numel()), type};
-  return comm_->start_all_reduce_sum(buffer, after, timeout_)
+  return ((*comm_).*start)(buffer, after, timeout_)
       .with_context("gradient bucket " + std::to_string(bucket));
 }
 

@@ -24,6 +24,8 @@ class NcclGradientCollective : public GradientCollective {
   int world_size() const override { return comm_->world_size(); }
   int rank() const override { return comm_->rank(); }
   Status start_sum(std::size_t bucket, const at::Tensor& flat) override;
+  Status start_reduce_scatter(std::size_t bucket, const at::Tensor& flat) override;
+  Status start_all_gather(std::size_t bucket, const at::Tensor& flat) override;
   Status wait() override;
   void abort(const Status& why) override;
 
@@ -31,6 +33,11 @@ class NcclGradientCollective : public GradientCollective {
   NcclGradientCollective(std::unique_ptr<nccl::Communicator> comm,
                          std::chrono::milliseconds timeout)
       : comm_(std::move(comm)), timeout_(timeout) {}
+  using Start = Status (nccl::Communicator::*)(const nccl::DeviceBuffer&, void*,
+                                               std::chrono::milliseconds);
+  // `start` on `flat`, after the work enqueued so far on its device's current stream.
+  Status start(Start start, std::size_t bucket, const at::Tensor& flat);
+
   std::unique_ptr<nccl::Communicator> comm_;
   std::chrono::milliseconds timeout_;
 };

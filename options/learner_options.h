@@ -148,12 +148,23 @@ struct AsyncOptions {
   }
 };
 
+// What each of the learner's GPUs holds of the optimizer (learner/shard_memory.h has the bytes):
+// all of it (replica), or 1/N of the float32 masters and AdamW moments (optimizer: ZeRO stage
+// 1/2, learner/optimizer_shard.h).
+enum class ShardMode { kReplica, kOptimizer };
+inline constexpr config::EnumName<ShardMode> kShardModeNames[] = {
+    {ShardMode::kReplica, "replica"}, {ShardMode::kOptimizer, "optimizer"}};
+constexpr const auto& enum_names(ShardMode) {
+  return kShardModeNames;
+}
+
 // Data-parallel training over the learner's GPUs (learner/data_parallel.h): one replica per GPU,
 // gradients summed over NCCL in buckets while the backward runs.
 struct DataParallelSettings {
   int devices = 0;
   int bucket_mb = 25;
   double timeout_seconds = 600;
+  ShardMode shard = ShardMode::kReplica;
 
   template <class V>
   void visit_fields(V& v) {
@@ -170,6 +181,14 @@ struct DataParallelSettings {
             "How long a GPU waits for the others in one gradient sum before the step fails (a "
             "dead or stuck peer). Default: 600",
             config::greater_than(0));
+    v.field("shard", shard,
+            "What each GPU holds of the optimizer. replica: every GPU the float32 master weights "
+            "and both AdamW moments of every weight (16 bytes a bf16 parameter with its "
+            "gradient); gradients are all-reduced. optimizer: GPU r of N holds chunk r of every "
+            "gradient bucket's masters and moments (ZeRO stage 1/2: 4 + 12/N bytes a parameter); "
+            "gradients are reduce-scattered, the updated weights all-gathered. The same step "
+            "either way; the resume state is then one file per GPU (optimizer.pt, "
+            "optimizer.pt.rank<r>) and resumes only on as many GPUs. Default: replica");
   }
 };
 

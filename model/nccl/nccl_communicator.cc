@@ -44,6 +44,10 @@ ncclDataType_t to_nccl(DataType dtype) {
   return ncclBfloat16;
 }
 
+std::size_t element_bytes(DataType dtype) {
+  return dtype == DataType::kF32 ? 4 : 2;
+}
+
 // Waits until the non-blocking communicator has no operation in progress. The error NCCL
 // reports, else Timeout at `deadline`.
 Status wait_idle(ncclComm_t comm, Clock::time_point deadline, const std::string& what) {
@@ -223,11 +227,33 @@ Status Communicator::broadcast(const std::vector<DeviceBuffer>& buffers, int roo
 
 Status Communicator::start_all_reduce_sum(const DeviceBuffer& buffer, void* after_stream,
                                           std::chrono::milliseconds timeout) {
-  const std::string who = "NCCL all-reduce of " + std::to_string(buffer.count) +
+  return start_in_place(InPlace::kAllReduceSum, buffer, after_stream, timeout);
+}
+
+Status Communicator::start_reduce_scatter_sum(const DeviceBuffer& buffer, void* after_stream,
+                                              std::chrono::milliseconds timeout) {
+  return start_in_place(InPlace::kReduceScatterSum, buffer, after_stream, timeout);
+}
+
+Status Communicator::start_all_gather(const DeviceBuffer& buffer, void* after_stream,
+                                      std::chrono::milliseconds timeout) {
+  return start_in_place(InPlace::kAllGather, buffer, after_stream, timeout);
+}
+
+Status Communicator::start_in_place(InPlace what, const DeviceBuffer& buffer, void* after_stream,
+                                    std::chrono::milliseconds timeout) {
+  const char* name = what == InPlace::kAllReduceSum       ? "all-reduce"
+                     : what == InPlace::kReduceScatterSum ? "reduce-scatter"
+                                                          : "all-gather";
+  const std::string who = std::string("NCCL ") + name + " of " + std::to_string(buffer.count) +
                           " elements at rank " + std::to_string(rank_) + " of " +
                           std::to_string(world_size_);
   if (!usable())
     return Status::aborted(who + ": the communicator was aborted by an earlier failure");
+  const auto ranks = static_cast<std::size_t>(world_size_);
+  if (what != InPlace::kAllReduceSum && buffer.count % ranks != 0) {
+    return Status::invalid_argument(who + ": not " + std::to_string(world_size_) + " equal chunks");
+  }
   Impl& impl = *impl_;
   DICE_RETURN_IF_ERROR(cuda_check(cudaSetDevice(impl.device), who + ": cudaSetDevice"));
   // Our stream waits for the gradients the caller's stream is still producing; the host does not.
@@ -242,11 +268,32 @@ Status Communicator::start_all_reduce_sum(const DeviceBuffer& buffer, void* afte
   cudaEventDestroy(produced);  // the wait is enqueued; the event may go
   DICE_RETURN_IF_ERROR(ordered);
   const auto deadline = Clock::now() + timeout;
-  ncclResult_t started = ncclAllReduce(buffer.data, buffer.data, buffer.count,
-                                       to_nccl(buffer.dtype), ncclSum, impl.comm, impl.stream);
+  const std::size_t chunk = buffer.count / ranks;
+  // In place as NCCL defines it: this rank's chunk of the whole buffer is the receive buffer of
+  // the reduce-scatter and the send buffer of the all-gather.
+  char* own = static_cast<char*>(buffer.data) +
+              static_cast<std::size_t>(rank_) * chunk * element_bytes(buffer.dtype);
+  ncclResult_t started = ncclSuccess;
+  switch (what) {
+    case InPlace::kAllReduceSum:
+      started = ncclAllReduce(buffer.data, buffer.data, buffer.count, to_nccl(buffer.dtype),
+                              ncclSum, impl.comm, impl.stream);
+      break;
+    case InPlace::kReduceScatterSum:
+      started = ncclReduceScatter(buffer.data, own, chunk, to_nccl(buffer.dtype), ncclSum,
+                                  impl.comm, impl.stream);
+      break;
+    case InPlace::kAllGather:
+      started =
+          ncclAllGather(own, buffer.data, chunk, to_nccl(buffer.dtype), impl.comm, impl.stream);
+      break;
+  }
   if (started != ncclSuccess && started != ncclInProgress) {
     impl.abort();
-    return Status::internal(who + ": ncclAllReduce: " + nccl_error(started, impl.comm));
+    const char* call = what == InPlace::kAllReduceSum       ? "ncclAllReduce"
+                       : what == InPlace::kReduceScatterSum ? "ncclReduceScatter"
+                                                            : "ncclAllGather";
+    return Status::internal(who + ": " + call + ": " + nccl_error(started, impl.comm));
   }
   Status enqueued = wait_idle(impl.comm, deadline, who);
   if (!enqueued.ok()) impl.abort();

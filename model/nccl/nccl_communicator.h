@@ -76,7 +76,16 @@ class Communicator {
   // Every rank starts the same buffers in the same order. Errors as broadcast().
   Status start_all_reduce_sum(const DeviceBuffer& buffer, void* after_stream,
                               std::chrono::milliseconds timeout);
-  // Waits until every started all-reduce is done, or Timeout (the communicator is then aborted).
+  // Sharded optimizers (learner/optimizer_shard.h): `buffer` is world_size() equal chunks
+  // (InvalidArgument otherwise). The reduce-scatter sums chunk rank() over the ranks into this
+  // rank's chunk rank() (ncclReduceScatter, in place); the all-gather copies every rank's chunk r
+  // into chunk r of every rank's buffer (ncclAllGather, in place). Ordered and waited for like
+  // start_all_reduce_sum (wait_all_reduces waits for them too). Errors as broadcast().
+  Status start_reduce_scatter_sum(const DeviceBuffer& buffer, void* after_stream,
+                                  std::chrono::milliseconds timeout);
+  Status start_all_gather(const DeviceBuffer& buffer, void* after_stream,
+                          std::chrono::milliseconds timeout);
+  // Waits until every started collective is done, or Timeout (the communicator is then aborted).
   Status wait_all_reduces(std::chrono::milliseconds timeout);
 
   const std::string& unique_id() const { return unique_id_; }
@@ -90,6 +99,9 @@ class Communicator {
 
  private:
   struct Impl;  // the NCCL and CUDA handles; defined only where NCCL is built in
+  enum class InPlace { kAllReduceSum, kReduceScatterSum, kAllGather };
+  Status start_in_place(InPlace what, const DeviceBuffer& buffer, void* after_stream,
+                        std::chrono::milliseconds timeout);
   Communicator(std::string unique_id, int world_size, int rank, std::unique_ptr<Impl> impl);
 
   std::string unique_id_;

@@ -49,6 +49,20 @@ Status Communicator::start_all_reduce_sum(const DeviceBuffer&, void*, std::chron
   return without_nccl("NCCL all-reduce");
 }
 
+Status Communicator::start_reduce_scatter_sum(const DeviceBuffer&, void*,
+                                              std::chrono::milliseconds) {
+  return without_nccl("NCCL reduce-scatter");
+}
+
+Status Communicator::start_all_gather(const DeviceBuffer&, void*, std::chrono::milliseconds) {
+  return without_nccl("NCCL all-gather");
+}
+
+Status Communicator::start_in_place(InPlace, const DeviceBuffer&, void*,
+                                    std::chrono::milliseconds) {
+  return without_nccl("NCCL collective");
+}
+
 Status Communicator::wait_all_reduces(std::chrono::milliseconds) {
   return without_nccl("NCCL all-reduce");
 }

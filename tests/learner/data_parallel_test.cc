@@ -1,7 +1,7 @@
 // Data-parallel training on CPU replicas in one process (the in-process collective): the
 // bucketed gradient sum is the gradient of the whole batch, it overlaps the backward when armed,
-// misuse and a failing rank end in errors rather than wrong sums or hangs, and an SFT step on two
-// replicas equals the step on one.
+// misuse and a failing rank end in errors rather than wrong sums or hangs (with the optimizer
+// replicated or sharded), and an SFT step on two replicas equals the step on one.
 #include "learner/data_parallel.h"
 
 #include <ATen/ATen.h>
@@ -179,47 +179,56 @@ TEST(GradientReducerTest, ItRefusesParametersWithoutGradients) {
   EXPECT_EQ(reducer.status().code(), StatusCode::kInvalidArgument);
 }
 
+// Either optimizer: replicated (the sum) or sharded (the reduce-scatter and all-gathers).
 TEST(DataParallelTest, AFailingRankEndsTheOthersWaitAtOnce) {
-  Qwen3LM model = random_lm(tiny_config(), 4);
-  DataParallelOptions o;
-  o.devices = {c10::Device(at::kCPU), c10::Device(at::kCPU)};
-  o.timeout = std::chrono::seconds(60);
-  auto dp = DataParallel::create(model, OptimizerOptions{}, false, o);
-  ASSERT_TRUE(dp.ok()) << dp.status().to_string();
-  const auto started = std::chrono::steady_clock::now();
-  Status ran = (*dp)->run([&](int rank) -> Status {
-    if (rank == 1) return Status::internal("rank 1's forward failed");
-    try {
-      (*dp)->masters(rank).zero_grad();
-      (*dp)->masters(rank).step();  // waits for rank 1's sum, which never comes
-    } catch (const c10::Error& e) {
-      return Status::internal(e.what_without_backtrace());
-    }
-    return Status::ok_status();
-  });
-  EXPECT_FALSE(ran.ok());
-  EXPECT_NE(ran.to_string().find("rank 1"), std::string::npos) << ran.to_string();
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  for (ShardMode shard : {ShardMode::kReplica, ShardMode::kOptimizer}) {
+    SCOPED_TRACE(shard == ShardMode::kOptimizer ? "sharded" : "replicated");
+    Qwen3LM model = random_lm(tiny_config(), 4);
+    DataParallelOptions o;
+    o.devices.assign(3, c10::Device(at::kCPU));
+    o.timeout = std::chrono::seconds(60);
+    o.shard = shard;
+    auto dp = DataParallel::create(model, OptimizerOptions{}, false, o);
+    ASSERT_TRUE(dp.ok()) << dp.status().to_string();
+    const auto started = std::chrono::steady_clock::now();
+    Status ran = (*dp)->run([&](int rank) -> Status {
+      if (rank == 1) return Status::internal("rank 1's forward failed");
+      try {
+        (*dp)->masters(rank).zero_grad();
+        (*dp)->masters(rank).step();  // waits for rank 1's sum, which never comes
+      } catch (const c10::Error& e) {
+        return Status::internal(e.what_without_backtrace());
+      }
+      return Status::ok_status();
+    });
+    EXPECT_FALSE(ran.ok());
+    EXPECT_NE(ran.to_string().find("rank 1"), std::string::npos) << ran.to_string();
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  }
 }
 
 TEST(DataParallelTest, ARankThatNeverSumsCostsATimeoutNotAHang) {
-  Qwen3LM model = random_lm(tiny_config(), 4);
-  DataParallelOptions o;
-  o.devices = {c10::Device(at::kCPU), c10::Device(at::kCPU)};
-  o.timeout = std::chrono::milliseconds(300);
-  auto dp = DataParallel::create(model, OptimizerOptions{}, false, o);
-  ASSERT_TRUE(dp.ok());
-  Status ran = (*dp)->run([&](int rank) -> Status {
-    if (rank == 1) return Status::ok_status();  // out of step: returns without its sum
-    try {
-      (*dp)->masters(rank).step();
-    } catch (const c10::Error& e) {
-      return Status::internal(e.what_without_backtrace());
-    }
-    return Status::ok_status();
-  });
-  EXPECT_FALSE(ran.ok());
-  EXPECT_NE(ran.to_string().find("within 300 ms"), std::string::npos) << ran.to_string();
+  for (ShardMode shard : {ShardMode::kReplica, ShardMode::kOptimizer}) {
+    SCOPED_TRACE(shard == ShardMode::kOptimizer ? "sharded" : "replicated");
+    Qwen3LM model = random_lm(tiny_config(), 4);
+    DataParallelOptions o;
+    o.devices = {c10::Device(at::kCPU), c10::Device(at::kCPU)};
+    o.timeout = std::chrono::milliseconds(300);
+    o.shard = shard;
+    auto dp = DataParallel::create(model, OptimizerOptions{}, false, o);
+    ASSERT_TRUE(dp.ok());
+    Status ran = (*dp)->run([&](int rank) -> Status {
+      if (rank == 1) return Status::ok_status();  // out of step: returns without its sum
+      try {
+        (*dp)->masters(rank).step();
+      } catch (const c10::Error& e) {
+        return Status::internal(e.what_without_backtrace());
+      }
+      return Status::ok_status();
+    });
+    EXPECT_FALSE(ran.ok());
+    EXPECT_NE(ran.to_string().find("within 300 ms"), std::string::npos) << ran.to_string();
+  }
 }
 
 TEST(DataParallelTest, AnExceptionInARanksThreadIsAnErrorNotATermination) {

@@ -40,6 +40,21 @@ TEST(GradientBucketsTest, ALargeParameterHasABucketOfItsOwn) {
   EXPECT_EQ(plan[2].params, (std::vector<std::size_t>{0}));
 }
 
+TEST(GradientBucketsTest, ForShardsEveryBucketIsPaddedToEqualChunks) {
+  BucketPlanOptions o;
+  o.first_bucket_bytes = 16;
+  o.bucket_bytes = 40;
+  o.chunks = 3;  // three ranks
+  const auto plan = plan_gradient_buckets(floats({3, 3, 3, 3, 2, 2}), o);
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].numel, 6);  // 4 elements, 2 zeros: chunks of 2, the last all padding
+  EXPECT_EQ(plan[0].padding, 2);
+  EXPECT_EQ(plan[1].numel, 9);  // 9 elements: no padding
+  EXPECT_EQ(plan[1].padding, 0);
+  EXPECT_EQ(plan[2].numel, 3);
+  EXPECT_EQ(plan[2].offsets, (std::vector<std::int64_t>{0}));  // the padding comes last
+}
+
 TEST(GradientBucketsTest, GroupsNeverShareABucketAndEveryParameterIsInExactlyOne) {
   std::vector<BucketParam> params = floats({5, 5, 5, 5});
   params[1].group = 1;

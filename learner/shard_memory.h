@@ -1,0 +1,41 @@
+// What one of the learner's GPUs holds per model parameter under each learner.data_parallel.shard
+// mode (optimizer_shard.h), before activations, for a bf16 model:
+//
+//                 weights  gradients  fp32 masters  AdamW moments   bytes, N GPUs
+//   replica         2         2           4             8            16
+//   optimizer       2         2           4 / N         8 / N        4 + 12 / N
+//
+// The gradients are the bucket buffers (gradient_buckets.h), whole on every GPU in both modes
+// (micro-batches accumulate into them before the last backward's reduce-scatter). A float32
+// model's masters are its weights in replica mode (no copy), a copy of the GPU's chunk when
+// sharded. No LibTorch, so the bench and the config tools can print it.
+#pragma once
+
+#include <cstdint>
+
+#include "options/learner_options.h"
+
+namespace dice {
+
+struct ParameterBytes {
+  double weights = 0;
+  double gradients = 0;
+  double masters = 0;
+  double moments = 0;
+  double total() const { return weights + gradients + masters + moments; }
+};
+
+// Bytes a GPU holds per model parameter, for `gpus` >= 1 data-parallel GPUs and weights of
+// `weight_bytes` (2: bf16, 4: float32).
+ParameterBytes parameter_bytes(ShardMode mode, int gpus, int weight_bytes = 2);
+
+// The same for a model of `parameters` weights, in bytes (GiB: divide by 1 << 30).
+double gpu_bytes(double parameters, ShardMode mode, int gpus, int weight_bytes = 2);
+
+// Parameter counts of the Qwen3 models SDAR/DICE's 1.7B, 4B and 8B are built on (their model
+// cards; embeddings included).
+inline constexpr double kParams1700M = 1.7e9;
+inline constexpr double kParams4B = 4.0e9;
+inline constexpr double kParams8B = 8.2e9;
+
+}  // namespace dice
