@@ -347,6 +347,13 @@ class TimedInputsKeepTheDomainTest(unittest.TestCase):
             seen.add((p.numpy().tobytes(), s.numpy().tobytes()))
         self.assertEqual(len(seen), len(TIMING_CALLS))  # every call's inputs differ
 
+    def test_complex_values_are_moved_never_changed(self):
+        z = torch.randn(6, 10, dtype=torch.complex64)
+        for k in TIMING_CALLS:
+            y = timed_calls.fresh_inputs(torch, [z], k)[0]
+            self.assertEqual(sorted(y.flatten().tolist(), key=abs),
+                             sorted(z.flatten().tolist(), key=abs))
+
     def test_call_shares_differ_and_the_first_warm_up_is_the_base(self):
         shares = [timed_calls.contraction(k) for k in TIMING_CALLS]
         self.assertEqual(len(set(shares)), len(shares))
