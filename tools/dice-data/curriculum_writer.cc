@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "common/durable_file.h"
-#include "tools/dice-data/pretty_json.h"
+#include "common/json/pretty_json.h"
 
 namespace dice::data {
 namespace {

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "common/json/fields.h"
+#include "common/json/pretty_json.h"
 #include "tools/dice-data/infill_split.h"
 #include "tools/dice-data/item_file.h"
-#include "tools/dice-data/pretty_json.h"
 
 namespace dice::data {
 namespace {

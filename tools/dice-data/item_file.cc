@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/json/parse_text.h"
-#include "tools/dice-data/pretty_json.h"
+#include "common/json/pretty_json.h"
 
 namespace dice::data {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "tools/dice-data/pretty_json.h"
+#include "common/json/pretty_json.h"
 
 namespace dice::data {
 namespace {

@@ -9,8 +9,8 @@
 #include "common/durable_file.h"
 #include "common/hash/content_hash.h"
 #include "common/json/parse_text.h"
+#include "common/json/pretty_json.h"
 #include "common/read_file.h"
-#include "tools/dice-data/pretty_json.h"
 
 namespace dice::eval {
 namespace fs = std::filesystem;
@@ -51,7 +51,7 @@ std::string three_digits(int n) {
 std::string tasks_json(const std::vector<const Problem*>& problems) {
   json::array tasks;
   for (const Problem* p : problems) tasks.push_back(learner_task(*p));
-  return data::pretty_json(tasks);
+  return pretty_json(tasks);
 }
 
 }  // namespace
@@ -95,7 +95,7 @@ Status check_or_record_settings(const std::string& out_dir, const std::string& i
   if (!fs::exists(path, ec)) {
     DICE_RETURN_IF_ERROR(make_dirs(out_dir));
     json::object root{{"dice_eval", kFileVersion}, {"id", id}, {"settings", wanted}};
-    return write_file_atomically(path, data::pretty_json(root));
+    return write_file_atomically(path, pretty_json(root));
   }
   DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
   boost::system::error_code error;

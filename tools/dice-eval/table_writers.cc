@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "tools/dice-data/pretty_json.h"
+#include "common/json/pretty_json.h"
 
 namespace dice::eval {
 namespace json = boost::json;
@@ -113,7 +113,7 @@ std::string table_json(const TableMeta& meta, const EvalTable& table) {
     rows.push_back(std::move(row));
   }
   root["rows"] = std::move(rows);
-  return data::pretty_json(root);
+  return pretty_json(root);
 }
 
 std::string table_csv(const TableMeta& meta, const EvalTable& table) {

@@ -6,9 +6,9 @@
 #include <boost/json.hpp>
 #include <string>
 
-namespace dice::data {
+namespace dice {
 
 // `value` as text, ending in a newline.
 std::string pretty_json(const boost::json::value& value);
 
-}  // namespace dice::data
+}  // namespace dice

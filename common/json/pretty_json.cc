@@ -1,6 +1,6 @@
-#include "tools/dice-data/pretty_json.h"
+#include "common/json/pretty_json.h"
 
-namespace dice::data {
+namespace dice {
 namespace {
 
 bool is_scalar(const boost::json::value& v) {
@@ -78,4 +78,4 @@ std::string pretty_json(const boost::json::value& value) {
   return out + "\n";
 }
 
-}  // namespace dice::data
+}  // namespace dice
