@@ -193,6 +193,16 @@ struct Updater {
     DICE_RETURN_IF_ERROR(
         save_policy_checkpoint(*model, source_dir, dir + "/model", min_free_bytes()));
     if (!trainer) return Status::ok_status();
+    // optimizer.pt holds the fp32 masters and AdamW's two moments: 12 bytes a parameter, the
+    // largest file of the folder. Checked before LibTorch's writer starts (it would meet a full
+    // disk midway): the resume folder's own check sizes it by the folder it replaces, and the
+    // first one has none.
+    std::uint64_t parameters = 0;
+    for (const at::Tensor& p : model->parameters()) {
+      parameters += static_cast<std::uint64_t>(p.numel());
+    }
+    DICE_RETURN_IF_ERROR(check_free_disk_space(
+        dir, 12 * parameters, "the optimizer state " + dir + "/optimizer.pt", {min_free_bytes()}));
     return trainer->save_optimizer_state(dir + "/optimizer.pt");
   }
 

@@ -763,6 +763,44 @@ TEST_F(LearnerIntegrationTest, AFullDiskEndsTheRunWithTheReasonAndKeepsTheLastRe
   EXPECT_GE(candidates->size(), 6u);  // step 0's 3 tasks x 2 samples
 }
 
+// The first resume folder, on a disk with room for its weights and not its optimizer state:
+// optimizer.pt (the fp32 masters and AdamW's moments, 12 bytes a parameter) is checked before
+// LibTorch's writer starts, so the learner ends with exit 3 naming the file and the bytes, and
+// the policy checkpoint written before stays. The tmpfs is sized from an uninterrupted run: the
+// first checkpoint, the resume folder's weights and half its optimizer state. Needs root for the
+// tmpfs; skipped without.
+TEST_F(LearnerIntegrationTest, AFirstResumeFolderWhoseOptimizerStateWouldNotFitIsRefused) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  const std::string config = write_config(2, "tasks.json", 20, policy);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(config));
+  const fs::path measured = dir_ / "checkpoints" / "it-run";
+  const std::uint64_t checkpoint = tree_bytes((measured / "policy-v1").string());
+  const std::uint64_t optimizer = tree_bytes((measured / "resume" / "optimizer.pt").string());
+  ASSERT_GT(checkpoint, 0u);
+  ASSERT_GT(optimizer, checkpoint);
+  fs::remove_all(dir_ / "log");
+  fs::remove_all(dir_ / "checkpoints");
+
+  const std::uint64_t room = 2 * checkpoint + optimizer / 2 + 64 * 1024;
+  testing_util::SmallTmpfs disk(static_cast<int>(room / 1024));
+  if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
+  auto learner =
+      start_learner(config, {"run.min_free_disk_mb=0", "learner.checkpoint.dir=" + disk.path()});
+  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+  EXPECT_EQ(learner->wait_exit(kDeadline), 3) << "kExitNoDiskSpace: not restarted" << learner_log();
+  const std::string log_text = learner_log();
+  const std::string partial = disk.path() + "/it-run/resume.partial";
+  EXPECT_NE(log_text.find(partial + ": not enough free disk space for the optimizer state " +
+                          partial + "/optimizer.pt: it needs "),
+            std::string::npos)
+      << log_text;
+  const fs::path kept = fs::path(disk.path()) / "it-run";
+  EXPECT_FALSE(fs::exists(kept / "resume.partial"));
+  EXPECT_TRUE(fs::exists(kept / "policy-v1" / "model.safetensors"));
+}
+
 // A disk that fills under the reward log mid-run (a tmpfs, filled below the log's floor once a
 // step is logged): the next batch of verdicts is refused before RocksDB sees it, the learner ends
 // with exit 3 (kExitNoDiskSpace: not restarted) naming the folder and the bytes, every step
