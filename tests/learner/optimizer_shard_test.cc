@@ -287,6 +287,17 @@ TEST(OptimizerShardTraceRlTest, TheResumeStateIsAFilePerRankAndResumesTheSameRun
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.to_string();
 }
 
+TEST(OptimizerShardDataParallelTest, TheLearnersSettingChoosesIt) {
+  DataParallelSettings settings;
+  auto replicated = data_parallel_options(settings, c10::Device(at::kCPU));
+  ASSERT_TRUE(replicated.ok());
+  EXPECT_EQ(replicated->shard, ShardMode::kReplica);  // the default
+  settings.shard = ShardMode::kOptimizer;
+  auto sharded = data_parallel_options(settings, c10::Device(at::kCPU));
+  ASSERT_TRUE(sharded.ok());
+  EXPECT_EQ(sharded->shard, ShardMode::kOptimizer);
+}
+
 TEST(OptimizerShardDataParallelTest, EachRankHoldsItsChunkOfTheMastersOnly) {
   const std::int64_t model_numel = [] {
     std::int64_t n = 0;
