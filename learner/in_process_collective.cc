@@ -93,6 +93,8 @@ Status InProcessGroup::meet(int rank, InProcessCollective::Op op, std::size_t bu
 }
 
 void InProcessGroup::combine(InProcessCollective::Op op) {
+  // One rank (a sharded optimizer on one device): every operation leaves its buffer as it is.
+  if (arrived_.size() == 1) return;
   at::NoGradGuard no_grad;
   const std::int64_t chunk = arrived_[0].numel() / world_size();
   auto chunk_of = [&](std::size_t holder, std::size_t owner) {
