@@ -56,9 +56,11 @@ struct RunOptions {
             "first byte: each policy checkpoint (2 bytes a parameter in bf16: 8 GB at SDAR-4B) "
             "and resume folder (about 14 bytes a parameter with the optimizer state: 56 GB). "
             "One that would not fit is refused with an error naming the folder, the bytes "
-            "needed and free, and the previous checkpoint and resume folder stay; the floor is "
-            "room for what cannot check first (the reward log, the logs). 0 = only the write's "
-            "own size. Default: 1024",
+            "needed and free, and the previous checkpoint and resume folder stay. The reward "
+            "log checks each batch of verdicts before RocksDB sees it and stops at a quarter of "
+            "this floor (the rest is room for RocksDB's own flushes and compactions, and the "
+            "logs); the run then ends with exit 3, the verdicts already written kept. 0 = only "
+            "the write's own size. Default: 1024",
             config::at_least(0));
   }
 };
