@@ -5,8 +5,39 @@
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 
+# pkg-config's "-isystem DIR" (Debian's libzmq.pc names MIT Kerberos' headers so) lands in an
+# imported target's compile options, and CMake 3.25 writes such a target's "-isystem DIR" among the
+# include flags on the first configure of a build folder but among the other flags on every later
+# one: each object's command changes, and the second tools/build (tools/up after tools/test)
+# rebuilt all that include ZeroMQ. As a SYSTEM include directory its place is the same every time.
+function(dice_isystem_options_to_includes target)
+  get_target_property(_options ${target} INTERFACE_COMPILE_OPTIONS)
+  if(NOT _options)
+    return()
+  endif()
+  set(_kept "")
+  set(_dirs "")
+  set(_dir_next FALSE)
+  foreach(_option IN LISTS _options)
+    if(_dir_next)
+      list(APPEND _dirs ${_option})
+      set(_dir_next FALSE)
+    elseif(_option STREQUAL "-isystem")
+      set(_dir_next TRUE)
+    else()
+      list(APPEND _kept ${_option})
+    endif()
+  endforeach()
+  set_property(TARGET ${target} PROPERTY INTERFACE_COMPILE_OPTIONS "${_kept}")
+  if(_dirs)
+    set_property(TARGET ${target} APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES ${_dirs})
+    set_property(TARGET ${target} APPEND PROPERTY INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${_dirs})
+  endif()
+endfunction()
+
 # ZeroMQ (libzmq through pkg-config) and its header-only C++ binding cppzmq.
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+dice_isystem_options_to_includes(PkgConfig::ZMQ)
 find_path(DICE_CPPZMQ_INCLUDE zmq.hpp HINTS ${ZMQ_INCLUDE_DIRS} REQUIRED)
 add_library(dice_zmq INTERFACE)
 target_link_libraries(dice_zmq INTERFACE PkgConfig::ZMQ)
