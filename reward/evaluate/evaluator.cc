@@ -487,12 +487,11 @@ void apply_gpu_memory_watch(const GpuMemoryWatch& watch, EvaluationReport* repor
     report->correct = false;
     report->detail = detail;
     report->findings.push_back({"gpu-memory-over-budget", detail, true, 0});
-  } else if (!watch.saw_the_tree() && watch.failed_readings() == 0) {
-    warn_once_unbounded(
-        "the driver listed no process of a runner (its pids are not this "
-        "worker's: run the reward worker in the host's PID namespace)");
-  } else if (watch.failed_readings() > 0 && !watch.saw_the_tree()) {
-    warn_once_unbounded(watch.last_error());
+  } else if (!watch.saw_the_tree()) {
+    warn_once_unbounded(watch.failed_readings() > 0
+                            ? watch.last_error()
+                            : "the driver listed no process of a runner (its pids are not this "
+                              "worker's: run the reward worker in the host's PID namespace)");
   }
 }
 
