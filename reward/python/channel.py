@@ -76,6 +76,10 @@ def receive(sock, timeout=None):
         data, fds, flags, _ = socket.recv_fds(sock, MAX_PACKET + 1, MAX_FDS)
     except socket.timeout:
         raise AnswerTimeout("no answer within %s s" % timeout)
+    except ConnectionResetError:
+        # A process that ends with packets of ours unread resets the channel instead of closing
+        # it: the same end, reached when it died just after our last send.
+        raise EOFError("the other side ended with messages unread")
     if not data and not fds:
         raise EOFError("the other side closed the channel")
     if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC) or len(data) > MAX_PACKET:

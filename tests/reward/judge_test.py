@@ -448,6 +448,15 @@ class ChannelTest(unittest.TestCase):
         with self.assertRaises(EOFError):
             channel.receive(b, 5)
 
+    def test_an_end_with_messages_unread_is_eof(self):
+        # A runner that dies just after the judge's request reaches it resets the channel
+        # (ECONNRESET) instead of closing it: the runner ended, not a malformed answer.
+        a, b = self.pair()
+        b.send(b"{}")
+        a.close()
+        with self.assertRaises(EOFError):
+            channel.receive(b, 5)
+
 
 @unittest.skipIf(torch is None, "python3 has no torch")
 class TimedCallsTest(unittest.TestCase):
