@@ -44,14 +44,15 @@
 #include "cluster/ssh_backend.h"
 #include "cluster/wait_run.h"
 #include "common/config/load.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "options/dice_config.h"
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
+using dice::kExitBadInput;
+using dice::kExitFailure;
+using dice::kExitOk;
 
 constexpr const char* kUsage =
     "usage: dice-cluster up CONFIG [KEY=VALUE ...] [--dry-run]\n"
@@ -89,7 +90,7 @@ int status_exit(const dice::Status& status) {
     case dice::StatusCode::kNotFound:
       return kExitBadInput;
     default:
-      return kExitFailed;
+      return kExitFailure;
   }
 }
 

@@ -4,6 +4,8 @@
 
 namespace dice {
 
+// A clean end: the work is done (a service that ends so is not restarted).
+inline constexpr int kExitOk = 0;
 // A failure: a restart may go on where this process stopped (the supervisor restarts it).
 inline constexpr int kExitFailure = 1;
 // Bad input: a missing or invalid file or setting. Started again it fails the same way; the run

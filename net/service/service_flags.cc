@@ -7,6 +7,7 @@
 #include <ctime>
 #include <ostream>
 
+#include "common/exit_codes.h"
 #include "net/transport/allocator_tuning.h"
 
 namespace dice::service {
@@ -171,25 +172,25 @@ int run_service_main(const std::string& component, int argc, const char* const* 
   Result<ServiceFlags> flags = parse_service_flags(argc, argv);
   if (!flags.ok()) {
     err << program << ": " << flags.status().message() << "\n" << service_usage(program);
-    return 2;
+    return kExitBadInput;
   }
   if (flags->help) {
     out << service_usage(program);
-    return 0;
+    return kExitOk;
   }
   if (flags->resume && component != "learner") {
     err << program << ": --resume is dice-learner's flag (a " << component
         << " worker keeps no run state)\n";
-    return 2;
+    return kExitBadInput;
   }
   Result<ServiceContext> context = prepare_service(component, *flags);
   if (!context.ok()) {
     err << program << ": " << context.status().to_string() << "\n";
-    return 2;
+    return kExitBadInput;
   }
   if (flags->print_config) {
     out << print_dice_config(context->config);
-    return 0;
+    return kExitOk;
   }
   // Every service moves large messages; see allocator_tuning.h for why this pays.
   transport::tune_allocator_for_messages();

@@ -59,8 +59,9 @@ struct ServiceContext {
 Result<ServiceContext> prepare_service(const std::string& component, const ServiceFlags& flags);
 
 // The whole start-up of a service main:
-//   bad flags -> message and usage on `err`, returns 2; --help -> usage on `out`, 0;
-//   bad config -> message on `err`, 2; --print-config -> resolved YAML on `out`, 0;
+//   bad flags -> message and usage on `err`, returns kExitBadInput (2, common/exit_codes.h);
+//   --help -> usage on `out`, kExitOk; bad config -> message on `err`, kExitBadInput;
+//   --print-config -> resolved YAML on `out`, kExitOk;
 //   else tunes malloc for large messages (transport/allocator_tuning.h), runs `body` and returns
 //   what it returns.
 int run_service_main(const std::string& component, int argc, const char* const* argv,

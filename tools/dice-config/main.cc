@@ -19,12 +19,13 @@
 #include "common/config/describe.h"
 #include "common/config/encode.h"
 #include "common/config/load.h"
+#include "common/exit_codes.h"
 #include "options/dice_config.h"
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
+using dice::kExitBadInput;
+using dice::kExitOk;
 
 constexpr const char* kUsage =
     "usage: dice-config check CONFIG [KEY=VALUE ...] [--kind dice|curriculum|model]\n"

@@ -61,7 +61,7 @@ struct Failure {
 int exit_code_of(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound
              ? kExitBadInput
-             : kExitFailed;
+             : kExitFailure;
 }
 
 std::string absolute(const std::string& path) {
@@ -134,16 +134,16 @@ Failure check_inputs(Context* c, std::ostream& out) {
         << "." << std::endl;
   }
   if (c->reward_mode == "full" && !c->machine.gpu) {
-    return {kExitFailed,
+    return {kExitFailure,
             "reward mode full compiles, runs and times every answer on a GPU, and this machine "
             "has none: nothing was evaluated. Run on a GPU machine, or pass --reward-mode "
             "compile_only or extraction_only (then no number means a correct kernel)"};
   }
   if (c->base.rollout.device == RolloutDevice::kCuda && !c->machine.gpu) {
-    return {kExitFailed, c->config +
-                             ": rollout.device cuda samples on a GPU, and this machine has none: "
-                             "use a config whose rollout.device is cpu (configs/toy.yaml, for "
-                             "tiny models only) or run on a GPU machine"};
+    return {kExitFailure, c->config +
+                              ": rollout.device cuda samples on a GPU, and this machine has none: "
+                              "use a config whose rollout.device is cpu (configs/toy.yaml, for "
+                              "tiny models only) or run on a GPU machine"};
   }
   c->block_size = r.decoding == "greedy" ? kGreedyBlockSize : c->base.rollout.sampling.block_size;
   const long long needed = r.max_new_tokens + 2LL * c->block_size + 1;
@@ -184,10 +184,10 @@ Failure prepare_output(Context* c, int* lock_fd) {
   const std::string lock = c->out + "/.lock";
   *lock_fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (*lock_fd < 0 || flock(*lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    return {kExitFailed, lock + ": another dice-eval is working on this output folder"};
+    return {kExitFailure, lock + ": another dice-eval is working on this output folder"};
   }
   auto written = write_task_files(c->out, c->set.problems);
-  if (!written.ok()) return {kExitFailed, written.status().message()};
+  if (!written.ok()) return {kExitFailure, written.status().message()};
   c->reward_log = r.reward_log.empty() ? c->out + "/reward_log" : absolute(r.reward_log);
   Status free_id = check_table_run_id(c->reward_log, c->id);
   if (!free_id.ok()) return {exit_code_of(free_id), free_id.message()};
@@ -200,7 +200,7 @@ Failure prepare_output(Context* c, int* lock_fd) {
   }
   std::error_code ec;
   fs::create_directories(c->out + "/logs", ec);
-  if (ec) return {kExitFailed, c->out + "/logs: cannot create the folder: " + ec.message()};
+  if (ec) return {kExitFailure, c->out + "/logs: cannot create the folder: " + ec.message()};
   if (r.timeout > 0) {
     c->deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -350,7 +350,7 @@ Failure write_table(const Context& c, std::ostream& out) {
   const EvalRequest& r = c.request;
   auto logged = read_evaluation_at(c.reward_log, c.id, r.samples);
   if (!logged.ok())
-    return {kExitFailed, "reward log " + c.reward_log + ": " + logged.status().message()};
+    return {kExitFailure, "reward log " + c.reward_log + ": " + logged.status().message()};
   const EvalTable table = tally_table(c.set.problems, logged->answers, logged->own_kernels_answers,
                                       {r.samples, r.pass_k, r.noise_z});
   TableMeta meta;
@@ -381,13 +381,13 @@ Failure write_table(const Context& c, std::ostream& out) {
                                    {"table.json", table_json(meta, table)},
                                    {"table.csv", table_csv(meta, table)}}) {
     Status written = write_file_atomically(c.out + "/" + name, text);
-    if (!written.ok()) return {kExitFailed, written.message()};
+    if (!written.ok()) return {kExitFailure, written.message()};
   }
   out << "\n" << markdown << std::endl;
   Status logged_table = write_table_to_log(c.reward_log, meta, table, print_dice_config(c.base));
   if (!logged_table.ok()) {
-    return {kExitFailed, "the table is in " + c.out + "/table.{md,json,csv}, but the reward log " +
-                             c.reward_log + " did not take it: " + logged_table.message()};
+    return {kExitFailure, "the table is in " + c.out + "/table.{md,json,csv}, but the reward log " +
+                              c.reward_log + " did not take it: " + logged_table.message()};
   }
   out << "dice-eval: wrote " << c.out << "/table.md, table.json and table.csv, and run " << c.id
       << " of the reward log " << c.reward_log << " (dice-log metrics " << c.reward_log << " "
@@ -400,14 +400,14 @@ Failure run_attempts(const Context& c, std::ostream& out) {
   const EvalRequest& r = c.request;
   auto live = follow_live_run(c, out);
   if (!live.ok())
-    return {kExitFailed, live.status().message() + "; rerun the same command to resume"};
+    return {kExitFailure, live.status().message() + "; rerun the same command to resume"};
   int last_attempt = *live;
   int retries_left = r.retries;
   bool finished_here = false;  // an attempt of this invocation ended cleanly
   for (;;) {
     auto logged = read_evaluation_at(c.reward_log, c.id, r.samples);
     if (!logged.ok())
-      return {kExitFailed, "reward log " + c.reward_log + ": " + logged.status().message()};
+      return {kExitFailure, "reward log " + c.reward_log + ": " + logged.status().message()};
     std::vector<const Problem*> ask;
     for (const Problem& p : c.set.problems) {
       if (logged->complete.count(p.id) == 0) ask.push_back(&p);
@@ -433,7 +433,7 @@ Failure run_attempts(const Context& c, std::ostream& out) {
     auto attempt =
         write_attempt(c.out, c.id, number, ask,
                       {r.chunk_size, r.samples, r.decoding, r.timing && c.reward_mode == "full"});
-    if (!attempt.ok()) return {kExitFailed, attempt.status().message()};
+    if (!attempt.ok()) return {kExitFailure, attempt.status().message()};
     ClusterRunOptions options = run_options(c, attempt->run_id, attempt->problems);
     options.overrides = attempt_overrides(c, *attempt);
     auto checked = load_dice_config(c.config, options.overrides);
@@ -444,7 +444,7 @@ Failure run_attempts(const Context& c, std::ostream& out) {
     RunOutcome outcome = run_attempt(options, true, out);
     last_attempt = number;
     if (outcome.end != RunEnd::kFinished) {
-      return {kExitFailed, outcome.message + "\nrerun the same command to resume"};
+      return {kExitFailure, outcome.message + "\nrerun the same command to resume"};
     }
     finished_here = true;
   }

@@ -15,15 +15,12 @@
 
 #include <iosfwd>
 
+#include "common/exit_codes.h"
 #include "tools/dice-eval/cli.h"
 
 namespace dice::eval {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;
-inline constexpr int kExitBadInput = 2;
-
-// The exit status: kExitOk when the table was written, kExitFailed for a failure (rerun to
+// The exit status: kExitOk when the table was written, kExitFailure for a failure (rerun to
 // resume), kExitBadInput for bad arguments, a bad problem set or config. Messages go to `err`,
 // the progress and the table to `out`.
 int run_evaluation(const EvalRequest& request, std::ostream& out, std::ostream& err);

@@ -4,11 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"
 #include "tools/dice-eval/cli.h"
 #include "tools/dice-eval/evaluation.h"
 
 int main(int argc, char** argv) {
   using namespace dice::eval;
+  using dice::kExitBadInput;
+  using dice::kExitOk;
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto request = parse_command_line(args);
   if (!request.ok()) {
