@@ -159,7 +159,7 @@ Result<bool> drive_front(Flight& flight, StepRun& run) {
         interrupted = true;
       }
     }
-    // Skipped groups' work still queued is withdrawn: nobody waits for its answers.
+    // Skipped groups' work is cancelled, queued or at a worker: nobody waits for its answers.
     for (auto& work : flight) {
       const std::vector<std::uint64_t> unwanted = work->tracker.take_unwanted();
       if (!unwanted.empty()) run.dispatcher.cancel(unwanted);

@@ -167,7 +167,8 @@ class StepTracker {
   std::vector<FinishedGroup> take_finished();
   // The work ids of skipped groups whose answers nobody waits for any more (their rollout request
   // and the evaluations still without a verdict), for WorkDispatcher::cancel to withdraw those
-  // still queued, so reward slots do not judge them. Empty after each call.
+  // still queued and stop those a worker holds, so reward slots do not judge them. Empty after
+  // each call.
   std::vector<std::uint64_t> take_unwanted();
   bool done() const { return open_groups_ == 0; }
   std::size_t open_groups() const { return open_groups_; }

@@ -103,6 +103,16 @@ struct Shutdown {
   reason @1 :Text;
 }
 
+# The learner to the worker it sent a work item to: the item's answer is no longer wanted (its
+# group expired or was skipped). The worker stops the item as early as it can (one still queued
+# there is dropped; one running has its sandboxed runs killed where it has any) and acks it
+# without a result, which frees its slot; a result already on its way is dropped by the learner.
+# A cancel for an item the worker does not hold (finished, never received) is ignored. A worker
+# that predates this message drops it and answers the item as before: the same answer, ignored.
+struct Cancel {
+  workId @0 :UInt64;    # the item's id, never 0
+}
+
 # A peer could not handle a message; sent back instead of crashing.
 struct Error {
   workId @0 :UInt64;    # 0 if not about a work item
@@ -126,6 +136,7 @@ struct Envelope {
     weightsUpdate @12 :WeightsUpdate;
     shutdown @13 :Shutdown;
     error @14 :Error;
+    cancel @16 :Cancel;  # learner -> worker only
   }
   # Set on a work item's last result (Candidate, Verdict, Error): the sender is done with the item,
   # exactly as if an Ack body followed this message. Handled after the body. Unset: no ack.

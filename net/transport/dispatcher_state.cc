@@ -54,7 +54,16 @@ Status DispatcherState::add_work(WorkItem item) {
 
 bool DispatcherState::cancel(std::uint64_t work_id) {
   auto it = work_.find(work_id);
-  if (it == work_.end() || !it->second.assignee.empty()) return false;
+  if (it == work_.end()) return false;
+  if (!it->second.assignee.empty()) {
+    if (it->second.cancelled) return false;
+    it->second.cancelled = true;
+    ++counters_.cancelled_in_flight;
+    // Its assignee is registered: a lost worker's items are requeued or dropped at once.
+    auto worker = workers_.find(it->second.assignee);
+    if (worker != workers_.end()) send_cancel(worker->second, work_id);
+    return true;
+  }
   // Its id stays in its pending_ queue until dispatch() skips it, as for an item acked while
   // queued; remembered, so a late result of an earlier dispatch counts as a duplicate.
   work_.erase(it);
@@ -226,6 +235,11 @@ void DispatcherState::handle_result(Worker& worker, std::uint64_t work_id, std::
     count_stray(work_id, worker.worker_id);
     return;
   }
+  // Its answer is no longer wanted; the worker's ack still completes it.
+  if (it->second.cancelled) {
+    ++counters_.cancelled_results;
+    return;
+  }
   // A candidate answers only rollout work and a verdict only evaluation work.
   if (it->second.role && *it->second.role != answered_as) {
     count_unexpected(worker.routing_id, "a result of the wrong kind for its work");
@@ -303,11 +317,30 @@ void DispatcherState::requeue(std::uint64_t work_id) {
   ++counters_.requeued;
 }
 
+void DispatcherState::drop_cancelled(std::uint64_t work_id) {
+  work_.erase(work_id);
+  remember_completed(work_id);  // a late result or ack of it counts as a duplicate
+}
+
+void DispatcherState::send_cancel(const Worker& worker, std::uint64_t work_id) {
+  capnp::MallocMessageBuilder message(kControlMessageWords);
+  auto envelope = wire::init_envelope(message, options_.learner_id, options_.run_id);
+  envelope.getBody().initCancel().setWorkId(work_id);
+  // After the item's own frame in the outbox, so the worker never sees the Cancel first; not
+  // retried if it cannot be sent (the worker then answers the item, and the answer is dropped).
+  outbox_.push_back(
+      Outbound{worker.routing_id, std::make_shared<const std::string>(wire::encode(message)), 0});
+}
+
 void DispatcherState::requeue_all(Worker& worker) {
   // Highest id first onto the front, so the queue keeps submission order.
   for (auto it = worker.in_flight.rbegin(); it != worker.in_flight.rend(); ++it) {
     auto work = work_.find(*it);
     if (work == work_.end() || work->second.assignee != worker.worker_id) continue;
+    if (work->second.cancelled) {  // nobody waits for it: not sent again, not answered
+      drop_cancelled(*it);
+      continue;
+    }
     work->second.lost_on.push_back(worker.worker_id);
     if (options_.max_attempts > 0 && work->second.lost_on.size() >= options_.max_attempts) {
       give_up(*it);
@@ -428,7 +461,11 @@ void DispatcherState::send_failed(const Outbound& out, bool unreachable) {
     worker->second.in_flight.erase(out.work_id);
     ++worker->second.credits;  // the credit was not used
   }
-  requeue(out.work_id);
+  if (it->second.cancelled) {
+    drop_cancelled(out.work_id);  // its Cancel, queued behind it, finds nothing there
+  } else {
+    requeue(out.work_id);
+  }
 }
 
 void DispatcherState::broadcast(const std::string& payload) {

@@ -11,6 +11,10 @@
 //                                         the ack are counted and dropped (their credit counts).
 //                                         Usually not a message of its own: the item's last result
 //                                         carries it (Envelope.ack), handled after that result
+//   learner: Cancel(work id)           -> the item's answer is no longer wanted (cancel()): the
+//                                         worker stops it and acks it; results still coming for
+//                                         it are dropped (a worker sends none once it has seen
+//                                         the Cancel)
 //   both: Heartbeat every interval; a worker silent for misses x interval is dead: its items go
 //   back to the front of the queue. A learner heartbeat names the worker it is addressed to; an
 //   empty name means "I do not know you: send Hello" (after a learner restart or a dead verdict).
@@ -87,6 +91,10 @@ struct DispatcherStats {
   std::uint64_t given_up = 0;   // items answered by the dispatcher: lost their worker max_attempts
                                 // times (lost_work_answer.h)
   std::uint64_t cancelled = 0;  // queued items withdrawn by cancel() before any dispatch
+  // Items cancel() found at a worker: a Cancel went to it; the item stays in flight until the
+  // worker acks it (its slot is busy until then), or is dropped if that worker is lost.
+  std::uint64_t cancelled_in_flight = 0;
+  std::uint64_t cancelled_results = 0;    // results of items cancelled in flight: dropped
   std::uint64_t workers_dead = 0;         // workers declared dead
   std::uint64_t malformed_frames = 0;     // undecodable frames, wrong frame counts: dropped
   std::uint64_t unexpected_messages = 0;  // decodable but wrong here (kind, sender): dropped
@@ -104,9 +112,11 @@ class DispatcherState {
   // queue is at capacity (WorkDispatcher waits on that).
   Status add_work(WorkItem item);
   bool queue_full() const { return pending_count_ >= options_.queue_capacity; }
-  // Withdraws `work_id` while it waits in the queue (its answer is no longer wanted: its group
-  // expired or was skipped), so no worker slot spends time on it; true if it was queued. Work
-  // already sent is left to finish: its results still come and are delivered once.
+  // `work_id`'s answer is no longer wanted (its group expired or was skipped). Queued, it is
+  // withdrawn, so no worker slot spends time on it. Sent, its worker gets a Cancel (it stops the
+  // item as early as it can and acks it, which frees the slot); from then on the item's results
+  // are dropped, and a worker lost while holding it does not put it back in the queue. True when
+  // it did either; false for an id unknown, completed, or cancelled already.
   bool cancel(std::uint64_t work_id);
   bool has_pending() const { return pending_count_ > 0; }
 
@@ -158,6 +168,7 @@ class DispatcherState {
     std::set<std::uint32_t> parts_delivered;  // part keys already handed to results_
     std::set<std::string> sent_to;     // every worker this learner sent it to; only they answer
     std::vector<std::string> lost_on;  // the workers lost while they held it, in order
+    bool cancelled = false;            // cancel() after it was sent: its answer is unwanted
   };
 
   void handle_hello(const std::string& routing_id, schema::Hello::Reader hello, TimePoint now,
@@ -180,6 +191,9 @@ class DispatcherState {
   // Completes `work_id` with lost_work_answer()'s result, unless that part was delivered already.
   void give_up(std::uint64_t work_id);
   void requeue(std::uint64_t work_id);
+  // Forgets `work_id` unanswered (cancelled, and its worker is gone or never got it).
+  void drop_cancelled(std::uint64_t work_id);
+  void send_cancel(const Worker& worker, std::uint64_t work_id);
   void remember_completed(std::uint64_t work_id);
   void dispatch(TimePoint now);
   // The worker with a credit for `role` that should get the next item, or nullptr.

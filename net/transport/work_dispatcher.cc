@@ -152,7 +152,10 @@ std::size_t WorkDispatcher::cancel(const std::vector<std::uint64_t>& work_ids) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (std::uint64_t id : work_ids) cancelled += state_.cancel(id);
   }
-  if (cancelled > 0) queue_not_full_.notify_all();
+  if (cancelled > 0) {
+    queue_not_full_.notify_all();
+    flush_and_wake();  // the Cancels of items at workers
+  }
   return cancelled;
 }
 

@@ -49,8 +49,9 @@ class WorkDispatcher {
   // timeout rejects at once. InvalidArgument for a reused or zero work id; Aborted after close().
   Status submit(WorkItem item, std::chrono::milliseconds timeout);
 
-  // Withdraws the items of `work_ids` that still wait in the queue (DispatcherState::cancel);
-  // returns how many were. Work already sent finishes and its results still come.
+  // Cancels the items of `work_ids` (DispatcherState::cancel): withdrawn while queued, a Cancel
+  // to their worker once sent (their results are dropped from then on); returns how many were
+  // either. Unknown and completed ids are ignored.
   std::size_t cancel(const std::vector<std::uint64_t>& work_ids);
 
   // The next result (Candidate, Verdict or Error envelope), each (work id, part) exactly once.

@@ -60,6 +60,8 @@ const char* body_name(schema::Envelope::Body::Which which) {
       return "shutdown";
     case B::ERROR:
       return "error";
+    case B::CANCEL:
+      return "cancel";
   }
   return "unknown";
 }

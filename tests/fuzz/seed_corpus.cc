@@ -67,7 +67,7 @@ void write_wire(SeedWriter* out) {
   using B = schema::Envelope::Body;
   const B::Which arms[] = {B::HELLO,           B::HEARTBEAT, B::CREDIT,       B::ACK,
                            B::ROLLOUT_REQUEST, B::CANDIDATE, B::EVAL_REQUEST, B::VERDICT,
-                           B::WEIGHTS_UPDATE,  B::SHUTDOWN,  B::ERROR};
+                           B::WEIGHTS_UPDATE,  B::SHUTDOWN,  B::ERROR,        B::CANCEL};
   for (B::Which arm : arms) {
     write_message<schema::Envelope>(out, "envelope-" + std::to_string(static_cast<int>(arm)),
                                     WireType::kEnvelope,

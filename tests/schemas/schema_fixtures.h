@@ -49,6 +49,8 @@ void fill_weights_update(schema::WeightsUpdate::Builder b, std::uint32_t salt, b
 void expect_weights_update(schema::WeightsUpdate::Reader r, std::uint32_t salt, bool nccl);
 void fill_shutdown(schema::Shutdown::Builder b, std::uint32_t salt);
 void expect_shutdown(schema::Shutdown::Reader r, std::uint32_t salt);
+void fill_cancel(schema::Cancel::Builder b, std::uint32_t salt);
+void expect_cancel(schema::Cancel::Reader r, std::uint32_t salt);
 void fill_error(schema::Error::Builder b, std::uint32_t salt);
 void expect_error(schema::Error::Reader r, std::uint32_t salt);
 // Envelope header fields plus the body arm `which` (WeightsUpdate uses its nccl arm).

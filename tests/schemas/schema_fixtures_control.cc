@@ -138,6 +138,13 @@ void expect_error(schema::Error::Reader r, std::uint32_t salt) {
   EXPECT_EQ(r.getMessage().cStr(), txt("error.message", salt));
 }
 
+void fill_cancel(schema::Cancel::Builder b, std::uint32_t salt) {
+  b.setWorkId(u64(salt, 0));
+}
+void expect_cancel(schema::Cancel::Reader r, std::uint32_t salt) {
+  EXPECT_EQ(r.getWorkId(), u64(salt, 0));
+}
+
 void fill_run_record(schema::RunRecord::Builder b, std::uint32_t salt) {
   b.setRunId(txt("run.runId", salt));
   b.setStartedUnixMillis(i64(salt, 1));
@@ -353,6 +360,9 @@ void fill_envelope(schema::Envelope::Builder b, std::uint32_t salt,
     case B::ERROR:
       fill_error(body.initError(), s);
       break;
+    case B::CANCEL:
+      fill_cancel(body.initCancel(), s);
+      break;
   }
 }
 void expect_envelope(schema::Envelope::Reader r, std::uint32_t salt,
@@ -400,6 +410,9 @@ void expect_envelope(schema::Envelope::Reader r, std::uint32_t salt,
       break;
     case B::ERROR:
       expect_error(body.getError(), s);
+      break;
+    case B::CANCEL:
+      expect_cancel(body.getCancel(), s);
       break;
   }
 }

@@ -62,6 +62,7 @@ TEST(SchemaRoundTrip, Control) {
   DICE_ROUND_TRIP(Ack, fill_ack, expect_ack);
   DICE_ROUND_TRIP(Shutdown, fill_shutdown, expect_shutdown);
   DICE_ROUND_TRIP(Error, fill_error, expect_error);
+  DICE_ROUND_TRIP(Cancel, fill_cancel, expect_cancel);
 }
 
 TEST(SchemaRoundTrip, WeightsUpdateBothUnionArms) {
@@ -92,7 +93,7 @@ TEST_P(EnvelopeArmRoundTrip, EveryFieldSurvives) {
       [which](schema::Envelope::Reader r) { expect_envelope(r, kSalt, which); });
 }
 
-constexpr int kEnvelopeArms = 11;
+constexpr int kEnvelopeArms = 12;
 INSTANTIATE_TEST_SUITE_P(AllArms, EnvelopeArmRoundTrip, ::testing::Range(0, kEnvelopeArms));
 
 TEST(SchemaRoundTrip, FixturesCoverEveryEnvelopeArm) {

@@ -16,6 +16,8 @@ TEST(TransportMetricsTest, CopiesDispatcherStatsAndReplacesWorkers) {
   stats.in_flight = 2;
   stats.completed = 11;
   stats.errors_received = 3;
+  stats.cancelled = 5;
+  stats.cancelled_in_flight = 6;
   stats.oldest_in_flight_ms = 1500;
   stats.worker_list = {{"reward-0", 1, 2, 9, 250}, {"reward-1", 0, 0, 2, 4000}};
   MetricsRegistry registry;
@@ -26,6 +28,8 @@ TEST(TransportMetricsTest, CopiesDispatcherStatsAndReplacesWorkers) {
   EXPECT_TRUE(has_line(text, "# TYPE dice_learner_transport_completed_total counter"));
   EXPECT_TRUE(has_line(text, "dice_learner_transport_completed_total 11"));
   EXPECT_TRUE(has_line(text, "dice_learner_transport_errors_received_total 3"));
+  EXPECT_TRUE(has_line(text, "dice_learner_transport_cancelled_total 5"));
+  EXPECT_TRUE(has_line(text, "dice_learner_transport_cancelled_in_flight_total 6"));
   EXPECT_TRUE(has_line(text, "dice_learner_transport_oldest_in_flight_seconds 1.5"));
   EXPECT_TRUE(has_line(text, "dice_learner_transport_worker_in_flight{worker=\"reward-0\"} 2"));
   EXPECT_TRUE(

@@ -1,7 +1,8 @@
 // Work nobody should wait for or judge. DispatcherState's attempt cap: an item whose worker is
 // lost on every dispatch (a candidate that kills the reward worker judging it) is answered by the
 // dispatcher itself after DispatcherOptions::max_attempts dispatches instead of going round every
-// worker. cancel(): queued work whose answer is no longer wanted never reaches a worker.
+// worker. cancel(): queued work whose answer is no longer wanted never reaches a worker, and work
+// a worker holds is cancelled there, its answer dropped and its slot freed by the worker's ack.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -66,6 +67,15 @@ class LostWorkTest : public ::testing::Test {
       b.getHello().setRole(schema::Role::REWARD);
     });
     from(worker, [&](Body::Builder b) { b.initCredit().setCredits(1); });
+  }
+  // `worker`'s verdict on `work_id`, carrying the item's ack (its slot's credit).
+  void verdict_with_ack(const std::string& worker, std::uint64_t work_id) {
+    capnp::MallocMessageBuilder message;
+    auto envelope = wire::init_envelope(message, worker, "run-7");
+    envelope.getBody().initVerdict().setWorkId(work_id);
+    envelope.initAck().setWorkId(work_id);
+    envelope.getAck().setCredits(1);
+    state_.handle(routing_[worker], decode(wire::encode(message)), now_);
   }
   // Ticks; the worker that got work item `work_id`, or "".
   std::string dispatched_to(std::uint64_t work_id) {
@@ -233,7 +243,6 @@ TEST_F(LostWorkTest, CancelledWorkStillQueuedIsNeverSent) {
 
   EXPECT_TRUE(state_.cancel(2));
   EXPECT_FALSE(state_.cancel(2)) << "cancelled twice";
-  EXPECT_FALSE(state_.cancel(1)) << "already sent: left to finish";
   EXPECT_FALSE(state_.cancel(99)) << "never submitted";
   auto stats = state_.stats(now_);
   EXPECT_EQ(stats.cancelled, 1u);
@@ -241,12 +250,7 @@ TEST_F(LostWorkTest, CancelledWorkStillQueuedIsNeverSent) {
   EXPECT_EQ(stats.in_flight, 1u);
 
   // Item 1 is judged and its slot freed: the next item sent is 3, and 2 never is.
-  capnp::MallocMessageBuilder message;
-  auto envelope = wire::init_envelope(message, "w1", "run-7");
-  envelope.getBody().initVerdict().setWorkId(1);
-  envelope.initAck().setWorkId(1);
-  envelope.getAck().setCredits(1);
-  state_.handle("r-w1", decode(wire::encode(message)), now_);
+  verdict_with_ack("w1", 1);
   EXPECT_EQ(results().size(), 1u);
   state_.tick(now_);
   std::vector<std::uint64_t> sent;
@@ -258,6 +262,91 @@ TEST_F(LostWorkTest, CancelledWorkStillQueuedIsNeverSent) {
   // Its id is not free for new work: a result for it could still be about the old item.
   EXPECT_EQ(state_.add_work(WorkItem{2, eval_request(2), schema::Role::REWARD}).code(),
             StatusCode::kInvalidArgument);
+}
+
+// The Cancel envelopes in the outbox, as (worker id, work id).
+std::vector<std::pair<std::string, std::uint64_t>> cancels_in(DispatcherState& state) {
+  std::vector<std::pair<std::string, std::uint64_t>> cancels;
+  for (const Outbound& out : state.take_outbox()) {
+    auto decoded = wire::decode_envelope(*out.payload);
+    if (!decoded.ok() || decoded->root().getBody().which() != Body::CANCEL) continue;
+    EXPECT_EQ(out.work_id, 0u) << "a Cancel is no work item (never re-queued)";
+    cancels.emplace_back(state.worker_for_routing(out.routing_id),
+                         decoded->root().getBody().getCancel().getWorkId());
+  }
+  return cancels;
+}
+
+TEST_F(LostWorkTest, CancelledWorkAtAWorkerIsCancelledThereAndItsAnswerDropped) {
+  join("w1", "r-w1");
+  for (std::uint64_t id = 1; id <= 2; ++id) {
+    ASSERT_TRUE(state_.add_work(WorkItem{id, eval_request(id), schema::Role::REWARD}).ok());
+  }
+  ASSERT_EQ(dispatched_to(1), "w1");  // w1's one slot is busy with 1; 2 waits
+
+  EXPECT_TRUE(state_.cancel(1));
+  using Cancels = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(cancels_in(state_), (Cancels{{"w1", 1}}));
+  EXPECT_FALSE(state_.cancel(1)) << "cancelled twice";
+  EXPECT_TRUE(cancels_in(state_).empty()) << "a second Cancel for the same item";
+  auto stats = state_.stats(now_);
+  EXPECT_EQ(stats.cancelled_in_flight, 1u);
+  EXPECT_EQ(stats.cancelled, 0u);
+  EXPECT_EQ(stats.in_flight, 1u) << "the slot stays busy until the worker acks";
+  EXPECT_EQ(dispatched_to(2), "") << "sent before the worker freed its slot";
+
+  // The verdict was already on its way: dropped; the ack it carries frees the slot for item 2.
+  verdict_with_ack("w1", 1);
+  EXPECT_TRUE(results().empty()) << "the answer of a cancelled item was delivered";
+  stats = state_.stats(now_);
+  EXPECT_EQ(stats.cancelled_results, 1u);
+  EXPECT_EQ(stats.completed, 1u);
+  EXPECT_EQ(stats.in_flight, 0u);
+  EXPECT_EQ(dispatched_to(2), "w1");
+  EXPECT_FALSE(state_.cancel(1)) << "completed";
+}
+
+TEST_F(LostWorkTest, AnAckAloneEndsACancelledItemAndLateAnswersAreDuplicates) {
+  join("w1", "r-w1");
+  ASSERT_TRUE(state_.add_work(WorkItem{1, eval_request(1), schema::Role::REWARD}).ok());
+  ASSERT_EQ(dispatched_to(1), "w1");
+  ASSERT_TRUE(state_.cancel(1));
+  from("w1", [](Body::Builder b) {
+    b.initAck().setWorkId(1);
+    b.getAck().setCredits(1);
+  });
+  EXPECT_EQ(state_.stats(now_).completed, 1u);
+  from("w1", [](Body::Builder b) { b.initVerdict().setWorkId(1); });
+  EXPECT_TRUE(results().empty());
+  EXPECT_EQ(state_.stats(now_).duplicate_results, 1u);
+  EXPECT_EQ(state_.stats(now_).worker_list.at(0).credits, 1u);
+}
+
+TEST_F(LostWorkTest, ACancelledItemWhoseWorkerIsLostIsNeitherSentAgainNorAnswered) {
+  join("w1", "r-w1");
+  join("w2", "r-w2");
+  ASSERT_TRUE(state_.add_work(WorkItem{7, eval_request(7), schema::Role::REWARD}).ok());
+  const std::string holder = dispatched_to(7);
+  ASSERT_FALSE(holder.empty());
+  ASSERT_TRUE(state_.cancel(7));
+  silence(holder);
+  EXPECT_EQ(dispatched_to(7), "");
+  EXPECT_TRUE(results().empty());
+  auto stats = state_.stats(now_);
+  EXPECT_EQ(stats.requeued, 0u);
+  EXPECT_EQ(stats.given_up, 0u);
+  EXPECT_EQ(stats.in_flight + stats.pending, 0u);
+  EXPECT_FALSE(state_.cancel(7));
+}
+
+TEST_F(LostWorkTest, ACancelFromAWorkerIsAnUnexpectedMessage) {
+  join("w1", "r-w1");
+  ASSERT_TRUE(state_.add_work(WorkItem{1, eval_request(1), schema::Role::REWARD}).ok());
+  ASSERT_EQ(dispatched_to(1), "w1");
+  from("w1", [](Body::Builder b) { b.initCancel().setWorkId(1); });
+  auto stats = state_.stats(now_);
+  EXPECT_EQ(stats.unexpected_messages, 1u);
+  EXPECT_EQ(stats.in_flight, 1u) << "a worker cannot cancel the learner's work";
 }
 
 }  // namespace
