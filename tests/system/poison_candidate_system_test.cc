@@ -6,7 +6,8 @@
 // until cluster.transport.max_attempts dispatches ended with the worker lost, then answers it
 // itself with a workerLost verdict (net/transport/lost_work_answer.h). Required: the run ends
 // on its own with every step, every poison sample has exactly one verdict in the reward log,
-// workerLost with reward 0, and the other task's samples are judged by the workers.
+// workerLost with reward 0, and every sample of the other task is judged by a worker, none
+// answered workerLost.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -78,7 +79,7 @@ TEST_F(PoisonCandidateSystemTest, APoisonCandidateIsAnsweredWorkerLostAndTheRunG
   ASSERT_TRUE(candidates.ok()) << candidates.status().to_string();
 
   std::map<std::string, int> verdicts_of;  // per sample: step/task/sample
-  int poison = 0, poison_lost = 0, judged = 0;
+  int poison = 0, poison_lost = 0, other = 0, other_lost = 0, judged = 0;
   std::set<std::uint64_t> steps;
   for (const auto& c : *candidates) {
     auto v = c.get().getVerdict();
@@ -90,6 +91,8 @@ TEST_F(PoisonCandidateSystemTest, APoisonCandidateIsAnsweredWorkerLostAndTheRunG
       ++poison;
       if (v.getFailure() == FC::WORKER_LOST && v.getReward() == 0.0f) ++poison_lost;
     } else {
+      ++other;
+      other_lost += v.getFailure() == FC::WORKER_LOST;
       const std::string excerpt = v.getLogExcerpt().cStr();
       judged += excerpt.rfind("op_name_reward_test_double", 0) == 0;
     }
@@ -99,7 +102,9 @@ TEST_F(PoisonCandidateSystemTest, APoisonCandidateIsAnsweredWorkerLostAndTheRunG
     EXPECT_EQ(n, 1) << sample << " has " << n << " verdicts";
   EXPECT_EQ(poison, kSteps * kSamplesPerTask);
   EXPECT_EQ(poison_lost, poison) << "every poison sample is answered workerLost, reward 0";
-  EXPECT_GE(judged, 1) << "the other task's samples are judged by the workers";
+  EXPECT_EQ(other, kSteps * kSamplesPerTask) << "every honest sample has its verdict";
+  EXPECT_EQ(other_lost, 0) << "no honest sample is answered workerLost";
+  EXPECT_EQ(judged, other) << "every honest sample is judged by a worker";
 }
 
 }  // namespace
