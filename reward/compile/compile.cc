@@ -22,9 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Part of the cache key of split builds (a module built another way is another module):
-// bindings with kSlim's headers, or kAten's first (CompileOptions::aten_binding_headers).
-constexpr char kSplitScheme[] = "split-v1";
+// Part of the cache key of split builds (a module built another way is another module): bindings
+// with kAten's headers first ("split-v1" was the scheme of bindings with kSlim's headers only).
 constexpr char kSplitAtenScheme[] = "split-v2-aten";
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
@@ -114,10 +113,8 @@ Compiler::Compiler(Toolchain toolchain, CompileOptions options)
                   fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                       fs::perms::others_read | fs::perms::others_exec,
                   ec);
-  if (options_.lean_kernel_headers)
-    aten_operators_ = per_operator_headers(toolchain_.include_paths);
-  binding_flags_ = {"-fPIC", "-std=c++17", options_.binding_optimization,
-                    "-DTORCH_API_INCLUDE_EXTENSION_H"};
+  aten_operators_ = per_operator_headers(toolchain_.include_paths);
+  binding_flags_ = {"-fPIC", "-std=c++17", kBindingOptimization, "-DTORCH_API_INCLUDE_EXTENSION_H"};
   binding_flags_.insert(binding_flags_.end(), toolchain_.defines.begin(), toolchain_.defines.end());
   for (const auto& dir : toolchain_.include_paths) binding_flags_.push_back("-I" + dir);
   if (options_.precompiled_binding_prelude) {
@@ -170,9 +167,7 @@ SandboxSpec Compiler::compiler_sandbox(int uid) const {
 int Compiler::prepare_binding_headers() {
   if (!binding_pch_) return 0;
   std::vector<TorchHeaders> variants = {TorchHeaders::kSlim};
-  if (options_.split_host_device && options_.aten_binding_headers) {
-    variants.push_back(TorchHeaders::kAten);
-  }
+  if (options_.split_host_device) variants.push_back(TorchHeaders::kAten);
   std::vector<std::future<bool>> builds;
   for (TorchHeaders headers : variants) {
     builds.push_back(std::async(std::launch::async, [this, headers] {
@@ -204,13 +199,11 @@ std::string extension_hash(const ExtensionSources& ext, const Toolchain& toolcha
   // The binding's flag only where it differs from nvcc's, so keys from before it had its own
   // stay what they were.
   std::string optimization = options.optimization;
-  if (options.binding_optimization != options.optimization) {
-    optimization += " binding " + options.binding_optimization;
+  if (options.optimization != kBindingOptimization) {
+    optimization += std::string(" binding ") + kBindingOptimization;
   }
-  const char* scheme = !options.split_host_device     ? ""
-                       : options.aten_binding_headers ? kSplitAtenScheme
-                                                      : kSplitScheme;
-  return extension_hash(ext, toolchain, optimization, scheme);
+  return extension_hash(ext, toolchain, optimization,
+                        options.split_host_device ? kSplitAtenScheme : "");
 }
 
 std::shared_future<CompileOutcome> Compiler::submit(const ExtensionSources& ext,

@@ -2,7 +2,12 @@
 // parsing) -> two translation units (split_sources.h where it applies, else binding.h) -> nvcc for
 // the .cu and the host compiler for the binding, run at the same time, then one link into a Python
 // extension module. The units use light headers first (none for split kernels, else lean ones)
-// and the full <torch/extension.h> only when that fails.
+// and the full <torch/extension.h> only when that fails. A compile error that the diagnostics
+// show to be the candidate's own (compile_diagnostics.h: a syntax error, a name, member or
+// argument count of its own...) ends the build in the light tier that saw it, instead of
+// compiling again with the full headers, which could not fix it: on the H200 a compile error took
+// 26-60 s against 10-15 s for a success, and an RL step waits for its slowest compile. What the
+// reader is unsure of still moves on.
 //
 // Builds run on a pool of `jobs` threads and land in a cache folder keyed by
 // kernel_source_hash(sources, flags, toolchain identity):
@@ -48,6 +53,12 @@
 
 namespace dice {
 
+// Optimisation flag of the binding file: argument conversion, the candidate's cpp_sources and, in
+// split builds, its host code (tensor checks, allocation, launches through the stubs). No kernel
+// code: -O1 keeps the small inline functions inlined at less than -O3's CPU (load_inline itself
+// passes no -O). Part of the cache key.
+inline constexpr char kBindingOptimization[] = "-O1";
+
 struct CompileOptions {
   // Builds at once. Default: 4
   int jobs = 4;
@@ -65,43 +76,21 @@ struct CompileOptions {
   std::int64_t memory_budget_mb = 0;
   // Lines of compiler output kept in a failure's excerpt. Default: 20
   int error_lines = 20;
-  // Optimisation flag of nvcc (the kernels and the .cu's host code). Default: -O3
+  // Optimisation flag of nvcc (the kernels and the .cu's host code); the binding file's is
+  // kBindingOptimization. Part of the cache key. Default: -O3
   std::string optimization = "-O3";
-  // Optimisation flag of the binding file: argument conversion, the candidate's cpp_sources and,
-  // in split builds, its host code (tensor checks, allocation, launches through the stubs). No
-  // kernel code: -O1 keeps the small inline functions inlined at less than -O3's CPU (load_inline
-  // itself passes no -O). Part of the cache key. Default: -O1
-  std::string binding_optimization = "-O1";
   // Run compilers as this uid when root (-1 = as root; kUniqueSandboxUid = a uid of its own per
   // build, so parallel builds do not share one RLIMIT_NPROC count). Default: kUniqueSandboxUid
   int uid = kUniqueSandboxUid;
   // Precompile the binding file's headers once per toolchain (binding_pch.h). Default: true
   bool precompiled_binding_prelude = true;
-  // Try the .cu with TorchHeaders::kLean first (binding.h), then kFull (kSlim first without
-  // lean headers). Default: true
-  bool lean_kernel_headers = true;
-  // After a plain compile error in a light tier, every tier between it and the full headers too
-  // (split -> lean -> slim -> full, the ladder until 2026-12-02), instead of the full headers at
-  // once.
-  // The verdict is the same (the full headers decide either way); a broken candidate costs up to
-  // five compiles instead of two. For comparison (tools/bench/reward). Default: false
-  bool intermediate_header_tiers = false;
-  // A compile error that the diagnostics show to be the candidate's own (compile_diagnostics.h:
-  // a syntax error, a name, member or argument count of its own...) ends the build in the light
-  // tier that saw it (split, lean), instead of compiling again with the full headers, which
-  // could not fix it: on the H200 a compile error took 26-60 s against 10-15 s for a success,
-  // and an RL step waits for its slowest compile. The verdict is the same; what the reader is
-  // unsure of still moves on. Off: every plain error moves to the next tier (before
-  // 2026-12-06), for comparison (tools/bench/reward). Default: true
-  bool own_errors_end_build = true;
-  // Before those, build kernels without torch headers and the host code in the binding file
-  // (split_sources.h), where that keeps load_inline's meaning. Part of the cache key.
-  // Default: true
-  bool split_host_device = true;
-  // Split builds compile the binding file with TorchHeaders::kAten's headers where
+  // Before the torch header tiers (lean, then full), build kernels without torch headers and the
+  // host code in the binding file (split_sources.h), where that keeps load_inline's meaning. Split
+  // builds compile the binding file with TorchHeaders::kAten's headers where
   // aten_binding_applies() (binding.h), and again with kSlim's if that fails (the kernels' object
-  // is kept). Part of the cache key. Default: true
-  bool aten_binding_headers = true;
+  // is kept). Off: the header tiers alone (tools/bench/reward/split_compile_bench's lean mode).
+  // Part of the cache key. Default: true
+  bool split_host_device = true;
   // Host paths bound read-only into every compiler's root (reward.sandbox.root_binds), besides
   // the toolchain's include and library folders, which are always there. Default: none
   std::vector<std::string> root_binds;
@@ -174,7 +163,7 @@ class Compiler {
   CompileOutcome compile(const ExtensionSources& ext) { return submit(ext).get(); }
 
   // Builds the binding prelude's precompiled headers that builds use (binding_pch.h: kSlim's,
-  // and kAten's with aten_binding_headers), at the same time, and returns once each is ready or
+  // and kAten's with split_host_device), at the same time, and returns once each is ready or
   // has failed: how many are ready (one that a build is making at the time counts as not ready;
   // neither builds nor this wait for it). A worker calls it when it starts, so that its first
   // builds do not compile without them (in a cold judge of the 60 dev items on the H200, 16
@@ -186,7 +175,7 @@ class Compiler {
   const Toolchain& toolchain() const { return toolchain_; }
   // Builds that compiled only with the full <torch/extension.h> (binding.h: TorchHeaders).
   std::uint64_t full_header_builds() const { return full_header_builds_.load(); }
-  // Builds whose .cu did not compile with the lean headers (and was retried with the slim ones).
+  // Builds whose .cu did not compile with the lean headers (and was retried with heavier ones).
   std::uint64_t lean_header_fallbacks() const { return lean_header_fallbacks_.load(); }
   // Builds that ended with a compile error in a light tier (split, lean, slim) because its
   // diagnostics show the candidate's own error (compile_diagnostics.h): decided in one try.

@@ -206,8 +206,7 @@ class Compiler::Build {
     base_.workdir = build_dir_;
     if (c_.options_.split_host_device) split_.emplace(split_host_device(ext_));
     split_applies_ = split_ && split_->ok();
-    aten_ = split_applies_ && c_.options_.aten_binding_headers &&
-            aten_binding_applies(ext_.cpp_sources, split_->value().host_part);
+    aten_ = split_applies_ && aten_binding_applies(ext_.cpp_sources, split_->value().host_part);
     // The precompiled prelude only where the flags are the shared ones (a candidate's own
     // extra_cflags would make g++ ignore it anyway).
     if (c_.binding_pch_ && ext_.extra_cflags.empty()) {
@@ -357,12 +356,6 @@ class Compiler::Build {
     return binding ? "c++ (cpp_sources): " : "nvcc (cuda_sources): ";
   }
 
-  // How compile_objects reads a light tier's plain errors (none: every one moves on).
-  std::optional<DiagnosticsScope> decide(DiagnosticsScope scope) const {
-    if (!c_.options_.own_errors_end_build) return std::nullopt;
-    return scope;
-  }
-
   // A light tier's error that is the candidate's own ends the build there: the heavier headers
   // would end it the same way, a compile later.
   std::optional<CompileOutcome> own_error_ends_build(std::optional<CompileOutcome> failed) {
@@ -412,16 +405,15 @@ class Compiler::Build {
       bool binding_failed = false;
       failed = compile_objects("split", TorchHeaders::kSlim, &split_->value(),
                                aten_ ? TorchHeaders::kAten : TorchHeaders::kSlim, false,
-                               &binding_failed, decide(DiagnosticsScope::kSplit));
+                               &binding_failed, DiagnosticsScope::kSplit);
       if (failed && own_error_) return own_error_ends_build(std::move(failed));
       if (failed && aten_ && binding_failed && plain_error_) {
         // The host code needs more of torch than kAten has: kSlim's binding, same kernels.o.
         DICE_LOG(Debug) << "binding failed with the ATen headers; retrying with the slim ones"
                         << kv("hash", hash_);
         ++c_.aten_binding_fallbacks_;
-        failed =
-            compile_objects("split-slim-binding", TorchHeaders::kSlim, &split_->value(),
-                            TorchHeaders::kSlim, true, nullptr, decide(DiagnosticsScope::kSplit));
+        failed = compile_objects("split-slim-binding", TorchHeaders::kSlim, &split_->value(),
+                                 TorchHeaders::kSlim, true, nullptr, DiagnosticsScope::kSplit);
         if (failed && own_error_) return own_error_ends_build(std::move(failed));
       }
       if (!failed) failed = link_module();
@@ -445,25 +437,27 @@ class Compiler::Build {
   // build cheaper that the full headers would also make, while a candidate whose own code is
   // broken (most failures of an RL step) compiled in every tier: on the H200 a compile error took
   // 61.5 s against 10 s for a success (2026-12-02; docs/BENCHMARKS.md, "names fixed, 20 SFT
-  // epochs"). intermediate_header_tiers keeps them all.
+  // epochs"). Where the toolchain has no per-operator headers, the slim ones stand for the lean.
   std::optional<CompileOutcome> build_with_torch_headers() {
-    const bool every_tier = c_.options_.intermediate_header_tiers;
-    const bool lean = c_.options_.lean_kernel_headers && !c_.aten_operators_.empty();
     struct Tier {
       const char* name;
       TorchHeaders kernels, binding;  // the binding file has no lean form (binding.h)
     };
     std::vector<Tier> tiers;
-    if (every_tier || !split_failed_) {
-      if (lean) tiers.push_back({"lean", TorchHeaders::kLean, TorchHeaders::kSlim});
-      if (!lean || every_tier) tiers.push_back({"slim", TorchHeaders::kSlim, TorchHeaders::kSlim});
+    if (!split_failed_) {
+      if (!c_.aten_operators_.empty()) {
+        tiers.push_back({"lean", TorchHeaders::kLean, TorchHeaders::kSlim});
+      } else {
+        tiers.push_back({"slim", TorchHeaders::kSlim, TorchHeaders::kSlim});
+      }
     }
     tiers.push_back({"full", TorchHeaders::kFull, TorchHeaders::kFull});
     std::optional<CompileOutcome> failed;
     for (const Tier& tier : tiers) {
       const bool last = tier.kernels == TorchHeaders::kFull;
-      failed = compile_objects(tier.name, tier.kernels, nullptr, tier.binding, false, nullptr,
-                               last ? std::nullopt : decide(DiagnosticsScope::kHeaders));
+      failed = compile_objects(
+          tier.name, tier.kernels, nullptr, tier.binding, false, nullptr,
+          last ? std::nullopt : std::optional<DiagnosticsScope>(DiagnosticsScope::kHeaders));
       if (!failed) {
         if (last) ++c_.full_header_builds_;
         break;

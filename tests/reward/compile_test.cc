@@ -220,8 +220,7 @@ TEST_F(CompileTest, TypicalKernelBuildsWithTheLeanHeaders) {
 }
 
 // A kernel file that uses more of torch than the lean headers give (tensor indexing) still
-// builds: the lean attempt fails and the full headers decide; with intermediate_header_tiers the
-// slim ones come between, as in the ladder until 2026-12-02, and build it.
+// builds: the lean attempt fails and the full headers decide, with no slim tier between them.
 TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheFullOnes) {
   auto exts = sources_of("honest/template_scale.py");
   ASSERT_EQ(exts.size(), 1u);
@@ -238,16 +237,6 @@ TEST_F(CompileTest, SourceBeyondTheLeanHeadersFallsBackToTheFullOnes) {
   EXPECT_EQ(compiler.lean_header_fallbacks(), 1u);
   EXPECT_EQ(compiler.full_header_builds(), 1u);
   EXPECT_EQ(compiler.own_error_builds(), 0u);  // the lean error named torch's Slice
-
-  CompileOptions every = lean;
-  every.intermediate_header_tiers = true;
-  every.cache_dir += "-every-tier";
-  Compiler every_tier(*toolchain_, every);
-  CompileOutcome slim = every_tier.compile(indexed);
-  fs::remove_all(every.cache_dir);
-  EXPECT_EQ(slim.failure, schema::FailureClass::NONE) << slim.log_excerpt;
-  EXPECT_EQ(slim.tiers, (std::vector<std::string>{"lean", "slim"}));
-  EXPECT_EQ(every_tier.full_header_builds(), 0u);
 }
 
 TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
@@ -377,10 +366,10 @@ TEST_F(CompileTest, SplitBindingTakesTheAtenHeadersElseTheSlimOnes) {
   EXPECT_EQ(compiler.aten_binding_fallbacks(), 1u);
 }
 
-// Every option that changes the module changes its cache key, and only those: with the
-// binding's optimisation equal to nvcc's and kSlim's binding headers, the key is the one split
-// builds had before either option existed.
-TEST(CompileCacheKeyTest, CoversTheBindingsFlagsAndScheme) {
+// Every option that changes the module changes its cache key: nvcc's optimisation and the split.
+// The default key is the one split builds with kAten's binding headers and the binding at -O1
+// have had since those came, so a worker's existing cache stays valid.
+TEST(CompileCacheKeyTest, CoversTheFlagsAndScheme) {
   Toolchain tc;
   tc.nvcc_version = "release 13.0";
   tc.arch = "sm_90";
@@ -391,25 +380,14 @@ TEST(CompileCacheKeyTest, CoversTheBindingsFlagsAndScheme) {
   ext.cuda_sources = "__global__ void k() {}\n";
   CompileOptions o;
   const std::string base = extension_hash(ext, tc, o);
-  CompileOptions binding_o3 = o;
-  binding_o3.binding_optimization = "-O3";
-  CompileOptions slim = o;
-  slim.aten_binding_headers = false;
+  EXPECT_EQ(base, extension_hash(ext, tc, "-O3 binding -O1", "split-v2-aten"));
   CompileOptions kernels_o2 = o;
   kernels_o2.optimization = "-O2";
-  for (const auto* other : {&binding_o3, &slim, &kernels_o2}) {
-    EXPECT_NE(extension_hash(ext, tc, *other), base);
-  }
-  CompileOptions before = slim;
-  before.binding_optimization = before.optimization;
-  EXPECT_EQ(extension_hash(ext, tc, before), extension_hash(ext, tc, "-O3", "split-v1"));
-  // Without the split, its binding headers are never used: the option does not split the cache.
   CompileOptions unsplit = o;
   unsplit.split_host_device = false;
-  CompileOptions unsplit_slim = unsplit;
-  unsplit_slim.aten_binding_headers = false;
-  EXPECT_EQ(extension_hash(ext, tc, unsplit), extension_hash(ext, tc, unsplit_slim));
+  EXPECT_NE(extension_hash(ext, tc, kernels_o2), base);
   EXPECT_NE(extension_hash(ext, tc, unsplit), base);
+  EXPECT_NE(extension_hash(ext, tc, unsplit), extension_hash(ext, tc, kernels_o2));
 }
 
 // A source the split does not apply to (a template kernel), and one it applies to that does not

@@ -7,16 +7,15 @@
 //                       [--arch sm_90] [--cache DIR] [--import] [--dump DIR] [--keep]
 //
 // classify: one line per item, "split" or the reason it does not apply (with --dump, each
-// split's two files as DIR/<id>.kernels.cu and DIR/<id>.host.cpp). split / lean: each item
-// built one at a time in a fresh cache folder (a warm-up build first makes the binding's
-// precompiled header, as a long-running worker has it), printing per item the wall seconds and
-// the compilers' CPU seconds (children user + sys), then the totals. Variants of split, to
-// measure one change against the build before it: split-before (the binding at -O3 with kSlim's
-// headers, as before CompileOptions::binding_optimization and aten_binding_headers), split-slim
-// (kSlim's headers), split-O3 (the binding at -O3), split-retry-errors (every compile error
-// moves to the next tier, as before CompileOptions::own_errors_end_build). `--import` checks that
-// each built module imports in --python (not timed). Modes run in the order given; alternate
-// them (--modes split,lean,split,lean) to spread drift in the machine's load over both.
+// split's two files as DIR/<id>.kernels.cu and DIR/<id>.host.cpp). split / lean (the build as a
+// worker does it, and without the split: CompileOptions::split_host_device off): each item
+// built one at a time in a fresh cache folder (the binding's precompiled headers are made first,
+// as a worker makes them when it starts), printing per item the wall seconds and the compilers'
+// CPU seconds (children user + sys), then the totals. `--import` checks that each built module
+// imports in --python (not timed). Modes run in the order given; alternate them
+// (--modes split,lean,split,lean) to spread drift in the machine's load over both. The variants
+// split-before, split-slim, split-O3, split-retry-errors and split-every-tier (builds before a
+// change, recorded in docs/BENCHMARKS.md) went with the product options that only they set.
 // `--keep` leaves each mode's cache folder (generated sources, modules, the binding PCH) in place
 // for compiling by hand.
 #include <sys/resource.h>
@@ -152,41 +151,16 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
   CompileOptions o;
   o.cache_dir = f.cache + "/" + mode;
   o.jobs = 1;
-  o.split_host_device = mode.rfind("split", 0) == 0;
-  if (mode == "split-before" || mode == "split-O3") o.binding_optimization = o.optimization;
-  if (mode == "split-before" || mode == "split-slim") o.aten_binding_headers = false;
-  o.intermediate_header_tiers = mode == "split-every-tier";
-  o.own_errors_end_build = mode != "split-retry-errors";
+  o.split_host_device = mode == "split";
   fs::remove_all(o.cache_dir);
-  {
-    // The warm-up: kernels of another name, so they share nothing with the items but the
-    // binding's precompiled headers, as a long-running worker has them: kSlim's, and with
-    // aten_binding_headers kAten's too (built for the first item whose binding takes them).
-    std::vector<CompileOptions> warm_options = {o};
-    warm_options.front().aten_binding_headers = false;
-    ExtensionSources aten_item = items.front().ext;
-    if (o.split_host_device && o.aten_binding_headers) {
-      for (const auto& item : items) {
-        auto split = split_host_device(item.ext);
-        if (split.ok() && aten_binding_applies(item.ext.cpp_sources, split->host_part)) {
-          aten_item = item.ext;
-          warm_options.push_back(o);
-          break;
-        }
-      }
-    }
-    for (size_t i = 0; i < warm_options.size(); ++i) {
-      Compiler warm_compiler(toolchain, warm_options[i]);
-      ExtensionSources warm = i == 0 ? items.front().ext : aten_item;
-      warm.name = "dice_bench_warmup" + std::to_string(i);
-      const double cpu0 = children_cpu_seconds();
-      CompileOutcome w = warm_compiler.compile(warm);
-      std::printf("{\"mode\": \"%s\", \"warmup\": %zu, \"ok\": %s, \"cpu_s\": %.1f}\n",
-                  mode.c_str(), i, w.failure == schema::FailureClass::NONE ? "true" : "false",
-                  children_cpu_seconds() - cpu0);
-    }
-  }
   Compiler compiler(toolchain, o);
+  {
+    // The binding's precompiled headers, as a long-running worker has them (not timed per item).
+    const double cpu0 = children_cpu_seconds();
+    const int ready = compiler.prepare_binding_headers();
+    std::printf("{\"mode\": \"%s\", \"binding_headers_ready\": %d, \"cpu_s\": %.1f}\n",
+                mode.c_str(), ready, children_cpu_seconds() - cpu0);
+  }
   const std::uint64_t fallbacks0 = compiler.split_fallbacks();
   const std::uint64_t aten0 = compiler.aten_binding_fallbacks();
   double total_cpu = 0, total_wall = 0;
@@ -243,6 +217,12 @@ int main(int argc, char** argv) {
   if (!items.ok() || items->empty()) {
     std::fprintf(stderr, "%s\n", items.ok() ? "no items" : items.status().to_string().c_str());
     return 2;
+  }
+  for (const auto& mode : f.modes) {
+    if (mode != "classify" && mode != "split" && mode != "lean") {
+      std::fprintf(stderr, "unknown mode '%s' (classify, split or lean)\n", mode.c_str());
+      return 2;
+    }
   }
   int failures = 0;
   for (const auto& mode : f.modes) {
