@@ -11,6 +11,7 @@
 #include <limits>
 #include <utility>
 
+#include "learner/archive_file.h"
 #include "learner/gradient_reducer.h"
 #include "learner/optimizer_shard.h"
 
@@ -120,14 +121,13 @@ Status MasterWeights::save(const std::string& path) const {
     for (const OptimizerShard* shard : process_shards_) DICE_RETURN_IF_ERROR(shard->save(path));
     return Status::ok_status();
   }
+  torch::serialize::OutputArchive archive;
   try {
-    torch::serialize::OutputArchive archive;
     write_optimizer_state(masters_, *optimizer_, archive);
-    archive.save_to(path);
   } catch (const c10::Error& e) {
     return Status::io_error("optimizer state " + path + ": " + e.what_without_backtrace());
   }
-  return Status::ok_status();
+  return save_archive_file(archive, path, "optimizer state");
 }
 
 Status MasterWeights::load(const std::string& path) {

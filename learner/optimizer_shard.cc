@@ -10,6 +10,7 @@
 #include <cmath>
 #include <utility>
 
+#include "learner/archive_file.h"
 #include "learner/gradient_reducer.h"
 #include "learner/master_weights.h"
 
@@ -176,16 +177,15 @@ std::string OptimizerShard::shard_file(const std::string& path, int rank) {
 
 Status OptimizerShard::save(const std::string& path) const {
   const std::string file = shard_file(path, collective_->rank());
+  torch::serialize::OutputArchive archive;
   try {
-    torch::serialize::OutputArchive archive;
     archive.write("world_size", at::tensor(static_cast<std::int64_t>(collective_->world_size())));
     archive.write("rank", at::tensor(static_cast<std::int64_t>(collective_->rank())));
     write_optimizer_state(masters_, *optimizer_, archive);
-    archive.save_to(file);
   } catch (const c10::Error& e) {
     return Status::io_error("optimizer shard " + file + ": " + e.what_without_backtrace());
   }
-  return Status::ok_status();
+  return save_archive_file(archive, file, "optimizer shard");
 }
 
 Status OptimizerShard::load(const std::string& path) {

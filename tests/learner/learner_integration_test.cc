@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -176,6 +178,29 @@ class LearnerIntegrationTest : public ::testing::Test {
     EXPECT_EQ(reward->wait_exit(milliseconds(5000)), 0);
   }
   std::string learner_log() { return read_file(dir_ / "learner.log"); }
+  // The learner with its checkpoints in `checkpoint_dir` (no floor: that disk's size is the
+  // limit) and a worker double of each role, to the learner's exit; returns its exit code.
+  int run_with_checkpoints_on(const std::string& config, const std::string& checkpoint_dir) {
+    auto learner = start_learner(
+        config, {"run.min_free_disk_mb=0", "learner.checkpoint.dir=" + checkpoint_dir});
+    auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
+    auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
+    return learner->wait_exit(kDeadline);
+  }
+  // Every step in `log` holds all its verdicts: 3 tasks x 2 samples.
+  static void expect_every_step_whole(rewardlog::RewardLogReader& log) {
+    auto steps = log.steps("it-run");
+    ASSERT_TRUE(steps.ok()) << steps.status().to_string();
+    ASSERT_FALSE(steps->empty());
+    EXPECT_EQ((*steps)[0].get().getStep(), 0u);
+    for (const auto& step : *steps) {
+      rewardlog::CandidateFilter filter;
+      filter.step = step.get().getStep();
+      auto candidates = log.candidates("it-run", filter);
+      ASSERT_TRUE(candidates.ok());
+      EXPECT_EQ(candidates->size(), 6u) << "step " << *filter.step;
+    }
+  }
   // After an uninterrupted run of `config` (its log and checkpoints moved aside here): the same
   // run again, SIGKILLed once two of its `num_steps` steps are logged, then `--resume`d to the
   // end. Returns the resumed learner's log text.
@@ -733,11 +758,8 @@ TEST_F(LearnerIntegrationTest, AFullDiskEndsTheRunWithTheReasonAndKeepsTheLastRe
   const std::uint64_t room = 2 * checkpoint + resume + resume / 2 + 64 * 1024;
   testing_util::SmallTmpfs disk(static_cast<int>(room / 1024));
   if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
-  auto learner =
-      start_learner(config, {"run.min_free_disk_mb=0", "learner.checkpoint.dir=" + disk.path()});
-  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
-  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
-  EXPECT_EQ(learner->wait_exit(kDeadline), 3) << "kExitNoDiskSpace: not restarted" << learner_log();
+  EXPECT_EQ(run_with_checkpoints_on(config, disk.path()), 3)
+      << "kExitNoDiskSpace: not restarted" << learner_log();
   const std::string log_text = learner_log();
   EXPECT_NE(log_text.find("resume folder after step 1: " + disk.path() +
                           "/it-run/resume.partial: not enough free disk space for the resume "
@@ -785,11 +807,8 @@ TEST_F(LearnerIntegrationTest, AFirstResumeFolderWhoseOptimizerStateWouldNotFitI
   const std::uint64_t room = 2 * checkpoint + optimizer / 2 + 64 * 1024;
   testing_util::SmallTmpfs disk(static_cast<int>(room / 1024));
   if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
-  auto learner =
-      start_learner(config, {"run.min_free_disk_mb=0", "learner.checkpoint.dir=" + disk.path()});
-  auto rollout = start_worker(DICE_ROLLOUT_TEST_DOUBLE, "it/rollout/0");
-  auto reward = start_worker(DICE_REWARD_TEST_DOUBLE, "it/reward/0");
-  EXPECT_EQ(learner->wait_exit(kDeadline), 3) << "kExitNoDiskSpace: not restarted" << learner_log();
+  EXPECT_EQ(run_with_checkpoints_on(config, disk.path()), 3)
+      << "kExitNoDiskSpace: not restarted" << learner_log();
   const std::string log_text = learner_log();
   const std::string partial = disk.path() + "/it-run/resume.partial";
   EXPECT_NE(log_text.find(partial + ": not enough free disk space for the optimizer state " +
@@ -799,6 +818,71 @@ TEST_F(LearnerIntegrationTest, AFirstResumeFolderWhoseOptimizerStateWouldNotFitI
   const fs::path kept = fs::path(disk.path()) / "it-run";
   EXPECT_FALSE(fs::exists(kept / "resume.partial"));
   EXPECT_TRUE(fs::exists(kept / "policy-v1" / "model.safetensors"));
+}
+
+// Bytes the regular files under `dir` take on a tmpfs: whole pages of 4 KiB.
+std::uint64_t tmpfs_bytes(const fs::path& dir) {
+  constexpr std::uint64_t kPage = 4096;
+  std::uint64_t bytes = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) bytes += (entry.file_size() + kPage - 1) / kPage * kPage;
+  }
+  return bytes;
+}
+
+// The parameters of a float32 safetensors file: its data's bytes (all but the 8-byte header
+// length and the header) over 4.
+std::uint64_t float32_parameters(const fs::path& safetensors) {
+  std::ifstream in(safetensors, std::ios::binary);
+  std::uint64_t header = 0;
+  in.read(reinterpret_cast<char*>(&header), sizeof(header));  // little-endian, as x86 and ARM
+  return (fs::file_size(safetensors) - sizeof(header) - header) / 4;
+}
+
+// A disk that fills during the optimizer state's write, past the check before it: the tmpfs
+// holds the first checkpoint, the resume folder's weights and room for 12 bytes a parameter (what
+// the check asks for optimizer.pt) but not the whole archive (LibTorch's records, names and
+// padding come on top). LibTorch's own file writer would throw from its destructor there and
+// abort the learner (exit 134, a restart loop under dice-cluster); it ends with exit 3
+// (kExitNoDiskSpace) and an error naming the file, the reward log keeps step 0's verdicts, the
+// checkpoint stays and no partial folder or temporary is left. Needs root for the tmpfs.
+TEST_F(LearnerIntegrationTest, ADiskThatFillsDuringTheOptimizerStateEndsTheRunNamingTheFile) {
+  const std::string policy = write_tiny_policy();
+  ASSERT_FALSE(policy.empty()) << read_file(dir_ / "writer.log");
+  const std::string config = write_config(2, "tasks.json", 20, policy);
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(config));
+  const fs::path measured = dir_ / "checkpoints" / "it-run";
+  const std::uint64_t checkpoint = tmpfs_bytes(measured / "policy-v1");
+  const std::uint64_t weights = tmpfs_bytes(measured / "resume" / "model");
+  const std::uint64_t optimizer = fs::file_size(measured / "resume" / "optimizer.pt");
+  const std::uint64_t checked =
+      12 * float32_parameters(measured / "resume" / "model" / "model.safetensors");
+  // The room for optimizer.pt: whole pages, at least the check's bytes, short of the archive.
+  const std::uint64_t room = (checked + optimizer) / 2 / 4096 * 4096;
+  ASSERT_GE(room, checked);
+  ASSERT_LT(room + 4096, optimizer) << "the archive is not enough larger than the check's bytes";
+  fs::remove_all(dir_ / "log");
+  fs::remove_all(dir_ / "checkpoints");
+
+  testing_util::SmallTmpfs disk(static_cast<int>((checkpoint + weights + room) / 1024));
+  if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
+  EXPECT_EQ(run_with_checkpoints_on(config, disk.path()), 3)
+      << "kExitNoDiskSpace: not restarted" << learner_log();
+  const std::string log_text = learner_log();
+  const std::string file = disk.path() + "/it-run/resume.partial/optimizer.pt";
+  EXPECT_NE(log_text.find(file + ": optimizer state of " + std::to_string(optimizer) +
+                          " bytes: the write at byte "),
+            std::string::npos)
+      << log_text;
+  EXPECT_NE(log_text.find("failed: " + std::string(std::strerror(ENOSPC))), std::string::npos)
+      << log_text;
+
+  const fs::path kept = fs::path(disk.path()) / "it-run";
+  EXPECT_FALSE(fs::exists(kept / "resume.partial")) << "its space is given back";
+  EXPECT_TRUE(fs::exists(kept / "policy-v1" / "model.safetensors"));
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  expect_every_step_whole(*log);
 }
 
 // A disk that fills under the reward log mid-run (a tmpfs, filled below the log's floor once a
