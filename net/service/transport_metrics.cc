@@ -99,6 +99,9 @@ Status export_worker_stats(const transport::WorkerStats& s, const std::string& w
       {"unexpected_messages_total", kC, "Messages wrong here, dropped.", d(s.unexpected_messages)},
       {"heartbeats_dropped_total", kC, "Heartbeats not sent (socket would block).",
        d(s.heartbeats_dropped)},
+      {"cancels_received_total", kC, "Cancels of work items held.", d(s.cancels_received)},
+      {"cancels_ignored_total", kC, "Cancels of work items not held, dropped.",
+       d(s.cancels_ignored)},
   };
   return export_fields(prefix, {{"worker", worker_id}}, fields, registry);
 }

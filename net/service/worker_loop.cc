@@ -3,17 +3,15 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <vector>
 
 #include "common/log.h"
 #include "net/service/transport_metrics.h"
 #include "net/service/transport_security.h"
+#include "net/service/work_queue.h"
 #include "net/transport/worker_connection.h"
 
 namespace dice::service {
@@ -51,53 +49,34 @@ class ConnectionSink : public ResultSink {
 };
 
 // One work item's sink: send_last() ends the item (WorkerConnection::finish with the result), so
-// the loop finishes only the items whose handler did not.
+// the loop finishes only the items whose handler did not. Once the item is cancelled, results are
+// dropped and send_last() ends the item with an Ack alone.
 class ItemSink : public ConnectionSink {
  public:
-  ItemSink(transport::WorkerConnection& connection, milliseconds timeout, std::uint64_t work_id)
-      : ConnectionSink(connection, timeout), work_id_(work_id) {}
+  ItemSink(transport::WorkerConnection& connection, milliseconds timeout, std::uint64_t work_id,
+           std::shared_ptr<Cancellation> cancellation)
+      : ConnectionSink(connection, timeout),
+        work_id_(work_id),
+        cancellation_(std::move(cancellation)) {}
+  Status send(capnp::MessageBuilder& message) override {
+    if (cancelled()) return Status::ok_status();  // nobody waits for it
+    return ConnectionSink::send(message);
+  }
   Status send_last(capnp::MessageBuilder& message) override {
     if (work_id_ == 0 || ended_) return send(message);  // no item to end (or ended already)
-    Status sent = connection_.finish(work_id_, message, timeout_);
+    Status sent = cancelled() ? connection_.finish(work_id_)
+                              : connection_.finish(work_id_, message, timeout_);
     ended_ = sent.ok();
     return sent;
   }
+  Cancellation* cancellation() override { return cancellation_.get(); }
+  bool cancelled() const { return cancellation_ && cancellation_->cancelled(); }
   bool ended() const { return ended_; }
 
  private:
   std::uint64_t work_id_;
+  std::shared_ptr<Cancellation> cancellation_;  // null: not cancellable
   bool ended_ = false;
-};
-
-// Work items handed from the receive loop to the handler threads. The learner never sends more
-// than the worker's credits, so this holds at most `capacity` items.
-class WorkQueue {
- public:
-  void push(wire::Decoded<schema::Envelope> item) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    items_.push_back(std::move(item));
-    ready_.notify_one();
-  }
-  // The next item, or none once closed and empty.
-  std::optional<wire::Decoded<schema::Envelope>> pop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
-    if (items_.empty()) return std::nullopt;
-    std::optional<wire::Decoded<schema::Envelope>> item(std::move(items_.front()));
-    items_.pop_front();
-    return item;
-  }
-  void close() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closed_ = true;
-    ready_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<wire::Decoded<schema::Envelope>> items_;
-  bool closed_ = false;
 };
 
 std::string host_name() {
@@ -111,6 +90,7 @@ struct WorkerMetrics {
   Counter* received = nullptr;
   Counter* finished = nullptr;
   Counter* failed = nullptr;
+  Counter* cancelled = nullptr;
   Gauge* in_hand = nullptr;
 };
 
@@ -125,27 +105,38 @@ bool register_worker_metrics(MetricsRegistry& registry, const std::string& worke
   metrics->finished = counter("dice_worker_work_finished_total", "Work items finished.");
   metrics->failed = counter("dice_worker_work_failed_total",
                             "Work items whose handler failed (answered with an Error).");
+  metrics->cancelled = counter("dice_worker_work_cancelled_total",
+                               "Work items the learner cancelled: dropped while queued, or "
+                               "stopped while handled; each answered with an Ack alone.");
   auto in_hand_gauge = registry.gauge("dice_worker_work_in_hand", "Work items being handled.",
                                       {{"worker", worker_id}});
   metrics->in_hand = in_hand_gauge.ok() ? in_hand_gauge.value() : nullptr;
-  return metrics->received && metrics->finished && metrics->failed && metrics->in_hand;
+  return metrics->received && metrics->finished && metrics->failed && metrics->cancelled &&
+         metrics->in_hand;
 }
 
 // Runs the handler on one item; a failure (returned or thrown) is logged, answered with an Error
-// unless the handler already ended the item, and the item is finished if the handler did not.
-void handle_item(const wire::Decoded<schema::Envelope>& item,
-                 transport::WorkerConnection& connection, milliseconds send_timeout,
-                 const WorkHandler& handle_work, Counter* failed) {
-  const std::uint64_t work_id = work_id_of(item);
-  ItemSink item_sink(connection, send_timeout, work_id);
+// unless the handler already ended the item, and the item is finished if the handler did not. A
+// cancelled item is finished with an Ack alone, whatever its handler returned.
+void handle_item(const HeldItem& item, transport::WorkerConnection& connection,
+                 milliseconds send_timeout, const WorkHandler& handle_work,
+                 const WorkerMetrics& metrics) {
+  const std::uint64_t work_id = item.work_id;
+  ItemSink item_sink(connection, send_timeout, work_id, item.cancellation);
   Status status;
   try {
-    status = handle_work(item, item_sink);
+    status = handle_work(item.envelope, item_sink);
   } catch (const std::exception& e) {
     status = Status::internal(std::string("handler threw: ") + e.what());
   }
+  if (item_sink.cancelled()) {
+    metrics.cancelled->add();
+    DICE_LOG(Info) << "work cancelled by the learner, stopped" << kv("work", work_id)
+                   << kv("handler", status.ok() ? std::string("ok") : status.to_string());
+    status = Status::ok_status();  // its failure too is an answer nobody waits for
+  }
   if (!status.ok()) {
-    failed->add();
+    metrics.failed->add();
     DICE_LOG(Warn) << "work failed" << kv("work", work_id) << kv("error", status.to_string())
                    << kv("after_last_result", item_sink.ended());
   }
@@ -172,10 +163,36 @@ void run_handler_thread(WorkQueue& queue, transport::WorkerConnection& connectio
                         milliseconds send_timeout, const WorkHandler& handle_work,
                         const WorkerMetrics& metrics, std::atomic<int>& busy) {
   while (auto next = queue.pop()) {
-    handle_item(*next, connection, send_timeout, handle_work, metrics.failed);
+    handle_item(*next, connection, send_timeout, handle_work, metrics);
+    queue.done(next->work_id);
     metrics.finished->add();
     metrics.in_hand->add(-1);
     --busy;
+  }
+}
+
+// The learner cancelled `work_id` (the connection passes on Cancels of items held only): one no
+// handler has taken is finished at once, unanswered; a running one is stopped by its handler.
+void cancel_item(std::uint64_t work_id, WorkQueue& queue, transport::WorkerConnection& connection,
+                 const WorkerMetrics& metrics, std::atomic<int>& busy) {
+  switch (queue.cancel(work_id)) {
+    case WorkQueue::CancelOutcome::kDropped: {
+      metrics.cancelled->add();
+      metrics.in_hand->add(-1);
+      --busy;
+      DICE_LOG(Info) << "work cancelled by the learner before it started" << kv("work", work_id);
+      Status done = connection.finish(work_id);
+      if (!done.ok()) {
+        DICE_LOG(Warn) << "cannot finish work" << kv("error", done.to_string());
+      }
+      break;
+    }
+    case WorkQueue::CancelOutcome::kStopping:
+      DICE_LOG(Info) << "work cancelled by the learner while running; stopping it"
+                     << kv("work", work_id);
+      break;
+    case WorkQueue::CancelOutcome::kNotHeld:  // finished since the connection passed it on
+      break;
   }
 }
 
@@ -193,11 +210,16 @@ void receive_until_shutdown(transport::WorkerConnection& connection, ShutdownSig
     auto body = message->root().getBody();
     switch (body.which()) {
       case Body::ROLLOUT_REQUEST:
-      case Body::EVAL_REQUEST:
+      case Body::EVAL_REQUEST: {
         metrics.received->add();
         metrics.in_hand->add(1);
         ++busy;
-        queue.push(std::move(message).value());
+        const std::uint64_t work_id = work_id_of(*message);
+        queue.push(work_id, std::move(message).value());
+        break;
+      }
+      case Body::CANCEL:
+        cancel_item(body.getCancel().getWorkId(), queue, connection, metrics, busy);
         break;
       case Body::SHUTDOWN:
         shutdown.request(std::string("the learner asked: ") +

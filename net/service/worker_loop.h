@@ -5,6 +5,11 @@
 //   finish the item (one Ack carrying the freed credit) -> on SIGTERM, or a Shutdown message from
 //   the learner, take no more work, finish what is in hand (up to the drain timeout), exit 0.
 //
+// A Cancel from the learner (its answer is no longer wanted) drops the item if no handler has
+// taken it yet, and otherwise cancels the handler's ResultSink::cancellation(): the handler stops
+// as early as it can, whatever it still sends is dropped, and the item is finished with an Ack
+// alone. Cancels that come while draining are not acted on: the items in hand run to their end.
+//
 // A handler that throws or returns an error does not take the process down: the learner gets an
 // Error envelope for that work id and the item is finished, so it is not re-dispatched forever.
 #pragma once
@@ -15,6 +20,7 @@
 #include <functional>
 #include <string>
 
+#include "common/cancellation.h"
 #include "common/status.h"
 #include "net/service/metrics_registry.h"
 #include "net/service/metrics_server.h"
@@ -36,6 +42,11 @@ class ResultSink {
   // (the Ack rides on the result: one message to the learner instead of two). Nothing may be
   // sent for the item afterwards. Default: send().
   virtual Status send_last(capnp::MessageBuilder& message) { return send(message); }
+  // Set when the learner cancels the work item being handled; null where there is no item (a
+  // control message's replies). A handler checks it between its steps and registers what it
+  // cannot check from inside (a sandboxed run to kill); once it is set, what the handler sends is
+  // dropped and the item ends with an Ack alone.
+  virtual Cancellation* cancellation() { return nullptr; }
 };
 
 // Runs one work item (a RolloutRequest or EvalRequest envelope). May be called on several threads

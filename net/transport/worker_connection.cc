@@ -298,6 +298,22 @@ void WorkerConnection::handle(wire::Decoded<schema::Envelope> envelope, TimePoin
     case Body::SHUTDOWN:
       inbox_.push_back(std::move(envelope));  // the poller's caller wakes the receivers
       return;
+    case Body::CANCEL: {
+      // Only for an item in hand: a late Cancel (the item finished meanwhile) or one for an id
+      // this worker never had is dropped here, so the receiver never sees one it cannot act on.
+      const std::uint64_t cancelled = body.getCancel().getWorkId();
+      if (held_.count(cancelled) == 0) {
+        ++counters_.cancels_ignored;
+        if (should_log_occurrence(counters_.cancels_ignored)) {
+          DICE_LOG(Info) << "cancel for work not held ignored" << kv("worker", options_.worker_id)
+                         << kv("work", cancelled) << kv("count", counters_.cancels_ignored);
+        }
+        return;
+      }
+      ++counters_.cancels_received;
+      inbox_.push_back(std::move(envelope));
+      return;
+    }
     default:
       ++counters_.unexpected_messages;
       if (should_log_occurrence(counters_.unexpected_messages)) {

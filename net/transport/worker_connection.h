@@ -47,6 +47,8 @@ struct WorkerStats {
   std::uint64_t malformed_frames = 0;  // undecodable frames: dropped
   std::uint64_t unexpected_messages = 0;
   std::uint64_t heartbeats_dropped = 0;  // not sent because the socket would block
+  std::uint64_t cancels_received = 0;    // Cancels for items held: passed on to receive()
+  std::uint64_t cancels_ignored = 0;     // Cancels for items not held (finished, never received)
 };
 
 class WorkerConnection {
@@ -61,7 +63,9 @@ class WorkerConnection {
   const std::string& worker_id() const { return options_.worker_id; }
 
   // The next message to act on: a RolloutRequest or EvalRequest (work; answer it, then finish()),
-  // a WeightsUpdate or a Shutdown. Timeout when none came; Aborted after close().
+  // a WeightsUpdate, a Shutdown, or a Cancel of an item this worker holds (stop it and finish()
+  // it without a result; it comes after the item itself). Timeout when none came; Aborted after
+  // close().
   Result<wire::Decoded<schema::Envelope>> receive(std::chrono::milliseconds timeout);
 
   // Queues an encoded result envelope (Candidate, Verdict, Error with a work id). Waits up to

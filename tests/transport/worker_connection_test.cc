@@ -219,6 +219,46 @@ TEST(WorkerConnection, MalformedFramesAreCountedAndDropped) {
   EXPECT_EQ(stats.unexpected_messages, 1u);
 }
 
+// A Cancel reaches receive() only for an item held, after the item; one for an item finished,
+// never received or id 0 is counted and dropped, and a garbled one is a malformed frame: the
+// connection goes on.
+TEST(WorkerConnection, CancelsOfHeldItemsArePassedOnAndOthersDropped) {
+  FakeLearner learner;
+  auto worker = connect(learner, 2);
+  ASSERT_NE(worker, nullptr);
+  learner.expect(Body::CREDIT);
+  learner.send([](Body::Builder b) { b.initEvalRequest().setWorkId(7); });
+  learner.send([](Body::Builder b) { b.initCancel().setWorkId(7); });
+  learner.send([](Body::Builder b) { b.initCancel().setWorkId(99); });  // never received
+  learner.send([](Body::Builder b) { b.initCancel().setWorkId(0); });
+  {
+    capnp::MallocMessageBuilder message;
+    wire::init_envelope(message, "learner", "run").getBody().initCancel().setWorkId(7);
+    const std::string bytes = wire::encode(message);
+    learner.send_raw(bytes.substr(0, bytes.size() / 2));  // cut short
+  }
+  auto work = worker->receive(milliseconds(5000));
+  ASSERT_TRUE(work.ok()) << work.status().to_string();
+  EXPECT_EQ(work->root().getBody().which(), Body::EVAL_REQUEST);
+  auto cancel = worker->receive(milliseconds(5000));
+  ASSERT_TRUE(cancel.ok()) << cancel.status().to_string();
+  ASSERT_EQ(cancel->root().getBody().which(), Body::CANCEL);
+  EXPECT_EQ(cancel->root().getBody().getCancel().getWorkId(), 7u);
+  ASSERT_TRUE(worker->finish(7).ok());  // ended with an Ack alone
+  EXPECT_EQ(learner.expect(Body::ACK).root().getBody().getAck().getWorkId(), 7u);
+
+  learner.send([](Body::Builder b) { b.initCancel().setWorkId(7); });  // late: finished
+  learner.send([](Body::Builder b) { b.initShutdown().setReason("done"); });
+  auto shutdown = worker->receive(milliseconds(5000));
+  ASSERT_TRUE(shutdown.ok()) << shutdown.status().to_string();
+  EXPECT_EQ(shutdown->root().getBody().which(), Body::SHUTDOWN);
+  auto stats = worker->stats();
+  EXPECT_EQ(stats.cancels_received, 1u);
+  EXPECT_EQ(stats.cancels_ignored, 3u);
+  EXPECT_EQ(stats.malformed_frames, 1u);
+  EXPECT_EQ(stats.held, 0u);
+}
+
 TEST(WorkerConnection, BadOptionsAreRejected) {
   WorkerOptions options;
   EXPECT_EQ(WorkerConnection::start(options).status().code(), StatusCode::kInvalidArgument);
