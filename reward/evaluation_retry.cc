@@ -27,7 +27,8 @@ FC evaluation_failure(const Result<EvaluationReport>& report) {
   return report.ok() ? report->failure : FC::INTERNAL_ERROR;
 }
 
-RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const EvaluationAttempt& attempt) {
+RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const Cancellation* cancellation,
+                                          const EvaluationAttempt& attempt) {
   RetriedEvaluation out;
   {
     SlotLease lease(slots);
@@ -35,6 +36,7 @@ RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const EvaluationAt
     out.report = attempt(out.slot);
   }
   if (!retry_evaluation(evaluation_failure(out.report))) return out;
+  if (cancellation != nullptr && cancellation->cancelled()) return out;
   out.retried_after = describe_fault(out.slot, out.report);
   SlotLease lease(slots, out.slot);
   DICE_LOG(Warn) << "evaluation failed by the reward service: evaluating once more"

@@ -38,7 +38,10 @@ struct RetriedEvaluation {
 };
 
 // Runs `attempt` on a slot of `slots` and, when retry_evaluation() says so, once more on another
-// slot; each slot is given back as soon as its evaluation ends.
-RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const EvaluationAttempt& attempt);
+// slot; each slot is given back as soon as its evaluation ends. Never once more after
+// `cancellation` (may be null) was set: a judging killed by the learner's cancel is no fault of
+// the service, and nobody waits for its verdict.
+RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const Cancellation* cancellation,
+                                          const EvaluationAttempt& attempt);
 
 }  // namespace dice

@@ -94,6 +94,16 @@ void record_report(const EvaluationReport& report, const RewardPolicyOptions& po
   verdict.setFailure(FC::NONE);
 }
 
+// True, with the verdict finished as cancelled, when the learner cancelled the item: the next
+// stage does not start.
+bool stop_if_cancelled(const Cancellation* cancellation, const char* before,
+                       schema::Verdict::Builder verdict) {
+  if (cancellation == nullptr || !cancellation->cancelled()) return false;
+  finish(verdict, FC::INTERNAL_ERROR,
+         std::string("cancelled by the learner before ") + before + ": not judged");
+  return true;
+}
+
 // Outside reward.mode full, the stage where the mode stops: a non-fatal `reward-mode` finding
 // that says what was not checked, reward 1, correct false.
 void stop_at_reward_mode(RewardMode mode, std::vector<StaticFinding> findings,
@@ -166,8 +176,8 @@ RewardPipeline::RewardPipeline(const RewardOptions& options, Toolchain toolchain
   }
 }
 
-void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
-                              schema::Verdict::Builder verdict) {
+void RewardPipeline::evaluate(schema::EvalRequest::Reader request, schema::Verdict::Builder verdict,
+                              Cancellation* cancellation) {
   auto task = request.getTask();
   auto candidate = request.getCandidate();
   set_verdict_identity(request, identity_.worker_id, verdict);
@@ -196,6 +206,7 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   }
 
   // 3. Sources and compile.
+  if (stop_if_cancelled(cancellation, "compiling", verdict)) return;
   std::vector<CompileOutcome> modules;
   if (!compile_candidate(extracted.source, static_options.sandbox, verdict, &modules)) return;
   verdict.setCompiled(true);
@@ -204,8 +215,9 @@ void RewardPipeline::evaluate(schema::EvalRequest::Reader request,
   }
 
   // 4. Evaluate.
+  if (stop_if_cancelled(cancellation, "its evaluation", verdict)) return;
   evaluate_compiled(task, extracted.source, std::move(modules), checked->kernels,
-                    std::move(findings), verdict);
+                    std::move(findings), cancellation, verdict);
 }
 
 bool RewardPipeline::compile_candidate(const std::string& source, const SandboxSpec& parser,
@@ -251,26 +263,33 @@ void RewardPipeline::evaluate_compiled(schema::Task::Reader task, const std::str
                                        std::vector<CompileOutcome> modules,
                                        const std::vector<std::string>& kernels,
                                        std::vector<StaticFinding> findings,
+                                       Cancellation* cancellation,
                                        schema::Verdict::Builder verdict) {
-  const EvaluatorOptions base = evaluator_options(options_, task);
+  EvaluatorOptions base = evaluator_options(options_, task);
+  base.cancellation = cancellation;
   EvaluationJob job{task.getReferenceSource().cStr(), shape_variant_args(task), source,
                     std::move(modules), kernels};
-  const RetriedEvaluation run = evaluate_with_one_retry(slots_, [&](const std::string& slot) {
-    EvaluatorOptions eval = base;
-    if (!slot.empty()) {
-      eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
-      // The slot's GPU is the only device node in the run's root (inside it is CUDA device 0).
-      eval.sandbox.gpu_devices = {std::stoi(gpu_of_slot(slot))};
-      eval.slots_on_gpu = static_cast<int>(
-          std::count_if(identity_.gpu_slots.begin(), identity_.gpu_slots.end(),
-                        [&](const std::string& s) { return gpu_of_slot(s) == gpu_of_slot(slot); }));
-      const auto turns = gpu_turns_.find(gpu_of_slot(slot));
-      if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
-    }
-    const auto prestart = prestarts_.find(slot);
-    return evaluate_candidate(job, eval,
-                              prestart == prestarts_.end() ? nullptr : prestart->second.get());
-  });
+  const RetriedEvaluation run = evaluate_with_one_retry(
+      slots_, cancellation, [&](const std::string& slot) -> Result<EvaluationReport> {
+        // Cancelled while it waited for the slot: the slot goes to the next candidate at once.
+        if (cancellation != nullptr && cancellation->cancelled()) {
+          return Status::aborted("cancelled by the learner before its evaluation: not judged");
+        }
+        EvaluatorOptions eval = base;
+        if (!slot.empty()) {
+          eval.sandbox.env.push_back("CUDA_VISIBLE_DEVICES=" + gpu_of_slot(slot));
+          // The slot's GPU is the only device node in the run's root (inside it is CUDA device 0).
+          eval.sandbox.gpu_devices = {std::stoi(gpu_of_slot(slot))};
+          eval.slots_on_gpu = static_cast<int>(std::count_if(
+              identity_.gpu_slots.begin(), identity_.gpu_slots.end(),
+              [&](const std::string& s) { return gpu_of_slot(s) == gpu_of_slot(slot); }));
+          const auto turns = gpu_turns_.find(gpu_of_slot(slot));
+          if (turns != gpu_turns_.end()) eval.gpu_turns = turns->second.get();
+        }
+        const auto prestart = prestarts_.find(slot);
+        return evaluate_candidate(job, eval,
+                                  prestart == prestarts_.end() ? nullptr : prestart->second.get());
+      });
   verdict.setGpuSlot(run.slot);
   if (!run.retried_after.empty()) verdict.setRetriedAfter(run.retried_after);
   const Result<EvaluationReport>& report = run.report;

@@ -44,7 +44,12 @@ class RewardPipeline {
   // Fills every field of `verdict` it knows. Never throws: the service's own failures become
   // failure = internalError with the reason in logExcerpt. Safe to call from several threads:
   // compiles share the pool of compile jobs, evaluations wait for a GPU slot.
-  void evaluate(schema::EvalRequest::Reader request, schema::Verdict::Builder verdict);
+  // `cancellation` (the learner's cancel of the item; may be null): once set, no further stage
+  // starts, a judging in progress has its sandboxed processes killed, and the verdict is
+  // internalError "cancelled"; the caller drops it. A compile in progress runs to its end (the
+  // compile pool shares it with every candidate of the same source, and caches it).
+  void evaluate(schema::EvalRequest::Reader request, schema::Verdict::Builder verdict,
+                Cancellation* cancellation = nullptr);
 
   Compiler& compiler() { return compiler_; }
   const PipelineIdentity& identity() const { return identity_; }
@@ -60,7 +65,8 @@ class RewardPipeline {
   void evaluate_compiled(schema::Task::Reader task, const std::string& source,
                          std::vector<CompileOutcome> modules,
                          const std::vector<std::string>& kernels,
-                         std::vector<StaticFinding> findings, schema::Verdict::Builder verdict);
+                         std::vector<StaticFinding> findings, Cancellation* cancellation,
+                         schema::Verdict::Builder verdict);
 
   RewardOptions options_;
   PipelineIdentity identity_;

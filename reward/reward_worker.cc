@@ -93,11 +93,20 @@ Status RewardWorker::handle(const wire::Decoded<schema::Envelope>& work,
     if (reused_) reused_->add();
   } else {
     verdict = out.initVerdict();
+    Cancellation* cancellation = sink.cancellation();
     try {
-      pipeline_.evaluate(request, verdict);
+      pipeline_.evaluate(request, verdict, cancellation);
     } catch (...) {
       if (memo_) memo_->abandon(key);  // else its repeats would wait for ever
       throw;
+    }
+    if (cancellation != nullptr && cancellation->cancelled()) {
+      // Stopped or killed midway: no verdict of the candidate, to send or to reuse. A repeat of
+      // the same text judges it afresh.
+      if (memo_) memo_->abandon(key);
+      DICE_LOG(Info) << "evaluation cancelled by the learner" << kv("work", request.getWorkId())
+                     << kv("task", request.getTask().getId().cStr());
+      return Status::ok_status();  // the worker loop ends the item with an Ack alone
     }
     if (memo_) memo_->finish(key, verdict.asReader());
     if (retried_ && verdict.getRetriedAfter().size() > 0) retried_->add();

@@ -528,6 +528,12 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
   if (!judge) return failed;
   // From here the runner may be given candidate code: its GPU memory is watched from outside.
   std::unique_ptr<GpuMemoryWatch> memory_watch = watch_gpu_memory(options, *runner);
+  // A cancel from the learner kills both now (their waits below then return); ended before the
+  // processes are destroyed.
+  const Cancellation::Registration killed_on_cancel = on_cancel(options.cancellation, [&] {
+    runner->kill_now();
+    judge->kill_now();
+  });
 
   // The channel: one end to each, with its job. Closed here once sent: the two then hold the
   // only ends, so either one's death ends the other's reads.
@@ -613,7 +619,8 @@ Result<EvaluationReport> evaluate_candidate(const EvaluationJob& job,
                                             EvaluatorPrestart* prestart) {
   bool had_company = false;
   Result<EvaluationReport> first = judge_in_turn(job, options, prestart, false, &had_company);
-  if (!first.ok() || !options.confirm_failures_alone || options.gpu_turns == nullptr ||
+  const bool cancelled = options.cancellation != nullptr && options.cancellation->cancelled();
+  if (cancelled || !first.ok() || !options.confirm_failures_alone || options.gpu_turns == nullptr ||
       !had_company || first->correct || !a_neighbour_can_cause(first->failure)) {
     return first;
   }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cancellation.h"
 #include "common/status.h"
 #include "options/reward_options.h"
 #include "reward/compile/compile.h"
@@ -78,6 +79,11 @@ struct EvaluatorOptions {
   std::int64_t gpu_memory_mb = -1;
   // Slots sharing this evaluation's GPU, for the bound's default. Default: 1
   int slots_on_gpu = 1;
+  // The learner's cancel of the work item (worker_loop.h): once set, the judge and runner of a
+  // judging in progress are killed at once, and no second judging (confirm_failures_alone)
+  // starts. The report of a killed judging is then meaningless; the caller drops it. Null: not
+  // cancellable. Default: null
+  Cancellation* cancellation = nullptr;
   // Where the bound reads the driver's account. Null: NVML, for runs with a GPU. Tests pass a
   // test double (then the runner's tree is watched on the CPU too). Default: null
   std::shared_ptr<GpuMemoryReader> gpu_memory_reader;

@@ -54,7 +54,7 @@ TEST(EvaluationRetryTest, AnInternalErrorRunsOnceMoreOnAnotherGpu) {
   GpuSlotPool pool({"0/0", "0/1", "1/0"});
   ScriptedEvaluationDouble judge{
       {report_of(FC::INTERNAL_ERROR, "the judge's own TypeError"), report_of(FC::NONE)}};
-  const RetriedEvaluation run = evaluate_with_one_retry(pool, judge.attempt());
+  const RetriedEvaluation run = evaluate_with_one_retry(pool, nullptr, judge.attempt());
   ASSERT_EQ(judge.slots.size(), 2u);
   EXPECT_NE(gpu_of_slot(judge.slots[1]), gpu_of_slot(judge.slots[0]));
   EXPECT_EQ(run.slot, judge.slots[1]);
@@ -69,7 +69,7 @@ TEST(EvaluationRetryTest, AnEvaluatorErrorAndAnUnavailableSandboxAreRetriedToo) 
   GpuSlotPool pool({"0/0", "1/0"});
   ScriptedEvaluationDouble judge{
       {Status::internal("cannot read judge.py"), report_of(FC::SANDBOX_UNAVAILABLE, "userns")}};
-  const RetriedEvaluation run = evaluate_with_one_retry(pool, judge.attempt());
+  const RetriedEvaluation run = evaluate_with_one_retry(pool, nullptr, judge.attempt());
   ASSERT_EQ(judge.slots.size(), 2u);  // and no third: one retry only
   EXPECT_NE(judge.slots[1], judge.slots[0]);
   ASSERT_TRUE(run.report.ok());
@@ -83,17 +83,30 @@ TEST(EvaluationRetryTest, TheCandidatesOwnFailuresAreItsVerdictAtOnce) {
                            FC::ANTI_CHEAT, FC::INCORRECT, FC::NONE}) {
     GpuSlotPool pool({"0/0", "1/0"});
     ScriptedEvaluationDouble judge{{report_of(failure)}};
-    const RetriedEvaluation run = evaluate_with_one_retry(pool, judge.attempt());
+    const RetriedEvaluation run = evaluate_with_one_retry(pool, nullptr, judge.attempt());
     EXPECT_EQ(judge.slots.size(), 1u) << wire::enum_name(failure);
     EXPECT_EQ(run.retried_after, "") << wire::enum_name(failure);
     EXPECT_EQ(evaluation_failure(run.report), failure);
   }
 }
 
+// A judging the learner's cancel killed ends as a fault of the service would, but runs no more:
+// nobody waits for its verdict.
+TEST(EvaluationRetryTest, ACancelledEvaluationIsNotRetried) {
+  GpuSlotPool pool({"0/0", "1/0"});
+  Cancellation cancellation;
+  cancellation.cancel();
+  ScriptedEvaluationDouble judge{{report_of(FC::INTERNAL_ERROR), report_of(FC::NONE)}};
+  const RetriedEvaluation run = evaluate_with_one_retry(pool, &cancellation, judge.attempt());
+  EXPECT_EQ(judge.slots.size(), 1u);
+  EXPECT_EQ(run.retried_after, "");
+  EXPECT_EQ(pool.waiting(), 0u);
+}
+
 TEST(EvaluationRetryTest, WithoutGpuSlotsTheRetryRunsUnpinned) {
   GpuSlotPool pool({});
   ScriptedEvaluationDouble judge{{report_of(FC::INTERNAL_ERROR), report_of(FC::INCORRECT)}};
-  const RetriedEvaluation run = evaluate_with_one_retry(pool, judge.attempt());
+  const RetriedEvaluation run = evaluate_with_one_retry(pool, nullptr, judge.attempt());
   EXPECT_EQ(judge.slots, (std::vector<std::string>{"", ""}));
   EXPECT_EQ(run.retried_after, "slot (none): internalError");
   EXPECT_EQ(evaluation_failure(run.report), FC::INCORRECT);
@@ -111,8 +124,8 @@ TEST(EvaluationRetryTest, WithOneSlotTheRetryQueuesBehindTheWaitingEvaluations) 
   };
   std::thread neighbour;
   int calls = 0;
-  const RetriedEvaluation run =
-      evaluate_with_one_retry(pool, [&](const std::string& slot) -> Result<EvaluationReport> {
+  const RetriedEvaluation run = evaluate_with_one_retry(
+      pool, nullptr, [&](const std::string& slot) -> Result<EvaluationReport> {
         note("candidate on " + slot);
         if (++calls > 1) return report_of(FC::NONE);
         // While the first evaluation runs, a neighbour asks for the slot and waits.
