@@ -37,7 +37,13 @@ as it is (it varies the inputs, not the model); one that does not, or that names
 the reference, is the task's error (internalError), not the candidate's.
 
 Every input set is get_inputs()'s own values; the timed calls' inputs are made from them by
-timed_calls.fresh_inputs, which keeps their domain. Where the reference (or get_inputs) raises
+timed_calls.CallInputs under a seed drawn here per timing request, which keeps their domain.
+
+--timing: the candidate is timed by this process's clock around whole requests to the runner
+(TIMING_ROUNDS of them), and the reference only once the runner has ended: the judge prints
+"DICE_RUNNER_DONE <nonce>" and waits for a line on stdin, which the worker sends once it has
+reaped the runner's sandbox (Judge.time_both; docs/SECURITY.md, "Timing that belongs to the
+kernel"). Where the reference (or get_inputs) raises
 anyway, the verdict is internalError with a "reference-failed" note naming the inputs: the task's
 own values, or the judge's timing inputs (Judge.reference_failed).
 
@@ -45,7 +51,8 @@ Output: one line "DICE_EVAL_RESULT <nonce> <json>" on stdout, written by this pr
 runner's output is never read for a result). JSON keys: failure (a FailureClass name of
 schemas/verdict.capnp), detail, correct, trials, max_abs_error, findings [{check, detail, fatal}],
 kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup,
-eval_seconds, phases, seeds, shape_variants (how many were checked, with any). The findings are
+timing_clock (the wall times behind them, with the stated margin), eval_seconds, phases, seeds,
+shape_variants (how many were checked, with any). The findings are
 listed in docs/SECURITY.md.
 """
 
@@ -70,11 +77,9 @@ from compare import (EvalFailure, check_output_kinds, compare_outputs, is_consta
 RESULT_PREFIX = "DICE_EVAL_RESULT"
 READY_LINE = "DICE_EVAL_READY"
 TIMING_TURN_PREFIX = "DICE_TIMING_TURN"
-# The index of the first timing warm-up call: far from the measured calls' (0..trials), so no
-# warm-up call's inputs are a measured call's.
-WARM_UP_FIRST = 1 << 20
-
-
+# Printed with the nonce when the judge has sent the runner its exit and needs it gone before
+# timing the reference; the worker answers on stdin once it has reaped the runner's sandbox.
+RUNNER_DONE_PREFIX = "DICE_RUNNER_DONE"
 # ---- pure helpers (tested on the CPU) ------------------------------------------------------
 
 def mean_std(values):
@@ -124,44 +129,39 @@ def parse_shape_variant(text):
     return sizes
 
 
-def check_timing_claim(claimed_ms, wall_ms, overhead_ms):
-    """None when the runner's claimed times can be real, else why not. The judge clocked the
-    runner's whole timing request from outside (wall_ms) and its own identical loop over the
-    reference (overhead_ms: that loop's wall time less its timed calls: inputs, flushes,
-    synchronisation, digests). Time the claim leaves unexplained beyond half the wall time (and
-    10 ms) is time the candidate spent but did not report. The margin is what honest candidates
-    need: on the H200 the two processes' loop overheads differed by up to 41 ms over 101 calls
-    (16 dev items, 2026-12-01; docs/BENCHMARKS.md, "The judge/runner split on the H200"), so time
-    hidden below about one loop overhead (~0.5-1.3 ms per call there) is not seen by this check;
-    the timers it would have to fake are bound before candidate code loads (timed_calls.Timers)."""
-    unexplained = wall_ms - overhead_ms - sum(claimed_ms)
-    if unexplained > max(0.5 * wall_ms, 10.0):
-        return ("the runner reported %.3f ms over %d calls, but its timing took %.3f ms of which "
-                "the loop itself accounts for %.3f ms" % (sum(claimed_ms), len(claimed_ms),
-                                                         wall_ms, overhead_ms))
-    return None
+# Timing requests per measurement, each of its own seed; the spread of their per-call times is
+# the verdict's std.
+TIMING_ROUNDS = 3
+# The least per-call time a candidate is credited with, in ms: its clocked loop can come out at
+# or under the loop's own overhead (a kernel within the clock's noise, or inputs and digests
+# fused into its work); "faster-than-memory" judges such a time on a GPU.
+KERNEL_MS_FLOOR = 1e-4
+# The reference timed beside the candidate's idle process (before its timing) more than this
+# many times slower than with that process gone is noted (reference-slowed-beside-candidate).
+BESIDE_CANDIDATE_SLOWDOWN = 1.5
 
 
-# Rounds of timing a claim the outside clock cannot explain gets before it is a finding. One
-# round's loop overheads can differ by more than the margin under CPU load: in an RL step on the
-# H200 (14 compiles and 8 evaluations on 16 cores, 2026-12-02; docs/BENCHMARKS.md, "names fixed,
-# 20 SFT epochs") two honest kernels of 21 timed calls were flagged with 17 and 35 ms unexplained.
-# Time a candidate hides is hidden in every round.
-TIMING_CLAIM_ROUNDS = 3
+def timing_seed():
+    """A timing request's seed: from os.urandom, so no call's inputs are known before its request
+    arrives."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
 
 
-def confirmed_timing_claim(measure, rounds):
-    """(why, clocks): measure() -> (claimed_ms list, wall_ms, overhead_ms) is called until one
-    round's claim can be real (why None) or `rounds` rounds could not (why: the last round's
-    reason). clocks: (wall_ms, sum of claimed_ms, overhead_ms) per round, in order."""
-    clocks, why = [], None
-    for _ in range(max(1, rounds)):
-        claimed, wall_ms, overhead_ms = measure()
-        clocks.append((wall_ms, sum(claimed), overhead_ms))
-        why = check_timing_claim(claimed, wall_ms, overhead_ms)
-        if why is None:
-            break
-    return why, clocks
+def per_call_ms(walls, overheads, calls):
+    """Per-call times of clocked loops less the loop's own overhead, each at least
+    KERNEL_MS_FLOOR."""
+    return [max((w - o) / calls, KERNEL_MS_FLOOR) for w, o in zip(walls, overheads)]
+
+
+class StandIn:
+    """The loop's overhead, clocked: a model that returns fixed outputs of the reference's kinds,
+    so the loop makes every call's inputs and digests as it does around a forward."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def __call__(self, *inputs):
+        return self.outputs
 
 
 # ---- the runner's side, seen from here ----------------------------------------------------
@@ -193,28 +193,38 @@ def malformed(what):
     return EvalFailure("antiCheat", "malformed answer from the runner: %s" % what)
 
 
-def checked_timing_answer(answer, calls, wall_ms):
-    """(ms, digests) of a runner's answer to a timing request of `calls` calls that took wall_ms
-    by the judge's clock; the candidate's antiCheat unless both are lists of one per call and
-    every time is positive and at most the wall time (no call can take longer than the request:
-    a larger claim would also overflow the mean and spread into an error of the judge's own)."""
-    ms, digests = answer.get("ms"), answer.get("digests")
-    if not isinstance(ms, list) or len(ms) != calls or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= wall_ms
-            for v in ms) or not isinstance(digests, list) or len(digests) != calls:
-        raise malformed("its timing answer is not ms (each within the request's %.3f ms) and "
-                        "digests, one per call" % wall_ms)
-    return ms, digests
+def checked_digest_answer(answer, calls):
+    """The digests of a runner's answer to a timing request of `calls` calls; the candidate's
+    antiCheat unless they are a list of one per call."""
+    digests = answer.get("digests")
+    if not isinstance(digests, list) or len(digests) != calls:
+        raise malformed("its timing answer is not digests, one per call")
+    return digests
 
 
 class RunnerLink:
     """Requests to the runner; every answer is checked before use. A malformed answer, or none in
     time, ends the evaluation: the runner is the candidate's process."""
 
-    def __init__(self, torch, sock, answer_seconds):
+    def __init__(self, torch, sock, answer_seconds, runner_gone=None):
         self.torch, self.sock, self.answer_seconds = torch, sock, answer_seconds
         # From the first "load" on, candidate code may run in the runner and hold GPU memory.
         self.candidate_loaded = False
+        # Returns once every process of the runner has ended (main() says how it knows).
+        self.runner_gone = runner_gone or (lambda: None)
+
+    def end(self):
+        """Ends the runner, and returns once the candidate's processes are gone: no code of the
+        candidate can reach the device after this."""
+        try:
+            channel.send(self.sock, {"op": "exit"})
+        except OSError:
+            pass  # gone already
+        self.runner_gone()
+        # For the log (and the test that reads it): the system's monotonic clock, the one the
+        # candidate's process sees too.
+        sys.stderr.write("judge: the runner is gone at monotonic %.6f\n" % time.monotonic())
+        sys.stderr.flush()
 
     def ask(self, message, values=(), extra_fds=()):
         self.candidate_loaded = self.candidate_loaded or message.get("op") == "load"
@@ -530,69 +540,119 @@ class Judge:
             self.finding("torch-kernels-ran", "fills and copies by PyTorch in forward: " +
                          "; ".join(allowed)[:500], False)
 
-    def time_both(self, ref_model, get_inputs, seeds, atols, result):
-        """Times the candidate (in the runner, clocked from here too) and the reference (here),
-        on the same fresh inputs per call; checks every timed call's output digest."""
+    def time_both(self, ref_model, get_inputs, seeds, want, atols, result):
+        """Times the candidate and the reference by this process's clock, on the same inputs per
+        call (timed_calls.time_request under one seed per round), and checks every timed call's
+        output digest against the reference's.
+        - The candidate: each round is one request to the runner, clocked from its sending to its
+          answer; the runner's loop holds no clock.
+        - The reference: timed only once the runner has ended (RunnerLink.end), so no process
+          of the candidate can load the device while it runs; the same loop with a stand-in of
+          its outputs gives the loop's own overhead, subtracted from both sides' times.
+        - A provisional reference time, taken beside the candidate's idle process before its
+          rounds, decides whether the speedup may be above --plausible-speedup: the candidate is
+          then timed again (as many rounds more) while its runner still lives, and the slower
+          reading stands."""
         torch, args = self.torch, self.args
         base_sets = [self.make_inputs(get_inputs, s, "a timing set") for s in seeds["timing"]]
         for base in base_sets:
             self.link.ask({"op": "stage"}, base)
-        # The reference's loop runs first in every round: inputs of the judge's making that broke
-        # it would fail here, as the judge's fault, before the candidate runs on them.
-        origin = ("the judge's timing inputs (timed_calls.fresh_inputs of get_inputs()'s own "
-                  "values, seeds %s): the judge's input making" % seeds["timing"])
+        calls = max(2, -(-args.timing_trials // TIMING_ROUNDS))
 
-        def reference_loop(calls, warmups, first=0):
+        def reference_loop(model, seed, count):
+            """(wall ms, digests) of the judge's own loop."""
+            self.sync()
+            start = time.perf_counter()
             try:
-                return timed_calls.time_calls(torch, ref_model, base_sets, calls, warmups,
-                                              self.device, first)
+                digests = timed_calls.time_request(torch, model, base_sets, count, seed,
+                                                   self.device, self.sync)
             except Exception as e:  # noqa: BLE001 - the task's code on the judge's inputs
-                raise self.reference_failed(e, "the reference failed on " + origin)
+                raise self.reference_failed(e, "the reference failed on the judge's timing "
+                                            "inputs (timed_calls.CallInputs of get_inputs()'s own "
+                                            "values, seeds %s, request seed %d): the judge's "
+                                            "input making" % (seeds["timing"], seed))
+            return (time.perf_counter() - start) * 1e3, digests
 
-        # Both loops once first, unmeasured, on calls of their own (WARM_UP_FIRST on): each
-        # process's first use of a kernel loads it, and its allocator grows, which would count
-        # as the loop's overhead on one side and not on the other.
-        reference_loop(2, 0, WARM_UP_FIRST)
-        self.link.ask({"op": "time", "calls": 2, "warmups": 0, "first": WARM_UP_FIRST})
-        rounds = []
-
-        def measure():
-            """One round: both loops, the runner's clocked from here; its outputs checked."""
-            start = time.monotonic()
-            ref_ms, ref_digests = reference_loop(args.timing_trials + 1, args.warmups)
-            overhead_ms = (time.monotonic() - start) * 1e3 - sum(ref_ms)
-            start = time.monotonic()
-            answer, fds = self.link.ask({"op": "time", "calls": args.timing_trials + 1,
-                                         "warmups": args.warmups})
-            wall_ms = (time.monotonic() - start) * 1e3
+        def candidate_round(seed, count):
+            """(wall ms, digests) of one request to the runner, clocked here."""
+            start = time.perf_counter()
+            answer, fds = self.link.ask({"op": "time", "calls": count, "seed": seed})
+            wall_ms = (time.perf_counter() - start) * 1e3
             for fd in fds:
                 os.close(fd)
-            ms, digests = checked_timing_answer(answer, len(ref_ms), wall_ms)
-            for k, (got, want) in enumerate(zip(digests, ref_digests)):
-                if not timed_calls.digests_agree(got, want, atols, max(
-                        args.tol_fp32, args.tol_fp16, args.tol_bf16)):
-                    self.finding("timed-output-wrong", "timed call %d: its output is not the "
-                                 "reference's for that call's inputs" % k, True)
-                    raise EvalFailure("antiCheat", "a timed call returned a wrong output "
-                                      "(cached, stale or unfinished)")
-            rounds.append((ms, ref_ms))
-            return ms, wall_ms, overhead_ms
+            return wall_ms, checked_digest_answer(answer, count)
 
-        why, clocks = confirmed_timing_claim(measure, TIMING_CLAIM_ROUNDS)
-        wall_ms, claimed_ms, overhead_ms = clocks[-1]
-        result["timing_clock"] = {"wall_ms": round(wall_ms, 3), "claimed_ms": round(claimed_ms, 3),
-                                  "reference_loop_overhead_ms": round(overhead_ms, 3),
-                                  "rounds": len(clocks)}
-        if why:
-            self.finding("timing-claim-unexplained", why, True)
-            raise EvalFailure("antiCheat", "the candidate's timing does not match the outside "
-                              "clock")
-        ms, ref_ms = rounds[-1]
-        ms, ref_ms = ms[1:], ref_ms[1:]  # the first timed call is discarded (KernelBench)
+        # Both loops once first, unclocked, on seeds of their own: each process's first use of a
+        # kernel loads it, and its allocator grows.
+        warm_ups = max(1, args.warmups)
+        reference_loop(ref_model, timing_seed(), warm_ups)
+        candidate_round(timing_seed(), warm_ups)
+        provisional_ms, _ = reference_loop(ref_model, timing_seed(), calls)
+        groups = [[]]  # per group of rounds: (seed, candidate wall ms, its digests)
+        for _ in range(TIMING_ROUNDS):
+            seed = timing_seed()
+            groups[0].append((seed,) + candidate_round(seed, calls))
+        fastest_ms = min(wall for _, wall, _ in groups[0])
+        if provisional_ms / fastest_ms > args.plausible_speedup:
+            groups.append([])
+            for _ in range(TIMING_ROUNDS):
+                seed = timing_seed()
+                groups[1].append((seed,) + candidate_round(seed, calls))
+
+        self.link.end()  # from here no process of the candidate's is left to load the device
+        stand_in = StandIn(want)
+        reference_loop(stand_in, timing_seed(), warm_ups)
+        tol = max(args.tol_fp32, args.tol_fp16, args.tol_bf16)
+        measured = []  # per group: (candidate ms per round, reference ms per round)
+        clock = {"calls_per_round": calls, "provisional_reference_wall_ms": round(
+            provisional_ms, 3), "candidate_wall_ms": [], "reference_wall_ms": [],
+            "overhead_wall_ms": []}
+        for group in groups:
+            walls, ref_walls, overheads = [], [], []
+            for seed, wall_ms, got in group:
+                ref_ms, ref_digests = reference_loop(ref_model, seed, calls)
+                overhead_ms, _ = reference_loop(stand_in, seed, calls)
+                for k, (g, w) in enumerate(zip(got, ref_digests)):
+                    if not timed_calls.digests_agree(g, w, atols, tol):
+                        self.finding("timed-output-wrong", "timed call %d (request seed %d): its "
+                                     "output is not the reference's for that call's inputs" % (
+                                         k, seed), True)
+                        raise EvalFailure("antiCheat", "a timed call returned a wrong output "
+                                          "(cached, stale, unfinished or partly computed)")
+                walls.append(wall_ms)
+                ref_walls.append(ref_ms)
+                overheads.append(overhead_ms)
+            measured.append((per_call_ms(walls, overheads, calls),
+                             per_call_ms(ref_walls, overheads, calls)))
+            clock["candidate_wall_ms"] += [round(v, 3) for v in walls]
+            clock["reference_wall_ms"] += [round(v, 3) for v in ref_walls]
+            clock["overhead_wall_ms"] += [round(v, 3) for v in overheads]
+        margin_ms = sum(clock["overhead_wall_ms"]) / len(clock["overhead_wall_ms"]) / calls
+        clock["margin_ms"] = round(margin_ms, 6)
+        result["timing_clock"] = clock
+        # The slower group stands (a recheck can only lower a speedup).
+        ms, ref_ms = max(measured, key=lambda m: mean_std(m[0])[0])
         result["kernel_ms_mean"], result["kernel_ms_std"] = mean_std(ms)
         result["reference_ms_mean"], result["reference_ms_std"] = mean_std(ref_ms)
-        result["timing_trials"] = len(ms)
+        result["timing_trials"] = calls * len(ms)
         result["speedup"] = result["reference_ms_mean"] / result["kernel_ms_mean"]
+        if len(measured) > 1:
+            first = mean_std(measured[0][1])[0] / mean_std(measured[0][0])[0]
+            second = mean_std(measured[1][1])[0] / mean_std(measured[1][0])[0]
+            self.finding("speedup-rechecked", "%.2fx, then %.2fx on a second timing" % (
+                first, second), False)
+        isolated_ms = sum(clock["reference_wall_ms"]) / len(clock["reference_wall_ms"])
+        if provisional_ms > BESIDE_CANDIDATE_SLOWDOWN * isolated_ms + 5.0:
+            self.finding("reference-slowed-beside-candidate", "the reference took %.3f ms a "
+                         "request beside the candidate's idle process, %.3f ms with it gone" % (
+                             provisional_ms, isolated_ms), False)
+        self.finding("timing-margin", "per call: kernel %.4f ms, reference %.4f ms, the loop's "
+                     "own overhead %.4f ms (inputs and digests, subtracted from both): %.2fx; a "
+                     "kernel that did the loop's work in its own would be credited at most that "
+                     "overhead: at least %.2fx" % (
+                         result["kernel_ms_mean"], result["reference_ms_mean"], margin_ms,
+                         result["speedup"], result["reference_ms_mean"] / (
+                             result["kernel_ms_mean"] + margin_ms)), False)
 
 
 class PhaseClock:
@@ -684,27 +744,17 @@ def evaluate(torch, args, link, result, clock, timing_turn=None):
     if args.timing and timing_turn is not None:
         timing_turn()
         clock.lap("timing_turn")
-    if args.timing and judge.cuda:
+    if args.timing:
         want = judge.reference(ref_model, fresh, own_values(seeds["fresh"], "the fresh set"))
         atols = output_atols(torch, want, args)
-        judge.time_both(ref_model, ref.get_inputs, seeds, atols, result)
+        judge.time_both(ref_model, ref.get_inputs, seeds, want, atols, result)
         floor_ms = sum(w.numel() * w.element_size() for w in want
                        if isinstance(w, torch.Tensor)) / (args.peak_gbps * 1e6)
-        if result["kernel_ms_mean"] < 0.5 * floor_ms:
+        if judge.cuda and result["kernel_ms_mean"] < 0.5 * floor_ms:
             judge.finding("faster-than-memory", "%.4f ms for outputs that take %.4f ms to write "
                           "at %g GB/s" % (result["kernel_ms_mean"], floor_ms, args.peak_gbps),
                           True)
             raise EvalFailure("antiCheat", "timed faster than writing its outputs allows")
-        if result["speedup"] > args.plausible_speedup:
-            # Implausible: measured again, and the slower reading stands.
-            first = dict(result)
-            judge.time_both(ref_model, ref.get_inputs, seeds, atols, result)
-            judge.finding("speedup-rechecked", "%.2fx, then %.2fx on a second timing" % (
-                first["speedup"], result["speedup"]), False)
-            if first["speedup"] < result["speedup"]:
-                for key in ("kernel_ms_mean", "kernel_ms_std", "reference_ms_mean",
-                            "reference_ms_std", "speedup"):
-                    result[key] = first[key]
         clock.lap("timing")
 
 
@@ -822,7 +872,7 @@ def empty_result():
             "speedup": 0.0, "eval_seconds": 0.0, "phases": {}}
 
 
-def judge(args, job, sock, result, clock, take_timing_turn):
+def judge(args, job, sock, result, clock, take_timing_turn, runner_gone=None):
     """Runs the evaluation through the runner, filling `result`; every failure lands in it."""
     torch, link = None, None
     try:
@@ -836,7 +886,7 @@ def judge(args, job, sock, result, clock, take_timing_turn):
             result["phases"]["import"] = job.import_seconds
         if sock is None:
             raise EvalFailure("internalError", "no channel to the runner came with the job")
-        link = RunnerLink(torch, sock, args.answer_seconds)
+        link = RunnerLink(torch, sock, args.answer_seconds, runner_gone)
         try:
             hello, fds = channel.receive(sock, args.answer_seconds)
         except (EOFError, channel.ProtocolError) as e:
@@ -939,9 +989,25 @@ def main(argv):
         if job.stdin is not None:
             job.stdin.recv(64)
 
+    def runner_gone():
+        """Returns once every process of the runner has ended: the worker kills the runner's
+        sandbox when asked (a line on stdout) and answers when it has reaped it; a runner this
+        judge spawned (tests) is waited for here."""
+        if proc is not None:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        elif job.stdin is not None:
+            out.write(("\n%s %s\n" % (RUNNER_DONE_PREFIX, nonce)).encode("ascii", "replace"))
+            out.flush()
+            job.stdin.recv(64)  # "gone", or the end of stdin
+
     result = empty_result()
     start = time.monotonic()
-    judge(args, job, sock, result, PhaseClock(result["phases"], start), take_timing_turn)
+    judge(args, job, sock, result, PhaseClock(result["phases"], start), take_timing_turn,
+          runner_gone)
     close_runner(sock, proc)
     result["eval_seconds"] = time.monotonic() - start
     if isinstance(result["max_abs_error"], float) and not math.isfinite(result["max_abs_error"]):

@@ -27,7 +27,7 @@ Requests (JSON; tensors travel as memfds, channel.py) and answers:
   (written_outside: a line per tensor whose guard bytes forward changed; guard_error: why the
   guards could not be read)
   stage    {inputs: values}  (one timing input set, kept on the device)              -> {ok}
-  time     {calls, warmups, first} (calls first.. over the staged sets) -> {ms, digests} | error
+  time     {calls, seed} (calls 0..calls-1 of timed_calls.time_request) -> {digests} | error
   exit
 """
 
@@ -292,21 +292,27 @@ class Runner:
         return {"ok": True}, []
 
     def time(self, message, fds):
-        if not self.cuda:
-            raise CandidateError("internalError", "timing needs a CUDA device")
+        """The calls of a timing request (timed_calls.time_request), answered with their digests
+        only: the judge clocks the request from outside, so nothing here measures time."""
+        try:
+            calls, seed = int(message["calls"]), int(message["seed"])
+        except (KeyError, TypeError, ValueError):
+            raise CandidateError("internalError", "a timing request without calls and seed")
+        if not self.staged or calls < 0 or seed < 0:
+            raise CandidateError("internalError", "a timing request with nothing staged, or "
+                                 "a negative count or seed")
         # Timed calls allocate as under PyTorch's own allocator: no fills, blocks reused at once.
         was_watching = self.guard.watch(False) if self.guard is not None else False
         try:
-            ms, digests = timed_calls.time_calls(self.torch, self.model, self.staged,
-                                                 int(message["calls"]), int(message["warmups"]),
-                                                 self.device, int(message.get("first", 0)))
+            digests = timed_calls.time_request(self.torch, self.model, self.staged, calls, seed,
+                                               self.device, self.sync)
         except BaseException as e:  # noqa: BLE001
             raise CandidateError("runtimeError", "timed forward raised %s: %s" %
                                  (type(e).__name__, str(e)[:DETAIL_LIMIT]))
         finally:
             if self.guard is not None:
                 self.guard.watch(was_watching)
-        return {"ms": ms, "digests": digests}, []
+        return {"digests": digests}, []
 
 
 def same_values(torch, a, b):
@@ -439,8 +445,6 @@ def main(argv):
             probe = e
     if cuda and not isinstance(probe, LaunchProbe):
         warm_profiler(torch, args.device)
-    if cuda:
-        timed_calls.bind(torch)  # before any candidate code
     if args.job_from_stdin:
         sys.stdout.write(READY_LINE + "\n")
         sys.stdout.flush()

@@ -5,8 +5,8 @@ each judged with a correct candidate test double on the CPU:
 - through the judge and its runner (judge.py --spawn-runner --device cpu): the correctness
   trials, the fresh set and a shape variant;
 - through the judge's timing (Judge.time_both, in this process): every timed call's inputs
-  (timed_calls.fresh_inputs: warm-ups, WARM_UP_FIRST's calls, the measured calls), with a runner
-  double that times the candidate with the same loop and CPU clocks in place of CUDA events.
+  (timed_calls.CallInputs under request seeds), with a runner double that answers the timing
+  requests with the same loop (timed_calls.time_request), as runner.py does.
 Where the task's reference fails anyway, the verdict is internalError with a "reference-failed"
 note that says whose inputs they were: get_inputs()'s own values (the task's code) or the
 judge's timing inputs (the judge's input making). Skipped when python3 has no torch."""
@@ -223,24 +223,10 @@ def load_source(text):
     return module
 
 
-def cpu_timers():
-    """timed_calls.Timers' functions with the CPU's clock in place of CUDA events."""
-    class Event:
-        def __init__(self, enable_timing=False):
-            self.at = None
-
-    def record(event):
-        event.at = time.perf_counter()
-
-    return types.SimpleNamespace(event=Event, record=record,
-                                 elapsed=lambda a, b: max((b.at - a.at) * 1e3, 1e-6),
-                                 wait=lambda event: None, synchronize=lambda: None)
-
-
 class RunnerDouble:
-    """The runner's stage and time requests, answered in this process: the candidate timed with
-    the judge's own loop (timed_calls.time_calls), as runner.py does; an exception of the
-    candidate is its runtimeError, as runner.py answers it."""
+    """The runner's stage, time and exit, answered in this process with the judge's own loop
+    (timed_calls.time_request), as runner.py answers them; an exception of the candidate is its
+    runtimeError, as runner.py answers it."""
 
     def __init__(self, model):
         self.model, self.staged, self.ops = model, [], []
@@ -252,14 +238,16 @@ class RunnerDouble:
             return {"ok": True}, []
         assert message["op"] == "time", message
         try:
-            ms, digests = timed_calls.time_calls(torch, self.model, self.staged,
-                                                 int(message["calls"]), int(message["warmups"]),
-                                                 torch.device("cpu"),
-                                                 int(message.get("first", 0)))
+            digests = timed_calls.time_request(torch, self.model, self.staged,
+                                               int(message["calls"]), int(message["seed"]),
+                                               torch.device("cpu"), lambda: None)
         except Exception as e:  # noqa: BLE001 - as runner.py answers it
             raise EvalFailure("runtimeError", "timed forward raised %s: %s" % (
                 type(e).__name__, e))
-        return {"ms": ms, "digests": digests}, []
+        return {"digests": digests}, []
+
+    def end(self):
+        self.ops.append("exit")
 
 
 def judge_timing(reference, extension, seed=7):
@@ -283,23 +271,26 @@ def judge_timing(reference, extension, seed=7):
     with torch.no_grad():
         want = timed_calls.flat_outputs(model(*fresh))
     result = {}
-    saved = list(timed_calls.BOUND)
-    timed_calls.BOUND[:] = [cpu_timers()]
     try:
-        j.time_both(model, ref.get_inputs, seeds, output_atols(torch, want, args), result)
+        j.time_both(model, ref.get_inputs, seeds, want, output_atols(torch, want, args), result)
     except EvalFailure as e:
         e.findings = j.findings
         return e, runner
-    finally:
-        timed_calls.BOUND[:] = saved
     result["findings"] = j.findings
     return result, runner
 
 
-# Every call index a judge's timing gives fresh_inputs: the warm-up calls (-1 - w), the calls of
-# WARM_UP_FIRST, and the measured calls of a default --timing-trials 100.
-TIMING_CALLS = ([-1 - w for w in range(3)] + [judge.WARM_UP_FIRST, judge.WARM_UP_FIRST + 1] +
-                list(range(101)))
+# Request seeds, and the calls of each: as many as a default --timing-trials 100 gives a round.
+REQUEST_SEEDS = (1, 2, 3, judge.timing_seed())
+CALLS = 34
+
+
+def timing_inputs(base):
+    """Every call's inputs of every request seed, made from one base set."""
+    for seed in REQUEST_SEEDS:
+        made = timed_calls.CallInputs(torch, [base], seed, "cpu")
+        for k in range(CALLS):
+            yield made.inputs(k)
 
 
 def finite(values):
@@ -318,9 +309,8 @@ class TimedInputsKeepTheDomainTest(unittest.TestCase):
                 base = list(ref.get_inputs())
                 with torch.no_grad():
                     self.assertTrue(finite(model(*base)), name)
-                    for k in TIMING_CALLS:
-                        out = model(*timed_calls.fresh_inputs(torch, base, k))
-                        self.assertTrue(finite(out), "%s, call %d" % (name, k))
+                    for k, inputs in enumerate(timing_inputs(base)):
+                        self.assertTrue(finite(model(*inputs)), "%s, call %d" % (name, k))
 
     def test_values_keep_their_class(self):
         torch.manual_seed(3)
@@ -331,42 +321,39 @@ class TimedInputsKeepTheDomainTest(unittest.TestCase):
         mask = torch.rand(16, 40) > 0.5
         offsets = torch.tensor([0, 4, 4, 9, 30])
         seen = set()
-        for k in TIMING_CALLS:
-            p, s, i, m, o, n = timed_calls.fresh_inputs(torch, [positive, spanning, index, mask,
-                                                                offsets, 5], k)
+        for p, s, i, m, o, n in timing_inputs([positive, spanning, index, mask, offsets, 5]):
             self.assertGreaterEqual(float(p.min()), float(positive.min()))
             self.assertLessEqual(float(p.max()), float(positive.max()))
-            # Values spanning 0 are scaled toward it: signs and zeros stay where they were.
-            self.assertTrue(torch.equal(torch.sign(s), torch.sign(
-                timed_calls.rolled(torch, spanning, k))))
+            # Values spanning 0 are drawn toward it: as many of each sign, zeros where they were
+            # (moved by the roll that moved the rest).
+            for sign in (-1, 0, 1):
+                self.assertEqual(int((torch.sign(s) == sign).sum()),
+                                 int((torch.sign(spanning) == sign).sum()))
             # Integers and masks are moved, never changed; sorted offsets stay where they are.
             self.assertEqual(sorted(i.flatten().tolist()), sorted(index.flatten().tolist()))
             self.assertEqual(int(m.sum()), int(mask.sum()))
             self.assertTrue(torch.equal(o, offsets))
             self.assertEqual(n, 5)
             seen.add((p.numpy().tobytes(), s.numpy().tobytes()))
-        self.assertEqual(len(seen), len(TIMING_CALLS))  # every call's inputs differ
+        self.assertEqual(len(seen), len(REQUEST_SEEDS) * CALLS)  # every call's inputs differ
+
+    def test_sorted_floats_stay_sorted(self):
+        edges = torch.linspace(-3.0, 5.0, 33)
+        for (y,) in timing_inputs([edges]):
+            self.assertTrue(bool((y[1:] >= y[:-1]).all()))
+            self.assertGreaterEqual(float(y.min()), -3.0)
+            self.assertLessEqual(float(y.max()), 5.0)
 
     def test_complex_values_are_moved_never_changed(self):
         z = torch.randn(6, 10, dtype=torch.complex64)
-        for k in TIMING_CALLS:
-            y = timed_calls.fresh_inputs(torch, [z], k)[0]
+        for (y,) in timing_inputs([z]):
             self.assertEqual(sorted(y.flatten().tolist(), key=abs),
                              sorted(z.flatten().tolist(), key=abs))
-
-    def test_call_shares_differ_and_the_first_warm_up_is_the_base(self):
-        shares = [timed_calls.contraction(k) for k in TIMING_CALLS]
-        self.assertEqual(len(set(shares)), len(shares))
-        self.assertTrue(all(0 <= s < timed_calls.CONTRACTION_MAX for s in shares))
-        self.assertEqual(timed_calls.contraction(-1), 0.0)
-        base = [torch.randn(4, 8)]
-        self.assertTrue(torch.equal(timed_calls.fresh_inputs(torch, base, -1)[0], base[0]))
 
     def test_half_precision_stays_in_range(self):
         for dtype in (torch.float16, torch.bfloat16):
             x = torch.rand(8, 64).to(dtype)
-            for k in TIMING_CALLS:
-                y = timed_calls.fresh_inputs(torch, [x], k)[0]
+            for (y,) in timing_inputs([x]):
                 self.assertEqual(y.dtype, dtype)
                 self.assertGreaterEqual(float(y.min()), float(x.min()))
                 self.assertLessEqual(float(y.max()), float(x.max()))
@@ -382,6 +369,43 @@ class JudgeTimingOnTheCpuTest(unittest.TestCase):
             self.assertGreater(result["speedup"], 0, name)
             self.assertEqual(result["timing_trials"], 12, name)
             self.assertIn("time", runner.ops)
+            # Every request to the runner before its end; the reference's timed loops after it.
+            self.assertEqual(runner.ops[-1], "exit", name)
+
+    def test_the_reference_is_timed_once_the_runner_has_ended_on_each_rounds_seed(self):
+        reference, extension = CASES["log_sqrt_positive"]
+        events = []
+        real = timed_calls.time_request
+
+        def recorded(torch_, model, base_sets, calls, seed, device, synchronize):
+            kind = ("stand-in" if isinstance(model, judge.StandIn) else
+                    "candidate" if type(model).__name__ == "Candidate" else "reference")
+            events.append((kind, seed, calls))
+            return real(torch_, model, base_sets, calls, seed, device, synchronize)
+
+        timed_calls.time_request = recorded
+        try:
+            result, runner = judge_timing(reference, extension)
+        finally:
+            timed_calls.time_request = real
+        self.assertNotIsInstance(result, EvalFailure, getattr(result, "detail", ""))
+        end = runner.ops.index("exit")
+        candidate_rounds = [e for e in events if e[0] == "candidate"]
+        before_end = len(candidate_rounds) + 2  # the reference's warm-up and provisional loops
+        self.assertEqual([e[0] for e in events[:before_end]],
+                         ["reference", "candidate", "reference"] + ["candidate"] * (
+                             len(candidate_rounds) - 1))
+        self.assertEqual(runner.ops[end:], ["exit"])
+        after = events[before_end:]
+        self.assertTrue(all(kind != "candidate" for kind, _, _ in after))
+        # Each measured round's seed is timed again by the reference, then by the stand-in.
+        measured = candidate_rounds[1:]
+        self.assertEqual(len(measured), judge.TIMING_ROUNDS)
+        for seed_round in measured:
+            self.assertIn(("reference",) + seed_round[1:], after)
+            self.assertIn(("stand-in",) + seed_round[1:], after)
+        # Every request seed is fresh.
+        self.assertEqual(len({seed for _, seed, _ in events}), len(events) - 2 * len(measured))
 
     def test_a_reference_the_judges_inputs_break_is_the_judges_fault(self):
         # Whole numbers held as floats: the judge's timing inputs move them off whole numbers.
