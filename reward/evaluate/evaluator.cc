@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -128,6 +129,10 @@ constexpr const char* kGuardAllocFile = "dice_guard_alloc.so";
 // Printed with the nonce by a correct candidate's process about to be timed; it then waits for a
 // line on stdin (or its end) before timing.
 constexpr const char* kTimingTurnPrefix = "DICE_TIMING_TURN ";
+// Printed with the nonce by a judge that has sent its runner the exit and times the reference
+// next: it waits for a line on stdin (or its end), sent once every process of the runner's
+// sandbox is gone, so no code of the candidate can load the GPU while the reference is timed.
+constexpr const char* kRunnerDonePrefix = "DICE_RUNNER_DONE ";
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -140,31 +145,43 @@ struct TurnTakingRun {
   std::vector<StaticFinding> findings;
 };
 
-// Waits for `process` (its job sent, stdin left open), giving it the GPU alone when it asks to be
-// timed: `turn` goes from shared to exclusive then, and is held until the process ends. A process
-// that never asks (not correct, crashed, no CUDA) is waited for as usual.
+// Waits for the judge `process` (its job sent, stdin left open): with `turn`, it gets the GPU alone
+// when it asks to be timed (the turn goes from shared to exclusive, held until the process ends);
+// when it says its runner is done, `end_runner` ends the runner's sandbox and the judge is told
+// once it is gone. A judge that never asks (not correct, crashed, no timing) is waited for as
+// usual.
 TurnTakingRun wait_taking_turns(SandboxProcess& process, const std::string& nonce,
-                                const EvaluatorOptions& options, GpuTurn& turn) {
+                                const EvaluatorOptions& options, GpuTurn* turn,
+                                const std::function<void()>& end_runner) {
   TurnTakingRun out;
   const auto start = SteadyClock::now();
   const double timeout = options.sandbox.timeout_seconds;
-  const Status asked = process.wait_for_line(kTimingTurnPrefix + nonce, timeout);
-  if (asked.ok()) {
-    const auto asked_at = SteadyClock::now();
-    if (!turn.take_alone(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
-      out.findings.push_back({"timing-not-exclusive",
-                              "the GPU did not come free within " +
-                                  format_double(options.timing.turn_wait_seconds) +
-                                  " s: timed while other candidates ran on it",
-                              false, 0});
+  auto left = [&] {
+    return std::max(0.0, timeout - (seconds_since(start) - out.turn_wait_seconds));
+  };
+  bool timing = true;
+  if (turn != nullptr) {
+    timing = process.wait_for_line(kTimingTurnPrefix + nonce, timeout).ok();
+    if (timing) {
+      const auto asked_at = SteadyClock::now();
+      if (!turn->take_alone(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+        out.findings.push_back({"timing-not-exclusive",
+                                "the GPU did not come free within " +
+                                    format_double(options.timing.turn_wait_seconds) +
+                                    " s: timed while other candidates ran on it",
+                                false, 0});
+      }
+      out.turn_wait_seconds = seconds_since(asked_at);
+      // The go; stdin stays open for the answer about the runner's end.
+      (void)process.send_input("go\n", /*keep_open=*/true);
     }
-    out.turn_wait_seconds = seconds_since(asked_at);
   }
-  // The reply, or the end of stdin for a process still reading (it then times without its turn,
-  // instead of waiting for one until its timeout); a process gone already cannot take it.
-  (void)process.send_input(asked.ok() ? "go\n" : "");
-  const double spent = seconds_since(start) - out.turn_wait_seconds;
-  out.run = process.wait(std::max(0.0, timeout - spent));
+  // The answer once the runner is gone, or the end of stdin for a judge that will not time (it
+  // then goes on without waiting); a process gone already cannot take it.
+  const bool runner_done = timing && process.wait_for_line(kRunnerDonePrefix + nonce, left()).ok();
+  if (runner_done) end_runner();
+  (void)process.send_input(runner_done ? "gone\n" : "");
+  out.run = process.wait(left());
   return out;
 }
 
@@ -561,21 +578,28 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
     DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
   }
   const auto sent_at = SteadyClock::now();
-  Status sent = judge->send_input(job_line, /*keep_open=*/take_turns, channel[0]);
+  // A timed judge reads stdin for its turn and for the runner's end.
+  const bool timed = options.timing.enabled && options.timed;
+  Status sent = judge->send_input(job_line, /*keep_open=*/timed, channel[0]);
   close(channel[0]);
   // The runner's output is drained while the judge works (a full pipe would stall it); it is
   // read for the log only, never for a result.
   SandboxResult runner_run;
   std::thread runner_waiter([&] { runner_run = runner->wait(options.sandbox.timeout_seconds); });
+  // Kills the runner's sandbox and returns once it is reaped: an isolated run's init takes every
+  // process of its PID namespace with it, and the GPU contexts of those processes with them.
+  auto end_runner = [&] {
+    runner->kill_now();
+    if (runner_waiter.joinable()) runner_waiter.join();
+  };
   TurnTakingRun waited;
-  if (take_turns && sent.ok()) {
-    waited = wait_taking_turns(*judge, nonce, options, turn);
+  if (timed && sent.ok()) {
+    waited = wait_taking_turns(*judge, nonce, options, take_turns ? &turn : nullptr, end_runner);
   } else {
     waited.run = judge->wait(options.sandbox.timeout_seconds);
   }
   // The judge has its verdict (or died): the runner has nothing left to do.
-  runner->kill_now();
-  runner_waiter.join();
+  end_runner();
   if (memory_watch) memory_watch->stop();
   const SandboxResult& run = waited.run;
   if (!sent.ok() && run.stdout_text.find(kResultPrefix) == std::string::npos) {
