@@ -164,6 +164,14 @@ Status RolloutWorker::handle(const wire::Decoded<schema::Envelope>& work,
             .with_context("the request's policy version; staying on version " +
                           std::to_string(engine_.policy_version())));
   }
+  // Cancelled by the learner before its group was handed to the engine (its group expired or was
+  // skipped there): not sampled. A group the engine has taken is sampled to its end (the engine
+  // has no abort of one group); the worker loop drops its candidates and acks the item alone.
+  if (sink.cancellation() != nullptr && sink.cancellation()->cancelled()) {
+    DICE_LOG(Info) << "rollout cancelled by the learner before sampling"
+                   << kv("work", request.getWorkId()) << kv("task", task.getId().cStr());
+    return Status::ok_status();
+  }
   const auto start = std::chrono::steady_clock::now();
   DICE_ASSIGN_OR_RETURN(GroupResult group, engine_.generate(std::move(requests), sampling));
   const float seconds =
