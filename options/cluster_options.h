@@ -134,7 +134,9 @@ struct ClusterTransportOptions {
             "Default: auto");
     v.field("max_attempts", max_attempts,
             "Dispatches of one work item that may end with its worker lost (declared dead, or "
-            "reconnected as a new process) before the learner stops sending it: an evaluation is "
+            "reconnected as a new process) while it was that worker's only item, before the "
+            "learner stops sending it (an item lost beside others is sent again alone, "
+            "uncounted): an evaluation is "
             "then judged a failure (workerLost, reward 0, in the reward log), a rollout request "
             "fails its group, so a candidate that kills its worker does not go round them all. "
             "0 = no cap. Default: 3",

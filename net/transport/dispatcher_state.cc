@@ -333,6 +333,7 @@ void DispatcherState::send_cancel(const Worker& worker, std::uint64_t work_id) {
 }
 
 void DispatcherState::requeue_all(Worker& worker) {
+  const bool alone = worker.in_flight.size() == 1;
   // Highest id first onto the front, so the queue keeps submission order.
   for (auto it = worker.in_flight.rbegin(); it != worker.in_flight.rend(); ++it) {
     auto work = work_.find(*it);
@@ -342,7 +343,9 @@ void DispatcherState::requeue_all(Worker& worker) {
       continue;
     }
     work->second.lost_on.push_back(worker.worker_id);
-    if (options_.max_attempts > 0 && work->second.lost_on.size() >= options_.max_attempts) {
+    work->second.isolated = true;
+    if (alone) ++work->second.lone_losses;
+    if (options_.max_attempts > 0 && work->second.lone_losses >= options_.max_attempts) {
       give_up(*it);
     } else {
       requeue(*it);
@@ -407,7 +410,16 @@ void DispatcherState::tick(TimePoint now) {
   dispatch(now);
 }
 
-DispatcherState::Worker* DispatcherState::choose_worker(std::optional<schema::Role> role) {
+bool DispatcherState::holds_isolated(const Worker& worker) const {
+  for (std::uint64_t id : worker.in_flight) {
+    auto work = work_.find(id);
+    if (work != work_.end() && work->second.isolated) return true;
+  }
+  return false;
+}
+
+DispatcherState::Worker* DispatcherState::choose_worker(std::optional<schema::Role> role,
+                                                        bool isolated) {
   // Readiness-based: only workers that granted credit; the least loaded of them first, ties
   // broken round-robin (starting after the last worker chosen) so idle workers share the work.
   Worker* best = nullptr;
@@ -416,6 +428,7 @@ DispatcherState::Worker* DispatcherState::choose_worker(std::optional<schema::Ro
     if (start == workers_.end()) start = workers_.begin();
     Worker& worker = start->second;
     if (worker.credits == 0 || (role && worker.role != *role)) continue;
+    if (isolated ? !worker.in_flight.empty() : holds_isolated(worker)) continue;
     if (best == nullptr || worker.in_flight.size() < best->in_flight.size()) best = &worker;
   }
   return best;
@@ -430,8 +443,10 @@ void DispatcherState::dispatch(TimePoint now) {
         queue.pop_front();
         continue;
       }
-      Worker* best = choose_worker(it->second.role);
-      if (best == nullptr) break;  // nobody of this role has a credit; other roles may
+      // Nobody of this role has a credit (or, for an isolated item, nothing else in hand: the
+      // queue waits for one to finish what it holds); other roles may.
+      Worker* best = choose_worker(it->second.role, it->second.isolated);
+      if (best == nullptr) break;
       queue.pop_front();
       last_chosen_ = best->worker_id;
       --pending_count_;

@@ -168,7 +168,12 @@ class DispatcherState {
     std::set<std::uint32_t> parts_delivered;  // part keys already handed to results_
     std::set<std::string> sent_to;     // every worker this learner sent it to; only they answer
     std::vector<std::string> lost_on;  // the workers lost while they held it, in order
-    bool cancelled = false;            // cancel() after it was sent: its answer is unwanted
+    // Losses while it was its worker's only item: the ones that blame it (max_attempts).
+    std::uint32_t lone_losses = 0;
+    // Lost at least once: sent only to a worker holding nothing, which then gets nothing else
+    // until it answers, so a loss of it is a lone loss.
+    bool isolated = false;
+    bool cancelled = false;  // cancel() after it was sent: its answer is unwanted
   };
 
   void handle_hello(const std::string& routing_id, schema::Hello::Reader hello, TimePoint now,
@@ -186,7 +191,9 @@ class DispatcherState {
   void handle_ack(Worker& worker, std::uint64_t work_id);
   void add_credits(Worker& worker, std::uint32_t credits);  // capped at max_credits_per_worker
   void declare_dead(const std::string& worker_id, const char* why);
-  // Requeues what `worker` holds (it was lost), or gives up an item lost max_attempts times.
+  // Requeues what `worker` holds (it was lost), or gives up an item lost alone max_attempts
+  // times. A worker lost with several items cannot say which one took it down: each is sent
+  // again isolated, so an honest item beside a poison one is not spent by the poison's losses.
   void requeue_all(Worker& worker);
   // Completes `work_id` with lost_work_answer()'s result, unless that part was delivered already.
   void give_up(std::uint64_t work_id);
@@ -196,8 +203,10 @@ class DispatcherState {
   void send_cancel(const Worker& worker, std::uint64_t work_id);
   void remember_completed(std::uint64_t work_id);
   void dispatch(TimePoint now);
-  // The worker with a credit for `role` that should get the next item, or nullptr.
-  Worker* choose_worker(std::optional<schema::Role> role);
+  // The worker with a credit for `role` that should get the next item, or nullptr; for an
+  // `isolated` item only a worker holding nothing. A worker holding an isolated item gets none.
+  Worker* choose_worker(std::optional<schema::Role> role, bool isolated);
+  bool holds_isolated(const Worker& worker) const;
   static int queue_key(std::optional<schema::Role> role) {
     return role ? static_cast<int>(*role) : -1;
   }

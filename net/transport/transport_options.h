@@ -72,9 +72,10 @@ struct DispatcherOptions {
   // kAutoSpin: 50 where this process may run on 8 or more CPUs, else 0. Default: kAutoSpin
   int poll_spin_us = kAutoSpin;
   // Dispatches of one item that may end with its worker lost (declared dead, or reconnected under
-  // the same id) before the dispatcher answers the item itself: a Verdict of class workerLost
-  // for an EvalRequest, an Error for anything else (DispatcherState::give_up). 0: no cap.
-  // Default: 3
+  // the same id) while it was that worker's only item, before the dispatcher answers the item
+  // itself: a Verdict of class workerLost for an EvalRequest, an Error for anything else
+  // (DispatcherState::give_up). An item lost beside others is sent again alone, uncounted.
+  // 0: no cap. Default: 3
   std::uint32_t max_attempts = 3;
 };
 

@@ -15,9 +15,11 @@
 // block.
 // With DICE_TEST_POISON_OP=<op> in its environment it plays a candidate that takes its reward
 // worker down: asked to judge a task of that op, it SIGKILLs itself before answering
-// (poison_candidate_system_test).
+// (poison_candidate_system_test). DICE_TEST_REWARD_SLOTS=<n> judges n candidates at once, as
+// dice-reward's GPU slots do (default 1), so a poison candidate takes the others down with it.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -90,7 +92,10 @@ int run(dice::service::ServiceContext& context) {
                  "extraction_only (the learner must not read its reward as a correct kernel)\n";
     return 2;
   }
-  auto loop_options = service::worker_loop_options(context, schema::Role::REWARD, 1);
+  const char* slots = std::getenv("DICE_TEST_REWARD_SLOTS");
+  const int capacity = slots != nullptr ? std::atoi(slots) : 1;
+  auto loop_options = service::worker_loop_options(
+      context, schema::Role::REWARD, static_cast<std::uint32_t>(std::max(1, capacity)));
   if (!loop_options.ok()) {
     std::cerr << "op_name_reward_test_double: " << loop_options.status().to_string() << "\n";
     return 2;

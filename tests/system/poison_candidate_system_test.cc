@@ -7,7 +7,8 @@
 // itself with a workerLost verdict (net/transport/lost_work_answer.h). Required: the run ends
 // on its own with every step, every poison sample has exactly one verdict in the reward log,
 // workerLost with reward 0, and every sample of the other task is judged by a worker, none
-// answered workerLost.
+// answered workerLost. Each worker judges two candidates at once, so an honest one may go down
+// beside the poison: the dispatcher sends both again alone and counts only lone losses.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -63,8 +64,10 @@ TEST_F(PoisonCandidateSystemTest, APoisonCandidateIsAnsweredWorkerLostAndTheRunG
   std::string args;
   for (const auto& o : overrides) args += " '" + o + "'";
   const std::string config = std::string(DICE_SOURCE_DIR) + "/configs/toy.yaml";
-  CommandResult up = run_command("DICE_TEST_POISON_OP=neg " + std::string(DICE_CLUSTER_EXE) +
-                                 " up " + config + args);
+  // Two slots a worker, as dice-reward has several: an honest candidate may be judged beside the
+  // poison one and go down with it.
+  CommandResult up = run_command("DICE_TEST_POISON_OP=neg DICE_TEST_REWARD_SLOTS=2 " +
+                                 std::string(DICE_CLUSTER_EXE) + " up " + config + args);
   ASSERT_EQ(up.rc, 0) << up.output;
   CommandResult waited =
       run_command(std::string(DICE_CLUSTER_EXE) + " wait --timeout 500 --state-dir " +

@@ -184,6 +184,40 @@ TEST_F(LostWorkTest, OtherWorkOfTheLostWorkersIsStillSentAgain) {
   EXPECT_EQ(state_.stats(now_).given_up, 0u);
 }
 
+// A worker with two slots lost while it judges a poison item and an honest one cannot say which
+// took it down: both are sent again, each alone on a worker that holds nothing else, and only
+// those lone losses count. The poison item is answered workerLost after max_attempts (3) of
+// them; the honest one is judged by its worker, never spent by the poison's losses.
+TEST_F(LostWorkTest, AnItemLostBesideAnotherIsSentAgainAloneAndNotSpentByItsLosses) {
+  join("w1", "r-w1");
+  from("w1", [](Body::Builder b) { b.initCredit().setCredits(1); });  // two slots
+  ASSERT_TRUE(state_.add_work(WorkItem{1, eval_request(1), schema::Role::REWARD}).ok());
+  ASSERT_TRUE(state_.add_work(WorkItem{2, eval_request(2), schema::Role::REWARD}).ok());
+  EXPECT_EQ(dispatched_to(2), "w1") << "both items on w1";
+  join("w1", "r-w1-restarted");  // lost with both
+  from("w1", [](Body::Builder b) { b.initCredit().setCredits(1); });
+
+  // w1 takes item 1 alone: though it has a second credit, item 2 waits for a worker of its own.
+  EXPECT_EQ(dispatched_to(2), "");
+  join("w2", "r-w2");
+  EXPECT_EQ(dispatched_to(2), "w2");
+  for (int restart = 1; restart <= 3; ++restart) {  // item 1 kills w1 on each lone dispatch
+    join("w1", "r-w1-" + std::to_string(restart));
+    from("w1", [](Body::Builder b) { b.initCredit().setCredits(1); });
+    EXPECT_EQ(dispatched_to(1), restart < 3 ? "w1" : "") << "restart " << restart;
+  }
+  verdict_with_ack("w2", 2);
+
+  std::map<std::uint64_t, schema::FailureClass> failure_of;
+  for (WorkResult& result : results()) {
+    failure_of[result.work_id] = result.envelope.root().getBody().getVerdict().getFailure();
+  }
+  EXPECT_EQ(failure_of.size(), 2u);
+  EXPECT_EQ(failure_of[1], schema::FailureClass::WORKER_LOST);
+  EXPECT_NE(failure_of[2], schema::FailureClass::WORKER_LOST);
+  EXPECT_EQ(state_.stats(now_).given_up, 1u);
+}
+
 class LostWorkCapOfTwoTest : public LostWorkTest {
  protected:
   LostWorkCapOfTwoTest() : LostWorkTest(2) {}
