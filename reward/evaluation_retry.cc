@@ -27,18 +27,23 @@ FC evaluation_failure(const Result<EvaluationReport>& report) {
   return report.ok() ? report->failure : FC::INTERNAL_ERROR;
 }
 
-RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const Cancellation* cancellation,
+RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, Cancellation* cancellation,
                                           const EvaluationAttempt& attempt) {
   RetriedEvaluation out;
   {
-    SlotLease lease(slots);
+    SlotLease lease(slots, "", cancellation);
+    if (!lease.held()) {
+      out.report = Status::aborted("cancelled by the learner while it waited for a GPU slot");
+      return out;
+    }
     out.slot = lease.slot();
     out.report = attempt(out.slot);
   }
   if (!retry_evaluation(evaluation_failure(out.report))) return out;
   if (cancellation != nullptr && cancellation->cancelled()) return out;
   out.retried_after = describe_fault(out.slot, out.report);
-  SlotLease lease(slots, out.slot);
+  SlotLease lease(slots, out.slot, cancellation);
+  if (!lease.held()) return out;  // cancelled while it waited: the first evaluation's report
   DICE_LOG(Warn) << "evaluation failed by the reward service: evaluating once more"
                  << kv("first", out.retried_after) << kv("slot", lease.slot());
   out.slot = lease.slot();

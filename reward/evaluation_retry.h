@@ -38,10 +38,11 @@ struct RetriedEvaluation {
 };
 
 // Runs `attempt` on a slot of `slots` and, when retry_evaluation() says so, once more on another
-// slot; each slot is given back as soon as its evaluation ends. Never once more after
-// `cancellation` (may be null) was set: a judging killed by the learner's cancel is no fault of
-// the service, and nobody waits for its verdict.
-RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, const Cancellation* cancellation,
+// slot; each slot is given back as soon as its evaluation ends. Once `cancellation` (may be null)
+// is set, nothing more: a wait for a slot ends (the report is then Aborted, with no slot), and a
+// judging killed by the learner's cancel is not retried (no fault of the service, and nobody
+// waits for its verdict).
+RetriedEvaluation evaluate_with_one_retry(GpuSlotPool& slots, Cancellation* cancellation,
                                           const EvaluationAttempt& attempt);
 
 }  // namespace dice

@@ -28,13 +28,30 @@ GpuSlotPool::GpuSlotPool(std::vector<std::string> slots)
     : size_(slots.size()), free_(std::move(slots)) {}
 
 std::string GpuSlotPool::acquire(const std::string& avoid) {
-  if (size_ == 0) return "";
-  std::unique_lock<std::mutex> lock(mutex_);
+  return *acquire_unless_cancelled(avoid, nullptr);
+}
+
+std::optional<std::string> GpuSlotPool::acquire_unless_cancelled(const std::string& avoid,
+                                                                 Cancellation* cancellation) {
+  if (size_ == 0) return std::string();
   Waiter me{avoid, "", false};
+  bool cancelled = false;  // guarded by mutex_
+  // Registered before the lock is taken (a cancel made already runs the callback at once), and
+  // ended after it is released (the lock is declared after it).
+  const Cancellation::Registration registration = on_cancel(cancellation, [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled = true;
+    granted_.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (cancelled) return std::nullopt;
   queue_.push_back(&me);
   grant_locked();
-  granted_.wait(lock, [&] { return me.done; });
-  return me.granted;
+  granted_.wait(lock, [&] { return me.done || cancelled; });
+  if (me.done) return me.granted;  // granted as the cancel came: the caller gives it back
+  queue_.remove(&me);
+  grant_locked();  // a slot it could not use may suit the callers behind it now
+  return std::nullopt;
 }
 
 void GpuSlotPool::release(const std::string& slot) {

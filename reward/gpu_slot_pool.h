@@ -8,8 +8,11 @@
 #include <cstddef>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "common/cancellation.h"
 
 namespace dice {
 
@@ -29,6 +32,11 @@ class GpuSlotPool {
   // when such a slot is free at the time, when the pool has more than one; with one slot, that
   // slot, after the callers that asked before.
   std::string acquire(const std::string& avoid = "");
+  // acquire(), or nothing (and no slot held) once `cancellation` is set (may be null): a
+  // candidate whose work item the learner cancelled stops waiting at once, and the callers
+  // behind it move up.
+  std::optional<std::string> acquire_unless_cancelled(const std::string& avoid,
+                                                      Cancellation* cancellation);
   void release(const std::string& slot);
 
   std::size_t size() const { return size_; }
@@ -52,19 +60,23 @@ class GpuSlotPool {
   std::list<Waiter*> queue_;  // in the order of asking
 };
 
-// A slot held for one evaluation: released when it goes out of scope.
+// A slot held for one evaluation: released when it goes out of scope. With a `cancellation`,
+// the wait for it ends when that is set, and then no slot is held (held() is false).
 class SlotLease {
  public:
-  SlotLease(GpuSlotPool& pool, const std::string& avoid = "")
-      : pool_(pool), slot_(pool.acquire(avoid)) {}
-  ~SlotLease() { pool_.release(slot_); }
+  SlotLease(GpuSlotPool& pool, const std::string& avoid = "", Cancellation* cancellation = nullptr)
+      : pool_(pool), slot_(pool.acquire_unless_cancelled(avoid, cancellation)) {}
+  ~SlotLease() {
+    if (slot_) pool_.release(*slot_);
+  }
   SlotLease(const SlotLease&) = delete;
   SlotLease& operator=(const SlotLease&) = delete;
-  const std::string& slot() const { return slot_; }
+  bool held() const { return slot_.has_value(); }
+  const std::string& slot() const { return *slot_; }  // only when held()
 
  private:
   GpuSlotPool& pool_;
-  std::string slot_;
+  std::optional<std::string> slot_;
 };
 
 }  // namespace dice

@@ -95,12 +95,30 @@ TEST(EvaluationRetryTest, TheCandidatesOwnFailuresAreItsVerdictAtOnce) {
 TEST(EvaluationRetryTest, ACancelledEvaluationIsNotRetried) {
   GpuSlotPool pool({"0/0", "1/0"});
   Cancellation cancellation;
-  cancellation.cancel();
   ScriptedEvaluationDouble judge{{report_of(FC::INTERNAL_ERROR), report_of(FC::NONE)}};
-  const RetriedEvaluation run = evaluate_with_one_retry(pool, &cancellation, judge.attempt());
+  const EvaluationAttempt judged = judge.attempt();
+  const RetriedEvaluation run =
+      evaluate_with_one_retry(pool, &cancellation, [&](const std::string& slot) {
+        cancellation.cancel();  // the learner's cancel comes while it is judged
+        return judged(slot);
+      });
   EXPECT_EQ(judge.slots.size(), 1u);
   EXPECT_EQ(run.retried_after, "");
   EXPECT_EQ(pool.waiting(), 0u);
+}
+
+// Cancelled while every slot is busy: no evaluation at all, the wait ends at once.
+TEST(EvaluationRetryTest, ACancelEndsTheWaitForASlot) {
+  GpuSlotPool pool({"0/0"});
+  ASSERT_EQ(pool.acquire(), "0/0");
+  Cancellation cancellation;
+  cancellation.cancel();
+  ScriptedEvaluationDouble judge{{report_of(FC::NONE)}};
+  const RetriedEvaluation run = evaluate_with_one_retry(pool, &cancellation, judge.attempt());
+  EXPECT_TRUE(judge.slots.empty());
+  EXPECT_EQ(run.report.status().code(), StatusCode::kAborted);
+  EXPECT_EQ(pool.waiting(), 0u);
+  pool.release("0/0");
 }
 
 TEST(EvaluationRetryTest, WithoutGpuSlotsTheRetryRunsUnpinned) {

@@ -93,6 +93,29 @@ TEST(GpuSlotPoolTest, SlotsGoInTheOrderOfAsking) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }
 
+// A caller whose work the learner cancelled stops waiting at once, holding no slot, and the
+// callers behind it move up.
+TEST(GpuSlotPoolTest, ACancelledCallerStopsWaitingWithoutASlot) {
+  GpuSlotPool pool({"0/0"});
+  ASSERT_EQ(pool.acquire(), "0/0");
+  Cancellation cancellation;
+  auto cancelled = std::async(std::launch::async,
+                              [&] { return pool.acquire_unless_cancelled("", &cancellation); });
+  wait_for_waiters(pool, 1);
+  auto next = std::async(std::launch::async, [&] { return pool.acquire(); });
+  wait_for_waiters(pool, 2);
+  cancellation.cancel();
+  ASSERT_EQ(cancelled.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(cancelled.get().has_value());
+  EXPECT_EQ(pool.waiting(), 1u);
+  pool.release("0/0");
+  ASSERT_EQ(next.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(next.get(), "0/0") << "the slot went to the caller behind the cancelled one";
+  // Cancelled before it asked: no wait at all.
+  EXPECT_FALSE(pool.acquire_unless_cancelled("", &cancellation).has_value());
+  EXPECT_EQ(pool.waiting(), 0u);
+}
+
 // A caller that can use none of the free slots (it avoids the only one) does not keep a later
 // caller from it.
 TEST(GpuSlotPoolTest, ACallerAvoidingTheFreeSlotDoesNotHoldBackTheNext) {
