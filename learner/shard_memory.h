@@ -8,12 +8,14 @@
 // The gradients are the bucket buffers (gradient_buckets.h), whole on every GPU in both modes
 // (micro-batches accumulate into them before the last backward's reduce-scatter). A float32
 // model's masters are its weights in replica mode (no copy), a copy of the GPU's chunk when
-// sharded. No LibTorch, so the bench and the config tools can print it.
+// sharded. Activations are not counted here. No LibTorch, so the bench
+// (tools/bench/learner/shard_fit.cc) and the config tools can print it.
 #pragma once
 
 #include <cstdint>
 
 #include "options/learner_options.h"
+#include "options/model_shape.h"
 
 namespace dice {
 
@@ -32,10 +34,9 @@ ParameterBytes parameter_bytes(ShardMode mode, int gpus, int weight_bytes = 2);
 // The same for a model of `parameters` weights, in bytes (GiB: divide by 1 << 30).
 double gpu_bytes(double parameters, ShardMode mode, int gpus, int weight_bytes = 2);
 
-// Parameter counts of the Qwen3 models SDAR/DICE's 1.7B, 4B and 8B are built on (their model
-// cards; embeddings included).
-inline constexpr double kParams1700M = 1.7e9;
-inline constexpr double kParams4B = 4.0e9;
-inline constexpr double kParams8B = 8.2e9;
+// The weights of a model of this shape (configs/models/*.yaml): embeddings, the LM head unless
+// tied, every decoder layer's q/k/v/o projections, SwiGLU MLP, two RMSNorms and the per-head q/k
+// norms, and the final norm (Qwen3 has no biases). SDAR-8B's shape: 8,190,735,360.
+double model_parameters(const ModelShape& shape);
 
 }  // namespace dice
