@@ -105,6 +105,30 @@ TEST(DiceConfigTest, LocalConfigHasTheReleasedSettings) {
   EXPECT_EQ(c.model_shape->hidden_size, 2560);
 }
 
+// DICE's 8-GPU setting: SDAR-8B with the optimizer sharded over the learner's 8 GPUs, which a
+// rollout and a reward worker each share (so weights go through checkpoints, not NCCL).
+TEST(DiceConfigTest, EightGpuConfigShardsTheOptimizerOverTheLearnersGpus) {
+  Result<DiceConfig> r = load_dice_config(kSource + "/configs/dice-8gpu.yaml", {});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const DiceConfig& c = *r;
+  EXPECT_EQ(c.learner.data_parallel.shard, ShardMode::kOptimizer);
+  EXPECT_EQ(c.learner.data_parallel.devices, 8);
+  EXPECT_FALSE(c.learner.optimizer_on_cpu);
+  EXPECT_TRUE(c.learner.activation_checkpointing);
+  ASSERT_TRUE(c.model_shape.has_value());
+  EXPECT_EQ(c.model_shape->hidden_size, 4096);  // SDAR-8B
+  ASSERT_EQ(c.cluster.nodes.size(), 1u);
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(c.cluster.nodes[0].gpus.at("learner"), all);
+  EXPECT_EQ(c.cluster.worker_count(NodeRole::kRollout), 8);
+  EXPECT_EQ(c.cluster.worker_count(NodeRole::kReward), 8);
+  EXPECT_EQ(c.rollout.weight_sync, WeightSync::kCheckpoint);
+  // The released DICE settings, as in local.yaml.
+  EXPECT_EQ(c.learner.tasks_per_step, 64);
+  EXPECT_EQ(c.learner.group_size, 16);
+  EXPECT_EQ(c.rollout.sampling.max_new_tokens, 4096);
+}
+
 TEST(DiceConfigTest, ModelShapesMatchTheReference) {
   struct Expected {
     const char* file;
