@@ -136,6 +136,11 @@ TIMING_ROUNDS = 3
 # or under the loop's own overhead (a kernel within the clock's noise, or inputs and digests
 # fused into its work); "faster-than-memory" judges such a time on a GPU.
 KERNEL_MS_FLOOR = 1e-4
+# The clock's resolution per call: this many times the spread (largest less smallest) of the
+# judge's own overhead loop between rounds, per call. A net time under it is noise of the loop,
+# not the kernel's, and is credited as the resolution (kernel-below-clock-resolution): a
+# speedup is never a ratio to a difference the clock cannot see.
+RESOLUTION_SPREADS = 2.0
 # The reference timed beside the candidate's idle process (before its timing) more than this
 # many times slower than with that process gone is noted (reference-slowed-beside-candidate).
 BESIDE_CANDIDATE_SLOWDOWN = 1.5
@@ -147,10 +152,15 @@ def timing_seed():
     return int.from_bytes(os.urandom(8), "little") >> 1
 
 
-def per_call_ms(walls, overheads, calls):
-    """Per-call times of clocked loops less the loop's own overhead, each at least
-    KERNEL_MS_FLOOR."""
-    return [max((w - o) / calls, KERNEL_MS_FLOOR) for w, o in zip(walls, overheads)]
+def clock_resolution_ms(overheads, calls):
+    """The least per-call time the clock resolves, from the overhead loop's walls of every
+    round (RESOLUTION_SPREADS), and at least KERNEL_MS_FLOOR."""
+    return max(KERNEL_MS_FLOOR, RESOLUTION_SPREADS * (max(overheads) - min(overheads)) / calls)
+
+
+def per_call_ms(walls, overheads, calls, floor_ms=KERNEL_MS_FLOOR):
+    """Per-call times of clocked loops less the loop's own overhead, each at least floor_ms."""
+    return [max((w - o) / calls, floor_ms) for w, o in zip(walls, overheads)]
 
 
 class StandIn:
@@ -603,7 +613,7 @@ class Judge:
         stand_in = StandIn(want)
         reference_loop(stand_in, timing_seed(), warm_ups)
         tol = max(args.tol_fp32, args.tol_fp16, args.tol_bf16)
-        measured = []  # per group: (candidate ms per round, reference ms per round)
+        walled = []  # per group: (candidate walls, reference walls, overhead walls)
         clock = {"calls_per_round": calls, "provisional_reference_wall_ms": round(
             provisional_ms, 3), "candidate_wall_ms": [], "reference_wall_ms": [],
             "overhead_wall_ms": []}
@@ -622,13 +632,25 @@ class Judge:
                 walls.append(wall_ms)
                 ref_walls.append(ref_ms)
                 overheads.append(overhead_ms)
-            measured.append((per_call_ms(walls, overheads, calls),
-                             per_call_ms(ref_walls, overheads, calls)))
+            walled.append((walls, ref_walls, overheads))
             clock["candidate_wall_ms"] += [round(v, 3) for v in walls]
             clock["reference_wall_ms"] += [round(v, 3) for v in ref_walls]
             clock["overhead_wall_ms"] += [round(v, 3) for v in overheads]
-        margin_ms = sum(clock["overhead_wall_ms"]) / len(clock["overhead_wall_ms"]) / calls
+        all_overheads = [o for _, _, overheads in walled for o in overheads]
+        margin_ms = sum(all_overheads) / len(all_overheads) / calls
+        resolution_ms = clock_resolution_ms(all_overheads, calls)
         clock["margin_ms"] = round(margin_ms, 6)
+        clock["resolution_ms"] = round(resolution_ms, 6)
+        measured = [(per_call_ms(walls, overheads, calls, resolution_ms),
+                     per_call_ms(ref_walls, overheads, calls, resolution_ms))
+                    for walls, ref_walls, overheads in walled]
+        below = sum(1 for walls, _, overheads in walled for w, o in zip(walls, overheads)
+                    if (w - o) / calls < resolution_ms)
+        if below:
+            self.finding("kernel-below-clock-resolution", "%d of %d rounds timed the kernel "
+                         "under the clock's resolution of %.4f ms a call (twice the spread of the "
+                         "loop's own overhead between rounds): credited as that" % (
+                             below, len(all_overheads), resolution_ms), False)
         result["timing_clock"] = clock
         # The slower group stands (a recheck can only lower a speedup).
         ms, ref_ms = max(measured, key=lambda m: mean_std(m[0])[0])

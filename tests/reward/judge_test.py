@@ -540,6 +540,10 @@ class TimedCallsTest(unittest.TestCase):
         self.assertEqual(judge.per_call_ms([30.0, 40.0], [10.0, 10.0], 10), [2.0, 3.0])
         # A loop at or under the overhead is credited the floor, never a negative time.
         self.assertEqual(judge.per_call_ms([9.0], [10.0], 10), [judge.KERNEL_MS_FLOOR])
+        # Nor a time the clock cannot resolve: twice the overhead loop's spread between rounds.
+        self.assertAlmostEqual(judge.clock_resolution_ms([10.0, 10.5, 11.0], 10), 0.2)
+        self.assertEqual(judge.clock_resolution_ms([10.0, 10.0], 10), judge.KERNEL_MS_FLOOR)
+        self.assertEqual(judge.per_call_ms([10.5, 30.0], [10.0, 10.0], 10, 0.2), [0.2, 2.0])
 
 
 class GuardMemoryTest(unittest.TestCase):
