@@ -174,12 +174,14 @@ struct DataParallelSettings {
             "them all; the first holds the weights that are checkpointed and pushed. Default: 0",
             config::at_least(0), config::at_most(64));
     v.field("bucket_mb", bucket_mb,
-            "Gradient bucket size in MiB: a bucket is summed across GPUs as soon as the backward "
+            "Gradient bucket size in MiB: a bucket is summed across GPUs (shard: replica) or "
+            "reduce-scattered into each GPU's share (shard: optimizer) as soon as the backward "
             "has produced it. Default: 25",
             config::at_least(1), config::at_most(1024));
     v.field("timeout_seconds", timeout_seconds,
-            "How long a GPU waits for the others in one gradient sum before the step fails (a "
-            "dead or stuck peer). Default: 600",
+            "How long a GPU waits for the others in one collective (a gradient sum, "
+            "reduce-scatter or all-gather) before the step fails (a dead or stuck peer). "
+            "Default: 600",
             config::greater_than(0));
     v.field("shard", shard,
             "What each GPU holds of the optimizer. replica: every GPU the float32 master weights "
