@@ -5,10 +5,11 @@
 // PyTorch reference). Only reward.mode full judges correctness; in the other modes no answer is
 // correct, and the table says so (table_writers.h).
 //
-// Fast by more than p, with a noise check. The reward service times a correct kernel like
-// KernelBench (warm-ups, then `timingTrials` timed runs each after an L2 flush, the first timed
-// run discarded, the GPU to itself) and reports the mean and (population) standard deviation of
-// the kernel's and the reference's milliseconds. The speedup S = R / K (R, K: the reference's
+// Fast by more than p, with a noise check. The reward service times a correct kernel by the
+// judge's clock (warm-ups, then `timingTrials` timed rounds of back-to-back calls on fresh
+// inputs, the GPU to itself, the reference timed once the candidate's processes are gone;
+// docs/SECURITY.md, "Timing that belongs to the kernel") and reports the mean and (population)
+// standard deviation over the rounds of the kernel's and the reference's milliseconds a call. The speedup S = R / K (R, K: the reference's
 // and the kernel's mean) is a ratio of two sample means, so it carries their noise. dice-eval
 // counts an answer as faster than p only when the one-sided lower confidence bound of S
 // exceeds p:
