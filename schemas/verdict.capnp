@@ -51,11 +51,14 @@ struct Finding {
 struct Timings {
   compileSeconds @0 :Float32;    # 0 when the kernel cache hit
   evalSeconds @1 :Float32;       # wall clock of the sandboxed evaluation process
-  kernelMsMean @2 :Float32;      # candidate forward, CUDA events, mean over timing trials
-  kernelMsStd @3 :Float32;
-  referenceMsMean @4 :Float32;   # eager PyTorch reference in the same slot
+  kernelMsMean @2 :Float32;      # candidate forward, ms a call by the judge's clock, mean over
+                                 # the timing rounds (docs/SECURITY.md, "Timing that belongs to
+                                 # the kernel")
+  kernelMsStd @3 :Float32;       # population standard deviation over the rounds
+  referenceMsMean @4 :Float32;   # eager PyTorch reference in the same slot, timed the same way
+                                 # once the candidate's processes are gone
   referenceMsStd @5 :Float32;
-  timingTrials @6 :UInt32;
+  timingTrials @6 :UInt32;       # timing rounds (independent measurements) behind the means
 }
 
 struct Verdict {
