@@ -4,6 +4,7 @@
 // trial, no timing, 300 s timeout. Each field is documented once, in visit_fields.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -216,6 +217,7 @@ struct RewardOptions {
   double compile_budget_seconds = 300;
   std::int64_t compile_memory_limit_mb = 8192;
   std::int64_t compile_memory_mb = 0;
+  std::int64_t compile_build_memory_mb = 3072;
   std::int64_t compile_max_module_mb = 128;
   std::int64_t compile_cache_mb = 20480;
   double compile_cache_keep_seconds = 3600;
@@ -269,10 +271,20 @@ struct RewardOptions {
             "nvcc and the host compiler). Default: 8192",
             config::at_least(1024));
     v.field("compile_memory_mb", compile_memory_mb,
-            "MiB this worker's compiles may hold at once: each build reserves twice "
-            "compile_memory_limit_mb until it ends, and waits while that does not fit; 0 = three "
-            "quarters of the host's memory (workers sharing a host should split it). Default: 0",
+            "MiB this worker's compiles may hold at once: each build reserves "
+            "compile_build_memory_mb until it ends, and waits while that does not fit, or while "
+            "the host's available memory (MemAvailable) does not cover the reservations held and "
+            "its own; 0 = three quarters of the host's memory (workers sharing a host should "
+            "split it). Default: 0",
             config::at_least(0));
+    v.field("compile_build_memory_mb", compile_build_memory_mb,
+            "MiB one build reserves from compile_memory_mb: what a build's processes (nvcc, its "
+            "stages and the host compiler side by side) hold at their peak, measured on the dev "
+            "items with the full headers, with a margin (docs/BENCHMARKS.md). An estimate, not a "
+            "limit: compile_memory_limit_mb bounds each compiler process, and a build past its "
+            "reservation only keeps others waiting on the host's memory. Above twice "
+            "compile_memory_limit_mb a build reserves twice it (it holds no more). Default: 3072",
+            config::at_least(256));
     v.field("compile_max_module_mb", compile_max_module_mb,
             "Largest build a candidate may leave in the compile cache, in MiB: its module and "
             "generated sources (the linker cannot write a larger file either). A larger one is "
@@ -344,11 +356,12 @@ struct RewardOptions {
     if (policy.kind == RewardPolicy::kSpeedupThreshold && !timing.enabled) {
       c.error("policy.kind", "speedup_threshold needs timing.enabled: true");
     }
-    if (compile_memory_mb > 0 && compile_memory_mb < 2 * compile_memory_limit_mb) {
-      c.error("compile_memory_mb",
-              "at least twice compile_memory_limit_mb (" +
-                  std::to_string(2 * compile_memory_limit_mb) +
-                  "): one build runs nvcc and the host compiler at once, each with that limit");
+    // One build's reservation (build_reservation_mb() of compile_limits.h) must fit the budget.
+    const std::int64_t build_mb = std::min(compile_build_memory_mb, 2 * compile_memory_limit_mb);
+    if (compile_memory_mb > 0 && compile_memory_mb < build_mb) {
+      c.error("compile_memory_mb", "at least one build's reservation (" + std::to_string(build_mb) +
+                                       ": compile_build_memory_mb, at most twice "
+                                       "compile_memory_limit_mb)");
     }
   }
 };

@@ -22,6 +22,7 @@ CompileOptions compile_options(const RewardOptions& o) {
   c.timeout_seconds = o.compile_budget_seconds;
   c.memory_limit_mb = o.compile_memory_limit_mb;
   c.memory_budget_mb = o.compile_memory_mb;
+  c.build_memory_mb = o.compile_build_memory_mb;
   c.max_module_mb = o.compile_max_module_mb;
   c.cache_budget_mb = o.compile_cache_mb;
   c.cache_keep_seconds = o.compile_cache_keep_seconds;

@@ -87,11 +87,12 @@ Compiler::Compiler(Toolchain toolchain, CompileOptions options)
       options_(std::move(options)),
       memory_(options_.memory_budget_mb > 0 ? options_.memory_budget_mb
                                             : default_compile_memory_mb()) {
-  if (memory_.total_mb() < 2 * options_.memory_limit_mb) {
-    DICE_LOG(Warn) << "compile memory budget below one build's two compilers: builds run one at a "
+  if (memory_.total_mb() <
+      build_reservation_mb(options_.build_memory_mb, options_.memory_limit_mb)) {
+    DICE_LOG(Warn) << "compile memory budget below one build's reservation: builds run one at a "
                       "time, and may still exceed it"
                    << kv("memory_budget_mb", memory_.total_mb())
-                   << kv("memory_limit_mb", options_.memory_limit_mb);
+                   << kv("build_memory_mb", options_.build_memory_mb);
   }
   // Headers every candidate may see (compile_log.h): torch's and Python's, CUDA's (nvcc's
   // folder's parent), the system's and gcc's own.
@@ -171,9 +172,10 @@ int Compiler::prepare_binding_headers() {
   std::vector<std::future<bool>> builds;
   for (TorchHeaders headers : variants) {
     builds.push_back(std::async(std::launch::async, [this, headers] {
-      // One compiler: one limit's worth of the memory budget.
+      // One compiler, of the binding headers only: within one build's reservation.
       Result<MemoryBudget::Reservation> memory =
-          memory_.reserve(options_.memory_limit_mb, options_.timeout_seconds);
+          memory_.reserve(build_reservation_mb(options_.build_memory_mb, options_.memory_limit_mb),
+                          options_.timeout_seconds);
       if (!memory.ok()) return false;
       std::optional<SandboxUid> uid_lease;
       const int uid = compiler_uid(options_.uid, &uid_lease);

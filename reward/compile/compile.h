@@ -24,7 +24,8 @@
 // Every compiler process runs in the sandbox (no network, rlimits, unprivileged uid): a source
 // can run code at compile time only through the compiler, and it should not reach anything.
 // What a build may cost is bounded (compile_limits.h): one wall-clock budget per candidate across
-// all of its tiers and modules, and a memory budget that concurrent builds reserve from. Failure
+// all of its tiers and modules, and a memory budget that concurrent builds reserve what builds
+// are measured to use from, starting only while the host has it. Failure
 // excerpts quote only the candidate's own files (compile_log.h).
 #pragma once
 
@@ -70,10 +71,16 @@ struct CompileOptions {
   // Address-space limit of each compiler process, MiB. cicc maps a lot, but nvcc with the full
   // <torch/extension.h> (Debian's torch 1.13) compiled within 3072 on the dev VM. Default: 8192
   std::int64_t memory_limit_mb = 8192;
-  // MiB the builds of this compiler hold at once: each reserves 2 x memory_limit_mb (nvcc and the
-  // host compiler run side by side) while it runs, and waits while that does not fit. 0 = three
-  // quarters of the host's memory (default_compile_memory_mb()). Default: 0
+  // MiB the builds of this compiler hold at once: each reserves build_memory_mb while it runs,
+  // and waits while that does not fit, or while the host's available memory does not cover it
+  // (compile_limits.h). 0 = three quarters of the host's memory (default_compile_memory_mb()).
+  // Default: 0
   std::int64_t memory_budget_mb = 0;
+  // MiB one build reserves from memory_budget_mb: what a build's processes hold at their peak
+  // (nvcc, its stages and the host compiler side by side), measured, with a margin; not a limit
+  // (memory_limit_mb bounds each process), and never more than 2 x memory_limit_mb
+  // (build_reservation_mb()). Default: kBuildMemoryMb
+  std::int64_t build_memory_mb = kBuildMemoryMb;
   // Lines of compiler output kept in a failure's excerpt. Default: 20
   int error_lines = 20;
   // Optimisation flag of nvcc (the kernels and the .cu's host code); the binding file's is

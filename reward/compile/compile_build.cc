@@ -1,6 +1,6 @@
 // One build of an extension, from its sources to a module in the compile cache (Compiler::build):
 //
-//   check names and flags -> reserve memory for both compilers -> a build folder of its own ->
+//   check names and flags -> reserve what a build uses -> a build folder of its own ->
 //   the split build (kernels without torch headers, split_sources.h), where it applies ->
 //   else the header tiers: lean, then full (a plain compile error moves to the next tier unless
 //   its diagnostics show the candidate's own error, compile_diagnostics.h; a timeout, the memory
@@ -141,14 +141,14 @@ class Compiler::Build {
     return std::nullopt;
   }
 
-  // Memory for both compilers before anything runs (compile_limits.h). The wait is bounded: each
-  // build holding memory ends within its budget, and at most the other jobs' builds and the two
-  // prelude builds are ahead of this one.
+  // What a build uses, before anything runs (compile_limits.h). The wait is bounded: each build
+  // holding memory ends within its budget, and at most the other jobs' builds and the two prelude
+  // builds are ahead of this one (a host short of memory for longer fails the build as ours).
   std::optional<CompileOutcome> reserve_memory() {
     const CompileOptions& o = c_.options_;
     const double wait_limit = o.timeout_seconds * (std::max(1, o.jobs) + 2);
     Result<MemoryBudget::Reservation> memory =
-        c_.memory_.reserve(2 * o.memory_limit_mb, wait_limit);
+        c_.memory_.reserve(build_reservation_mb(o.build_memory_mb, o.memory_limit_mb), wait_limit);
     out_.memory_wait_seconds = seconds_since(start_);
     if (!memory.ok())
       return fail(FC::INTERNAL_ERROR, "compile memory: " + memory.status().message());
@@ -156,7 +156,7 @@ class Compiler::Build {
     if (out_.memory_wait_seconds > 1) {
       DICE_LOG(Info) << "build waited for compile memory" << kv("hash", hash_)
                      << kv("seconds", out_.memory_wait_seconds)
-                     << kv("budget_mb", c_.memory_.total_mb());
+                     << kv("budget_mb", c_.memory_.total_mb()) << kv("build_mb", memory_.mb());
     }
     return std::nullopt;
   }

@@ -36,8 +36,17 @@ void MemoryBudget::Reservation::release() {
   mb_ = 0;
 }
 
-MemoryBudget::MemoryBudget(std::int64_t total_mb)
-    : total_mb_(std::max<std::int64_t>(1, total_mb)) {}
+MemoryBudget::MemoryBudget(std::int64_t total_mb, AvailableMemoryReader available)
+    : total_mb_(std::max<std::int64_t>(1, total_mb)), available_(std::move(available)) {}
+
+bool MemoryBudget::host_has_room(std::int64_t mb, std::int64_t* available_mb) const {
+  *available_mb = -1;
+  if (!available_) return true;
+  Result<std::int64_t> available = available_();
+  if (!available.ok()) return true;
+  *available_mb = available.value();
+  return *available_mb >= reserved_mb_ + mb;
+}
 
 Result<MemoryBudget::Reservation> MemoryBudget::reserve(std::int64_t mb, double timeout_seconds) {
   mb = std::clamp<std::int64_t>(mb, 0, total_mb_);
@@ -48,18 +57,38 @@ Result<MemoryBudget::Reservation> MemoryBudget::reserve(std::int64_t mb, double 
   if (closed_) return Status::aborted("compile memory budget closed");
   const std::uint64_t ticket = next_ticket_++;
   queue_.push_back(ticket);
-  // First come first served: a large request is not passed forever by small ones.
-  const bool served = freed_.wait_until(lock, deadline, [&] {
-    return closed_ || (queue_.front() == ticket && reserved_mb_ + mb <= total_mb_);
-  });
+  // First come first served: a large request is not passed forever by small ones. The host's
+  // memory changes without a notification: a request that fits the budget but not the host
+  // looks again every kHostMemoryPollSeconds.
+  const auto poll = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(kHostMemoryPollSeconds));
+  bool served = false;
+  bool host_short = false;  // the last look found the budget with room and the host without
+  std::int64_t available_mb = -1;
+  while (!closed_) {
+    auto wake = deadline;
+    if (queue_.front() == ticket && reserved_mb_ + mb <= total_mb_) {
+      served = host_has_room(mb, &available_mb);
+      host_short = !served;
+      if (served) break;
+      wake = std::min(deadline, std::chrono::steady_clock::now() + poll);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    freed_.wait_until(lock, wake);
+  }
   queue_.erase(std::find(queue_.begin(), queue_.end(), ticket));
   if (!served || closed_) {
     freed_.notify_all();  // the next in line may fit now that this one left the queue
     if (closed_) return Status::aborted("compile memory budget closed");
-    return Status::timeout("no " + std::to_string(mb) + " MiB of compile memory free within " +
-                           std::to_string(static_cast<int>(timeout_seconds)) + " s (" +
-                           std::to_string(reserved_mb_) + " of " + std::to_string(total_mb_) +
-                           " MiB held)");
+    const std::string held =
+        std::to_string(reserved_mb_) + " of " + std::to_string(total_mb_) + " MiB held";
+    const std::string wait = "no " + std::to_string(mb) + " MiB of compile memory free within " +
+                             std::to_string(static_cast<int>(timeout_seconds)) + " s (";
+    if (host_short) {
+      return Status::timeout(wait + "the host has " + std::to_string(available_mb) +
+                             " MiB available, short of the " + held + " and this build's)");
+    }
+    return Status::timeout(wait + held + ")");
   }
   reserved_mb_ += mb;
   freed_.notify_all();  // the next in line may fit beside this one
@@ -88,17 +117,33 @@ size_t MemoryBudget::waiting() const {
   return queue_.size();
 }
 
-Result<std::int64_t> host_memory_mb() {
+namespace {
+
+// The MiB of one "Name:   123 kB" line of /proc/meminfo.
+Result<std::int64_t> meminfo_mb(const std::string& name) {
   std::ifstream in("/proc/meminfo");
   std::string line;
+  const std::string key = name + ":";
   while (std::getline(in, line)) {
-    if (line.rfind("MemTotal:", 0) != 0) continue;
-    std::istringstream fields(line.substr(9));
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream fields(line.substr(key.size()));
     std::int64_t kib = 0;
-    if (fields >> kib && kib > 0) return kib / 1024;
+    if (fields >> kib && kib >= 0) return kib / 1024;
     break;
   }
-  return Status::io_error("/proc/meminfo: no MemTotal line");
+  return Status::io_error("/proc/meminfo: no " + name + " line");
+}
+
+}  // namespace
+
+Result<std::int64_t> host_memory_mb() {
+  DICE_ASSIGN_OR_RETURN(const std::int64_t mb, meminfo_mb("MemTotal"));
+  if (mb <= 0) return Status::io_error("/proc/meminfo: MemTotal is 0");
+  return mb;
+}
+
+Result<std::int64_t> host_available_memory_mb() {
+  return meminfo_mb("MemAvailable");
 }
 
 std::int64_t default_compile_memory_mb() {

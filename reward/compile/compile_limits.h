@@ -10,17 +10,33 @@
 // is left as its timeout, and a tier that ran out of time, or of memory, is never tried again
 // with another.
 //
-// Memory: each compiler process runs under an address-space limit (CompileOptions::
-// memory_limit_mb), and a build runs two at once (nvcc and the host compiler). Before it starts, a
-// build reserves both limits from the worker's MemoryBudget and holds them until it ends, so the
-// worker's compilers together stay within the budget even when every one of them grows to its
-// limit; builds that do not fit wait, first come first served.
+// Memory: a build reserves what builds are measured to use (CompileOptions::build_memory_mb: the
+// peak resident memory of a whole build, its nvcc, nvcc's stages and the host compiler together,
+// with a margin; docs/BENCHMARKS.md) from the worker's MemoryBudget and holds it until it ends.
+// It starts only when both hold:
+//   - the budget: the reservations held, its own included, fit in MemoryBudget::total_mb();
+//   - the host: MemAvailable (/proc/meminfo) covers every reservation held and its own, as if
+//     none of the running builds had touched its memory yet (one admitted a moment ago has not),
+//     so builds never start into memory that evaluations, other workers or running builds took.
+// Builds that cannot start wait, first come first served, looking at the host again every
+// kHostMemoryPollSeconds. The reservation is an estimate, not a limit. What bounds a build is
+// each compiler process's address-space limit (CompileOptions::memory_limit_mb, RLIMIT_AS; with
+// the sandbox's cgroups, memory.max of each compiler's whole process tree): a build that goes
+// past its reservation (a template bomb) holds about 2 x memory_limit_mb at most (nvcc runs its
+// stages one after another, each under the limit), its compiler fails at the limit as the
+// candidate's RESOURCE_LIMIT, and meanwhile the host check keeps further builds from starting.
+// It does not stop builds already running: jobs x 2 x memory_limit_mb is the worst case of
+// builds that all go to their limits at once, where the old reservation of 2 x memory_limit_mb
+// per build kept that within the budget at the cost of concurrency (6 of 16 jobs on a 128 GiB
+// node).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -45,7 +61,33 @@ class CompileBudget {
   std::optional<std::chrono::steady_clock::time_point> started_;
 };
 
-// MiB that concurrent compiles may hold at once, handed out first come first served.
+// The host's physical memory in MiB (MemTotal of /proc/meminfo), or an error naming the file.
+Result<std::int64_t> host_memory_mb();
+
+// MiB the host can give new work without swapping (MemAvailable of /proc/meminfo: free memory
+// and the caches it can drop), or an error naming the file.
+Result<std::int64_t> host_available_memory_mb();
+
+// What one build is measured to hold at its peak, MiB, with a margin (CompileOptions::
+// build_memory_mb's default; the figures are in docs/BENCHMARKS.md).
+inline constexpr std::int64_t kBuildMemoryMb = 3072;
+
+// What one build reserves: its estimate, and no more than its two compilers' address-space limits
+// (a build never holds more).
+inline std::int64_t build_reservation_mb(std::int64_t build_memory_mb,
+                                         std::int64_t memory_limit_mb) {
+  return std::min(build_memory_mb, 2 * memory_limit_mb);
+}
+
+// How often a request that fits the budget but not the host looks at the host again, seconds.
+inline constexpr double kHostMemoryPollSeconds = 0.25;
+
+// MiB the host has for new work (MemAvailable), or an error; a test double stands in for
+// host_available_memory_mb().
+using AvailableMemoryReader = std::function<Result<std::int64_t>()>;
+
+// MiB that concurrent compiles may hold at once, handed out first come first served, and only
+// while the host has them (see "Memory" above).
 class MemoryBudget {
  public:
   // A held amount; given back when destroyed.
@@ -65,13 +107,17 @@ class MemoryBudget {
     std::int64_t mb_ = 0;
   };
 
-  explicit MemoryBudget(std::int64_t total_mb);
+  // `available` reads what the host has free; where it fails (or is empty), only the budget
+  // counts.
+  explicit MemoryBudget(std::int64_t total_mb,
+                        AvailableMemoryReader available = host_available_memory_mb);
   MemoryBudget(const MemoryBudget&) = delete;
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
-  // Waits until `mb` MiB are free and every earlier request has been served, for at most
-  // `timeout_seconds`. A request above the total gets the whole budget (it runs alone).
-  // kTimeout when the wait passes its limit, kAborted after close().
+  // Waits until `mb` MiB are free in the budget and on the host (see "Memory" above) and every
+  // earlier request has been served, for at most `timeout_seconds`. A request above the total
+  // gets the whole budget (it runs alone). kTimeout when the wait passes its limit (naming the
+  // budget or the host), kAborted after close().
   Result<Reservation> reserve(std::int64_t mb, double timeout_seconds);
   // Wakes every waiter with kAborted; later requests fail at once.
   void close();
@@ -82,8 +128,12 @@ class MemoryBudget {
 
  private:
   void give_back(std::int64_t mb);
+  // Whether the host's available memory covers the held reservations and `mb` more; the reading
+  // goes to *available_mb (-1 where it failed: then only the budget counts).
+  bool host_has_room(std::int64_t mb, std::int64_t* available_mb) const;
 
   const std::int64_t total_mb_;
+  const AvailableMemoryReader available_;
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::int64_t reserved_mb_ = 0;
@@ -91,9 +141,6 @@ class MemoryBudget {
   std::uint64_t next_ticket_ = 0;
   bool closed_ = false;
 };
-
-// The host's physical memory in MiB (MemTotal of /proc/meminfo), or an error naming the file.
-Result<std::int64_t> host_memory_mb();
 
 // CompileOptions::memory_budget_mb's default: three quarters of the host's memory, the rest for
 // the evaluations, the worker and the rest of the host; a fixed 16 GiB where the host's cannot be

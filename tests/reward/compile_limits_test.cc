@@ -2,16 +2,19 @@
 // candidate's time budget, how a failed compiler run is classified, the excerpt filter that keeps
 // other files' contents out of verdicts, and the options' validation. Real compiles of
 // pathological sources are in compile_test.cc.
+#include <atomic>
 #include <csignal>
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/config/load.h"
 #include "common/seconds_since.h"
 #include "options/reward_options.h"
+#include "reward/compile/compile.h"
 #include "reward/compile/compile_limits.h"
 #include "reward/compile/compile_log.h"
 
@@ -91,11 +94,111 @@ TEST(MemoryBudgetTest, RequestAboveTheTotalTakesTheWholeBudget) {
   EXPECT_EQ(budget.reserve(1, 0.05).status().code(), StatusCode::kTimeout);
 }
 
+// A test double for the host's available memory (MemAvailable): what the budget reads instead
+// of /proc/meminfo, set by the test.
+class HostMemoryTestDouble {
+ public:
+  explicit HostMemoryTestDouble(std::int64_t available_mb) : available_mb_(available_mb) {}
+  void set(std::int64_t mb) { available_mb_ = mb; }
+  void fail() { failing_ = true; }
+  AvailableMemoryReader reader() {
+    return [this]() -> Result<std::int64_t> {
+      if (failing_) return Status::io_error("test double: no reading");
+      return available_mb_.load();
+    };
+  }
+
+ private:
+  std::atomic<std::int64_t> available_mb_;
+  std::atomic<bool> failing_{false};
+};
+
+// Within the budget but not within what the host has: the build waits, and the timeout names the
+// host.
+TEST(MemoryBudgetTest, ABuildThatFitsTheBudgetWaitsWhileTheHostHasNoRoom) {
+  HostMemoryTestDouble host(2000);
+  MemoryBudget budget(100000, host.reader());
+  Result<MemoryBudget::Reservation> late = budget.reserve(3000, 0.3);
+  EXPECT_EQ(late.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(late.status().message().find("the host has 2000 MiB available"), std::string::npos)
+      << late.status().message();
+  EXPECT_EQ(budget.reserved_mb(), 0);
+}
+
+// No reservation is given back: the waiter sees the host's memory come free by looking again.
+TEST(MemoryBudgetTest, AWaitingBuildStartsWhenTheHostFreesMemory) {
+  HostMemoryTestDouble host(1000);
+  MemoryBudget budget(100000, host.reader());
+  auto waiter = std::async(std::launch::async, [&] { return budget.reserve(3000, 30); });
+  ASSERT_TRUE(eventually([&] { return budget.waiting() == 1; }));
+  EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  host.set(3000);
+  Result<MemoryBudget::Reservation> got = waiter.get();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->mb(), 3000);
+}
+
+// Builds admitted a moment ago have not touched their memory yet: the host must cover every
+// held reservation besides the new one, even though MemAvailable has not fallen.
+TEST(MemoryBudgetTest, HeldReservationsCountAgainstTheHostsAvailableMemory) {
+  HostMemoryTestDouble host(7000);
+  MemoryBudget budget(100000, host.reader());
+  Result<MemoryBudget::Reservation> first = budget.reserve(3000, 1);
+  Result<MemoryBudget::Reservation> second = budget.reserve(3000, 1);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(budget.reserve(3000, 0.3).status().code(), StatusCode::kTimeout);  // 9000 > 7000
+  first->release();
+  EXPECT_TRUE(budget.reserve(3000, 1).ok());
+}
+
+// Where the host cannot be read, the budget alone decides (as before the host was looked at).
+TEST(MemoryBudgetTest, AnUnreadableHostLeavesTheBudgetToDecide) {
+  HostMemoryTestDouble host(0);
+  host.fail();
+  MemoryBudget budget(5000, host.reader());
+  Result<MemoryBudget::Reservation> first = budget.reserve(3000, 1);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  Result<MemoryBudget::Reservation> second = budget.reserve(3000, 0.2);
+  EXPECT_EQ(second.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(second.status().message().find("3000 of 5000 MiB held"), std::string::npos)
+      << second.status().message();
+}
+
+// Issue 50 item 3: a build reserves what builds use (docs/BENCHMARKS.md), not its two compilers'
+// address-space limits, so that on a 128 GiB GPU node the default budget (three quarters) lets
+// 16 compile jobs build at once (2 x 8192 MiB each allowed 6).
+TEST(MemoryBudgetTest, DefaultsLetSixteenBuildsRunOnA128GiBNode) {
+  const CompileOptions defaults;
+  const std::int64_t per_build =
+      build_reservation_mb(defaults.build_memory_mb, defaults.memory_limit_mb);
+  EXPECT_EQ(per_build, kBuildMemoryMb);
+  const std::int64_t node_budget_mb = 131072 * 3 / 4;
+  EXPECT_GE(node_budget_mb / per_build, 16);
+  HostMemoryTestDouble host(120000);
+  MemoryBudget budget(node_budget_mb, host.reader());
+  std::vector<MemoryBudget::Reservation> held;
+  for (int i = 0; i < 16; ++i) {
+    Result<MemoryBudget::Reservation> r = budget.reserve(per_build, 0);
+    ASSERT_TRUE(r.ok()) << "build " << i << ": " << r.status().to_string();
+    held.push_back(std::move(r).value());
+  }
+}
+
+// The reservation is never above what the build's two compilers may map.
+TEST(MemoryBudgetTest, AReservationIsAtMostTwoCompilersLimits) {
+  EXPECT_EQ(build_reservation_mb(3072, 8192), 3072);
+  EXPECT_EQ(build_reservation_mb(3072, 1024), 2048);
+}
+
 TEST(MemoryBudgetTest, DefaultIsThreeQuartersOfTheHost) {
   Result<std::int64_t> host = host_memory_mb();
   ASSERT_TRUE(host.ok()) << host.status().to_string();
   EXPECT_GT(host.value(), 0);
   EXPECT_EQ(default_compile_memory_mb(), host.value() * 3 / 4);
+  Result<std::int64_t> available = host_available_memory_mb();
+  ASSERT_TRUE(available.ok()) << available.status().to_string();
+  EXPECT_GT(available.value(), 0);
+  EXPECT_LE(available.value(), host.value());
 }
 
 TEST(CompileBudgetTest, ClockStartsOnceForAllOfACandidatesBuilds) {
@@ -313,12 +416,19 @@ TEST(RedactCompilerLogTest, EdgContextLinesFollowTheirDiagnostic) {
 
 TEST(CompileOptionsTest, MemoryBudgetBelowOneBuildIsRefusedByKey) {
   Result<RewardOptions> bad = config::load_config_text<RewardOptions>(
-      "compile_memory_limit_mb: 4096\ncompile_memory_mb: 6000\n", "t.yaml", {}, "/base");
+      "compile_build_memory_mb: 4096\ncompile_memory_mb: 3000\n", "t.yaml", {}, "/base");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("compile_memory_mb: at least twice "
-                                        "compile_memory_limit_mb (8192)"),
+  EXPECT_NE(bad.status().message().find("compile_memory_mb: at least one build's reservation "
+                                        "(4096"),
             std::string::npos)
       << bad.status().message();
+  // A reservation above the two compilers' limits is their limits: the budget must hold those.
+  Result<RewardOptions> capped = config::load_config_text<RewardOptions>(
+      "compile_memory_limit_mb: 1024\ncompile_memory_mb: 2048\n", "t.yaml", {}, "/base");
+  EXPECT_TRUE(capped.ok()) << capped.status().to_string();
+  Result<RewardOptions> small_estimate = config::load_config_text<RewardOptions>(
+      "compile_build_memory_mb: 100\n", "t.yaml", {}, "/base");
+  EXPECT_FALSE(small_estimate.ok());
   Result<RewardOptions> zero =
       config::load_config_text<RewardOptions>("compile_budget_seconds: 0\n", "t.yaml", {}, "/base");
   ASSERT_FALSE(zero.ok());
@@ -329,6 +439,9 @@ TEST(CompileOptionsTest, MemoryBudgetBelowOneBuildIsRefusedByKey) {
   ASSERT_TRUE(good.ok()) << good.status().to_string();
   EXPECT_EQ(good->compile_budget_seconds, 60);
   EXPECT_EQ(good->compile_memory_limit_mb, 8192);
+  // The service's default is the compiler's: one measured figure (compile_limits.h).
+  EXPECT_EQ(good->compile_build_memory_mb, kBuildMemoryMb);
+  EXPECT_EQ(good->compile_build_memory_mb, CompileOptions().build_memory_mb);
 }
 
 }  // namespace
