@@ -67,9 +67,10 @@ run_service() {
       record "$name" exited "$restarts" "$started" "$last_exit"
       return
     fi
-    if ((rc == 2 || rc == 3)); then
+    if ((rc == 2 || rc == 3 || rc == 4)); then
       why="bad input: a missing or invalid file or setting"
       ((rc == 3)) && why="no disk space: a write it must make did not fit; free space, then resume"
+      ((rc == 4)) && why="no device: its node has no GPU or toolchain it needs; fix the node or the plan, then resume"
       echo "=== dice-cluster: $name exited with status $rc (${why%%:*}), not restarted" \
         >>"$logs/$name.log"
       record "$name" failed "$restarts" "$started" "$last_exit"

@@ -255,16 +255,19 @@ class Supervisor {
     begin_drain(0);
   }
 
-  // A service that exited with bad input (kExitBadInput) or for want of disk space
-  // (kExitNoDiskSpace) is not restarted: it would fail the same way, and each learner restart
-  // redoes a step's rollouts first. The run drains and says why. The dashboard only reads the
-  // run's log, so its end stops nothing.
+  // A service that exited with bad input (kExitBadInput), for want of disk space
+  // (kExitNoDiskSpace) or of a GPU or toolchain on its node (kExitNoDevice) is not restarted: it
+  // would fail the same way, and each learner restart redoes a step's rollouts first. The run
+  // drains and says why. The dashboard only reads the run's log, so its end stops nothing.
   void stop_without_restart(ServiceState& s, int code) {
     s.state = ServiceRunState::kFailed;
     const std::string why =
         s.name + " exited with status " + std::to_string(code) +
         (code == kExitNoDiskSpace
              ? " (no disk space: a write it must make did not fit; free space, then resume)"
+         : code == kExitNoDevice
+             ? " (no device: its node has no GPU or toolchain it needs; fix the node or the "
+               "plan, then resume)"
              : " (bad input: a missing or invalid file or setting)") +
         ", not restarted; its log: " + s.log_path;
     DICE_LOG(Error) << "service ended; not restarted" << kv("service", s.name) << kv("status", code)
@@ -293,7 +296,8 @@ class Supervisor {
           s.state = ServiceRunState::kExited;
           DICE_LOG(Info) << "service exited cleanly; not restarted" << kv("service", s.name);
         } else if (WIFEXITED(status) && (WEXITSTATUS(status) == kExitBadInput ||
-                                         WEXITSTATUS(status) == kExitNoDiskSpace)) {
+                                         WEXITSTATUS(status) == kExitNoDiskSpace ||
+                                         WEXITSTATUS(status) == kExitNoDevice)) {
           stop_without_restart(s, WEXITSTATUS(status));
         } else {
           on_failure(i, s.last_exit);

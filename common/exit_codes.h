@@ -15,5 +15,10 @@ inline constexpr int kExitBadInput = 2;
 // would redo the step's rollouts and rewards and meet the same disk; the run stops and says
 // why, for an operator to free space and resume.
 inline constexpr int kExitNoDiskSpace = 3;
+// This machine cannot do the work: no GPU, or no CUDA toolchain, where the work needs one (a
+// reward worker, a rollout worker on cuda, dice-judge, dice-data build-sft). Started again on
+// the same node it fails the same way; the run stops and says so, for an operator to fix the
+// node or the plan. Kept apart from kExitNoDiskSpace so the stop reason names the right cause.
+inline constexpr int kExitNoDevice = 4;
 
 }  // namespace dice

@@ -4,14 +4,15 @@
 //   dice-reward --config configs/local.yaml --worker-index 0 [--metrics-port 9300] [overrides]
 //
 // GPUs: the CUDA ordinals in CUDA_VISIBLE_DEVICES (the cluster sets it per worker), else GPU 0;
-// reward.gpu_slots candidates run on each at once. Without a GPU the worker says so and exits 3:
-// a verdict without an evaluation would be a fake one. reward.mode compile_only or
+// reward.gpu_slots candidates run on each at once. Without a GPU the worker says so and exits 4
+// (kExitNoDevice): a verdict without an evaluation would be a fake one. reward.mode compile_only or
 // extraction_only (machines without a GPU) stop earlier, and every verdict says so.
 #include <chrono>
 #include <cstdlib>
 #include <future>
 #include <iostream>
 
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "net/service/worker_loop.h"
 #include "reward/reward_worker.h"
@@ -31,12 +32,12 @@ int run(dice::service::ServiceContext& context) {
     std::cerr << "dice-reward: " << toolchain.status().to_string()
               << "\ndice-reward: a reward worker needs nvcc, PyTorch with CUDA and a GPU; "
                  "not starting (no verdict is better than a fake one)\n";
-    return 3;
+    return kExitNoDevice;
   }
   auto gpus = visible_gpus();
   if (!gpus.ok()) {
     std::cerr << "dice-reward: " << gpus.status().to_string() << "\n";
-    return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 3;
+    return gpus.status().code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitNoDevice;
   }
   const std::vector<std::string> slots = gpu_slot_names(*gpus, options.gpu_slots);
   const std::uint32_t capacity = reward_worker_capacity(options, slots.size());

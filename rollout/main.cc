@@ -6,13 +6,15 @@
 //
 //   dice-rollout --config configs/local.yaml --worker-index 0 [--metrics-port 9200] [overrides]
 //
-// Without a CUDA device it says so and exits 3: sampling a 4B model on the CPU would not finish a
-// step, and a rollout worker never pretends. rollout.device cpu samples on the CPU instead, in
-// fp32, for the tiny models of tests and toy runs (tools/up on a machine without a GPU).
+// Without a CUDA device it says so and exits 4 (kExitNoDevice): sampling a 4B model on the CPU
+// would not finish a step, and a rollout worker never pretends. rollout.device cpu samples on the
+// CPU instead, in fp32, for the tiny models of tests and toy runs (tools/up on a machine without a
+// GPU).
 #include <torch/cuda.h>
 
 #include <iostream>
 
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "model/checkpoint/weights_checksum.h"
 #include "model/device_memory.h"
@@ -62,7 +64,7 @@ int run(dice::service::ServiceContext& context) {
               << "', LibTorch built " << (torch::cuda::device_count() ? "with" : "with or without")
               << " CUDA): a rollout worker needs a GPU (rollout.device cpu samples tiny models "
                  "on the CPU); not starting\n";
-    return 3;
+    return kExitNoDevice;
   }
   if (cpu) {
     DICE_LOG(Warn) << "rollout.device cpu: sampling on the CPU in fp32 (tiny models only)";

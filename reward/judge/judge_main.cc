@@ -19,6 +19,7 @@
 
 #include "common/config/field_checks.h"
 #include "common/config/scalar_text.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "reward/judge/judge.h"
 #include "reward/judge/judge_resume.h"
@@ -288,12 +289,12 @@ int judge(const Flags& flags) {
     std::cerr << "dice-judge: " << toolchain.status().to_string()
               << "\ndice-judge: judging needs nvcc, PyTorch with CUDA and a GPU; nothing judged "
                  "(no verdict is better than a fake one)\n";
-    return 3;
+    return kExitNoDevice;
   }
   auto gpus = visible_gpus();
   if (!gpus.ok()) {
     std::cerr << "dice-judge: " << gpus.status().to_string() << "\n";
-    return gpus.status().code() == StatusCode::kInvalidArgument ? 2 : 3;
+    return gpus.status().code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitNoDevice;
   }
   const std::vector<std::string> slots = gpu_slot_names(*gpus, flags.gpu_slots);
   std::ofstream out_file;

@@ -22,6 +22,7 @@ using cli_test::kSleepy;
 constexpr const char* kCrashing = "crashing_service_test_double";
 constexpr const char* kBadInput = "bad_input_service_test_double";         // exits 2
 constexpr const char* kNoDiskSpace = "no_disk_space_service_test_double";  // exits 3
+constexpr const char* kNoDevice = "no_device_service_test_double";         // exits 4
 constexpr const char* kStubborn = "sigterm_ignoring_service_test_double";
 
 using cli_test::CliResult;
@@ -224,6 +225,24 @@ TEST_F(DiceClusterTest, ServiceExitingForWantOfDiskSpaceIsNotRestartedAndTheRunD
   EXPECT_EQ(reward->last_exit, "exit 3");
   EXPECT_NE(s.stop_reason.find("reward-0 exited with status 3 (no disk space"), std::string::npos)
       << s.stop_reason;
+  ASSERT_EQ(down().rc, 0);
+  EXPECT_TRUE(processes_with_token(token_).empty());
+}
+
+// A worker whose node has no GPU or toolchain (kExitNoDevice) is not restarted, and the run's
+// reason says so: it once shared exit 3 with a full disk, and the reason sent operators to free
+// space on a node that lacked a GPU.
+TEST_F(DiceClusterTest, ServiceExitingForWantOfADeviceIsNotRestartedAndTheReasonSaysSo) {
+  ASSERT_EQ(cli(up_args(kNoDevice)).rc, 0);
+  ClusterState s = stopped_state();
+  ASSERT_EQ(s.supervisor_state, "stopped");
+  const ServiceState* reward = service(s, "reward-0");
+  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward->restarts, 0);
+  EXPECT_EQ(reward->last_exit, "exit 4");
+  EXPECT_NE(s.stop_reason.find("reward-0 exited with status 4 (no device"), std::string::npos)
+      << s.stop_reason;
+  EXPECT_EQ(s.stop_reason.find("disk"), std::string::npos) << s.stop_reason;
   ASSERT_EQ(down().rc, 0);
   EXPECT_TRUE(processes_with_token(token_).empty());
 }

@@ -251,6 +251,32 @@ TEST(SlurmScriptTest, ExitStatusThreeIsNotRestartedAndStopsTheRun) {
       << reason;
 }
 
+// Exit 4 (no GPU or toolchain on the node) is not restarted either, and the reason names the
+// node's want of a device, not a disk.
+TEST(SlurmScriptTest, ExitStatusFourIsNotRestartedAndNamesTheDevice) {
+  std::string dir = make_temp_dir();
+  std::vector<ServiceSpec> services = learner_and_failing_reward({"/bin/sleep", "120"});
+  services[1].executable = "/bin/bash";
+  services[1].args = {"-c", "exit 4"};
+  std::string state_dir = dir + "/state";
+  ASSERT_EQ(
+      run_script_with_srun_double(dir, fast_restarts(two_nodes(), 5), services, state_dir, "r9"), 0)
+      << read_file(dir + "/out");
+
+  expect_reward_failed_learner_stopped(state_dir, 0, "exit 4");
+  const std::string log = read_file(state_dir + "/logs/reward-0.log");
+  EXPECT_NE(log.find("reward-0 exited with status 4 (no device), not restarted"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("(restarts so far: 1)"), std::string::npos) << log;
+  const std::string reason = read_file(state_dir + "/steps/.stop_reason");
+  EXPECT_NE(reason.find("reward-0 exited with status 4 (no device: its node has no GPU or "
+                        "toolchain it needs"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(reason.find("disk"), std::string::npos) << reason;
+  std::filesystem::remove_all(dir);
+}
+
 // A failure that recurs slower than the rate limit (here: a window no restart leaves) is still
 // given up after cluster.local.max_restarts_per_run restarts, and the run stops with the reason.
 TEST(SlurmScriptTest, RestartsAreCappedPerRun) {

@@ -1,5 +1,5 @@
 // dice-judge as a process: bad flags and bad input exit 2 naming what is wrong, and on a machine
-// without a GPU toolchain it exits 3 and says so, after checking its input.
+// without a GPU toolchain it exits 4 (kExitNoDevice) and says so, after checking its input.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
+
+#include "common/exit_codes.h"
 
 namespace {
 
@@ -86,7 +88,7 @@ TEST(JudgeCliTest, BadInputIsNamed) {
   EXPECT_NE(run.output.find("/nonexistent/items.json: cannot open"), std::string::npos);
 }
 
-TEST(JudgeCliTest, NoGpuToolchainExitsThree) {
+TEST(JudgeCliTest, NoGpuToolchainExitsNoDevice) {
   if (std::system("nvidia-smi -L > /dev/null 2>&1") == 0) {
     GTEST_SKIP() << "this machine has a GPU: the no-GPU path cannot be seen here";
   }
@@ -94,7 +96,7 @@ TEST(JudgeCliTest, NoGpuToolchainExitsThree) {
       "dice-judge-cli-ok.json",
       R"([{"id": 1, "pytorch_code": "import torch\n", "candidate": "import torch\n"}])");
   CliRun run = run_judge("--items " + path + " --python python3");
-  EXPECT_EQ(run.code, 3) << run.output;
+  EXPECT_EQ(run.code, dice::kExitNoDevice) << run.output;
   EXPECT_NE(run.output.find("judging needs nvcc, PyTorch with CUDA and a GPU; nothing judged"),
             std::string::npos)
       << run.output;

@@ -12,6 +12,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/tools/dice_data_pair_judge_test_double.h"
 #include "tests/tools/dice_data_test_util.h"
+#include "tools/dice-data/build_sft.h"
 #include "tools/dice-data/sft_pairs.h"
 
 namespace dice::data {
@@ -105,7 +106,7 @@ TEST_F(DiceDataBuildSftCliTest, BadInputExits1NamingFileItemAndField) {
 
 TEST_F(DiceDataBuildSftCliTest, WithoutAGpuItSaysSoAndKeepsNothing) {
   const Ran r = run(build_sft(args() + kNoNvcc));
-  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(r.exit_code, kBuildSftNoGpu) << r.output;
   for (const char* want : {"no GPU here (nvcc not found", "no pair can be kept",
                            "nothing kept, no sft.json written; screened 2 pairs, 1 of them fail "
                            "before the GPU"})
@@ -156,7 +157,7 @@ TEST_F(DiceDataBuildSftCliTest, RecordedVerdictsNeedNoGpu) {
   const std::string cut = good + bad.substr(0, bad.size() / 2);
   std::ofstream(out("verdicts.jsonl"), std::ios::binary | std::ios::trunc) << cut;
   r = run(build_sft(args() + kNoNvcc));
-  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(r.exit_code, kBuildSftNoGpu) << r.output;
   EXPECT_NE(r.output.find("1 judged before, 1 to judge"), std::string::npos) << r.output;
   EXPECT_EQ(read_text(out("verdicts.jsonl")), cut);
 }

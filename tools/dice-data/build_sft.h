@@ -27,6 +27,7 @@
 #include <memory>
 #include <ostream>
 
+#include "common/exit_codes.h"
 #include "common/status.h"
 #include "tools/dice-data/build_sft_options.h"
 #include "tools/dice-data/pair_judge.h"
@@ -38,8 +39,9 @@ using JudgeOpener = std::function<Result<std::unique_ptr<PairJudge>>()>;
 
 // Exit status of build-sft: 0 the SFT file and report written; 1 the input, the verdicts file or
 // an output could not be read or written, or the judge failed (the verdicts so far are kept);
-// 3 no GPU: the pairs left to judge were only screened, the no-GPU report written, no SFT file.
-inline constexpr int kBuildSftNoGpu = 3;
+// 4 (kExitNoDevice) no GPU: the pairs left to judge were only screened, the no-GPU report
+// written, no SFT file.
+inline constexpr int kBuildSftNoGpu = kExitNoDevice;
 
 // Runs the command: a line saying what was written (or why not) to `out`, errors and notes to
 // `err`.
