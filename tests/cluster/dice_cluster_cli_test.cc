@@ -193,19 +193,27 @@ TEST_F(DiceClusterTest, CrashingServiceIsGivenUpAfterMaxRestarts) {
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
 
+// The run's reward worker ended with exit `status`, was not restarted, and the run stopped with a
+// reason that starts with `reason`.
+void expect_stopped_without_restart(const ClusterState& s, int status, const std::string& reason) {
+  ASSERT_EQ(s.supervisor_state, "stopped");
+  const ServiceState* reward = cli_test::find_service(s, "reward-0");
+  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
+  EXPECT_EQ(reward->restarts, 0);
+  EXPECT_EQ(reward->last_exit, "exit " + std::to_string(status));
+  EXPECT_NE(
+      s.stop_reason.find("reward-0 exited with status " + std::to_string(status) + " (" + reason),
+      std::string::npos)
+      << s.stop_reason;
+}
+
 // Exit 2 is a service's "bad input" (a missing or invalid file or setting): started again it fails
 // the same way, so the supervisor drains the run at once and says why.
 TEST_F(DiceClusterTest, ServiceExitingWithBadInputIsNotRestartedAndTheRunDrains) {
   ASSERT_EQ(cli(up_args(kBadInput)).rc, 0);
-  ClusterState s = stopped_state();
-  ASSERT_EQ(s.supervisor_state, "stopped");
-  const ServiceState* reward = service(s, "reward-0");
-  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
-  EXPECT_EQ(reward->restarts, 0);
-  EXPECT_EQ(reward->last_exit, "exit 2");
+  const ClusterState s = stopped_state();
+  expect_stopped_without_restart(s, 2, "bad input");
   EXPECT_EQ(service(s, "learner-0")->state, ServiceRunState::kStopped);
-  EXPECT_NE(s.stop_reason.find("reward-0 exited with status 2 (bad input"), std::string::npos)
-      << s.stop_reason;
   CliResult waited = cli({"wait", "--timeout", "30", "--state-dir", state_dir_});
   EXPECT_EQ(waited.rc, 1) << waited.output;
   EXPECT_NE(waited.output.find("bad input"), std::string::npos) << waited.output;
@@ -217,14 +225,7 @@ TEST_F(DiceClusterTest, ServiceExitingWithBadInputIsNotRestartedAndTheRunDrains)
 // so the supervisor drains the run at once and says why instead of restarting into a loop.
 TEST_F(DiceClusterTest, ServiceExitingForWantOfDiskSpaceIsNotRestartedAndTheRunDrains) {
   ASSERT_EQ(cli(up_args(kNoDiskSpace)).rc, 0);
-  ClusterState s = stopped_state();
-  ASSERT_EQ(s.supervisor_state, "stopped");
-  const ServiceState* reward = service(s, "reward-0");
-  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
-  EXPECT_EQ(reward->restarts, 0);
-  EXPECT_EQ(reward->last_exit, "exit 3");
-  EXPECT_NE(s.stop_reason.find("reward-0 exited with status 3 (no disk space"), std::string::npos)
-      << s.stop_reason;
+  expect_stopped_without_restart(stopped_state(), 3, "no disk space");
   ASSERT_EQ(down().rc, 0);
   EXPECT_TRUE(processes_with_token(token_).empty());
 }
@@ -234,14 +235,8 @@ TEST_F(DiceClusterTest, ServiceExitingForWantOfDiskSpaceIsNotRestartedAndTheRunD
 // space on a node that lacked a GPU.
 TEST_F(DiceClusterTest, ServiceExitingForWantOfADeviceIsNotRestartedAndTheReasonSaysSo) {
   ASSERT_EQ(cli(up_args(kNoDevice)).rc, 0);
-  ClusterState s = stopped_state();
-  ASSERT_EQ(s.supervisor_state, "stopped");
-  const ServiceState* reward = service(s, "reward-0");
-  EXPECT_EQ(reward->state, ServiceRunState::kFailed);
-  EXPECT_EQ(reward->restarts, 0);
-  EXPECT_EQ(reward->last_exit, "exit 4");
-  EXPECT_NE(s.stop_reason.find("reward-0 exited with status 4 (no device"), std::string::npos)
-      << s.stop_reason;
+  const ClusterState s = stopped_state();
+  expect_stopped_without_restart(s, 4, "no device");
   EXPECT_EQ(s.stop_reason.find("disk"), std::string::npos) << s.stop_reason;
   ASSERT_EQ(down().rc, 0);
   EXPECT_TRUE(processes_with_token(token_).empty());
