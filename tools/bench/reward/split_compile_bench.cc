@@ -3,8 +3,9 @@
 // takes.
 //
 //   split_compile_bench [--data FILE] [--ids 7498,6995,...] [--first N]
-//                       [--modes classify,split,split-before,lean] [--python /usr/bin/python3]
-//                       [--arch sm_90] [--cache DIR] [--import] [--dump DIR] [--keep]
+//                       [--modes classify,split,lean,full] [--python /usr/bin/python3]
+//                       [--arch sm_90] [--cache DIR] [--import] [--dump DIR] [--keep] [--rss]
+//                       [--budget SECONDS]
 //
 // classify: one line per item, "split" or the reason it does not apply (with --dump, each
 // split's two files as DIR/<id>.kernels.cu and DIR/<id>.host.cpp). split / lean (the build as a
@@ -17,15 +18,29 @@
 // split-before, split-slim, split-O3, split-retry-errors and split-every-tier (builds before a
 // change, recorded in docs/BENCHMARKS.md) went with the product options that only they set.
 // `--keep` leaves each mode's cache folder (generated sources, modules, the binding PCH) in place
-// for compiling by hand.
+// for compiling by hand. full: lean's build with a guard after each item's cuda_sources that
+// is an #error unless Python.h came before it (only the item's own #include of
+// <torch/extension.h> brings it, which the light tiers blank), so the lean tier fails and the full
+// tier builds: what a build with the full headers costs.
+// `--rss` adds each build's peak resident memory ("peak_rss_mb"): every 20 ms the VmRSS of
+// every process below this one (the sandboxes, nvcc and its stages, the host compiler, the
+// linker) is summed, and the largest sum kept; pages shared between them count once per
+// process, so it errs high (what CompileOptions::build_memory_mb is taken from). `--budget`
+// sets each item's compile budget (CompileOptions::timeout_seconds; a loaded machine may need
+// more than the default to finish a full-header build).
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/json/fields.h"
@@ -47,6 +62,8 @@ struct Flags {
   std::string cache = "/tmp/split_compile_bench";
   bool check_import = false;
   bool keep = false;
+  bool rss = false;  // sample each build's peak resident memory
+  double budget_seconds = dice::CompileOptions().timeout_seconds;
   std::string dump;  // classify: where to write the split files; empty = nowhere
 };
 
@@ -70,6 +87,10 @@ bool parse(int argc, char** argv, Flags* f) {
       f->keep = true;
       continue;
     }
+    if (arg == "--rss") {
+      f->rss = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const std::string value = argv[++i];
     if (arg == "--data")
@@ -88,6 +109,8 @@ bool parse(int argc, char** argv, Flags* f) {
       f->cache = value;
     else if (arg == "--dump")
       f->dump = value;
+    else if (arg == "--budget")
+      f->budget_seconds = std::stod(value);
     else
       return false;
   }
@@ -139,6 +162,66 @@ std::string load_average() {
   return one + " " + five + " " + fifteen;
 }
 
+// The summed VmRSS, KiB, of every process below `root` now (walks /proc: a process's parent is
+// the PPid of its status file).
+std::int64_t tree_rss_kib(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::map<pid_t, std::int64_t> rss;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream status(entry.path() / "status");
+    pid_t ppid = -1;
+    std::int64_t kib = 0;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("PPid:", 0) == 0) ppid = std::stoi(line.substr(5));
+      if (line.rfind("VmRSS:", 0) == 0) kib = std::stoll(line.substr(6));
+    }
+    const pid_t pid = std::stoi(name);
+    children[ppid].push_back(pid);
+    rss[pid] = kib;
+  }
+  std::int64_t total = 0;
+  std::vector<pid_t> open = children[root];
+  while (!open.empty()) {
+    const pid_t pid = open.back();
+    open.pop_back();
+    total += rss[pid];
+    for (pid_t child : children[pid]) open.push_back(child);
+  }
+  return total;
+}
+
+// The largest tree_rss_kib(this process) seen while it lives, sampled every 20 ms.
+class PeakTreeRss {
+ public:
+  PeakTreeRss() : sampler_([this] { sample(); }) {}
+  ~PeakTreeRss() {
+    done_ = true;
+    sampler_.join();
+  }
+  double mb() const { return peak_kib_.load() / 1024.0; }
+
+ private:
+  void sample() {
+    while (!done_) {
+      const std::int64_t now = tree_rss_kib(getpid());
+      if (now > peak_kib_) peak_kib_ = now;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::atomic<bool> done_{false};
+  std::atomic<std::int64_t> peak_kib_{0};
+  std::thread sampler_;
+};
+
+// full mode's guard: an #error in every tier that blanks the item's <torch/extension.h>
+// (compile_diagnostics.h retries an error under a macro the candidate does not define, so the full
+// tier decides).
+constexpr char kFullHeadersOnly[] =
+    "\n#ifndef PY_VERSION\n#error split_compile_bench full: full headers only\n#endif\n";
+
 bool imports(const Flags& f, const CompileOutcome& built) {
   const std::string dir = fs::path(built.module_path).parent_path().string();
   const std::string cmd = f.python + " -c 'import sys; sys.path.insert(0, \"" + dir +
@@ -151,7 +234,9 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
   CompileOptions o;
   o.cache_dir = f.cache + "/" + mode;
   o.jobs = 1;
+  o.timeout_seconds = f.budget_seconds;
   o.split_host_device = mode == "split";
+  const bool full_only = mode == "full";
   fs::remove_all(o.cache_dir);
   Compiler compiler(toolchain, o);
   {
@@ -169,8 +254,18 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
     const double cpu0 = children_cpu_seconds();
     const std::uint64_t item_fallbacks0 = compiler.split_fallbacks();
     const std::uint64_t item_aten0 = compiler.aten_binding_fallbacks();
+    ExtensionSources ext = item.ext;
+    if (full_only) ext.cuda_sources += kFullHeadersOnly;
     const auto t0 = std::chrono::steady_clock::now();
-    CompileOutcome out = compiler.compile(item.ext);
+    double peak_rss_mb = -1;
+    CompileOutcome out;
+    if (f.rss) {
+      PeakTreeRss peak;
+      out = compiler.compile(ext);
+      peak_rss_mb = peak.mb();
+    } else {
+      out = compiler.compile(ext);
+    }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = children_cpu_seconds() - cpu0;
@@ -185,10 +280,11 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
     for (const auto& t : out.tiers) tiers += (tiers.empty() ? "\"" : ", \"") + t + "\"";
     std::printf(
         "{\"mode\": \"%s\", \"id\": \"%s\", \"ok\": %s, \"split\": %s, \"wall_s\": %.1f, "
-        "\"cpu_s\": %.1f, \"import\": %s, \"aten_binding_fallback\": %s, \"tiers\": [%s]}\n",
+        "\"cpu_s\": %.1f, \"peak_rss_mb\": %.0f, \"import\": %s, \"aten_binding_fallback\": %s, "
+        "\"tiers\": [%s]}\n",
         mode.c_str(), item.id.c_str(), ok ? "true" : "false", split ? "true" : "false", wall, cpu,
-        imported.c_str(), compiler.aten_binding_fallbacks() != item_aten0 ? "true" : "false",
-        tiers.c_str());
+        peak_rss_mb, imported.c_str(),
+        compiler.aten_binding_fallbacks() != item_aten0 ? "true" : "false", tiers.c_str());
     if (!ok) std::printf("  %s\n", out.log_excerpt.substr(0, 400).c_str());
     std::fflush(stdout);
   }
@@ -219,8 +315,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const auto& mode : f.modes) {
-    if (mode != "classify" && mode != "split" && mode != "lean") {
-      std::fprintf(stderr, "unknown mode '%s' (classify, split or lean)\n", mode.c_str());
+    if (mode != "classify" && mode != "split" && mode != "lean" && mode != "full") {
+      std::fprintf(stderr, "unknown mode '%s' (classify, split, lean or full)\n", mode.c_str());
       return 2;
     }
   }
