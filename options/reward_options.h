@@ -217,7 +217,7 @@ struct RewardOptions {
   double compile_budget_seconds = 300;
   std::int64_t compile_memory_limit_mb = 8192;
   std::int64_t compile_memory_mb = 0;
-  std::int64_t compile_build_memory_mb = 3072;
+  std::int64_t compile_build_memory_mb = 4096;
   std::int64_t compile_max_module_mb = 128;
   std::int64_t compile_cache_mb = 20480;
   double compile_cache_keep_seconds = 3600;
@@ -283,7 +283,7 @@ struct RewardOptions {
             "items with the full headers, with a margin (docs/BENCHMARKS.md). An estimate, not a "
             "limit: compile_memory_limit_mb bounds each compiler process, and a build past its "
             "reservation only keeps others waiting on the host's memory. Above twice "
-            "compile_memory_limit_mb a build reserves twice it (it holds no more). Default: 3072",
+            "compile_memory_limit_mb a build reserves twice it (it holds no more). Default: 4096",
             config::at_least(256));
     v.field("compile_max_module_mb", compile_max_module_mb,
             "Largest build a candidate may leave in the compile cache, in MiB: its module and "

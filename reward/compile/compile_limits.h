@@ -69,8 +69,11 @@ Result<std::int64_t> host_memory_mb();
 Result<std::int64_t> host_available_memory_mb();
 
 // What one build is measured to hold at its peak, MiB, with a margin (CompileOptions::
-// build_memory_mb's default; the figures are in docs/BENCHMARKS.md).
-inline constexpr std::int64_t kBuildMemoryMb = 3072;
+// build_memory_mb's default). The summed resident memory of a build's processes on the dev VM's
+// dev items (docs/BENCHMARKS.md, "Compile memory builds really use"): split builds ~550 MB, lean
+// ~1.35 GB, full headers up to 2.97 GB; the full tier's nvcc (2.54 GB) and g++ (1.25 GB) peaking
+// at the same moment would be 3.8 GB. Sized for the full tier, the heaviest a build reaches.
+inline constexpr std::int64_t kBuildMemoryMb = 4096;
 
 // What one build reserves: its estimate, and no more than its two compilers' address-space limits
 // (a build never holds more).
