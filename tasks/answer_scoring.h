@@ -9,10 +9,10 @@
 // judge's clock (warm-ups, then `timingTrials` timed rounds of back-to-back calls on fresh
 // inputs, the GPU to itself, the reference timed once the candidate's processes are gone;
 // docs/SECURITY.md, "Timing that belongs to the kernel") and reports the mean and (population)
-// standard deviation over the rounds of the kernel's and the reference's milliseconds a call. The speedup S = R / K (R, K: the reference's
-// and the kernel's mean) is a ratio of two sample means, so it carries their noise. dice-eval
-// counts an answer as faster than p only when the one-sided lower confidence bound of S
-// exceeds p:
+// standard deviation over the rounds of the kernel's and the reference's milliseconds a call.
+// The speedup S = R / K (R, K: the reference's and the kernel's mean) is a ratio of two sample
+// means, so it carries their noise. dice-eval counts an answer as faster than p only when the
+// one-sided lower confidence bound of S exceeds p:
 //
 //   se(log K) = sd_K / (K * sqrt(n - 1))        (sd_K * sqrt(n / (n - 1)): the sample standard
 //   se(log R) = sd_R / (R * sqrt(n - 1))         deviation; / sqrt(n): the standard error of the
