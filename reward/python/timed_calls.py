@@ -80,7 +80,9 @@ class TensorPlan:
             if math.isfinite(lo) and math.isfinite(hi):
                 self.contracts = True
                 self.lo, self.hi = lo, hi
-                self.centre = 0.0 if lo <= 0.0 <= hi else (lo + hi) / 2
+                # Made once per request: every call's lerp reads it (no fill a call).
+                self.centre = torch.full((), 0.0 if lo <= 0.0 <= hi else (lo + hi) / 2,
+                                         dtype=self.wide_dtype(torch, x), device=x.device)
 
     @staticmethod
     def wide_dtype(torch, x):
@@ -92,10 +94,9 @@ class TensorPlan:
         wide_dtype) of each value's distance to it: one lerp and one clamp, the fewest passes
         over x the loop's own overhead can have."""
         wide = x.to(self.wide_dtype(torch, x))
-        centre = torch.full((), self.centre, dtype=wide.dtype, device=wide.device)
         # Clamped where rounding stepped past an end; lo and hi are values of x's dtype, so
         # rounding back to it keeps y inside them.
-        return torch.lerp(wide, centre, share).clamp_(self.lo, self.hi).to(x.dtype)
+        return torch.lerp(wide, self.centre, share).clamp_(self.lo, self.hi).to(x.dtype)
 
 
 class CallInputs:
