@@ -6,8 +6,10 @@
 //   dice-judge --items kernel_infilling_dev.json [--out verdicts.jsonl] [--variants broken]
 //              [--dump-sources DIR] [flags below]
 //
-// Exit: 0 all judged (whatever the verdicts), 2 bad flags or input, 3 no GPU toolchain here
-// (nvcc, PyTorch with CUDA, a GPU): a verdict without an evaluation would be a fake one.
+// Exit (common/exit_codes.h): 0 all judged (whatever the verdicts), 1 a verdict line could not
+// be written, 2 bad flags or input (or an --out/--summary-out that cannot be written), 4
+// (kExitNoDevice) no GPU toolchain here (nvcc, PyTorch with CUDA, a GPU): a verdict without an
+// evaluation would be a fake one.
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <string>
 #include <thread>
 
 #include "common/config/field_checks.h"
@@ -27,6 +30,7 @@
 
 namespace {
 
+// {build_memory_mb} stands for the default: usage() fills it in, so the text cannot drift.
 constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --items FILE            JSON array of items (reward/judge/judge_items.h): id, pytorch_code and either
                           prefix/middle/suffix (infilling) or cuda_code / candidate (whole file)
@@ -44,13 +48,18 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --cuda-arch ARCH        e.g. sm_90 (default: the GPU's)
   --compile-cache DIR     build cache keyed by source hash (default runs/compile_cache)
   --compile-jobs N        compiles at once (default: the number of cores)
-  --compile-memory-mb N   MiB the compiles may hold at once, two compiler limits (8 GiB each)
-                          per build; 0 = three quarters of the host's memory (default 0)
+  --compile-memory-mb N   MiB the compiles may hold at once: each build reserves
+                          {build_memory_mb} MiB (reward.compile_build_memory_mb's default)
+                          and starts only while the host's available memory also covers
+                          it; 0 = three quarters of the host's memory (default 0)
   --gpu-slots N           candidates evaluated at once on each GPU (default 4)
   --trials N              correctness trials (default 5, as KernelBench's scripts)
   --tolerance X           allclose atol = rtol for every dtype (default 0.01, DICE's)
   --timing on|off         time correct candidates against eager PyTorch (default off)
-  --timing-trials N       timed runs (default 100)
+  --timing-trials N       calls of the candidate timed, split over the judge's TIMING_ROUNDS
+                          rounds (N / TIMING_ROUNDS a round, rounded up, at least 2), each
+                          round clocked by the judge; the reference is timed on the same
+                          inputs once the candidate's processes are gone (default 100)
   --timing-exclusive on|off
                           time each candidate with its GPU to itself: the other slots'
                           evaluations wait (default on)
@@ -86,6 +95,15 @@ struct Flags {
   dice::LogLevel log_level = dice::LogLevel::kInfo;
 };
 
+// kUsage with its placeholder filled in.
+std::string usage() {
+  std::string text = kUsage;
+  const std::string placeholder = "{build_memory_mb}";
+  text.replace(text.find(placeholder), placeholder.size(),
+               std::to_string(dice::RewardOptions().compile_build_memory_mb));
+  return text;
+}
+
 struct UsageError {
   std::string message;
 };
@@ -120,7 +138,7 @@ bool parse_on_off(const std::string& flag, const std::string& text) {
   throw UsageError{flag + " \"" + text + "\": expected on or off"};
 }
 
-// One "--flag value" into `flags`: a flat table, one branch per flag of kUsage.
+// One "--flag value" into `flags`: a flat table, one branch per flag of usage().
 void apply_flag(const std::string& flag, const std::string& value, Flags* flags) {
   Flags& f = *flags;
   auto& r = f.reward;
@@ -346,10 +364,10 @@ int main(int argc, char** argv) {
     flags = parse_flags(argc, argv);
   } catch (const UsageError& e) {
     if (e.message.empty()) {
-      std::cout << kUsage;
+      std::cout << usage();
       return 0;
     }
-    std::cerr << "dice-judge: " << e.message << "\n" << kUsage;
+    std::cerr << "dice-judge: " << e.message << "\n" << usage();
     return 2;
   }
   dice::LogOptions log;
