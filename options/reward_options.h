@@ -51,9 +51,16 @@ struct TimingOptions {
   template <class V>
   void visit_fields(V& v) {
     v.field("enabled", enabled, "Time correct candidates against PyTorch eager. Default: false");
-    v.field("trials", trials, "Timed runs per candidate (L2 flushed before each). Default: 100",
+    v.field("trials", trials,
+            "Calls of the candidate timed, split over the judge's TIMING_ROUNDS rounds "
+            "(trials / TIMING_ROUNDS a round, rounded up, at least 2); each round is one request "
+            "clocked by the judge, and the reference is timed on the same inputs once the "
+            "candidate's processes are gone (reward/python/judge.py). Default: 100",
             config::at_least(1));
-    v.field("warmups", warmups, "Untimed runs first. Default: 3", config::at_least(0));
+    v.field("warmups", warmups,
+            "Untimed calls of each side first, at least 1 (the first use of a kernel loads it). "
+            "Default: 3",
+            config::at_least(0));
     v.field("exclusive", exclusive,
             "Time each candidate with its GPU to itself: the other slots' evaluations wait. "
             "Default: true");
