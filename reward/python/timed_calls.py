@@ -11,9 +11,9 @@ A request gives its calls back to back, with one synchronisation at the end:
   from os.urandom for each request, so no call's inputs are known before its request arrives,
   and the per-element shares leave no algebra between two calls' inputs to exploit (a roll and
   one common scale would: (cA)(cB) = c^2 AB).
-- Each call's output is reduced on the device to a digest (Digests): a weighted sum under weights
-  drawn per call from the seed, uniform in [-1/2, 1/2), beside the sum of absolute values, the
-  sum of squares and the element count. The judge recomputes the reference's digests for the
+- Each call's output is reduced on the device to a digest (Digests): DIGEST_WEIGHTINGS weighted
+  sums, each under its own weights drawn per call from the seed, uniform in [-1/2, 1/2), beside
+  the sum of absolute values, the sum of squares and the element count. The judge recomputes the reference's digests for the
   same seed and checks the candidate's against them (digests_agree), so a call that returned a
   stale, cached, unfinished or partly computed output is caught although the judge never sees it.
   Per-call weights leave nothing to precompute: with one weight vector per request, the digest
@@ -31,6 +31,11 @@ import random
 # of them (uniform in [-1/2, 1/2): variance 1/12 each).
 DIGEST_SIGMAS = 6.0
 DIGEST_WEIGHT_VARIANCE = 1.0 / 12.0
+# Weighted sums per output, each under weights of its own: a wrong output that one weighting
+# misses with probability p (its difference happens to fall inside the honest band) passes all
+# of them with p^DIGEST_WEIGHTINGS. Computed as one matrix-vector product, so a second weighting
+# adds no launch to the timing loop's overhead.
+DIGEST_WEIGHTINGS = 2
 # Float32 dot products over up to 2^31 elements: their rounding, relative to the sum of |x|.
 DIGEST_ROUNDING = 1e-5
 
@@ -154,9 +159,9 @@ def flat_outputs(out):
 
 class Digests:
     """Each call's outputs reduced on the device, without a synchronisation: per tensor output
-    [weighted sum, sum of |x|, sum of x^2] (float64) and its element count, the weights drawn for
-    every call from the request's seed; a plain value v gives [v, |v|, v^2] and 1. NaN stays
-    NaN."""
+    [DIGEST_WEIGHTINGS weighted sums, sum of |x|, sum of x^2] (float64) and its element count, the
+    weights drawn for every call from the request's seed; a plain value v gives [v, ..., v, |v|,
+    v^2] and 1. NaN stays NaN."""
 
     def __init__(self, torch, seed, device):
         self.torch = torch
@@ -171,7 +176,7 @@ class Digests:
         for t in flat_outputs(out):
             if not isinstance(t, torch.Tensor):
                 v = float(t) if isinstance(t, (int, float, bool)) else float("nan")
-                entries.append(([v, abs(v), v * v], 1))
+                entries.append(([v] * DIGEST_WEIGHTINGS + [abs(v), v * v], 1))
                 continue
             flat = t.detach().reshape(-1)
             if flat.is_complex():
@@ -180,18 +185,17 @@ class Digests:
                 flat = flat.to(torch.float32)
             key = (flat.numel(), flat.dtype, flat.device)
             if key not in self.weights:
-                self.weights[key] = torch.empty(flat.numel(), dtype=flat.dtype,
-                                                device=flat.device)
+                self.weights[key] = torch.empty(DIGEST_WEIGHTINGS, flat.numel(),
+                                                dtype=flat.dtype, device=flat.device)
             w = self.weights[key].uniform_(-0.5, 0.5, generator=self.generator)
-            entries.append((torch.stack([torch.dot(flat, w), flat.abs().sum(),
-                                         torch.dot(flat, flat)]).to(torch.float64),
-                            flat.numel()))
+            entries.append((torch.cat([torch.mv(w, flat), torch.stack([
+                flat.abs().sum(), torch.dot(flat, flat)])]).to(torch.float64), flat.numel()))
         return entries
 
 
 def on_host(torch, pending):
-    """[[[weighted sum, sum |x|, sum x^2, count] per output] per call] of Digests.of's entries,
-    with one copy from the device."""
+    """[[[weighted sums..., sum |x|, sum x^2, count] per output] per call] of Digests.of's
+    entries, with one copy from the device."""
     tensors = [d for call in pending for d, _ in call if isinstance(d, torch.Tensor)]
     values = iter(torch.stack(tensors).cpu().tolist() if tensors else [])
     return [[(next(values) if isinstance(d, torch.Tensor) else d) + [n] for d, n in call]
@@ -220,38 +224,41 @@ def time_request(torch, model, base_sets, calls, seed, device, synchronize):
 def digests_agree(got, want, atol, rtol):
     """Whether a call's digests agree with the reference's. Elementwise closeness allows each
     element an error e_i within atol + rtol |w_i|:
-    - the weighted sums' difference of an honest output is a sum of such errors under weights of
-      variance 1/12 drawn independently of them, so it stays within DIGEST_SIGMAS standard
+    - each weighted sum's difference of an honest output is a sum of such errors under weights
+      of variance 1/12 drawn independently of them, so it stays within DIGEST_SIGMAS standard
       deviations, sqrt(sum (atol + rtol |w_i|)^2 / 12); an output of other inputs (stale,
-      cached) or of nothing differs by about sqrt(sum d_i^2 / 12) for its differences d_i, and a
-      request of stale calls is caught by the first few;
+      cached) or of nothing differs by about sqrt(sum d_i^2 / 12) for its differences d_i, under
+      each of the DIGEST_WEIGHTINGS independent weightings, and a request of stale calls is
+      caught by the first few;
     - the sums of squares differ by at most sum e_i (2 |w_i| + e_i), whatever the weights.
     `atol` may be a list, one per output (the correctness check's tolerance for it)."""
     if not isinstance(got, list) or len(got) != len(want):
         return False
+    width = DIGEST_WEIGHTINGS + 3
     for i, (g, w) in enumerate(zip(got, want)):
-        if not isinstance(g, list) or len(g) != 4 or not all(
+        if not isinstance(g, list) or len(g) != width or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) for v in g):
             return False
-        if g[3] != w[3]:
+        sums, (_, g_sq, g_n) = g[:DIGEST_WEIGHTINGS], g[DIGEST_WEIGHTINGS:]
+        want_sums, (sum_abs, sum_sq, n) = w[:DIGEST_WEIGHTINGS], w[DIGEST_WEIGHTINGS:]
+        if g_n != n:
             return False
         a = atol[i] if isinstance(atol, list) else atol
-        if any(math.isnan(v) for v in (g[0], w[0], g[2], w[2])):
-            if not (math.isnan(w[0]) and math.isnan(g[0])):
+        if any(math.isnan(v) for v in sums + want_sums + [g_sq, sum_sq]):
+            if not all(math.isnan(v) for v in sums + want_sums):
                 return False
             continue
-        if any(math.isinf(v) for v in (g[0], w[0], g[2], w[2])):
-            if g[0] != w[0]:
+        if any(math.isinf(v) for v in sums + want_sums + [g_sq, sum_sq]):
+            if sums != want_sums:
                 return False
             continue
-        n, sum_abs, sum_sq = w[3], w[1], w[2]
         rounding = DIGEST_ROUNDING * (1 + sum_abs + sum_sq)
         spread = math.sqrt(max(0.0, DIGEST_WEIGHT_VARIANCE * (
             n * a * a + 2 * a * rtol * sum_abs + rtol * rtol * sum_sq)))
-        if abs(g[0] - w[0]) > DIGEST_SIGMAS * spread + rounding:
+        if any(abs(s - t) > DIGEST_SIGMAS * spread + rounding for s, t in zip(sums, want_sums)):
             return False
         squares_bound = (n * a * a + (2 * a + 2 * a * rtol) * sum_abs +
                          (2 * rtol + rtol * rtol) * sum_sq)
-        if abs(g[2] - w[2]) > squares_bound + rounding:
+        if abs(g_sq - sum_sq) > squares_bound + rounding:
             return False
     return True

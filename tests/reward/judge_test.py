@@ -492,9 +492,9 @@ class TimedCallsTest(unittest.TestCase):
         self.assertTrue(torch.equal(first[0], first[1]))
 
     def test_digests_catch_a_permuted_stale_or_scaled_output(self):
-        # One digest misses a wrong output with a small probability (digests_agree: about 6%
-        # for these tolerances); a request of stale calls is caught by the first few. The draws
-        # here are fixed.
+        # A digest misses a wrong output with a small probability (each weighting's difference
+        # may fall inside the honest band); a request of stale calls is caught by the first few.
+        # The draws here are fixed.
         torch.manual_seed(0)
         out = torch.randn(1000)
 
@@ -519,8 +519,39 @@ class TimedCallsTest(unittest.TestCase):
         out = torch.randn(64)
         digests = timed_calls.Digests(torch, 4, "cpu")
         first, second = timed_calls.on_host(torch, [digests.of(out), digests.of(out)])
-        self.assertNotEqual(first[0][0], second[0][0])
-        self.assertEqual(first[0][1:], second[0][1:])
+        sums = timed_calls.DIGEST_WEIGHTINGS
+        self.assertEqual(len(first[0]), sums + 3)
+        for k in range(sums):
+            self.assertNotEqual(first[0][k], second[0][k])
+        self.assertNotEqual(first[0][0], first[0][1])  # weightings of their own
+        self.assertEqual(first[0][sums:], second[0][sums:])
+
+    def test_an_output_one_weighting_misses_is_caught_by_the_other(self):
+        # A wrong output whose difference from the right one is orthogonal to the first
+        # weighting: a permutation of the right values (sum of |x| and of squares unchanged),
+        # moved along the first weights until its first weighted sum is the right one's. A
+        # single weighting would let it pass; the second, drawn independently, does not.
+        torch.manual_seed(1)
+        out = torch.randn(1000)
+        seed = 21
+        digests = timed_calls.Digests(torch, seed, "cpu")
+        want = timed_calls.on_host(torch, [digests.of(out)])[0]
+        first_weights = next(iter(digests.weights.values()))[0].clone()
+        permuted = out.roll(1)
+        along = (first_weights.dot(out) - first_weights.dot(permuted)) / first_weights.dot(
+            first_weights)
+        wrong = permuted + along * first_weights
+        got = timed_calls.on_host(torch, [timed_calls.Digests(torch, seed, "cpu").of(wrong)])[0]
+        self.assertAlmostEqual(got[0][0], want[0][0], places=3)
+        self.assertFalse(timed_calls.digests_agree(got, want, 1e-2, 1e-2))
+        one = timed_calls.DIGEST_WEIGHTINGS
+        try:
+            timed_calls.DIGEST_WEIGHTINGS = 1
+            only_first = [[got[0][0]] + got[0][one:]]
+            self.assertTrue(timed_calls.digests_agree(only_first, [[want[0][0]] + want[0][one:]],
+                                                      1e-2, 1e-2))
+        finally:
+            timed_calls.DIGEST_WEIGHTINGS = one
 
     def test_a_request_is_reproduced_by_its_seed_and_by_nothing_else(self):
         base = [[torch.randn(8, 8), torch.randint(0, 5, (3,))]]
