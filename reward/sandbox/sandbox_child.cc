@@ -293,6 +293,19 @@ std::string describe_setup_step(int step, int err, const SandboxRoot* root, int 
          " (errno " + std::to_string(err) + ")";
 }
 
+// Makes this process, and what it execs and forks, the kernel's first choice when the host runs
+// out of memory (oom_score_adj 1000, the most; any process may raise its own): a candidate's
+// runner, a compiler or a probe is what goes, never the worker, the learner or the rollout beside
+// them. Per-run limits (rlimits, the cgroup) bound each run; this orders what several runs
+// together, or a host limit the cgroup does not have, leave to the OOM killer. Best effort: a
+// host without /proc keeps the inherited score.
+void prefer_for_oom_killer() {
+  const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  write_str(fd, kSandboxOomScoreAdj);
+  close(fd);
+}
+
 // Runs in the child between clone and exec: only async-signal-safe calls, no allocation (the
 // worker is multi-threaded; another thread may hold the allocator's lock). In the isolated case
 // the child comes from a raw clone, so glibc still believes the worker's threads exist in it:
@@ -300,6 +313,7 @@ std::string describe_setup_step(int step, int err, const SandboxRoot* root, int 
 // both go through raw syscalls here (see raw_fork).
 void child_main(const ChildPlan& plan) {
   die_with_worker(plan);
+  prefer_for_oom_killer();
   setpgid(0, 0);
   dup2(plan.in_fd, 0);
   dup2(plan.out_fd, 1);

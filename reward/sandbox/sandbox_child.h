@@ -46,6 +46,10 @@ class SandboxRoot;
 constexpr int kNetnsNotCleanMessage = 0x10000;  // the pooled namespace was replaced
 constexpr int kSetupFailedMessage = 0x20000;    // followed by the step and errno
 
+// The oom_score_adj of every sandboxed process (the most there is): when the host runs out of
+// memory, the OOM killer takes a sandboxed run before the worker that started it.
+inline constexpr char kSandboxOomScoreAdj[] = "1000";
+
 // Steps of the setup; kStepRoot + i is step i of the root's plan.
 enum SetupStep : int {
   kStepJoinNetns = 1,
