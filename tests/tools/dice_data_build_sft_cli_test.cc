@@ -59,9 +59,10 @@ class DiceDataBuildSftCliTest : public ::testing::Test {
 TEST_F(DiceDataBuildSftCliTest, HelpDescribesTheCommand) {
   const Ran r = run(build_sft("--help"), false);
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* want :
-       {"dice-data build-sft --input FILE --out DIR", "--min-speedup X", "--noise-z Z",
-        "noise-checked lower", "Without a GPU", "3 no GPU (nothing kept)"})
+  for (const std::string& want :
+       {std::string("dice-data build-sft --input FILE --out DIR"), std::string("--min-speedup X"),
+        std::string("--noise-z Z"), std::string("noise-checked lower"),
+        std::string("Without a GPU"), std::to_string(kBuildSftNoGpu) + " no GPU (nothing kept)"})
     EXPECT_NE(r.output.find(want), std::string::npos) << want;
 }
 

@@ -28,7 +28,7 @@ struct SftJudgeOptions {
   int compile_jobs = 0;        // compiles at once; 0: the number of cores. Default: 0
   int gpu_slots = 4;           // candidates checked at once on each GPU. Default: 4
   int correctness_trials = 5;  // input sets matched against the reference. Default: 5
-  int timing_trials = 100;     // timed runs of kernel and reference, L2 flushed. Default: 100
+  int timing_trials = 100;     // calls timed a side, over the judge's rounds. Default: 100
   int timeout_seconds = 300;   // per candidate's evaluation. Default: 300
 };
 

@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "common/exit_codes.h"
+
 namespace dice::data {
 namespace {
 
@@ -271,13 +273,15 @@ Options:
 Exit status: 0 written, 1 a file could not be read, split or written, 2 bad arguments.
 
 build-sft: judges PyTorch -> CUDA pairs with the reward pipeline (extraction, static checks,
-nvcc, the sandboxed check against the PyTorch reference, then timing: warm-ups and timed runs of
-kernel and reference each after an L2 flush, the GPU to itself) and keeps those whose kernel is
-correct and at least --min-speedup times faster than eager PyTorch on the noise-checked lower
-bound of the speedup (dice-eval's rule: S_low = S * exp(-z * se), se from both timings' means,
-spreads and trial count), never on the raw ratio: a tiny kernel with widely spread timings is
-not kept. Pairs that are the same once comments (Python #, C // and /* */ in strings) and white
-space are taken out are judged once: the first is kept, the rest counted as duplicates.
+nvcc, the sandboxed check against the PyTorch reference, then timing by the judge's clock, the
+GPU to itself: untimed warm-up calls, the kernel's calls in rounds each clocked by the judge, and
+the reference's on the same inputs once the kernel's processes are gone) and keeps those whose
+kernel is correct and at least --min-speedup times faster than eager PyTorch on the
+noise-checked lower bound of the speedup (dice-eval's rule: S_low = S * exp(-z * se), se from
+both timings' means, spreads and rounds), never on the raw ratio: a tiny kernel with widely
+spread timings is not kept. Pairs that are the same once comments (Python #, C // and /* */ in
+strings) and white space are taken out are judged once: the first is kept, the rest counted as
+duplicates.
 
 Options:
   --input FILE               pairs: a JSON array or JSON Lines of {id or idx (optional),
@@ -298,7 +302,8 @@ Options:
   --gpu-slots N              candidates checked at once on each GPU; timing has the GPU
                              alone (default 4)
   --trials N                 correctness trials (input sets) (default 5)
-  --timing-trials N          timed runs of kernel and reference, at least 2 (default 100)
+  --timing-trials N          calls of kernel and reference timed, at least 2, split over the
+                             judge's TIMING_ROUNDS rounds (default 100)
   --timeout-seconds N        per candidate's evaluation (default 300)
   -h, --help                 this text
 GPUs: the ordinals in CUDA_VISIBLE_DEVICES, else GPU 0.
@@ -319,10 +324,12 @@ zeroReward, the verdict's failure class (compileError, incorrect, staticCheck...
 Without a GPU (no nvcc, no PyTorch with CUDA, or no GPU) nothing can be measured, so nothing is
 kept: the pairs left to judge are only screened (extraction and static checks), nothing is added
 to verdicts.jsonl, no sft.json is written, report-no-gpu.json and report-no-gpu.md say what the
-screen found, and the exit status is 3.
+screen found, and the exit status is )" +
+         std::to_string(kExitNoDevice) + R"( (common/exit_codes.h).
 
 Exit status: 0 written, 1 a file could not be read or written or the judge failed (the verdicts
-so far are kept: run again to go on), 2 bad arguments, 3 no GPU (nothing kept).
+so far are kept: run again to go on), 2 bad arguments, )" +
+         std::to_string(kExitNoDevice) + R"( no GPU (nothing kept).
 )";
 }
 

@@ -1,7 +1,8 @@
 // build-sft's judge on the real reward pipeline (reward/pipeline.h), in this process, as
 // dice-judge runs it: extraction, static checks, nvcc with the compile cache, the sandboxed
-// evaluation against the PyTorch reference, then timing (reward.timing: warm-ups, then timed runs
-// of kernel and reference each after an L2 flush, the GPU to itself).
+// evaluation against the PyTorch reference, then timing (reward.timing: the judge's clock around
+// rounds of the kernel's calls, the reference timed once the kernel's processes are gone, the GPU
+// to itself).
 #pragma once
 
 #include <memory>
