@@ -324,12 +324,13 @@ Running:
                            denoising_steps=4
   -h, --help               this text
 
-The noise check: the reward service times a correct kernel like KernelBench (warm-ups, timed
-trials after an L2 flush, the GPU to itself) and reports each side's mean and standard
-deviation. dice-eval counts an answer toward fast_p only when the speedup's one-sided lower
-confidence bound exceeds p: S_low = S * exp(-z * sqrt(se_K^2 + se_R^2)), with
-se_X = sd_X / (mean_X * sqrt(trials - 1)) the standard error of the log of each mean. Fewer
-than 2 timed trials: not counted. table.json and table.csv also give fast_p_raw (S > p) and
+The noise check: the reward service times a correct kernel by the judge's clock (warm-up calls,
+then timed rounds of back-to-back calls, each round clocked by the judge, the GPU to itself; the
+reference timed once the kernel's processes are gone) and reports each side's mean and standard
+deviation over the rounds. dice-eval counts an answer toward fast_p only when the speedup's
+one-sided lower confidence bound exceeds p: S_low = S * exp(-z * sqrt(se_K^2 + se_R^2)), with
+se_X = sd_X / (mean_X * sqrt(rounds - 1)) the standard error of the log of each mean. Fewer
+than 2 timed rounds: not counted. table.json and table.csv also give fast_p_raw (S > p) and
 how many speedups the check turned down.
 
 Resuming: each attempt is a run <id>-a<N> of the reward log; on a rerun, the problems with a
