@@ -1,9 +1,9 @@
 """The constants the docs quote are the code's (issue 50 item 5, issue 52 item 1): wherever
 README.md or a file of docs/ quotes a named constant with its value (`NAME = VALUE`, `NAME` =
-VALUE or `NAME` (VALUE)), NAME must be a constant of the code (a module-level assignment of a
-Python file, or a constexpr/const of a C++ file, anywhere in the tree but build folders) and
-VALUE its value. docs/BENCHMARKS.md is exempt: it is a record of past runs, with the values of
-their day. Names of the system's (errno values, socket families, scheduler classes) and
+VALUE, `NAME` (VALUE), or VALUE (`NAME` as in "exits 4 (`kExitNoDevice`)"), NAME must be a
+constant of the code (a module-level assignment of a Python file, or a constexpr/const of a C++
+file, anywhere in the tree but build folders) and VALUE its value. docs/BENCHMARKS.md is
+exempt: it is a record of past runs, with the values of their day. Names of the system's (errno values, socket families, scheduler classes) and
 lower-case names (examples, formulas) are not read.
 
 Run: python3 tests/docs/docs_constants_test.py [REPO_ROOT]"""
@@ -29,6 +29,8 @@ QUOTES = [
     re.compile(r"`(" + NAME + r")`\s*=\s*([-0-9.e]+)(?![\w.])"),  # `NAME` = 1e-4
     re.compile(r"`(" + NAME + r")`\s*\(([^)]*)\)"),              # `NAME` (6.0), `NAME` (1 MiB)
 ]
+# A value before the constant it is: exits 4 (`kExitNoDevice`, ...), 4096 (`kBuildMemoryMb`).
+VALUE_FIRST = re.compile(r"(?<![\w.])(-?[0-9]+(?:\.[0-9]+)?)\s+\(`(" + NAME + r")`")
 # Names of the system or of other projects, quoted with values that are theirs.
 FOREIGN = {"EPERM", "SCHED_BATCH", "AF_NETLINK", "AF_UNIX", "AF_INET", "AF_INET6", "AF_VSOCK"}
 
@@ -134,6 +136,9 @@ def quotes(root):
                     if m.group(1) not in FOREIGN:
                         out.append((os.path.relpath(path, root), number, m.group(1),
                                     m.group(2)))
+            for m in VALUE_FIRST.finditer(line):
+                if m.group(2) not in FOREIGN:
+                    out.append((os.path.relpath(path, root), number, m.group(2), m.group(1)))
     return out
 
 
@@ -213,6 +218,7 @@ class DocsQuoteTheCodesConstantsTest(unittest.TestCase):
         self.assertGreaterEqual(len(found), 10)
         names = {name for _, _, name, _ in found}
         self.assertIn("DIGEST_SIGMAS", names)
+        self.assertIn("kExitNoDevice", names)  # exits 4 (`kExitNoDevice`, ...): value first
         constants = code_constants(ROOT)
         self.assertIn(("reward/python/timed_calls.py", 6.0), constants["DIGEST_SIGMAS"])
 
@@ -237,11 +243,14 @@ class DocsQuoteTheCodesConstantsTest(unittest.TestCase):
             with open(os.path.join(root, "lib", "limits.h"), "w") as f:
                 f.write("constexpr int kRetries = 3;\n")
             with open(os.path.join(root, "README.md"), "w") as f:
-                f.write("Up to `MAX_ITEMS = 16` items, `kRetries` (3) tries.\n")
+                f.write("Up to `MAX_ITEMS = 16` items, `kRetries` (3) tries, exits 2 "
+                        "(`kRetries`, lib/limits.h).\n")
             with open(os.path.join(root, "docs", "A.md"), "w") as f:
                 f.write("`RATE` = 0.25 and `GONE_AWAY = 2`.\n")
             wrong = mismatches(root)
-            self.assertEqual(len(wrong), 2, wrong)
+            self.assertEqual(len(wrong), 3, wrong)
+            self.assertTrue(any("README.md:1: `kRetries` is quoted as '2'; the code has 3" in w
+                                for w in wrong), wrong)
             self.assertTrue(any("docs/A.md:1: `RATE` is quoted as '0.25'; the code has 0.5" in w
                                 for w in wrong), wrong)
             self.assertTrue(any("`GONE_AWAY` is quoted with '2' but no code defines it" in w
