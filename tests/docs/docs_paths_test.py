@@ -1,0 +1,80 @@
+"""The files the docs name exist (issue 52 item 1): wherever README.md, a file of docs/ (not
+BENCHMARKS.md, a record of its day) or a tools/ README names a file of this repository by its
+path (`common/exit_codes.h`, reward/compile/compile_limits.h), that file must be there, so a doc
+never sends a reader to a file that moved or went. A path is read when it starts with a top-level
+folder of the repository and ends in a file name with an extension; other paths (a checkout of
+KernelBench's, a build folder, `python/judge.py` said within reward/) are not this tree's.
+
+Run: python3 tests/docs/docs_paths_test.py [REPO_ROOT]"""
+
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from docs_constants_test import ROOT, SKIPPED_DIRS, doc_files  # noqa: E402
+
+# folder/.../name.ext, not inside a longer path or word, without wildcards or placeholders.
+PATH = re.compile(r"(?<![\w/.<>*-])((?:[A-Za-z_][\w.-]*/)+[\w-][\w.-]*\.[A-Za-z0-9]+)(?![\w/*<>])")
+
+
+def top_folders(root):
+    """The repository's top-level folders a doc may name a file under."""
+    return {name for name in os.listdir(root)
+            if os.path.isdir(os.path.join(root, name)) and name not in SKIPPED_DIRS
+            and not name.startswith(("build", "."))}
+
+
+def named_paths(root):
+    """[(doc, line number, path)] of every file of this tree a doc names by its path."""
+    folders = top_folders(root)
+    out = []
+    for path in doc_files(root):
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                for m in PATH.finditer(line):
+                    named = m.group(1).rstrip(".")
+                    if named.split("/", 1)[0] in folders:
+                        out.append((os.path.relpath(path, root), number, named))
+    return out
+
+
+def missing_paths(root):
+    """The named paths that are no file, from the repository's root or the doc's own folder (a
+    tools/ README names its files from there)."""
+    return ["%s:%d: %s is no file of the repository" % (doc, number, named)
+            for doc, number, named in named_paths(root)
+            if not os.path.exists(os.path.join(root, named))
+            and not os.path.exists(os.path.join(root, os.path.dirname(doc), named))]
+
+
+class DocsNameFilesThatExistTest(unittest.TestCase):
+    def test_every_named_file_exists(self):
+        wrong = missing_paths(ROOT)
+        self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
+
+    def test_the_reading_finds_paths(self):
+        named = {p for _, _, p in named_paths(ROOT)}
+        self.assertGreaterEqual(len(named), 50)
+        self.assertIn("common/exit_codes.h", named)
+
+    def test_a_moved_file_is_named(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as root:
+            for folder in ("docs", "lib/sub", "tools"):
+                os.makedirs(os.path.join(root, folder))
+            with open(os.path.join(root, "lib", "sub", "here.h"), "w") as f:
+                f.write("\n")
+            with open(os.path.join(root, "README.md"), "w") as f:
+                f.write("See `lib/sub/here.h` and lib/gone.cc. Not ours: src/kb/x.py, "
+                        "python/judge.py, lib/<name>.h, lib/*.h, https://example.org/lib/a.html.\n")
+            with open(os.path.join(root, "docs", "A.md"), "w") as f:
+                f.write("(lib/sub/moved.py).\n")
+            wrong = missing_paths(root)
+            self.assertEqual(wrong, ["README.md:1: lib/gone.cc is no file of the repository",
+                                     "docs/A.md:1: lib/sub/moved.py is no file of the repository"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + [a for a in sys.argv[1:] if a.startswith("-")])
