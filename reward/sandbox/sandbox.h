@@ -14,7 +14,9 @@
 //   - a root of its own (sandbox_root.h): a tmpfs with the system folders, the toolchain and the
 //     interpreter's import paths read-only, a synthetic /etc, fresh /proc and /sys, a minimal /dev
 //     (GPU nodes of SandboxSpec::gpu_devices only), private /tmp and /dev/shm, and the scratch
-//     directory read-write at its host path. No /run, /var, /home, no other run's files.
+//     directory read-write at its host path. No /run, /var, /home, no other run's files; of the
+//     driver, no NVML library and only the run's own GPUs in /proc/driver/nvidia
+//     (sandbox_driver_view.h).
 //   - no_new_privs and a seccomp filter (sandbox_seccomp.h): no new namespaces, mounts, ptrace,
 //     keyring, bpf, io_uring, module loading.
 //   - a cgroup of its own with memory.max and pids.max where the host has cgroup v2 with those
@@ -53,6 +55,7 @@
 
 #include "common/status.h"
 #include "reward/sandbox/sandbox_cgroup.h"
+#include "reward/sandbox/sandbox_driver_view.h"
 
 namespace dice {
 
@@ -114,6 +117,14 @@ struct SandboxSpec {
   // folders, reward.sandbox.root_binds), besides what the root has anyway (sandbox_root.h); one
   // that does not exist: the run does not start (unavailable). Default: none
   std::vector<std::string> read_only_paths;
+  // Host files that read empty in the run's root (RootRequest::masked_files), besides NVML's
+  // libraries, which every isolated run has masked; one missing or outside the root is skipped.
+  // Default: none
+  std::vector<std::string> masked_files;
+  // Host directories that appear in the run's root holding only some of their entries
+  // (RootRequest::pruned_dirs), besides /proc/driver/nvidia, which every isolated run gets cut
+  // down to its own GPUs; one not in the root is skipped. Default: none
+  std::vector<PrunedDir> pruned_dirs;
   // Host GPU ordinals (CUDA_VISIBLE_DEVICES numbering) whose device nodes the run gets; inside
   // they are CUDA devices 0..n-1, and CUDA_VISIBLE_DEVICES says so. Default: none (no GPU node)
   std::vector<int> gpu_devices;

@@ -139,6 +139,19 @@ Result<std::unique_ptr<SandboxRoot>> plan_root(const SandboxSpec& spec, const st
       request.optional_paths.push_back(std::move(path));
     }
   }
+  // Nothing of the driver that tells of other GPUs and their processes (sandbox_driver_view.h):
+  // NVML masked wherever the linker would find it, the run's LD_LIBRARY_PATH included, and
+  // /proc/driver/nvidia cut down to the run's own GPUs.
+  request.masked_files = spec.masked_files;
+  for (const auto& files :
+       {host_nvml_files(),
+        nvml_library_files({}, split_paths(env_value(env, "LD_LIBRARY_PATH")))}) {
+    request.masked_files.insert(request.masked_files.end(), files.begin(), files.end());
+  }
+  request.pruned_dirs = spec.pruned_dirs;
+  if (access(kNvidiaProcDir, F_OK) == 0) {
+    request.pruned_dirs.push_back(nvidia_proc_view(kNvidiaProcDir, spec.gpu_devices));
+  }
   return SandboxRoot::plan(request);
 }
 

@@ -30,7 +30,9 @@ std::string env_value(const std::vector<std::string>& env, const std::string& na
 
 // The root an isolated run gets: spec.read_only_paths (required), and where the command will
 // look for code (optional): the executable, an interpreter's import paths, LD_LIBRARY_PATH,
-// CUDA_HOME/CUDA_PATH. Errors (unavailable) name the path that cannot be had.
+// CUDA_HOME/CUDA_PATH; spec.masked_files and NVML's libraries masked, spec.pruned_dirs and
+// /proc/driver/nvidia cut down to the run's GPUs (sandbox_driver_view.h). Errors (unavailable)
+// name the path that cannot be had.
 Result<std::unique_ptr<SandboxRoot>> plan_root(const SandboxSpec& spec, const std::string& scratch,
                                                const std::string& exe,
                                                const std::vector<std::string>& env, int uid,

@@ -25,20 +25,20 @@ namespace fs = std::filesystem;
 
 struct SandboxRoot::Op {
   enum Kind {
-    kMakePrivate,          // mount propagation private, so nothing reaches the worker's mounts
-    kTmpfs,                // tmpfs at target, options in source
-    kMkdir,                // directory target (mode)
-    kSymlink,              // symlink target -> source
-    kWriteFile,            // file target with contents source (mode)
-    kCreateFile,           // empty file target: where a file is bound
-    kBindReadOnly,         // source at target, read-only, nosuid, nodev, with its submounts
-    kBindNode,             // device node source at target: read-only mount, nosuid, noexec
-    kBindWritable,         // source at target, read-write, nosuid, nodev
-    kProc,                 // proc of the caller's PID namespace at target
-    kSysfs,                // sysfs at target, read-only (the host's /sys bound where not allowed)
-    kPivotIntoBase,        // "/" = the staging tmpfs on /tmp; the host's root at /oldroot
-    kPivotIntoRoot,        // "/" = /newroot; the staging tmpfs and the host's root detached
-    kRemountRootReadOnly,  // "/" read-only
+    kMakePrivate,      // mount propagation private, so nothing reaches the worker's mounts
+    kTmpfs,            // tmpfs at target, options in source
+    kMkdir,            // directory target (mode)
+    kSymlink,          // symlink target -> source
+    kWriteFile,        // file target with contents source (mode)
+    kCreateFile,       // empty file target: where a file is bound
+    kBindReadOnly,     // source at target, read-only, nosuid, nodev, with its submounts
+    kBindNode,         // device node source at target: read-only mount, nosuid, noexec
+    kBindWritable,     // source at target, read-write, nosuid, nodev
+    kProc,             // proc of the caller's PID namespace at target
+    kSysfs,            // sysfs at target, read-only (the host's /sys bound where not allowed)
+    kPivotIntoBase,    // "/" = the staging tmpfs on /tmp; the host's root at /oldroot
+    kPivotIntoRoot,    // "/" = /newroot; the staging tmpfs and the host's root detached
+    kRemountReadOnly,  // the mount at target read-only (the new root, a pruned directory)
   };
   Kind kind;
   std::string target;
@@ -54,6 +54,12 @@ using Op = SandboxRoot::Op;
 // Where the staging tmpfs keeps the host's root and the new root, between the two pivots.
 constexpr char kOldRoot[] = "/oldroot";
 constexpr char kNewRoot[] = "/newroot";
+// The empty file bound over each of RootRequest::masked_files, on the staging tmpfs (the binds
+// keep it after the staging tmpfs is detached).
+constexpr char kMaskFile[] = "/masked-empty";
+// Options of the tmpfs over each of RootRequest::pruned_dirs (/proc/driver/nvidia's copies take
+// a few KiB).
+constexpr char kPrunedTmpfs[] = "size=1m,mode=0755";
 
 // What every run gets from the host's top level: directories bound read-only, symlinks (merged
 // /usr) recreated.
@@ -173,8 +179,8 @@ int run_op(const Op& op) {
       if (chdir(kNewRoot) != 0 || syscall(SYS_pivot_root, ".", ".") != 0) return -1;
       if (umount2(".", MNT_DETACH) != 0) return -1;
       return chdir("/");
-    case Op::kRemountRootReadOnly:
-      return mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+    case Op::kRemountReadOnly:
+      return mount(nullptr, t, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
                    nullptr);
   }
   errno = EINVAL;
@@ -344,6 +350,58 @@ class SandboxRoot::Planner {
     return Status::ok_status();
   }
 
+  // RootRequest::pruned_dirs, after every bind (a pruned directory lies in one, or in /proc).
+  void plan_pruned_dirs(const RootRequest& request) {
+    for (const auto& pruned : request.pruned_dirs) {
+      char real[PATH_MAX];
+      struct stat st;
+      if (pruned.path.empty() || pruned.path[0] != '/' ||
+          realpath(pruned.path.c_str(), real) == nullptr || stat(real, &st) != 0 ||
+          !S_ISDIR(st.st_mode)) {
+        continue;
+      }
+      const std::string dir = real;
+      if (!((is_under(dir, "/proc") && dir != "/proc") || covered(dir))) continue;
+      add_in_root(Op::kTmpfs, dir, kPrunedTmpfs, 0, "mount a tmpfs over " + dir);
+      for (const auto& [name, contents] : pruned.files) {
+        if (name.empty() || name.find('/') != std::string::npos || name == "..") continue;
+        add_in_root(Op::kWriteFile, dir + "/" + name, contents, 0444, "write " + dir + "/" + name);
+      }
+      for (const auto& relative : pruned.bound) {
+        const fs::path inside = fs::path(relative).lexically_normal();
+        const std::string host = dir + "/" + inside.string();
+        if (inside.empty() || inside.is_absolute() || *inside.begin() == ".." ||
+            stat(host.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+          continue;
+        }
+        fs::path so_far = dir;
+        for (const auto& part : inside) {
+          so_far /= part;
+          add_in_root(Op::kMkdir, so_far.string(), "", 0755, "make " + so_far.string());
+        }
+        add_in_root(Op::kBindReadOnly, host, host_source(host), 0, "bind " + host + " read-only");
+      }
+      add_in_root(Op::kRemountReadOnly, dir, "", 0, "remount " + dir + " read-only");
+    }
+  }
+
+  // RootRequest::masked_files, after every bind and pruned directory (what they bind is what a
+  // mask covers).
+  void plan_masked_files(const RootRequest& request) {
+    std::set<std::string> masked;
+    for (const auto& path : request.masked_files) {
+      char real[PATH_MAX];
+      struct stat st;
+      if (path.empty() || path[0] != '/' || realpath(path.c_str(), real) == nullptr ||
+          stat(real, &st) != 0 || !S_ISREG(st.st_mode) || !covered(real) ||
+          !masked.insert(real).second) {
+        continue;
+      }
+      if (masked.size() == 1) add(Op::kCreateFile, kMaskFile, "", 0, "make the masks' empty file");
+      add_in_root(Op::kBindReadOnly, real, kMaskFile, 0, std::string("mask ") + real);
+    }
+  }
+
  private:
   // Host device node /dev/`name` at its own path in the root.
   Status node(const std::string& name, bool required) {
@@ -393,9 +451,11 @@ Result<std::unique_ptr<SandboxRoot>> SandboxRoot::plan(const RootRequest& reques
 
   DICE_RETURN_IF_ERROR(p.plan_scratch(request));
   DICE_RETURN_IF_ERROR(p.plan_requested_paths(request));
+  p.plan_pruned_dirs(request);
+  p.plan_masked_files(request);
 
   p.add(Op::kPivotIntoRoot, "/", "", 0, "pivot_root into the new root");
-  p.add(Op::kRemountRootReadOnly, "/", "", 0, "remount the new root read-only");
+  p.add(Op::kRemountReadOnly, "/", "", 0, "remount the new root read-only");
   return root;
 }
 
@@ -445,16 +505,10 @@ std::vector<std::string> python_import_paths(const std::string& python) {
 }
 
 int gpu_device_minor(int ordinal) {
-  constexpr char kGpus[] = "/proc/driver/nvidia/gpus";
-  std::vector<std::string> buses;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kGpus, ec)) {
-    buses.push_back(entry.path().filename().string());
-  }
-  std::sort(buses.begin(), buses.end());
+  const std::string gpus = std::string(kNvidiaProcDir) + "/gpus";
+  const std::vector<std::string> buses = nvidia_gpu_buses(gpus);
   if (ordinal < 0 || static_cast<size_t>(ordinal) >= buses.size()) return ordinal;
-  std::ifstream info(std::string(kGpus) + "/" + buses[static_cast<size_t>(ordinal)] +
-                     "/information");
+  std::ifstream info(gpus + "/" + buses[static_cast<size_t>(ordinal)] + "/information");
   for (std::string line; std::getline(info, line);) {
     if (line.rfind("Device Minor:", 0) == 0) return std::atoi(line.c_str() + 13);
   }

@@ -6,7 +6,10 @@
 //   /etc .......................... synthetic: passwd and group naming the run's user (not the
 //                                   host's), hosts, nsswitch.conf, hostname; the host's
 //                                   ld.so.cache and alternatives (cc, c++, cuda) read-only
-//   /proc ......................... a fresh proc of the run's PID namespace
+//   /proc ......................... a fresh proc of the run's PID namespace; its
+//                                   /proc/driver/nvidia a tmpfs holding only params, version,
+//                                   registry and the run's own GPUs' gpus/<bus>
+//                                   (RootRequest::pruned_dirs, sandbox_driver_view.h)
 //   /sys .......................... a fresh sysfs, read-only (CUDA reads the PCI tree)
 //   /dev .......................... tmpfs: null zero full random urandom (the host's nodes), fd
 //                                   and std* links, a private /dev/shm; with GPUs, nvidiactl,
@@ -19,6 +22,7 @@
 //                                   (config, the command's executable, a compiler's include
 //                                   folders) and optional_paths (the interpreter's prefix and
 //                                   sys.path, LD_LIBRARY_PATH)
+//   masked files .................. RootRequest::masked_files (NVML's libraries) read empty
 // Nothing else: no /run (host sockets, lock files), /var, /home, /root, /srv, /mnt, /opt but
 // what the lists name, and no compile cache beyond a build's own directory.
 //
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "reward/sandbox/sandbox_driver_view.h"
 
 namespace dice {
 
@@ -56,6 +61,14 @@ struct RootRequest {
   std::string user_name = "dice-sandbox";
   // Size of the private /tmp and of /dev/shm, each, in MiB. Default: 256
   std::int64_t tmpfs_size_mb = 256;
+  // Host files that read empty in the root: an empty read-only file is bound over the real path
+  // of each (so every link to it reads empty too; dlopen of a masked library fails, "file too
+  // short"). One that does not exist, is no plain file or is not in the root is skipped.
+  // Default: none
+  std::vector<std::string> masked_files;
+  // Directories that appear holding only some of their entries (PrunedDir); one not in the root
+  // is skipped. Default: none
+  std::vector<PrunedDir> pruned_dirs;
 };
 
 class SandboxRoot {

@@ -1,6 +1,7 @@
 // The sandbox on a GPU node (label gpu; skips without NVIDIA device nodes): a run with
 // SandboxSpec::gpu_devices = {N} sees exactly host GPU N, as CUDA device 0, and CUDA works under
-// every layer (user namespace, own root, seccomp, no_new_privs).
+// every layer (user namespace, own root, seccomp, no_new_privs); NVML does not load and
+// /proc/driver/nvidia shows GPU N only (sandbox_driver_view.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +32,8 @@ std::vector<std::string> host_gpus() {
   return buses;
 }
 
-// "0000:18:00.0" and nvidia-smi's "00000000:18:00.0" alike: bus, device and function, lower case.
+// "0000:18:00.0" (/proc, CUDA) and "00000000:18:00.0" (nvidia-smi) alike: bus, device and function,
+// lower case.
 std::string bus_tail(std::string id) {
   const size_t colon = id.find(':');
   id = colon == std::string::npos ? id : id.substr(colon + 1);
@@ -52,12 +54,28 @@ TEST(SandboxGpuTest, ARunSeesOnlyItsGpuAsDeviceZeroAndCudaWorks) {
   if (gpus.size() > 1) ordinals.push_back(static_cast<int>(gpus.size()) - 1);
   for (int ordinal : ordinals) {
     SandboxSpec spec;
+    // The bus from CUDA's driver API (nvidia-smi is NVML's, masked in the run), then what the
+    // run sees of NVML and of /proc/driver/nvidia.
     spec.argv = {python ? python : "python3", "-c",
-                 "import os, subprocess\n"
+                 "import ctypes, os, subprocess\n"
                  "print('NODES', sorted(n for n in os.listdir('/dev') if n.startswith('nvidia')))\n"
                  "print('VISIBLE', os.environ['CUDA_VISIBLE_DEVICES'])\n"
-                 "print('BUS', subprocess.run(['nvidia-smi', '--query-gpu=pci.bus_id',\n"
-                 "    '--format=csv,noheader'], capture_output=True, text=True).stdout.strip())\n"
+                 "cuda = ctypes.CDLL('libcuda.so.1')\n"
+                 "dev, bus = ctypes.c_int(), ctypes.create_string_buffer(64)\n"
+                 "assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0\n"
+                 "assert cuda.cuDeviceGetPCIBusId(bus, 64, dev) == 0\n"
+                 "print('BUS', bus.value.decode())\n"
+                 "try:\n"
+                 "    ctypes.CDLL('libnvidia-ml.so.1'); print('NVML LOADED')\n"
+                 "except OSError as e:\n"
+                 "    print('NVML NOT LOADED', e)\n"
+                 "try:\n"
+                 "    smi = subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True)\n"
+                 "    print('SMI', smi.returncode, smi.stdout.count('GPU '))\n"
+                 "except OSError as e:\n"
+                 "    print('SMI', e)\n"
+                 "print('PROC', sorted(os.listdir('/proc/driver/nvidia')),\n"
+                 "      sorted(os.listdir('/proc/driver/nvidia/gpus')))\n"
                  "import torch\n"
                  "x = torch.ones(1024, device='cuda')\n"
                  "print('CUDA', torch.cuda.device_count(), float(x.sum()))\n"};
@@ -87,6 +105,22 @@ TEST(SandboxGpuTest, ARunSeesOnlyItsGpuAsDeviceZeroAndCudaWorks) {
     EXPECT_EQ(bus_tail(seen), bus_tail(gpus[static_cast<size_t>(ordinal)]))
         << "GPU " << ordinal << " ran on another GPU: " << r.stdout_text;
     EXPECT_NE(r.stdout_text.find("CUDA 1 1024.0\n"), std::string::npos) << r.stdout_text;
+    // Nothing of the other GPUs and their processes: NVML does not load (nvidia-smi with it), and
+    // the driver's proc folder holds the run's own GPU only.
+    EXPECT_NE(r.stdout_text.find("NVML NOT LOADED"), std::string::npos) << r.stdout_text;
+    EXPECT_EQ(r.stdout_text.find("SMI 0 "), std::string::npos) << r.stdout_text;
+    std::vector<std::string> kept = {"gpus"};
+    for (const char* name : kNvidiaProcFiles) {
+      if (access((std::string(kNvidiaProcDir) + "/" + name).c_str(), R_OK) == 0)
+        kept.push_back(name);
+    }
+    std::sort(kept.begin(), kept.end());
+    std::string listed;
+    for (const auto& name : kept) listed += (listed.empty() ? "'" : ", '") + name + "'";
+    EXPECT_NE(r.stdout_text.find("PROC [" + listed + "] ['" + gpus[static_cast<size_t>(ordinal)] +
+                                 "']\n"),
+              std::string::npos)
+        << r.stdout_text;
   }
 }
 

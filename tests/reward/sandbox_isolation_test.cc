@@ -478,6 +478,157 @@ TEST(SandboxIsolationTest, ReadOnlyPathsAreThereReadOnlyEvenThroughAbsoluteLinks
   EXPECT_FALSE(fs::exists(real.path + "/new.txt"));
 }
 
+// A shared library the test process has loaded (libm or libgcc_s), or "" (from /proc/self/maps).
+std::string loaded_library() {
+  std::istringstream maps(read_text("/proc/self/maps"));
+  for (std::string line; std::getline(maps, line);) {
+    const size_t path = line.find('/');
+    if (path == std::string::npos) continue;
+    const std::string name = fs::path(line.substr(path)).filename().string();
+    if (name.rfind("libm.so", 0) == 0 || name.rfind("libgcc_s.so", 0) == 0) {
+      return line.substr(path);
+    }
+  }
+  return "";
+}
+
+TEST(SandboxIsolationTest, MaskedFilesReadEmptyAndDoNotLoad) {
+  SKIP_UNLESS_ROOT();
+  const std::string library = loaded_library();
+  if (library.empty()) GTEST_SKIP() << "no libm or libgcc_s mapped to copy";
+  // A stand-in for NVML in a folder the root binds: a real library (loads unmasked), reached
+  // through a link as libnvidia-ml.so.1 is, with a file beside it that stays readable.
+  HostDir lib;
+  const std::string real = lib.path + "/libstandin.so.1.2";
+  const std::string link = lib.path + "/libstandin.so.1";
+  fs::copy_file(library, real);
+  chmod(real.c_str(), 0755);
+  ASSERT_EQ(symlink("libstandin.so.1.2", link.c_str()), 0);
+  std::ofstream(lib.path + "/sibling.txt") << "sibling";
+  chmod((lib.path + "/sibling.txt").c_str(), 0644);
+  const std::string code =
+      "import ctypes\n"
+      "print('SIZE', len(open('" +
+      link +
+      "', 'rb').read()))\n"
+      "print('SIBLING', open('" +
+      lib.path +
+      "/sibling.txt').read())\n"
+      "try:\n"
+      "    ctypes.CDLL('" +
+      link +
+      "'); print('LOADED')\n"
+      "except OSError as e:\n"
+      "    print('NOT LOADED', e)\n"
+      "try:\n"
+      "    open('" +
+      real +
+      "', 'wb'); print('OPENED FOR WRITING')\n"
+      "except OSError as e:\n"
+      "    print('NOT WRITABLE', e)\n";
+  const auto size = fs::file_size(real);
+
+  SandboxSpec plain = python_spec(code);
+  plain.read_only_paths = {lib.path};
+  SandboxResult unmasked = run_ok(plain);
+  ASSERT_TRUE(unmasked.succeeded()) << unmasked.stderr_text;
+  EXPECT_NE(unmasked.stdout_text.find("SIZE " + std::to_string(size) + "\n"), std::string::npos)
+      << unmasked.stdout_text;
+  EXPECT_NE(unmasked.stdout_text.find("LOADED\n"), std::string::npos) << unmasked.stdout_text;
+
+  // Masked through the link (its real path is what gets the bind); a missing path is skipped.
+  SandboxSpec masked = plain;
+  masked.masked_files = {link, lib.path + "/missing.so", "/nonexistent/dice-mask"};
+  SandboxResult r = run_ok(masked);
+  ASSERT_TRUE(r.succeeded()) << describe_sandbox_result(r) << r.unavailable_reason << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("SIZE 0\n"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("SIBLING sibling\n"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("NOT LOADED"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("file too short"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("NOT WRITABLE"), std::string::npos) << r.stdout_text;
+  // The host's file is untouched.
+  EXPECT_EQ(fs::file_size(real), size);
+}
+
+TEST(SandboxIsolationTest, NvmlOnTheRunsLibraryPathDoesNotLoad) {
+  SKIP_UNLESS_ROOT();
+  const std::string library = loaded_library();
+  if (library.empty()) GTEST_SKIP() << "no libm or libgcc_s mapped to copy";
+  // Every isolated run masks NVML wherever its linker would look (sandbox_env.h): here a
+  // stand-in under its own name in a folder of LD_LIBRARY_PATH, beside a library that loads.
+  HostDir lib;
+  for (const char* name : {"libnvidia-ml.so.1", "libother.so.1"}) {
+    fs::copy_file(library, lib.path + "/" + name);
+    chmod((lib.path + "/" + name).c_str(), 0755);
+  }
+  SandboxSpec spec = python_spec(
+      "import ctypes\n"
+      "for name in ['libother.so.1', 'libnvidia-ml.so.1']:\n"
+      "    try:\n"
+      "        ctypes.CDLL(name); print('LOADED', name)\n"
+      "    except OSError as e:\n"
+      "        print('NOT LOADED', e)\n");
+  spec.env = {"LD_LIBRARY_PATH=" + lib.path};
+  SandboxResult r = run_ok(spec);
+  ASSERT_TRUE(r.succeeded()) << describe_sandbox_result(r) << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("LOADED libother.so.1\n"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("NOT LOADED " + lib.path + "/libnvidia-ml.so.1: file too short"),
+            std::string::npos)
+      << r.stdout_text;
+  EXPECT_GT(fs::file_size(lib.path + "/libnvidia-ml.so.1"), 0u);
+}
+
+TEST(SandboxIsolationTest, PrunedDirsHoldOnlyWhatTheyKeep) {
+  SKIP_UNLESS_ROOT();
+  // A stand-in for /proc/driver/nvidia with three GPUs; the run has the second.
+  HostDir driver;
+  auto write = [&](const std::string& relative, const std::string& text) {
+    const fs::path path = driver.path + "/" + relative;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    chmod(path.c_str(), 0644);
+  };
+  write("params", "ModifyDeviceFiles: 1\n");
+  write("version", "NVRM version: 550.54.15\n");
+  write("warnings/README", "not kept\n");
+  for (const char* bus : {"0000:18:00.0", "0000:3b:00.0", "0000:86:00.0"}) {
+    write(std::string("gpus/") + bus + "/information", std::string("Bus Location: ") + bus + "\n");
+  }
+  SandboxSpec spec = python_spec(
+      "import os\n"
+      "d = '" +
+      driver.path +
+      "'\n"
+      "print('TOP', sorted(os.listdir(d)))\n"
+      "print('GPUS', sorted(os.listdir(d + '/gpus')))\n"
+      "print('INFO', open(d + '/gpus/0000:3b:00.0/information').read(), end='')\n"
+      "print('PARAMS', open(d + '/params').read(), end='')\n"
+      "try:\n"
+      "    open(d + '/new', 'w'); print('WROTE')\n"
+      "except OSError as e:\n"
+      "    print('NOT WRITABLE', e)\n");
+  spec.read_only_paths = {driver.path};
+  spec.pruned_dirs = {nvidia_proc_view(driver.path, {1})};
+  SandboxResult r = run_ok(spec);
+  ASSERT_TRUE(r.succeeded()) << describe_sandbox_result(r) << r.unavailable_reason << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("TOP ['gpus', 'params', 'version']\n"), std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("GPUS ['0000:3b:00.0']\n"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("INFO Bus Location: 0000:3b:00.0\n"), std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("PARAMS ModifyDeviceFiles: 0\n"), std::string::npos)
+      << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("NOT WRITABLE"), std::string::npos) << r.stdout_text;
+  // A pruned folder the root does not hold is skipped: the run starts and it stays absent.
+  HostDir elsewhere;
+  SandboxSpec absent =
+      python_spec("import os\nprint('EXISTS', os.path.exists('" + elsewhere.path + "'))\n");
+  absent.pruned_dirs = {nvidia_proc_view(elsewhere.path, {0})};
+  SandboxResult skipped = run_ok(absent);
+  ASSERT_TRUE(skipped.succeeded()) << describe_sandbox_result(skipped) << skipped.stderr_text;
+  EXPECT_NE(skipped.stdout_text.find("EXISTS False\n"), std::string::npos) << skipped.stdout_text;
+}
+
 // A marker file the command would write, in a workdir the test keeps.
 struct Marker {
   HostDir dir;
