@@ -1,7 +1,8 @@
 """The files the docs name exist (issue 52 item 1): wherever README.md, a file of docs/ (not
-BENCHMARKS.md, a record of its day) or a tools/ README names a file of this repository by its
-path (`common/exit_codes.h`, reward/compile/compile_limits.h), that file must be there, so a doc
-never sends a reader to a file that moved or went. A path is read when it starts with a top-level
+BENCHMARKS.md, a record of its day), a tools/ README or an option's help (`dice-config docs`;
+DICE_CONFIG_EXE names the binary) names a file of this repository by its path
+(`common/exit_codes.h`, reward/compile/compile_limits.h), that file must be there, so a doc never
+sends a reader to a file that moved or went. A path is read when it starts with a top-level
 folder of the repository and ends in a file name with an extension; other paths (a checkout of
 KernelBench's, a build folder, `python/judge.py` said within reward/) are not this tree's.
 
@@ -9,6 +10,7 @@ Run: python3 tests/docs/docs_paths_test.py [REPO_ROOT]"""
 
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -26,32 +28,59 @@ def top_folders(root):
             and not name.startswith(("build", "."))}
 
 
+def paths_in(name, lines, folders):
+    """[(name, line number, path)] of the files of this tree that `lines` name."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        for m in PATH.finditer(line):
+            named = m.group(1).rstrip(".")
+            if named.split("/", 1)[0] in folders:
+                out.append((name, number, named))
+    return out
+
+
 def named_paths(root):
     """[(doc, line number, path)] of every file of this tree a doc names by its path."""
     folders = top_folders(root)
     out = []
     for path in doc_files(root):
         with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                for m in PATH.finditer(line):
-                    named = m.group(1).rstrip(".")
-                    if named.split("/", 1)[0] in folders:
-                        out.append((os.path.relpath(path, root), number, named))
+            out += paths_in(os.path.relpath(path, root), f.read().splitlines(), folders)
     return out
 
 
-def missing_paths(root):
+def config_docs_paths(root, exe):
+    """The same for the option help `dice-config docs` prints, every kind of file."""
+    folders = top_folders(root)
+    out = []
+    for kind in ("dice", "curriculum", "model"):
+        text = subprocess.run([exe, "docs", "--kind", kind], capture_output=True, text=True,
+                              check=True).stdout
+        out += paths_in("dice-config docs --kind " + kind, text.splitlines(), folders)
+    return out
+
+
+def missing_paths(root, named=None):
     """The named paths that are no file, from the repository's root or the doc's own folder (a
     tools/ README names its files from there)."""
-    return ["%s:%d: %s is no file of the repository" % (doc, number, named)
-            for doc, number, named in named_paths(root)
-            if not os.path.exists(os.path.join(root, named))
-            and not os.path.exists(os.path.join(root, os.path.dirname(doc), named))]
+    return ["%s:%d: %s is no file of the repository" % (doc, number, path)
+            for doc, number, path in (named_paths(root) if named is None else named)
+            if not os.path.exists(os.path.join(root, path))
+            and not os.path.exists(os.path.join(root, os.path.dirname(doc), path))]
 
 
 class DocsNameFilesThatExistTest(unittest.TestCase):
     def test_every_named_file_exists(self):
         wrong = missing_paths(ROOT)
+        self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
+
+    def test_every_file_the_option_help_names_exists(self):
+        exe = os.environ.get("DICE_CONFIG_EXE")
+        if not exe or not os.path.exists(exe):
+            self.skipTest("DICE_CONFIG_EXE names no dice-config binary")
+        named = config_docs_paths(ROOT, exe)
+        self.assertIn("reward/python/judge.py", {p for _, _, p in named})
+        wrong = missing_paths(ROOT, named)
         self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
 
     def test_the_reading_finds_paths(self):
