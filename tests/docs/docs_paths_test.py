@@ -1,6 +1,7 @@
 """The files the docs name exist (issue 52 item 1): wherever README.md, a file of docs/ (not
-BENCHMARKS.md, a record of its day), a tools/ README or an option's help (`dice-config docs`;
-DICE_CONFIG_EXE names the binary) names a file of this repository by its path
+BENCHMARKS.md, a record of its day), a tools/ README, an option's help (`dice-config docs`;
+DICE_CONFIG_EXE names the binary) or a command's --help (DICE_HELP_EXES, the executables
+separated by os.pathsep) names a file of this repository by its path
 (`common/exit_codes.h`, reward/compile/compile_limits.h), that file must be there, so a doc never
 sends a reader to a file that moved or went. A path is read when it starts with a top-level
 folder of the repository and ends in a file name with an extension; other paths (a checkout of
@@ -60,6 +61,17 @@ def config_docs_paths(root, exe):
     return out
 
 
+def help_text_paths(root, exes):
+    """The same for the --help of each executable in `exes`."""
+    folders = top_folders(root)
+    out = []
+    for exe in exes:
+        ran = subprocess.run([exe, "--help"], capture_output=True, text=True)
+        out += paths_in(os.path.basename(exe) + " --help", (ran.stdout + ran.stderr).splitlines(),
+                        folders)
+    return out
+
+
 def missing_paths(root, named=None):
     """The named paths that are no file, from the repository's root or the doc's own folder (a
     tools/ README names its files from there)."""
@@ -80,6 +92,15 @@ class DocsNameFilesThatExistTest(unittest.TestCase):
             self.skipTest("DICE_CONFIG_EXE names no dice-config binary")
         named = config_docs_paths(ROOT, exe)
         self.assertIn("reward/python/judge.py", {p for _, _, p in named})
+        wrong = missing_paths(ROOT, named)
+        self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
+
+    def test_every_file_a_help_text_names_exists(self):
+        exes = [e for e in os.environ.get("DICE_HELP_EXES", "").split(os.pathsep) if e]
+        if not exes or not all(os.path.exists(e) for e in exes):
+            self.skipTest("DICE_HELP_EXES names no executables (or one not built)")
+        named = help_text_paths(ROOT, exes)
+        self.assertIn("reward/judge/judge_items.h", {p for _, _, p in named})
         wrong = missing_paths(ROOT, named)
         self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
 
