@@ -142,7 +142,14 @@ std::string service_usage(const std::string& program) {
          "  --resume            dice-learner: continue the run the reward log holds under\n"
          "                      this run id from its resume folder (a new run id: start it)\n"
          "  --help              print this and exit\n"
-         "  key.path=value      config override, applied in order (see dice-config docs)\n";
+         "  key.path=value      config override, applied in order (see dice-config docs)\n"
+         "exit status (common/exit_codes.h): " +
+         std::to_string(kExitOk) + " a clean end, " + std::to_string(kExitFailure) +
+         " a failure, " + std::to_string(kExitBadInput) + " bad input,\n  " +
+         std::to_string(kExitNoDiskSpace) + " too little free disk space, " +
+         std::to_string(kExitNoDevice) +
+         " no GPU or toolchain the service needs;\n"
+         "  dice-cluster restarts a service only after a failure or a signal\n";
 }
 
 Result<ServiceContext> prepare_service(const std::string& component, const ServiceFlags& flags) {

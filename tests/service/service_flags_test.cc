@@ -1,5 +1,6 @@
 // Flag parsing (unit) and start-up against the repository's configs/local.yaml.
 #include "net/service/service_flags.h"
+#include "common/exit_codes.h"
 #include "net/service/worker_loop.h"
 
 #include <gtest/gtest.h>
@@ -183,6 +184,11 @@ TEST(RunServiceMainTest, ExitCodesForEachPath) {
 
   EXPECT_EQ(run_main({"--help"}, &out, &err, &ran), 0);
   EXPECT_NE(out.find("--worker-index N"), std::string::npos);
+  // The exit statuses the supervisor reads, from common/exit_codes.h.
+  EXPECT_NE(out.find(std::to_string(kExitNoDiskSpace) + " too little free disk space, " +
+                     std::to_string(kExitNoDevice) + " no GPU or toolchain"),
+            std::string::npos)
+      << out;
   EXPECT_FALSE(ran);
 
   EXPECT_EQ(run_main({"--config", "/nonexistent/dice.yaml"}, &out, &err, &ran), 2);
