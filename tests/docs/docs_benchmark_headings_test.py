@@ -18,11 +18,15 @@ from docs_constants_test import ROOT  # noqa: E402
 
 BENCHMARKS = os.path.join("docs", "BENCHMARKS.md")
 # BENCHMARKS.md, "words" / BENCHMARKS.md ("words") / BENCHMARKS "words" / BENCHMARKS.md section
-# "words", read over comment leaders and line breaks (a citation may wrap).
-CITATION = re.compile(r'BENCHMARKS(?:\.md)?\)?[,:]?\s*\(?\s*(?:section\s+|heading\s+)?"([^"]+)"')
+# "words", read over comment leaders and line breaks (a citation may wrap), and inside a C++
+# string (\"words\", an option's help).
+CITATION = re.compile(
+    r'BENCHMARKS(?:\.md)?\)?[,:]?\s*\(?\s*(?:section\s+|heading\s+)?\\?"([^"\\]+)\\?"')
 # Where a line break inside a citation leaves a comment leader: // (C++), # (Python, YAML, shell),
 # * (a block comment).
 CONTINUATION = re.compile(r"\n\s*(?://+|#+|\*)?\s*")
+# C++ string literals continued on the next line ("... " "..."): joined first.
+STRING_BREAK = re.compile(r'"[ \t]*\n\s*"')
 TEXT_FILES = (".cc", ".h", ".py", ".md", ".yaml", ".yml", ".js", ".txt", ".sh", ".capnp", ".in")
 # This folder's own tests name the pattern, not a heading.
 SKIPPED = ("tests/docs/",)
@@ -62,8 +66,9 @@ def citations(root):
                 text = f.read()
         except (OSError, UnicodeDecodeError):
             continue
-        for m in CITATION.finditer(CONTINUATION.sub(" ", text)):
-            out.append((rel, m.group(1)))
+        for m in CITATION.finditer(CONTINUATION.sub(" ", STRING_BREAK.sub("", text))):
+            if m.group(1).strip():
+                out.append((rel, m.group(1)))
     return out
 
 
@@ -110,7 +115,9 @@ class CitedBenchmarkHeadingsExistTest(unittest.TestCase):
             with open(os.path.join(root, "lib", "a.h"), "w") as f:
                 f.write('// 4096 (docs/BENCHMARKS.md, "Compile memory\n// builds really use").\n'
                         '// Also docs/BENCHMARKS.md "compile memory ... dev VM" and\n'
-                        '// BENCHMARKS.md ("Compile memory that builds use").\n')
+                        '// BENCHMARKS.md ("Compile memory that builds use").\n'
+                        '"(docs/BENCHMARKS.md, \\"Compile memory ... dev VM\\")"\n'
+                        '"(docs/BENCHMARKS.md "\n    "\\"Timing on the H100\\")"\n')
             with open(os.path.join(root, "README.md"), "w") as f:
                 f.write('See docs/BENCHMARKS.md, section "Results" and "Gone away".\n'
                         'And BENCHMARKS.md, "Timing on the H200".\n')
@@ -119,6 +126,8 @@ class CitedBenchmarkHeadingsExistTest(unittest.TestCase):
                 'README.md: BENCHMARKS.md, "Timing on the H200" is no heading of '
                 'docs/BENCHMARKS.md',
                 'lib/a.h: BENCHMARKS.md, "Compile memory that builds use" is no heading of '
+                'docs/BENCHMARKS.md',
+                'lib/a.h: BENCHMARKS.md, "Timing on the H100" is no heading of '
                 'docs/BENCHMARKS.md'])
 
 
