@@ -70,10 +70,6 @@ run() { # run NAME SECONDS COMMAND...: log to STATE/NAME.log and the terminal
   timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$state/$name.log"
   local rc=${PIPESTATUS[0]}
   [[ $rc -ne 0 ]] && echo "== $name: exit $rc" | tee -a "$state/$name.log"
-  if [[ $rc -eq 3 ]]; then # no GPU toolchain: nothing later can run either
-    echo "run_gpu.sh: $name found no GPU toolchain (see above); stopping" >&2
-    finish 3
-  fi
   return "$rc"
 }
 judge_run() { # judge_run NAME SECONDS [dice-judge flags...]
@@ -84,7 +80,15 @@ judge_run() { # judge_run NAME SECONDS [dice-judge flags...]
     --compile-jobs "${DICE_COMPILE_JOBS:-$(nproc)}" --compile-cache "$state/dice-cache" \
     --out "$state/$name.jsonl" --summary-out "$state/$name.summary.json" \
     ${DICE_LOG_LEVEL:+--log-level "$DICE_LOG_LEVEL"} \
-    ${DICE_KERNEL_CHECK:+--kernel-check "$DICE_KERNEL_CHECK"} "$@" || status=1
+    ${DICE_KERNEL_CHECK:+--kernel-check "$DICE_KERNEL_CHECK"} "$@"
+  local rc=$?
+  # dice-judge's exit 4 (kExitNoDevice, common/exit_codes.h): no GPU or toolchain here, so
+  # nothing later can run either. (kb_judge.py's own 4 means unfinished: not this check.)
+  if [[ $rc -eq 4 ]]; then
+    echo "run_gpu.sh: $name found no GPU toolchain (see above); stopping" >&2
+    finish 3
+  fi
+  [[ $rc -eq 0 ]] || status=1
 }
 
 for stage in "${stages[@]}"; do
