@@ -12,7 +12,7 @@
 // (and, with refill_constant_groups, one more for each group whose rewards were all equal);
 // `scheduling: mixed` opens the levels one by one as the policy passes them, and a pass-rate
 // band revisits the tasks the policy solves sometimes and skips those too easy or too hard
-// (learner/task_scheduler.h). Each
+// (learner/curriculum/task_scheduler.h). Each
 // phase ends with a checkpoint of its weights, <checkpoint.dir>/<run id>/phase-<name>, which
 // retention never deletes.
 //
@@ -58,7 +58,7 @@ constexpr const auto& enum_names(Decoding) {
   return kDecodingNames;
 }
 
-// How an rl or eval phase picks each step's tasks (learner/task_scheduler.h).
+// How an rl or eval phase picks each step's tasks (learner/curriculum/task_scheduler.h).
 enum class TaskScheduling { kSequentialSelect, kMixed };
 inline constexpr config::EnumName<TaskScheduling> kTaskSchedulingNames[] = {
     {TaskScheduling::kSequentialSelect, "sequential_select"}, {TaskScheduling::kMixed, "mixed"}};
@@ -212,8 +212,8 @@ struct CurriculumPhase {
             "no budget: every step of `steps` runs. Default: 0",
             config::at_least(0.0));
     v.field("sft_data", sft_data,
-            "SFT pairs of an sft phase (learner/sft_data.h: pytorch_code + cuda_code, or an "
-            "infilling task's prefix + middle + suffix). Default: empty",
+            "SFT pairs of an sft phase (learner/curriculum/sft_data.h: pytorch_code + cuda_code, "
+            "or an infilling task's prefix + middle + suffix). Default: empty",
             config::is_path());
     v.field("epochs", epochs, "Passes over sft_data; null = learner.sft.epochs. Default: null",
             config::at_least(1));
@@ -228,8 +228,8 @@ struct CurriculumPhase {
             "and eval phases; see PassRateBand); {} is DICE's band (0, 1); null = off. Default: "
             "null");
     v.field("prompt_template", prompt_template,
-            "Prompt template file of this phase (learner/prompt_template.h's format, for the "
-            "phase's kind; sft phases: the template of their pairs' kind); empty = "
+            "Prompt template file of this phase (learner/curriculum/prompt_template.h's format, "
+            "for the phase's kind; sft phases: the template of their pairs' kind); empty = "
             "rollout.prompt_templates, else the built-in one. Default: empty",
             config::is_path());
     v.field("reward_policy", reward_policy,

@@ -148,9 +148,9 @@ struct AsyncOptions {
   }
 };
 
-// What each of the learner's GPUs holds of the optimizer (learner/shard_memory.h has the bytes):
-// all of it (replica), or 1/N of the float32 masters and AdamW moments (optimizer: ZeRO stage
-// 1/2, learner/optimizer_shard.h).
+// What each of the learner's GPUs holds of the optimizer (learner/parallel/shard_memory.h has the
+// bytes): all of it (replica), or 1/N of the float32 masters and AdamW moments (optimizer: ZeRO
+// stage 1/2, learner/parallel/optimizer_shard.h).
 enum class ShardMode { kReplica, kOptimizer };
 inline constexpr config::EnumName<ShardMode> kShardModeNames[] = {
     {ShardMode::kReplica, "replica"}, {ShardMode::kOptimizer, "optimizer"}};
@@ -158,8 +158,8 @@ constexpr const auto& enum_names(ShardMode) {
   return kShardModeNames;
 }
 
-// Data-parallel training over the learner's GPUs (learner/data_parallel.h): one replica per GPU,
-// gradients summed over NCCL in buckets while the backward runs.
+// Data-parallel training over the learner's GPUs (learner/parallel/data_parallel.h): one replica
+// per GPU, gradients summed over NCCL in buckets while the backward runs.
 struct DataParallelSettings {
   int devices = 0;
   int bucket_mb = 25;

@@ -86,7 +86,7 @@ struct GenerationResult {
   FinishReason finish_reason = FinishReason::MAX_TOKENS;
   // The rest of the final block after the end: tokens the sampler committed there (with their
   // steps) that are not part of the response. The last block's tokens were drawn with them in
-  // context, so TraceRL needs them to rebuild that context (learner/trace_layout.h).
+  // context, so TraceRL needs them to rebuild that context (learner/step/trace_layout.h).
   std::vector<int64_t> tail_tokens;
   std::vector<int32_t> tail_unmask_steps;
 };

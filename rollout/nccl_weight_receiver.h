@@ -1,5 +1,5 @@
 // A rollout worker's side of the NCCL weight broadcast (the learner's:
-// learner/nccl_weight_pusher.h).
+// learner/push/nccl_weight_pusher.h).
 //
 //   WeightsUpdate{version, nccl{uniqueId, worldSize, workerIds | rank, tensors, fallbackDir}}
 //     -> my rank: my worker id's place in workerIds (+1), or `rank` when the list is empty;

@@ -20,7 +20,7 @@
 // Faithful and unfaithful strategies. Every step draws a token at every masked position from the
 // policy's softmax (token_draw.h) and records log p[token]; the positions not committed are drawn
 // again next step. The learner trains that softmax and takes the recorded log-prob as the
-// behaviour policy's (learner/policy_trainer.h).
+// behaviour policy's (learner/train/policy_trainer.h).
 //   faithful: sequential, random, entropy_bounded. Which positions are committed is decided
 //     without looking at the drawn tokens (position order, a random order, the entropy of the
 //     logits), so a committed token is distributed exactly as the softmax at its step, and the

@@ -1,6 +1,7 @@
 // Task files (the format of the DICE release, REFERENCE.md section 7), read by one set of rules
-// for every reader: the learner's curriculum phases (learner/task_loader.h) and dice-eval's
-// problem sets (tools/dice-eval/task_json_reader.h). A task file is one JSON array of objects:
+// for every reader: the learner's curriculum phases (learner/curriculum/task_loader.h) and
+// dice-eval's problem sets (tools/dice-eval/task_json_reader.h). A task file is one JSON array of
+// objects:
 //
 //   end-to-end: {"idx" | "id": 17 | "17", "level": "2" | 2, "pytorch_code": "...", ...}
 //   infill:     {"id": "6995", "pytorch_code": "...", "prefix": "...", "suffix": "...", ...}

@@ -2,9 +2,10 @@
 """tools/layering.py: the include rule of the layout (docs/ARCHITECTURE.md), run by tools/lint.
 
 Folders below a service never include a service's headers, a service never includes another's,
-and the sandbox knows nothing of verdicts. Each #include "dir/..." of a project header is checked
-against the folders its file's folder may use; prints every violation as file:line and exits 1
-if there is any.
+the sandbox knows nothing of verdicts, and the learner's rooms (learner/CMakeLists.txt) include
+only themselves and the rooms below them: never back up into the run loop. Each #include
+"dir/..." of a project header is checked against the folders its file's folder may use; prints
+every violation as file:line and exits 1 if there is any.
 
   python3 tools/layering.py [ROOT]      (default: the checkout this script is in)
 """
@@ -26,6 +27,15 @@ ALLOWED = [
     ("rewardlog", ["common", "schemas", "rewardlog"]),
     ("net", ["common", "schemas", "options", "net"]),
     ("model", ["common", "schemas", "options", "model"]),
+    # The learner's rooms, top to bottom: run uses them all; none includes a room above it.
+    ("learner/run", LOWER + ["learner"]),
+    ("learner/push", LOWER + ["learner/push", "learner/step", "learner/curriculum"]),
+    ("learner/resume", LOWER + ["learner/resume", "learner/curriculum"]),
+    ("learner/train", LOWER + ["learner/train", "learner/parallel", "learner/step",
+                               "learner/curriculum"]),
+    ("learner/parallel", LOWER + ["learner/parallel"]),
+    ("learner/step", LOWER + ["learner/step", "learner/curriculum"]),
+    ("learner/curriculum", LOWER + ["learner/curriculum"]),
     ("learner", LOWER + ["learner"]),
     ("rollout", LOWER + ["rollout"]),
     ("reward", LOWER + ["reward"]),

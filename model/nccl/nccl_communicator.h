@@ -76,7 +76,7 @@ class Communicator {
   // Every rank starts the same buffers in the same order. Errors as broadcast().
   Status start_all_reduce_sum(const DeviceBuffer& buffer, void* after_stream,
                               std::chrono::milliseconds timeout);
-  // Sharded optimizers (learner/optimizer_shard.h): `buffer` is world_size() equal chunks
+  // Sharded optimizers (learner/parallel/optimizer_shard.h): `buffer` is world_size() equal chunks
   // (InvalidArgument otherwise). The reduce-scatter sums chunk rank() over the ranks into this
   // rank's chunk rank() (ncclReduceScatter, in place); the all-gather copies every rank's chunk r
   // into chunk r of every rank's buffer (ncclAllGather, in place). Ordered and waited for like

@@ -1,4 +1,4 @@
-#include "learner/advantage.h"
+#include "learner/step/advantage.h"
 
 #include <gtest/gtest.h>
 

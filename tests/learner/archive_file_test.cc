@@ -1,8 +1,8 @@
-// save_archive_file (learner/archive_file.h): a LibTorch archive written durably, a failed write
-// returned as an error instead of LibTorch's throw from a destructor (which aborts the process).
-// The disk that fills is a FileSystem whose writes fail with ENOSPC past a byte budget; the
-// learner's integration test does it on a real tmpfs.
-#include "learner/archive_file.h"
+// save_archive_file (learner/parallel/archive_file.h): a LibTorch archive written durably, a failed
+// write returned as an error instead of LibTorch's throw from a destructor (which aborts the
+// process). The disk that fills is a FileSystem whose writes fail with ENOSPC past a byte budget;
+// the learner's integration test does it on a real tmpfs.
+#include "learner/parallel/archive_file.h"
 
 #include <gtest/gtest.h>
 #include <torch/serialize/input-archive.h>

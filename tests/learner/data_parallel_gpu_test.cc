@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "learner/sft_trainer.h"
+#include "learner/train/sft_trainer.h"
 #include "model/nccl/nccl_communicator.h"
 #include "model/torch_compat.h"
 #include "tests/model/model_test_util.h"

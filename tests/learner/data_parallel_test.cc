@@ -2,7 +2,7 @@
 // bucketed gradient sum is the gradient of the whole batch, it overlaps the backward when armed,
 // misuse and a failing rank end in errors rather than wrong sums or hangs (with the optimizer
 // replicated or sharded), and an SFT step on two replicas equals the step on one.
-#include "learner/data_parallel.h"
+#include "learner/parallel/data_parallel.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "learner/gradient_reducer.h"
-#include "learner/in_process_collective.h"
-#include "learner/sft_trainer.h"
+#include "learner/parallel/gradient_reducer.h"
+#include "learner/parallel/in_process_collective.h"
+#include "learner/train/sft_trainer.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

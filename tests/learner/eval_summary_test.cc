@@ -1,5 +1,5 @@
-// learner/eval_summary.h: an eval phase's table as the log line dice-cluster wait reads back.
-#include "learner/eval_summary.h"
+// learner/run/eval_summary.h: an eval phase's table as the log line dice-cluster wait reads back.
+#include "learner/run/eval_summary.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // plan_gradient_buckets: the order a backward pass fills the buckets, their sizes, and groups.
-#include "learner/gradient_buckets.h"
+#include "learner/parallel/gradient_buckets.h"
 
 #include <gtest/gtest.h>
 

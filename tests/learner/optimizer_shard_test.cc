@@ -3,7 +3,7 @@
 // buckets padded into equal chunks), SFT steps and TraceRL updates on 1, 2, 3 and 4 replicas
 // equal to the replicated step on one, and the resume state written one file per rank and read
 // back. A failing or stuck rank: data_parallel_test.cc, for both optimizers.
-#include "learner/optimizer_shard.h"
+#include "learner/parallel/optimizer_shard.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "learner/data_parallel.h"
-#include "learner/gradient_reducer.h"
-#include "learner/in_process_collective.h"
-#include "learner/policy_trainer.h"
-#include "learner/sft_trainer.h"
+#include "learner/parallel/data_parallel.h"
+#include "learner/parallel/gradient_reducer.h"
+#include "learner/parallel/in_process_collective.h"
+#include "learner/train/policy_trainer.h"
+#include "learner/train/sft_trainer.h"
 #include "tests/learner/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 

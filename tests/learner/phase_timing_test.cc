@@ -2,7 +2,7 @@
 // an rl phase asks for it only when its reward reads a speedup.
 #include <gtest/gtest.h>
 
-#include "learner/run_loop.h"
+#include "learner/run/run_loop.h"
 
 namespace dice {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "learner/run_loop.h"
+#include "learner/run/run_loop.h"
 
 namespace dice {
 namespace {

@@ -2,7 +2,7 @@
 // `dir`.partial (the weights, and the tokenizer copied beside them, whose copy does not sync) is
 // fsynced before the rename, and the folder holding it after, so the checkpoint a resume folder
 // names survives a power loss.
-#include "learner/policy_checkpoint.h"
+#include "learner/train/policy_checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "learner/policy_trainer.h"
+#include "learner/train/policy_trainer.h"
 #include "tests/learner/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 

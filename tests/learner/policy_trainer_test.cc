@@ -1,7 +1,7 @@
 // PolicyTrainer on a tiny random model (CPU). The strongest check is the first: the trace views
 // score every token of a real sampler run with exactly the log-prob the sampler recorded, so the
 // TraceRL ratio starts at 1 (the views rebuild the sampler's context token for token).
-#include "learner/policy_trainer.h"
+#include "learner/train/policy_trainer.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // tests/model/model_test_util.h (blocks of 4, 4 denoising steps, two micro-batches a step).
 #pragma once
 
-#include "learner/policy_trainer.h"
+#include "learner/train/policy_trainer.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

@@ -13,9 +13,9 @@
 
 #include "common/disk_space.h"
 #include "common/durable_file.h"
-#include "learner/resume_plan.h"
-#include "learner/resume_store.h"
-#include "learner/run_position.h"
+#include "learner/resume/resume_plan.h"
+#include "learner/resume/resume_store.h"
+#include "learner/resume/run_position.h"
 #include "tests/common/fixed_free_space_file_system.h"
 #include "tests/common/recording_file_system.h"
 #include "tests/support/small_tmpfs.h"

@@ -1,7 +1,7 @@
 // SampleCarry (learner.min_mixed_samples): a step with fewer samples than the minimum trains
 // nothing and its samples go into the next step's update, ahead of that step's own; the phase's
 // last step trains on whatever is waiting; minimum 0 is every step on its own (DICE's loop).
-#include "learner/sample_carry.h"
+#include "learner/step/sample_carry.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // load_sft_data: the four item forms, the length cut, and errors that name the item.
-#include "learner/sft_data.h"
+#include "learner/curriculum/sft_data.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

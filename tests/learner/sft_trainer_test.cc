@@ -1,6 +1,6 @@
 // SftTrainer on the tiny random model (CPU): the noise follows REFERENCE section 2, and training
 // on a few samples lowers their loss.
-#include "learner/sft_trainer.h"
+#include "learner/train/sft_trainer.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "learner/training_flops.h"
+#include "learner/train/training_flops.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

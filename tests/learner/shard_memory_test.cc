@@ -1,7 +1,7 @@
 // parameter_bytes / gpu_bytes: what a GPU holds per parameter under each shard mode;
 // model_parameters: the weights of the checked-in SDAR shapes; the DICE model sizes on 1, 2, 4
 // and 8 GPUs against an 80 GB H100.
-#include "learner/shard_memory.h"
+#include "learner/parallel/shard_memory.h"
 
 #include <gtest/gtest.h>
 

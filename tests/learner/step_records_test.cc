@@ -1,5 +1,5 @@
 // Records built from a finished group: keys come from the learner's books, kernels once each.
-#include "learner/step_records.h"
+#include "learner/step/step_records.h"
 
 #include <gtest/gtest.h>
 

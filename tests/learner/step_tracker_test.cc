@@ -1,6 +1,6 @@
 // The step state machine driven by hand-made results (no sockets): what it asks for, what it
 // drops, when a group finishes and with which advantages.
-#include "learner/step_tracker.h"
+#include "learner/step/step_tracker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Task files and prompt templates: the real DICE release files (skipped, saying so, when absent)
 // and small bad files written by the test.
-#include "learner/task_loader.h"
+#include "learner/curriculum/task_loader.h"
 
 #include <capnp/message.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // newest open level's rolling correct rate reaches the threshold over a full window, and the
 // pass-rate band revisits the tasks inside it (least recently taken first) and passes over tasks
 // too easy or too hard, filling a step with them only when nothing else is left.
-#include "learner/task_scheduler.h"
+#include "learner/curriculum/task_scheduler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // trace_layout: the TraceRL views of a hand-built trace (block 4, 4 steps), and the errors.
-#include "learner/trace_layout.h"
+#include "learner/step/trace_layout.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// The TraceRL token loss (learner/trace_loss.h) against values worked out by hand, with ratios
-// away from 1 on both sides of the clip range and both signs of the advantage, and the k1, k2,
-// k3 estimators at non-zero log-ratios. The gradients are checked too: a clipped term must give
+// The TraceRL token loss (learner/train/trace_loss.h) against values worked out by hand, with
+// ratios away from 1 on both sides of the clip range and both signs of the advantage, and the k1,
+// k2, k3 estimators at non-zero log-ratios. The gradients are checked too: a clipped term must give
 // none through its policy part, an unclipped one exactly -ratio * A.
-#include "learner/trace_loss.h"
+#include "learner/train/trace_loss.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

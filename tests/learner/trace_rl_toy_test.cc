@@ -7,8 +7,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "learner/advantage.h"
-#include "learner/policy_trainer.h"
+#include "learner/step/advantage.h"
+#include "learner/train/policy_trainer.h"
 #include "rollout/sampler.h"
 #include "tests/model/model_test_util.h"
 

@@ -1,5 +1,5 @@
-// learner/training_flops.h against a hand count on a small shape.
-#include "learner/training_flops.h"
+// learner/train/training_flops.h against a hand count on a small shape.
+#include "learner/train/training_flops.h"
 
 #include <gtest/gtest.h>
 

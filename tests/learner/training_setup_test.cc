@@ -1,11 +1,11 @@
-// learner/training_setup.h: both trainers take their training settings from the learner's
+// learner/train/training_setup.h: both trainers take their training settings from the learner's
 // config through one function, and ready the model the same way (the tiny random model, CPU).
-#include "learner/training_setup.h"
+#include "learner/train/training_setup.h"
 
 #include <gtest/gtest.h>
 
-#include "learner/policy_trainer.h"
-#include "learner/sft_trainer.h"
+#include "learner/train/policy_trainer.h"
+#include "learner/train/sft_trainer.h"
 #include "tests/learner/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 

@@ -1,6 +1,6 @@
 // The learner's weight-sync decisions: ranks for the registered rollout workers, when NCCL is
 // used and why not, and the start-up check of rollout.weight_sync nccl.
-#include "learner/weight_sync_plan.h"
+#include "learner/push/weight_sync_plan.h"
 
 #include <gtest/gtest.h>
 

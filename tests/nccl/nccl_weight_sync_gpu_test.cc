@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "common/remove_tree.h"
-#include "learner/nccl_weight_pusher.h"
-#include "learner/weight_sync_plan.h"
+#include "learner/push/nccl_weight_pusher.h"
+#include "learner/push/weight_sync_plan.h"
 #include "model/torch_compat.h"
 #include "model/weights.h"
 #include "net/transport/work_dispatcher.h"

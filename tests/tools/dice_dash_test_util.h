@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "learner/step_records.h"
+#include "learner/step/step_records.h"
 #include "rewardlog/writer.h"
 #include "tests/support/child_process.h"
 #include "tests/support/free_port.h"
@@ -65,7 +65,7 @@ class DashProcess {
   std::unique_ptr<testing_util::ChildProcess> process_;
 };
 
-// One candidate as the learner logs it (learner/step_records.cc: group_records).
+// One candidate as the learner logs it (learner/step/step_records.cc: group_records).
 struct CandidateSpec {
   std::string task;
   uint32_t sample = 0;
@@ -185,7 +185,7 @@ inline rewardlog::LogRecord kernel_record(const std::string& run_id, uint64_t st
 }
 
 // The records of one step, as the learner writes them: candidates and their kernels, then the
-// StepRecord and the metric series from the learner's own builders (learner/step_records.h).
+// StepRecord and the metric series from the learner's own builders (learner/step/step_records.h).
 // The phase is named `phase_name`, or "eval" / "rl" when it is empty.
 inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id, uint64_t step,
                                                       uint64_t policy_version, bool evaluation,
@@ -260,7 +260,7 @@ inline std::vector<rewardlog::LogRecord> step_records(const std::string& run_id,
 }
 
 // The evaluation table of phase `phase` for all its tasks, as the learner writes it at the
-// phase's last step `step` (learner/run_loop.cc: report_evaluation, with the learner's
+// phase's last step `step` (learner/run/run_loop.cc: report_evaluation, with the learner's
 // metric_record). The values are the test's: dice-dash shows them, it does not recompute them.
 struct EvalTable {
   double exec = 0, fast_1 = 0, fast_2 = 0, tasks = 0;

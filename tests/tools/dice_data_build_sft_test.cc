@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "learner/sft_data.h"
+#include "learner/curriculum/sft_data.h"
 #include "tests/support/temp_dir.h"
 #include "tests/tools/dice_data_pair_judge_test_double.h"
 #include "tests/tools/dice_data_test_util.h"

@@ -1,6 +1,6 @@
 // The evaluation phases of a run as the dashboard's first table: per phase, the steps it ran,
 // the policy version it judged, the split and kind its name says, and the learner's own table
-// for all its tasks (the eval/<phase>/<measure> metrics learner/run_loop.cc's report_evaluation
+// for all its tasks (the eval/<phase>/<measure> metrics learner/run/run_loop.cc's report_evaluation
 // writes at the phase's last step: exec, fast_1, fast_2, tasks). dice-dash shows those numbers;
 // it does not recompute them. Intervals are tools/learning-report's (the log holds none).
 #pragma once

@@ -8,8 +8,9 @@
 //   verdicts.jsonl       one verdict line per judged pair, appended as each completes:
 //                        reward/judge/judge.h's format (what dice-judge writes) with the pair's
 //                        "pair_hash" added (sft_pairs.h)
-//   sft.json             the kept pairs in the form the learner's SFT reads (learner/sft_data.h),
-//                        in input order, written whole (a temporary file renamed into place)
+//   sft.json             the kept pairs in the form the learner's SFT reads
+//                        (learner/curriculum/sft_data.h), in input order, written whole (a
+//                        temporary file renamed into place)
 //   report.json, .md     counts by level and outcome class, the speedup histogram, every pair
 //   report-no-gpu.json, .md   instead of the three above when pairs were left to judge and this
 //                        machine cannot measure (no GPU): they were only screened

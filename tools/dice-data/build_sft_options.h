@@ -7,7 +7,7 @@
 
 namespace dice::data {
 
-// The SFT items written for each kept pair (learner/sft_data.h reads both).
+// The SFT items written for each kept pair (learner/curriculum/sft_data.h reads both).
 enum class SftForm {
   kEndToEnd,  // {id, level, pytorch_code, cuda_code}: the end_to_end prompt template
   kInfill,    // {id, level, pytorch_code, prefix, middle, suffix}: the infill template, the core

@@ -32,7 +32,8 @@ constexpr int kCorrectnessTrials = 5;
 constexpr int kTimingTrials = 100;
 constexpr int kTimingWarmups = 3;
 // DICE's evaluation decoding (REFERENCE.md section 1): the phase's `decoding: greedy` gives
-// temperature 0 and low_confidence_static (learner/run_loop.cc: phase_sampling); these the rest.
+// temperature 0 and low_confidence_static (learner/curriculum/phase_plan.cc: phase_sampling); these
+// the rest.
 constexpr int kGreedyBlockSize = 4;
 constexpr int kGreedyDenoisingSteps = 4;
 // One judging pass gives both of the table's columns (eval_table.h): the verdicts are judged

@@ -1,7 +1,8 @@
 // One problem of an evaluation: a PyTorch reference the model writes a CUDA kernel for, as
 // either form of DICE's tasks (end-to-end: the whole ModelNew file; infill: the core between a
 // given prefix and suffix). Every problem-set reader (kernelbench_reader.h, task_json_reader.h)
-// makes these; plan.h writes them out as the learner's task JSON (learner/task_loader.h).
+// makes these; plan.h writes them out as the learner's task JSON
+// (learner/curriculum/task_loader.h).
 #pragma once
 
 #include <boost/json.hpp>

@@ -1,5 +1,5 @@
-// sft_bench: SFT steps (learner/sft_trainer.h) at SDAR shapes with random weights and synthetic
-// samples: seconds per step, trained tokens/s, model TFLOP/s and MFU, peak GPU memory.
+// sft_bench: SFT steps (learner/train/sft_trainer.h) at SDAR shapes with random weights and
+// synthetic samples: seconds per step, trained tokens/s, model TFLOP/s and MFU, peak GPU memory.
 //
 //   sft_bench [--models 1.7b,4b,27m] [--batch 32] [--prompt 512] [--response 1536]
 //             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
@@ -13,13 +13,13 @@
 // the batch (each sample noised at its own t; packed side by side into rows of --pack-length tokens
 // when given, --rows-per-forward rows a forward) + backward + AdamW with fp32 masters. Tokens/s
 // counts every token of every sample (prompt and response, one copy; the forwards run x_t and
-// x_0). Model FLOPs: learner/training_flops.h (each sequence at its own length: neither padding
-// nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet peak by
-// default; with --replicas N, per device over N data-parallel replicas, learner/data_parallel.h).
-// One row per (model, checkpointing, queries per attention tile: SftTrainerOptions::attention_tile,
-// 0 for one dense attention). One warm-up step first; "OOM" where a step runs out of memory. With
-// --kernels N, each row is followed by its timed steps' GPU time by kernel class and its N largest
-// kernels (profile/kernel_span.h; CUPTI).
+// x_0). Model FLOPs: learner/train/training_flops.h (each sequence at its own length: neither
+// padding nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet
+// peak by default; with --replicas N, per device over N data-parallel replicas,
+// learner/parallel/data_parallel.h). One row per (model, checkpointing, queries per attention tile:
+// SftTrainerOptions::attention_tile, 0 for one dense attention). One warm-up step first; "OOM"
+// where a step runs out of memory. With --kernels N, each row is followed by its timed steps' GPU
+// time by kernel class and its N largest kernels (profile/kernel_span.h; CUPTI).
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "learner/sft_trainer.h"
-#include "learner/training_flops.h"
+#include "learner/train/sft_trainer.h"
+#include "learner/train/training_flops.h"
 #include "model/torch_compat.h"
 #include "tools/bench/gpu_memory.h"
 #include "tools/bench/learner/train_bench_flags.h"

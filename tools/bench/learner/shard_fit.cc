@@ -1,7 +1,7 @@
 // shard_fit: what each of the learner's GPUs holds of the model at DICE's settings (bf16 weights
 // and gradients, fp32 master weights and AdamW's two fp32 moments), for the SDAR shapes on 1, 2,
 // 4 and 8 GPUs under each learner.data_parallel.shard mode, and whether it fits an 80 GB H100 and
-// a 141 GB H200 (issue 53 item 4). Arithmetic only (learner/shard_memory.h), no GPU.
+// a 141 GB H200 (issue 53 item 4). Arithmetic only (learner/parallel/shard_memory.h), no GPU.
 //
 //   shard_fit [--models 1.7b,4b,8b] [--gpus 1,2,4,8] [--reserve-gib 0] [--configs DIR]
 //
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "learner/shard_memory.h"
+#include "learner/parallel/shard_memory.h"
 #include "options/dice_config.h"
 #include "tools/bench/sdar_shapes.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "learner/training_flops.h"
+#include "learner/train/training_flops.h"
 #include "model/torch_compat.h"
 #include "tools/bench/sdar_shapes.h"
 
@@ -23,7 +23,7 @@ struct TrainBenchFlags {
   int64_t prompt = 512, response = 4096;
   bool fp32 = false, cpu = false, tiny = false, optimizer_on_cpu = false;
   double peak_tflops = kH200PeakBf16Flops / 1e12;
-  int replicas = 1;  // data-parallel over this many devices (learner/data_parallel.h)
+  int replicas = 1;  // data-parallel over this many devices (learner/parallel/data_parallel.h)
   // Queries per attention tile, each a run (PolicyTrainerOptions::attention_tile; 0 = dense).
   std::vector<int64_t> attention_tiles = {256};
   // The N largest kernels of each row's timed part, after its line (profile/kernel_span.h); 0 off.

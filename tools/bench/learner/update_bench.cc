@@ -1,5 +1,5 @@
-// update_bench: one TraceRL policy update (learner/policy_trainer.h) at SDAR shapes with random
-// weights and synthetic traces: what a learner step costs on the GPU, and whether it fits.
+// update_bench: one TraceRL policy update (learner/train/policy_trainer.h) at SDAR shapes with
+// random weights and synthetic traces: what a learner step costs on the GPU, and whether it fits.
 //
 //   update_bench [--models 1.7b,4b] [--sequences 8] [--prompt 512] [--response 4096]
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
@@ -14,19 +14,19 @@
 // Reported per (model, checkpointing, clean copy shared or one per view, queries per attention
 // tile, 0 for one dense attention: PolicyTrainerOptions::attention_tile): seconds per update (after
 // one warm-up), scored tokens/s, model TFLOP/s and MFU against --peak-tflops
-// (learner/training_flops.h: the FLOPs of the layout the forwards actually run, recomputation not
-// counted; the H200's dense bf16 datasheet peak by default; with --replicas N, per device over N
-// data-parallel replicas, learner/data_parallel.h), and the peak GPU memory of the update (weights,
-// masters and Adam moments included). With --parts, also the seconds per update in each part
-// (PolicyTrainerOptions::time_parts: upload, forward, backward, optimizer; the device synchronised
-// around each, so the parts add up to a little more than an untimed update). With --push DIR, also
-// the weight push by checkpoint folder after the updates, on each model's first row: the learner
-// writing the policy
-// checkpoint under DIR (learner/policy_checkpoint.h) and a worker opening it, loading it into its
-// model and checksumming it (what RolloutEngine::update_weights does); the NCCL broadcast needs a
-// second GPU and is the scaling issue's. With --kernels N, each row is followed by its timed
-// updates' GPU time by kernel class and its N largest kernels (profile/kernel_span.h; CUPTI). An
-// update that runs out of memory prints "OOM" and the bench moves on.
+// (learner/train/training_flops.h: the FLOPs of the layout the forwards actually run, recomputation
+// not counted; the H200's dense bf16 datasheet peak by default; with --replicas N, per device over
+// N data-parallel replicas, learner/parallel/data_parallel.h), and the peak GPU memory of the
+// update (weights, masters and Adam moments included). With --parts, also the seconds per update in
+// each part (PolicyTrainerOptions::time_parts: upload, forward, backward, optimizer; the device
+// synchronised around each, so the parts add up to a little more than an untimed update). With
+// --push DIR, also the weight push by checkpoint folder after the updates, on each model's first
+// row: the learner writing the policy checkpoint under DIR (learner/train/policy_checkpoint.h) and
+// a worker opening it, loading it into its model and checksumming it (what
+// RolloutEngine::update_weights does); the NCCL broadcast needs a second GPU and is the scaling
+// issue's. With --kernels N, each row is followed by its timed updates' GPU time by kernel class
+// and its N largest kernels (profile/kernel_span.h; CUPTI). An update that runs out of memory
+// prints "OOM" and the bench moves on.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -39,9 +39,9 @@
 #include <utility>
 #include <vector>
 
-#include "learner/policy_checkpoint.h"
-#include "learner/policy_trainer.h"
-#include "learner/training_flops.h"
+#include "learner/train/policy_checkpoint.h"
+#include "learner/train/policy_trainer.h"
+#include "learner/train/training_flops.h"
 #include "model/checkpoint/weights_checksum.h"
 #include "model/torch_compat.h"
 #include "model/weights.h"

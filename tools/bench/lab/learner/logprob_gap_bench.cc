@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "learner/policy_trainer.h"
+#include "learner/train/policy_trainer.h"
 #include "model/torch_compat.h"
 #include "model/weights.h"
 #include "rollout/sampler.h"

@@ -1,0 +1,589 @@
+#include "learner/run/run_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <iomanip>
+#include <sstream>
+#include <unordered_set>
+
+#include "common/log.h"
+#include "learner/push/weight_sync_plan.h"
+#include "learner/resume/resume_plan.h"
+#include "learner/resume/resume_store.h"
+#include "learner/run/eval_summary.h"
+#include "learner/run/step_flight.h"
+#include "learner/step/sample_carry.h"
+#include "learner/step/step_records.h"
+#include "net/wire/envelope.h"
+#include "net/wire/sampling_params.h"
+#include "rewardlog/step_internal_errors.h"
+
+namespace dice {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// How many steps of `plan` may be in flight beyond the one the next update trains on
+// (learner.async.max_ahead): only rl phases that update; an eval phase runs step by step.
+int rollout_ahead(const DiceConfig& config, const PhasePlan& plan, const RunLoopOptions& options) {
+  if (plan.type != PhaseType::kRl || !options.update) return 0;
+  return config.learner.async.max_ahead;
+}
+
+// What StepTracker needs to know about step `global_step` of `plan`.
+StepSettings step_settings(const RunLoopOptions& options, const DiceConfig& config,
+                           const PhasePlan& plan, std::uint64_t global_step,
+                           std::uint64_t policy_version, const std::string& weights_dir) {
+  StepSettings settings;
+  settings.run_id = options.run_id;
+  settings.learner_id = options.learner_id;
+  settings.step = global_step;
+  settings.samples_per_task = static_cast<std::uint32_t>(plan.samples_per_task);
+  settings.policy_version = policy_version;
+  settings.weights_dir = weights_dir;
+  settings.max_staleness = static_cast<std::uint64_t>(config.learner.max_staleness);
+  settings.drop_constant_groups = config.learner.loss.drop_constant_groups;
+  settings.internal_errors = config.learner.internal_errors;
+  settings.fill_sampling = [sampling = plan.sampling](auto out) {
+    wire::fill_sampling_params(sampling, out);
+  };
+  settings.temperature = plan.sampling.temperature;
+  settings.phase_name = plan.name;
+  settings.evaluation = plan.type == PhaseType::kEval;
+  settings.want_timing = plan.timing;
+  settings.reward_policy = plan.reward_policy;
+  settings.reward_mode = options.reward_mode;
+  settings.rollout_ahead = static_cast<std::uint32_t>(rollout_ahead(config, plan, options));
+  return settings;
+}
+
+// New weights (an update or an sft phase that ran) become current.
+void adopt(const LearnerMetrics& metrics, const PolicyUpdate& update, std::uint64_t* policy_version,
+           std::string* weights_dir) {
+  if (!update.ran) return;
+  *policy_version = update.policy_version;
+  *weights_dir = update.checkpoint_dir;
+  metrics.policy_version->set(static_cast<double>(*policy_version));
+}
+
+// New weights go to the workers: only once the run's position with them is saved, so that no
+// worker ever holds a version a restarted learner does not know.
+Status push(const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
+            const PolicyUpdate& update) {
+  if (!update.ran || update.checkpoint_dir.empty()) return Status::ok_status();
+  return options.push_weights
+             ? options.push_weights(update, dispatcher)
+             : push_checkpoint_weights(dispatcher, options.learner_id, options.run_id, update,
+                                       options.abort_in_flight);
+}
+
+// The policy update on the step's traces (none without an updater or traces); when it ran, the
+// new version and its checkpoint folder become current (pushed later: push()).
+Result<PolicyUpdate> update_policy(const RunLoopOptions& options, const LearnerMetrics& metrics,
+                                   std::vector<TraceSample>& traces, std::uint64_t global_step,
+                                   std::uint64_t* policy_version, std::string* weights_dir) {
+  PolicyUpdate update;
+  if (!options.update || traces.empty()) return update;
+  DICE_ASSIGN_OR_RETURN(update, options.update(std::move(traces), global_step, *policy_version));
+  traces.clear();
+  adopt(metrics, update, policy_version, weights_dir);
+  return update;
+}
+
+// The StepRecord, the step's metric records and `more` (the schedule's), in one append.
+Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
+                           const StepSettings& settings, TaskKind kind, const StepTiming& timing,
+                           const PolicyUpdate& update, std::vector<rewardlog::LogRecord> more) {
+  DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord step_rec,
+                        step_record(c, settings, kind, timing, update));
+  DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> records,
+                        metric_records(c, settings, timing, update));
+  for (rewardlog::LogRecord& r : more) records.push_back(std::move(r));
+  records.push_back(std::move(step_rec));
+  return log.append(std::move(records));
+}
+
+// Metric records of the step, named `prefix` + name.
+Result<std::vector<rewardlog::LogRecord>> metric_values(
+    const StepSettings& settings, const std::string& prefix,
+    const std::vector<std::pair<std::string, double>>& values) {
+  const std::int64_t now = wire::unix_millis_now();
+  std::vector<rewardlog::LogRecord> records;
+  for (const auto& [name, value] : values) {
+    DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
+                          metric_record(settings.run_id, prefix + name, settings.step, value, now));
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+// The schedule after a step, as metric records dashboards read (schedule/<phase>/...): open
+// levels, tasks the pass-rate band passed over and took anyway, each level's rolling correct
+// rate; and a log line for each level a mixed phase opened.
+Result<std::vector<rewardlog::LogRecord>> schedule_records(const PhasePlan& plan,
+                                                           const ScheduleReport& report,
+                                                           const StepSettings& settings) {
+  const std::string prefix = "schedule/" + plan.name + "/";
+  std::vector<std::pair<std::string, double>> values = {{"open_levels", report.open_levels},
+                                                        {"passed_over", report.passed_over},
+                                                        {"band_fallbacks", report.band_fallbacks}};
+  for (const auto& [level, rate] : report.rolling_correct) {
+    values.emplace_back(
+        "level_" + (level.empty() ? std::string("none") : level) + "/rolling_correct", rate);
+  }
+  for (const std::string& level : report.promoted) {
+    DICE_LOG(Info) << "level promoted: the next level opens" << kv("phase", plan.name)
+                   << kv("level", level) << kv("open_levels", report.open_levels)
+                   << kv("after_step", settings.step)
+                   << kv("threshold", plan.schedule.promotion.threshold)
+                   << kv("window", plan.schedule.promotion.window);
+  }
+  return metric_values(settings, prefix, values);
+}
+
+// What an rl step's update adds to the dashboards' series: the samples it carries to a later
+// update (learner.min_mixed_samples), and the lr of its last optimizer step when it ran.
+Result<std::vector<rewardlog::LogRecord>> carry_records(const PolicyUpdate& update,
+                                                        const StepSettings& settings) {
+  std::vector<std::pair<std::string, double>> values = {
+      {"learner/carried_samples", static_cast<double>(update.carried_out)}};
+  if (update.ran) values.emplace_back("learner/lr", update.lr);
+  return metric_values(settings, "", values);
+}
+
+// The progress line of step `k` of `plan`, which took `seconds` of the run's wall time (from the
+// end of the step before, or its own start when later) and `span_seconds` from its own start
+// (longer when it ran ahead: its candidates came in over that span).
+void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
+                   double seconds, double span_seconds, double eta, std::uint64_t policy_version,
+                   const PolicyUpdate& update, const ScheduleReport& schedule,
+                   const RunLoopOptions& options, int ahead) {
+  // How much the rollouts explored and what the update did: the readouts that say why a run
+  // does not learn ("-": not measured, or no update ran).
+  const rewardlog::ExplorationRates explored = rewardlog::exploration_rates(c.exploration);
+  const auto shown = [](bool known, double value, int digits) {
+    return known && std::isfinite(value) ? fixed(value, digits) : std::string("-");
+  };
+  DICE_LOG(Info)
+      << "step " << k << "/" << plan.steps << " of phase " << plan.name << kv("step", global_step)
+      << kv("candidates", c.verdicts)
+      << kv("candidates_per_s", fixed(c.candidates / std::max(span_seconds, 1e-3), 2))
+      << kv("truncated", c.truncated)
+      << kv("correct_rate", fixed(c.verdicts ? double(c.correct) / c.verdicts : 0, 3))
+      << kv("mean_reward", fixed(mean_reward(c), 3)) << kv("groups_dropped", c.groups_dropped)
+      << kv("groups_skipped", c.groups_skipped) << kv("groups_judged", c.exploration.groups_judged)
+      << kv("groups_mixed", c.exploration.groups_mixed)
+      << kv("distinct_texts", shown(true, explored.distinct_texts_mean, 2))
+      << kv("group_size", c.exploration.group_size)
+      << kv("dropped_distinct_texts", shown(true, explored.dropped_distinct_texts_mean, 2))
+      << kv("tasks", c.tasks) << kv("stale", c.stale_dropped)
+      << kv("staleness_mean", fixed(c.staleness_mean, 2)) << kv("staleness_max", c.staleness_max)
+      << kv("worker_errors", c.rollout_errors + c.eval_errors)
+      << kv("internal_errors", c.internal_errors)
+      << kv("internal_error_share", shown(true, internal_error_share(c), 3))
+      << kv("seconds", fixed(seconds, 1)) << kv("eta_s", fixed(eta, 0))
+      << kv("policy_version", policy_version)
+      << kv("loss", update.ran ? fixed(update.loss, 5) : std::string("-"))
+      << kv("kl", shown(update.ran, update.kl, 6))
+      << kv("clip_fraction", shown(update.ran, update.clip_fraction, 3))
+      << kv("grad_norm", shown(update.ran, update.grad_norm, 4))
+      << kv("update_s", fixed(update.seconds, 1))
+      << kv("importance_mean", update.ran ? fixed(update.importance_mean, 3) : std::string("-"))
+      << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
+                             : options.update              ? "TraceRL"
+                                                           : kNoPolicyUpdate)
+      << kv("reward_mode", options.reward_mode) << kv("ahead", ahead)
+      << kv("open_levels", schedule.open_levels) << kv("passed_over", schedule.passed_over)
+      << (update.ran ? kv("lr", update.lr) : kv("lr", "-")) << kv("carried_in", update.carried_in)
+      << kv("carried_samples", update.carried_out);
+  if (const double share = internal_error_share(c); rewardlog::internal_error_alert(share)) {
+    DICE_LOG(Warn) << "the reward service could not reach " << c.internal_errors << " verdicts"
+                   << kv("step", global_step) << kv("internal_error_share", fixed(share, 3))
+                   << kv("alert_above", rewardlog::kInternalErrorAlertShare)
+                   << kv("scored_as", c.unscored_internal_errors ? "nothing" : "failures")
+                   << kv("see", "the reward workers' logs (verdict ... failure=internalError)");
+  }
+}
+
+// What the phases of one run share: ids, the step counter, the weights held, the ETA's clock,
+// and what a resume folder records of the phases.
+struct RunState {
+  std::uint64_t next_work_id = 1;
+  std::uint64_t next_group_id = 1;
+  std::uint64_t global_step = 0;
+  std::uint64_t policy_version = 0;
+  std::string weights_dir;  // checkpoint folder of policy_version; empty: the initial policy
+  int total_steps = 0;      // of the rl and eval phases, for the ETA
+  int steps_before = 0;     // of those, done before a restart
+  double seconds_so_far = 0.0;
+  std::vector<std::string> phases_done;
+  int resumes = 0;
+  std::vector<PhaseFingerprint> phases;  // of this run's plans
+};
+
+// Writes the run's resume folder: `phase` is the rl phase in progress (or just finished) with
+// `steps_done` steps done and its `scheduler` state (empty phase: none). `next_step` is the step
+// to run next.
+Status save_position(const RunLoopOptions& options, const RunState& state, std::uint64_t next_step,
+                     const std::string& phase, int steps_done, const TaskSchedulerState* scheduler,
+                     int steps_completed) {
+  if (options.resume_dir.empty()) return Status::ok_status();
+  RunPosition p;
+  p.run_id = options.run_id;
+  p.next_step = next_step;
+  p.policy_version = state.policy_version;
+  p.weights_dir = state.weights_dir;
+  p.next_work_id = state.next_work_id;
+  p.next_group_id = state.next_group_id;
+  p.steps_completed = state.steps_before + steps_completed;
+  p.seconds_so_far = state.seconds_so_far;
+  p.phases_done = state.phases_done;
+  p.phase = phase;
+  p.phase_steps_done = steps_done;
+  p.has_scheduler = scheduler != nullptr;
+  if (scheduler != nullptr) p.scheduler = *scheduler;
+  p.seed = options.seed;
+  p.resumes = state.resumes;
+  p.state_interval_steps = options.state_interval_steps;
+  p.phases = state.phases;
+  const auto started = Clock::now();
+  DICE_RETURN_IF_ERROR(
+      write_resume(options.resume_dir, p, options.save_state, options.min_free_disk_bytes)
+          .with_context("resume folder after step " +
+                        std::to_string(next_step == 0 ? 0 : next_step - 1)));
+  DICE_LOG(Debug) << "resume folder written" << kv("next_step", next_step)
+                  << kv("policy_version", state.policy_version)
+                  << kv("seconds",
+                        fixed(std::chrono::duration<double>(Clock::now() - started).count(), 2));
+  return Status::ok_status();
+}
+
+// Takes the run back to options.resume: the curriculum compared (each change logged), the
+// weights and optimizer state loaded, the log's records from the position's step on erased, the
+// counters set. Work and group ids jump by 2^32, so that a result of the work the crash cut short
+// can never match work issued now.
+Result<ResumePlan> resume_run(const std::vector<PhasePlan>& phases, const RunLoopOptions& options,
+                              rewardlog::RewardLogWriter& log, const LearnerMetrics& metrics,
+                              RunState* state) {
+  const ResumePoint& point = *options.resume;
+  const RunPosition& p = point.position;
+  ResumePlan plan = plan_resume(p, phases);
+  for (const std::string& change : plan.changes) {
+    DICE_LOG(Warn) << "curriculum changed since the resume point: " << change;
+  }
+  ResumedWeights weights{p.policy_version, p.weights_dir};
+  if (options.load_state) {
+    DICE_ASSIGN_OR_RETURN(
+        weights, options.load_state(point.dir, p.policy_version, p.state_interval_steps > 1));
+  }
+  DICE_ASSIGN_OR_RETURN(std::size_t erased,
+                        log.erase_run_from(options.run_id, p.next_step, {"sft/"}));
+  constexpr std::uint64_t kIdJump = std::uint64_t{1} << 32;
+  state->next_work_id = p.next_work_id + kIdJump;
+  state->next_group_id = p.next_group_id + kIdJump;
+  state->global_step = p.next_step;
+  state->policy_version = weights.policy_version;
+  state->weights_dir = weights.weights_dir;
+  state->steps_before = p.steps_completed;
+  state->seconds_so_far = p.seconds_so_far;
+  state->phases_done = p.phases_done;
+  state->resumes = p.resumes + 1;
+  metrics.policy_version->set(static_cast<double>(state->policy_version));
+  DICE_LOG(Info) << "run resumed" << kv("from", point.dir.empty() ? "the start" : point.dir)
+                 << kv("next_step", p.next_step) << kv("policy_version", state->policy_version)
+                 << kv("phase", p.phase.empty() ? "-" : p.phase)
+                 << kv("phase_steps_done", p.phase_steps_done)
+                 << kv("phases_done", p.phases_done.size()) << kv("records_erased", erased)
+                 << kv("resume", state->resumes) << kv("curriculum_changes", plan.changes.size());
+  return plan;
+}
+
+// The evaluation table of an eval phase: one line in the log, and eval/<phase>/... metrics
+// (exec, fast_1, fast_2, per level and for all tasks) at the phase's last step.
+Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally, const RunState& state,
+                         const RunLoopOptions& options, rewardlog::RewardLogWriter& log) {
+  DICE_LOG(Info) << "evaluation of phase " << plan.name << ": " << eval_summary(tally)
+                 << kv("policy_version", state.policy_version)
+                 << kv("reward_mode", options.reward_mode);
+  const std::int64_t now = wire::unix_millis_now();
+  const std::uint64_t step = state.global_step == 0 ? 0 : state.global_step - 1;
+  std::vector<rewardlog::LogRecord> records;
+  auto add = [&](const std::string& where, const eval::TableCell& cell) -> Status {
+    for (const auto& [name, value] : {std::pair<const char*, double>{"exec", cell.exec},
+                                      {"fast_1", cell.fast_1},
+                                      {"fast_2", cell.fast_2},
+                                      {"tasks", cell.problems},
+                                      {"geo_mean_speedup", cell.geo_mean_speedup}}) {
+      DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
+                            metric_record(options.run_id, "eval/" + plan.name + where + "/" + name,
+                                          step, value, now));
+      records.push_back(std::move(r));
+    }
+    return Status::ok_status();
+  };
+  for (const auto& [level, cell] : tally.levels()) {
+    DICE_RETURN_IF_ERROR(add("/level_" + (level.empty() ? std::string("none") : level), cell));
+  }
+  DICE_RETURN_IF_ERROR(add("", tally.all()));
+  return log.append(std::move(records));
+}
+
+// An sft phase: its weights become the next version (pushed once the phase's position is saved).
+Result<PolicyUpdate> run_sft_phase(const PhasePlan& plan, const RunLoopOptions& options,
+                                   StepRun& run, RunState* state) {
+  if (!options.sft) {
+    DICE_LOG(Warn) << "sft phase skipped: this learner updates no policy" << kv("phase", plan.name)
+                   << kv("learner.update_policy", "false");
+    return PolicyUpdate{};
+  }
+  DICE_ASSIGN_OR_RETURN(PolicyUpdate update,
+                        options.sft(plan.name, plan.sft_data, plan.epochs, state->policy_version,
+                                    run.log, run.stop_requested));
+  DICE_LOG(Info) << "sft phase done" << kv("phase", plan.name) << kv("trained", update.ran)
+                 << kv("policy_version", update.ran ? update.policy_version : state->policy_version)
+                 << kv("seconds", fixed(update.seconds, 1));
+  adopt(run.metrics, update, &state->policy_version, &state->weights_dir);
+  return update;
+}
+
+}  // namespace
+
+namespace {
+
+// The steps of an rl or eval phase, from step `steps_done` + 1 (a resumed phase, with its
+// scheduler's `saved` state); the scheduler's state at the end goes to `*final`. Returns false
+// when the run stops here (a stop request, or a step cut short). In the asynchronous mode
+// (rollout_ahead() > 0) the next steps are started before the update of the one in front, so
+// that rollout and reward work on them while it is judged and trained; steps never cross a
+// phase's end.
+Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
+                            const RunLoopOptions& options, StepRun& run, RunState* state,
+                            RunSummary* summary, int steps_done, const TaskSchedulerState* saved,
+                            TaskSchedulerState* final) {
+  const bool eval = plan.type == PhaseType::kEval;
+  const int ahead = rollout_ahead(config, plan, options);
+  const AsyncOptions& async = config.learner.async;
+  eval::EvalTally tally({plan.samples_per_task, {}, eval::kDefaultNoiseZ});
+  run.tally = eval ? &tally : nullptr;
+  TaskScheduler scheduler(&plan.tasks, plan.schedule);
+  if (saved != nullptr) {
+    for (const std::string& note : scheduler.restore(*saved)) {
+      DICE_LOG(Warn) << "scheduler state of the resume point does not fit whole: " << note
+                     << kv("phase", plan.name);
+    }
+  }
+  run.scheduler = &scheduler;
+  SampleCarry carry(static_cast<std::size_t>(config.learner.min_mixed_samples));
+  Flight flight;
+  const std::uint64_t first_step = state->global_step;  // of step steps_done + 1
+  int next_k = steps_done + 1;                          // the next step to start
+  auto start_step = [&](int k) {
+    const std::uint64_t global = first_step + static_cast<std::uint64_t>(k - steps_done - 1);
+    auto work = std::make_unique<StepWork>(
+        step_settings(options, config, plan, global, state->policy_version, state->weights_dir),
+        &state->next_work_id, &state->next_group_id);
+    work->started = Clock::now();
+    work->timing.started_ms = wire::unix_millis_now();
+    work->refills_left = eval ? 0 : plan.refill_constant_groups;
+    work->schedule_before = scheduler.state();
+    work->tracker.start(
+        scheduler.next(static_cast<std::size_t>(plan.tasks_per_step), work->selection),
+        work->started);
+    flight.push_back(std::move(work));
+  };
+  Clock::time_point last_end = Clock::now();  // of the step before, for its successor's wall time
+  // The phase's last step: plan.steps, or fewer once its time budget is spent (max_seconds).
+  int last = plan.steps;
+  const Clock::time_point phase_start = Clock::now();
+  for (int k = steps_done + 1; k <= last; ++k, ++state->global_step) {
+    if (*run.stopping || run.stop_requested()) {
+      // A stop between steps has no step to drain; said here, since drive_front says it only
+      // for a stop that lands inside a step.
+      if (!*run.stopping) {
+        *run.stopping = true;
+        DICE_LOG(Info) << "stop requested: no new steps" << kv("phase", plan.name);
+      }
+      summary->stopped = true;
+      return false;
+    }
+    if (!eval && plan.max_seconds > 0 && last >= next_k &&
+        std::chrono::duration<double>(Clock::now() - phase_start).count() >= plan.max_seconds) {
+      // The budget is spent: the steps started finish and train, none is started.
+      last = next_k - 1;
+      DICE_LOG(Info) << "phase time budget spent: no new steps" << kv("phase", plan.name)
+                     << kv("max_seconds", plan.max_seconds) << kv("steps", last)
+                     << kv("planned", plan.steps) << kv("carried_samples_left", carry.carried());
+      if (k > last) break;
+    }
+    while (next_k <= last && next_k <= k + ahead) start_step(next_k++);
+    StepWork& work = *flight.front();
+    const StepSettings& settings = work.tracker.settings();
+    run.metrics.step->set(static_cast<double>(state->global_step));
+    DICE_ASSIGN_OR_RETURN(bool interrupted, drive_front(flight, run));
+    DICE_RETURN_IF_ERROR(run.log.flush());  // every candidate of the step is durable
+    work.timing.finished_ms = wire::unix_millis_now();
+    StepCounts c = work.tracker.counts();
+    if (interrupted) {
+      summary->interrupted = true;
+      summary->stopped = true;
+      DICE_LOG(Warn) << "step cut short by the stop (drain timeout, or no worker left): its "
+                        "verdicts are logged, no StepRecord"
+                     << kv("step", state->global_step) << kv("phase", plan.name)
+                     << kv("verdicts", c.verdicts) << kv("groups_skipped", c.groups_skipped);
+      return false;
+    }
+    // How stale the batch is, against the weights its update starts from.
+    count_staleness(work.tracker.candidate_versions(), state->policy_version, &c);
+    PolicyUpdate update;
+    std::vector<rewardlog::LogRecord> update_records;
+    if (!eval) {
+      if (ahead == 0 || async.stale == StaleSamples::kDrop) {
+        const std::uint32_t dropped = drop_stale_traces(
+            work, state->policy_version, static_cast<std::uint64_t>(config.learner.max_staleness));
+        c.stale_dropped += dropped;
+        run.metrics.stale->add(dropped);
+      }
+      sort_traces(work);
+      // learner.min_mixed_samples: too few samples with signal wait for the next step's.
+      const auto carried_in = static_cast<std::int64_t>(carry.carried());
+      std::vector<TraceSample> batch = carry.take(std::move(work.traces), k == last);
+      work.traces.clear();
+      const bool trains = !batch.empty();
+      DICE_ASSIGN_OR_RETURN(update, update_policy(options, run.metrics, batch, state->global_step,
+                                                  &state->policy_version, &state->weights_dir));
+      update.carried_in = trains ? carried_in : 0;
+      update.carried_out = static_cast<std::int64_t>(carry.carried());
+      DICE_ASSIGN_OR_RETURN(update_records, carry_records(update, settings));
+    }
+    work.timing.finished_ms = wire::unix_millis_now();
+    const ScheduleReport schedule = scheduler.end_step(work.selection);
+    DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> scheduled,
+                          schedule_records(plan, schedule, settings));
+    for (rewardlog::LogRecord& r : update_records) scheduled.push_back(std::move(r));
+    DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, work.timing, update,
+                                             std::move(scheduled)));
+    run.metrics.steps->add();
+    ++summary->steps_completed;
+    // A step's wall time: from its start, or from the end of the step before when it ran ahead.
+    const auto now = Clock::now();
+    const double seconds =
+        std::chrono::duration<double>(now - std::max(work.started, last_end)).count();
+    last_end = now;
+    state->seconds_so_far += seconds;
+    // An eval phase's table is not in a position, so a resume runs the whole phase again. With
+    // steps ahead in flight, the position is the scheduler's before the next of them drew its
+    // tasks: a resume draws them again rather than passing over them.
+    if (!eval && k % std::max(options.state_interval_steps, 1) == 0) {
+      const TaskSchedulerState now_state =
+          flight.size() > 1 ? flight[1]->schedule_before : scheduler.state();
+      DICE_RETURN_IF_ERROR(save_position(options, *state, state->global_step + 1, plan.name, k,
+                                         &now_state, summary->steps_completed));
+    }
+    DICE_RETURN_IF_ERROR(push(options, run.dispatcher, update));
+    const int done = state->steps_before + summary->steps_completed;
+    const double eta = state->seconds_so_far / done * std::max(state->total_steps - done, 0);
+    const double span = std::chrono::duration<double>(now - work.started).count();
+    log_step_line(k, plan, state->global_step, c, seconds, span, eta, state->policy_version, update,
+                  schedule, options, ahead);
+    // Requests of the step's skipped groups that never left the backlog: nobody waits for them.
+    run.backlog.erase(std::remove_if(run.backlog.begin(), run.backlog.end(),
+                                     [&](const transport::WorkItem& item) {
+                                       return work.tracker.owns(item.work_id);
+                                     }),
+                      run.backlog.end());
+    flight.pop_front();
+  }
+  run.tally = nullptr;
+  run.scheduler = nullptr;
+  run.backlog.clear();  // requests of skipped groups nobody waits for
+  *final = scheduler.state();
+  if (eval) {
+    DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, run.log));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceConfig& config,
+                              const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
+                              rewardlog::RewardLogWriter& log, const LearnerMetrics& metrics,
+                              const std::function<bool()>& stop_requested) {
+  RunSummary summary;
+  RunState state;
+  LoggedOnce logged;
+  bool stopping = false;
+  for (const PhasePlan& plan : phases) {
+    if (plan.type != PhaseType::kSft) state.total_steps += plan.steps;
+    state.phases.push_back(phase_fingerprint(plan));
+  }
+  ResumePlan resumed;
+  resumed.done.assign(phases.size(), false);
+  if (options.resume) {
+    DICE_ASSIGN_OR_RETURN(resumed, resume_run(phases, options, log, metrics, &state));
+  }
+  metrics.policy_version->set(static_cast<double>(state.policy_version));
+  const char* update_mode = options.update ? "TraceRL" : kNoPolicyUpdate;
+  DICE_LOG(Info) << "policy update: " << update_mode << kv("policy_version", state.policy_version)
+                 << kv("phases", phases.size()) << kv("steps", state.total_steps)
+                 << kv("reward_mode", options.reward_mode);
+
+  StepRun run{dispatcher, log, metrics, options, stop_requested, logged, &stopping};
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const PhasePlan& plan = phases[i];
+    if (resumed.done[i]) continue;
+    if (stopping || stop_requested()) {
+      if (!stopping) {
+        DICE_LOG(Info) << "stop requested: no new phases" << kv("next", plan.name);
+      }
+      summary.stopped = true;
+      return summary;
+    }
+    PolicyUpdate sft_update;
+    TaskSchedulerState final_schedule;
+    if (plan.type == PhaseType::kSft) {
+      DICE_ASSIGN_OR_RETURN(sft_update, run_sft_phase(plan, options, run, &state));
+      if (stop_requested()) {  // SFT ended early: not done, a resume trains it again
+        summary.stopped = true;
+        DICE_RETURN_IF_ERROR(push(options, dispatcher, sft_update));
+        return summary;
+      }
+    } else {
+      const bool current = resumed.current == static_cast<int>(i);
+      const int steps_done = current ? resumed.steps_done : 0;
+      if (plan.type == PhaseType::kRl && options.start_phase) {
+        DICE_RETURN_IF_ERROR(
+            options.start_phase(plan.name, i > 0 ? phases[i - 1].name : "", steps_done > 0));
+      }
+      const TaskSchedulerState* saved = current && options.resume->position.has_scheduler
+                                            ? &options.resume->position.scheduler
+                                            : nullptr;
+      DICE_ASSIGN_OR_RETURN(bool go_on, run_step_phase(plan, config, options, run, &state, &summary,
+                                                       steps_done, saved, &final_schedule));
+      if (!go_on) return summary;
+    }
+    if (options.finish_phase) {
+      DICE_ASSIGN_OR_RETURN(std::string dir, options.finish_phase(plan.name, state.policy_version,
+                                                                  state.weights_dir));
+      DICE_LOG(Info) << "phase checkpoint written" << kv("phase", plan.name) << kv("dir", dir)
+                     << kv("policy_version", state.policy_version);
+    }
+    state.phases_done.push_back(plan.name);
+    // An rl phase stays named with its scheduler, so that it can go on if the curriculum grows it.
+    const bool rl = plan.type == PhaseType::kRl;
+    DICE_RETURN_IF_ERROR(save_position(options, state, state.global_step, rl ? plan.name : "",
+                                       rl ? plan.steps : 0, rl ? &final_schedule : nullptr,
+                                       summary.steps_completed));
+    DICE_RETURN_IF_ERROR(push(options, dispatcher, sft_update));
+  }
+  return summary;
+}
+
+}  // namespace dice
