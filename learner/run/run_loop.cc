@@ -337,7 +337,7 @@ Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally, co
 
 // An sft phase: its weights become the next version (pushed once the phase's position is saved).
 Result<PolicyUpdate> run_sft_phase(const PhasePlan& plan, const RunLoopOptions& options,
-                                   StepRun& run, RunState* state) {
+                                   PhaseContext& context, RunState* state) {
   if (!options.sft) {
     DICE_LOG(Warn) << "sft phase skipped: this learner updates no policy" << kv("phase", plan.name)
                    << kv("learner.update_policy", "false");
@@ -345,11 +345,11 @@ Result<PolicyUpdate> run_sft_phase(const PhasePlan& plan, const RunLoopOptions& 
   }
   DICE_ASSIGN_OR_RETURN(PolicyUpdate update,
                         options.sft(plan.name, plan.sft_data, plan.epochs, state->policy_version,
-                                    run.log, run.stop_requested));
+                                    context.log, context.stop_requested));
   DICE_LOG(Info) << "sft phase done" << kv("phase", plan.name) << kv("trained", update.ran)
                  << kv("policy_version", update.ran ? update.policy_version : state->policy_version)
                  << kv("seconds", fixed(update.seconds, 1));
-  adopt(run.metrics, update, &state->policy_version, &state->weights_dir);
+  adopt(context.metrics, update, &state->policy_version, &state->weights_dir);
   return update;
 }
 
@@ -364,14 +364,14 @@ namespace {
 // that rollout and reward work on them while it is judged and trained; steps never cross a
 // phase's end.
 Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
-                            const RunLoopOptions& options, StepRun& run, RunState* state,
+                            const RunLoopOptions& options, PhaseContext& context, RunState* state,
                             RunSummary* summary, int steps_done, const TaskSchedulerState* saved,
                             TaskSchedulerState* final) {
   const bool eval = plan.type == PhaseType::kEval;
   const int ahead = rollout_ahead(config, plan, options);
   const AsyncOptions& async = config.learner.async;
   eval::EvalTally tally({plan.samples_per_task, {}, eval::kDefaultNoiseZ});
-  run.tally = eval ? &tally : nullptr;
+  context.tally = eval ? &tally : nullptr;
   TaskScheduler scheduler(&plan.tasks, plan.schedule);
   if (saved != nullptr) {
     for (const std::string& note : scheduler.restore(*saved)) {
@@ -379,7 +379,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
                      << kv("phase", plan.name);
     }
   }
-  run.scheduler = &scheduler;
+  context.scheduler = &scheduler;
   SampleCarry carry(static_cast<std::size_t>(config.learner.min_mixed_samples));
   Flight flight;
   const std::uint64_t first_step = state->global_step;  // of step steps_done + 1
@@ -403,11 +403,11 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
   int last = plan.steps;
   const Clock::time_point phase_start = Clock::now();
   for (int k = steps_done + 1; k <= last; ++k, ++state->global_step) {
-    if (*run.stopping || run.stop_requested()) {
+    if (*context.stopping || context.stop_requested()) {
       // A stop between steps has no step to drain; said here, since drive_front says it only
       // for a stop that lands inside a step.
-      if (!*run.stopping) {
-        *run.stopping = true;
+      if (!*context.stopping) {
+        *context.stopping = true;
         DICE_LOG(Info) << "stop requested: no new steps" << kv("phase", plan.name);
       }
       summary->stopped = true;
@@ -425,9 +425,9 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     while (next_k <= last && next_k <= k + ahead) start_step(next_k++);
     StepWork& work = *flight.front();
     const StepSettings& settings = work.tracker.settings();
-    run.metrics.step->set(static_cast<double>(state->global_step));
-    DICE_ASSIGN_OR_RETURN(bool interrupted, drive_front(flight, run));
-    DICE_RETURN_IF_ERROR(run.log.flush());  // every candidate of the step is durable
+    context.metrics.step->set(static_cast<double>(state->global_step));
+    DICE_ASSIGN_OR_RETURN(bool interrupted, drive_front(flight, context));
+    DICE_RETURN_IF_ERROR(context.log.flush());  // every candidate of the step is durable
     work.timing.finished_ms = wire::unix_millis_now();
     StepCounts c = work.tracker.counts();
     if (interrupted) {
@@ -448,7 +448,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
         const std::uint32_t dropped = drop_stale_traces(
             work, state->policy_version, static_cast<std::uint64_t>(config.learner.max_staleness));
         c.stale_dropped += dropped;
-        run.metrics.stale->add(dropped);
+        context.metrics.stale->add(dropped);
       }
       sort_traces(work);
       // learner.min_mixed_samples: too few samples with signal wait for the next step's.
@@ -456,8 +456,9 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
       std::vector<TraceSample> batch = carry.take(std::move(work.traces), k == last);
       work.traces.clear();
       const bool trains = !batch.empty();
-      DICE_ASSIGN_OR_RETURN(update, update_policy(options, run.metrics, batch, state->global_step,
-                                                  &state->policy_version, &state->weights_dir));
+      DICE_ASSIGN_OR_RETURN(update,
+                            update_policy(options, context.metrics, batch, state->global_step,
+                                          &state->policy_version, &state->weights_dir));
       update.carried_in = trains ? carried_in : 0;
       update.carried_out = static_cast<std::int64_t>(carry.carried());
       DICE_ASSIGN_OR_RETURN(update_records, carry_records(update, settings));
@@ -467,9 +468,9 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     DICE_ASSIGN_OR_RETURN(std::vector<rewardlog::LogRecord> scheduled,
                           schedule_records(plan, schedule, settings));
     for (rewardlog::LogRecord& r : update_records) scheduled.push_back(std::move(r));
-    DICE_RETURN_IF_ERROR(append_step_records(run.log, c, settings, plan.kind, work.timing, update,
-                                             std::move(scheduled)));
-    run.metrics.steps->add();
+    DICE_RETURN_IF_ERROR(append_step_records(context.log, c, settings, plan.kind, work.timing,
+                                             update, std::move(scheduled)));
+    context.metrics.steps->add();
     ++summary->steps_completed;
     // A step's wall time: from its start, or from the end of the step before when it ran ahead.
     const auto now = Clock::now();
@@ -486,26 +487,26 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
       DICE_RETURN_IF_ERROR(save_position(options, *state, state->global_step + 1, plan.name, k,
                                          &now_state, summary->steps_completed));
     }
-    DICE_RETURN_IF_ERROR(push(options, run.dispatcher, update));
+    DICE_RETURN_IF_ERROR(push(options, context.dispatcher, update));
     const int done = state->steps_before + summary->steps_completed;
     const double eta = state->seconds_so_far / done * std::max(state->total_steps - done, 0);
     const double span = std::chrono::duration<double>(now - work.started).count();
     log_step_line(k, plan, state->global_step, c, seconds, span, eta, state->policy_version, update,
                   schedule, options, ahead);
     // Requests of the step's skipped groups that never left the backlog: nobody waits for them.
-    run.backlog.erase(std::remove_if(run.backlog.begin(), run.backlog.end(),
-                                     [&](const transport::WorkItem& item) {
-                                       return work.tracker.owns(item.work_id);
-                                     }),
-                      run.backlog.end());
+    context.backlog.erase(std::remove_if(context.backlog.begin(), context.backlog.end(),
+                                         [&](const transport::WorkItem& item) {
+                                           return work.tracker.owns(item.work_id);
+                                         }),
+                          context.backlog.end());
     flight.pop_front();
   }
-  run.tally = nullptr;
-  run.scheduler = nullptr;
-  run.backlog.clear();  // requests of skipped groups nobody waits for
+  context.tally = nullptr;
+  context.scheduler = nullptr;
+  context.backlog.clear();  // requests of skipped groups nobody waits for
   *final = scheduler.state();
   if (eval) {
-    DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, run.log));
+    DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, *state, options, context.log));
   }
   return true;
 }
@@ -535,7 +536,14 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                  << kv("phases", phases.size()) << kv("steps", state.total_steps)
                  << kv("reward_mode", options.reward_mode);
 
-  StepRun run{dispatcher, log, metrics, options, stop_requested, logged, &stopping};
+  PhaseContext context{dispatcher,
+                       log,
+                       metrics,
+                       {options.poll_interval, options.group_timeout, options.drain_timeout},
+                       static_cast<bool>(options.update),
+                       stop_requested,
+                       logged,
+                       &stopping};
   for (std::size_t i = 0; i < phases.size(); ++i) {
     const PhasePlan& plan = phases[i];
     if (resumed.done[i]) continue;
@@ -549,7 +557,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
     PolicyUpdate sft_update;
     TaskSchedulerState final_schedule;
     if (plan.type == PhaseType::kSft) {
-      DICE_ASSIGN_OR_RETURN(sft_update, run_sft_phase(plan, options, run, &state));
+      DICE_ASSIGN_OR_RETURN(sft_update, run_sft_phase(plan, options, context, &state));
       if (stop_requested()) {  // SFT ended early: not done, a resume trains it again
         summary.stopped = true;
         DICE_RETURN_IF_ERROR(push(options, dispatcher, sft_update));
@@ -565,8 +573,9 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
       const TaskSchedulerState* saved = current && options.resume->position.has_scheduler
                                             ? &options.resume->position.scheduler
                                             : nullptr;
-      DICE_ASSIGN_OR_RETURN(bool go_on, run_step_phase(plan, config, options, run, &state, &summary,
-                                                       steps_done, saved, &final_schedule));
+      DICE_ASSIGN_OR_RETURN(
+          bool go_on, run_step_phase(plan, config, options, context, &state, &summary, steps_done,
+                                     saved, &final_schedule));
       if (!go_on) return summary;
     }
     if (options.finish_phase) {

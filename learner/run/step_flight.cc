@@ -36,27 +36,27 @@ void observe_group(const FinishedGroup& group, TaskScheduler* scheduler) {
 
 // Writes the finished groups' records (queued; flushed at the end of the step); a constant group
 // starts a task in its place while the step has refills left (and no stop was asked for).
-Status write_groups(StepWork& work, StepRun& run) {
+Status write_groups(StepWork& work, PhaseContext& context) {
   StepTracker& tracker = work.tracker;
   for (const FinishedGroup& group : tracker.take_finished()) {
     if (group.complete) {
-      (group.dropped ? run.metrics.groups_dropped : run.metrics.groups_used)->add();
+      (group.dropped ? context.metrics.groups_dropped : context.metrics.groups_used)->add();
     } else {
-      run.metrics.groups_skipped->add();
+      context.metrics.groups_skipped->add();
     }
-    if (group.complete) observe_group(group, run.scheduler);
-    if (group.complete && group.dropped && work.refills_left > 0 && !*run.stopping) {
+    if (group.complete) observe_group(group, context.scheduler);
+    if (group.complete && group.dropped && work.refills_left > 0 && !*context.stopping) {
       --work.refills_left;
-      tracker.start(run.scheduler->next(1, work.selection), Clock::now());
+      tracker.start(context.scheduler->next(1, work.selection), Clock::now());
     }
-    DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &run.logged,
+    DICE_ASSIGN_OR_RETURN(auto records, group_records(group, tracker.settings(), &context.logged,
                                                       wire::unix_millis_now()));
-    if (!records.empty()) DICE_RETURN_IF_ERROR(run.log.enqueue(std::move(records)));
-    if (run.tally != nullptr) {
-      tally_group(group, run.tally);
+    if (!records.empty()) DICE_RETURN_IF_ERROR(context.log.enqueue(std::move(records)));
+    if (context.tally != nullptr) {
+      tally_group(group, context.tally);
       continue;  // an evaluation trains nothing
     }
-    if (group.complete && !group.dropped && run.options.update) {
+    if (group.complete && !group.dropped && context.updates_policy) {
       for (const FinishedSample& sample : group.samples) {
         if (!sample.scored) continue;
         work.traces.push_back(sample.trace);
@@ -102,28 +102,29 @@ std::uint32_t drop_stale_traces(StepWork& work, std::uint64_t trained_version,
 // ended; the others go on meanwhile: their requests are submitted, their results handled by the
 // step that asked, their finished groups written. Returns whether the first was cut short by
 // the drain timeout.
-Result<bool> drive_front(Flight& flight, StepRun& run) {
+Result<bool> drive_front(Flight& flight, PhaseContext& context) {
   StepWork& front = *flight.front();
   Clock::time_point drain_deadline{};
   bool interrupted = false;
   while (true) {
     std::size_t open_groups = 0;
     for (auto& work : flight) {
-      for (auto& item : work->tracker.take_outbox()) run.backlog.push_back(std::move(item));
+      for (auto& item : work->tracker.take_outbox()) context.backlog.push_back(std::move(item));
       open_groups += work->tracker.open_groups();
     }
-    while (!run.backlog.empty()) {
-      Status submitted = run.dispatcher.submit(run.backlog.front(), std::chrono::milliseconds(0));
+    while (!context.backlog.empty()) {
+      Status submitted =
+          context.dispatcher.submit(context.backlog.front(), std::chrono::milliseconds(0));
       if (submitted.code() == StatusCode::kUnavailable) break;  // queue full: retry next round
       if (!submitted.ok()) return submitted;
-      run.backlog.pop_front();
+      context.backlog.pop_front();
     }
-    run.metrics.backlog->set(static_cast<double>(run.backlog.size()));
-    run.metrics.open_groups->set(static_cast<double>(open_groups));
-    for (auto& work : flight) DICE_RETURN_IF_ERROR(write_groups(*work, run));
+    context.metrics.backlog->set(static_cast<double>(context.backlog.size()));
+    context.metrics.open_groups->set(static_cast<double>(open_groups));
+    for (auto& work : flight) DICE_RETURN_IF_ERROR(write_groups(*work, context));
     if (front.tracker.done()) break;
 
-    auto result = run.dispatcher.next_result(run.options.poll_interval);
+    auto result = context.dispatcher.next_result(context.timeouts.poll_interval);
     if (result.ok()) {
       StepWork* owner = &front;  // a result nobody asked for is the front's to count
       for (auto& work : flight) {
@@ -137,22 +138,22 @@ Result<bool> drive_front(Flight& flight, StepRun& run) {
       return result.status();
     }
     const auto now = Clock::now();
-    for (auto& work : flight) work->tracker.expire(now, run.options.group_timeout);
-    if (!*run.stopping && run.stop_requested()) {
-      *run.stopping = true;
-      drain_deadline = now + run.options.drain_timeout;
+    for (auto& work : flight) work->tracker.expire(now, context.timeouts.group_timeout);
+    if (!*context.stopping && context.stop_requested()) {
+      *context.stopping = true;
+      drain_deadline = now + context.timeouts.drain_timeout;
       DICE_LOG(Info) << "stop requested: no new steps; draining the step in flight"
                      << kv("open_groups", front.tracker.open_groups())
                      << kv("steps_ahead_abandoned", flight.size() - 1)
-                     << kv("drain_timeout_s", run.options.drain_timeout.count() / 1000.0);
+                     << kv("drain_timeout_s", context.timeouts.drain_timeout.count() / 1000.0);
       // Steps ahead will never be trained on: a resume samples them again.
       for (std::size_t i = 1; i < flight.size(); ++i) {
         flight[i]->tracker.abandon_all("stopped while a step ahead");
       }
     }
-    if (*run.stopping && !front.tracker.done()) {
+    if (*context.stopping && !front.tracker.done()) {
       // Nothing can finish without a worker, so waiting out the timeout would only delay exit.
-      const bool no_workers = run.dispatcher.stats().workers == 0;
+      const bool no_workers = context.dispatcher.stats().workers == 0;
       if (now >= drain_deadline || no_workers) {
         front.tracker.abandon_all(no_workers ? "stopped with no worker connected"
                                              : "drain timeout");
@@ -162,18 +163,18 @@ Result<bool> drive_front(Flight& flight, StepRun& run) {
     // Skipped groups' work is cancelled, queued or at a worker: nobody waits for its answers.
     for (auto& work : flight) {
       const std::vector<std::uint64_t> unwanted = work->tracker.take_unwanted();
-      if (!unwanted.empty()) run.dispatcher.cancel(unwanted);
+      if (!unwanted.empty()) context.dispatcher.cancel(unwanted);
     }
     // Metrics move as results arrive, not only at the end of the step.
     for (auto& work : flight) {
       const StepCounts& c = work->tracker.counts();
       StepCounts& seen = work->seen;
-      run.metrics.candidates->add(c.candidates - seen.candidates);
-      run.metrics.verdicts->add(c.verdicts - seen.verdicts);
-      run.metrics.correct->add(c.correct - seen.correct);
-      run.metrics.stale->add(c.stale_dropped - seen.stale_dropped);
-      run.metrics.rollout_errors->add(c.rollout_errors - seen.rollout_errors);
-      run.metrics.reward_errors->add(c.eval_errors - seen.eval_errors);
+      context.metrics.candidates->add(c.candidates - seen.candidates);
+      context.metrics.verdicts->add(c.verdicts - seen.verdicts);
+      context.metrics.correct->add(c.correct - seen.correct);
+      context.metrics.stale->add(c.stale_dropped - seen.stale_dropped);
+      context.metrics.rollout_errors->add(c.rollout_errors - seen.rollout_errors);
+      context.metrics.reward_errors->add(c.eval_errors - seen.eval_errors);
       seen = c;
     }
   }

@@ -16,7 +16,6 @@
 #include "common/status.h"
 #include "learner/curriculum/task_scheduler.h"
 #include "learner/run/learner_metrics.h"
-#include "learner/run/run_loop.h"
 #include "learner/step/step_records.h"
 #include "learner/step/step_tracker.h"
 #include "net/transport/work_dispatcher.h"
@@ -25,12 +24,21 @@
 
 namespace dice {
 
-// Everything the steps of a phase share.
-struct StepRun {
+// How long the steps in flight wait (RunLoopOptions' fields of the same names).
+struct FlightTimeouts {
+  std::chrono::milliseconds poll_interval;  // for one result, before timeouts and stops are seen
+  std::chrono::milliseconds group_timeout;  // a group not finished by then is skipped
+  std::chrono::milliseconds drain_timeout;  // after a stop request, for the work in flight
+};
+
+// A phase's context: what the phase in hand and its steps share. The run makes one and hands it
+// from phase to phase; an rl or eval phase sets its own table and scheduler while it runs.
+struct PhaseContext {
   transport::WorkDispatcher& dispatcher;
   rewardlog::RewardLogWriter& log;
   const LearnerMetrics& metrics;
-  const RunLoopOptions& options;
+  FlightTimeouts timeouts;
+  bool updates_policy;  // a policy update follows each step: used groups' samples are kept for it
   const std::function<bool()>& stop_requested;
   LoggedOnce& logged;
   bool* stopping;                    // set once a stop was requested (shared across steps)
@@ -79,6 +87,6 @@ std::uint32_t drop_stale_traces(StepWork& work, std::uint64_t trained_version,
 // groups kept for the update, the scheduler fed, constant groups refilled). Returns whether the
 // first was cut short by the drain timeout (a stop request with no time or worker left); on a
 // stop request the steps ahead are abandoned.
-Result<bool> drive_front(Flight& flight, StepRun& run);
+Result<bool> drive_front(Flight& flight, PhaseContext& context);
 
 }  // namespace dice
