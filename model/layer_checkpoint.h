@@ -7,12 +7,20 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
+#include "model/layer_parameter_hooks.h"
 #include "model/qwen3.h"
 
 namespace dice {
 
 // layer(x, ctx) with the recomputation above; ctx must not use a KV cache (training only).
+// With `hooks` (sharded parameters, layer_parameter_hooks.h), the layer's weights are
+// materialized around both runs: hooks->materialize(layer_index) before the forward,
+// release_after_forward after it; materialize again before the recomputation and after_backward
+// once the layer's backward has accumulated its gradients. The hooks must outlive the backward.
 at::Tensor checkpointed_layer(Qwen3DecoderLayerImpl& layer, const at::Tensor& x,
-                              const AttentionContext& ctx);
+                              const AttentionContext& ctx, LayerParameterHooks* hooks = nullptr,
+                              int64_t layer_index = 0);
 
 }  // namespace dice

@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "model/layer_checkpoint.h"
+#include "model/layer_parameter_hooks.h"
 #include "model/tiled_attention.h"
 #include "model/torch_compat.h"
 
@@ -178,7 +180,28 @@ at::Tensor Qwen3ModelImpl::forward(const at::Tensor& input_ids, const at::Tensor
 
   at::Tensor h = at::embedding(embed_tokens, input_ids);
   const bool recompute = activation_checkpointing && at::GradMode::is_enabled() && !ctx.cache;
-  for (auto& layer : layers) h = recompute ? checkpointed_layer(*layer, h, ctx) : layer(h, ctx);
+  if (parameter_hooks == nullptr) {
+    for (auto& layer : layers) h = recompute ? checkpointed_layer(*layer, h, ctx) : layer(h, ctx);
+    return norm(h);
+  }
+  // Sharded parameters: a layer's weights are freed once its forward is done, so autograd must
+  // not have saved them for the backward pass; only the checkpointed layers' recomputation
+  // brings them back for it.
+  TORCH_CHECK(activation_checkpointing,
+              "Qwen3Model: parameter_hooks (sharded parameters) need activation_checkpointing: "
+              "without it autograd keeps every layer's full weights for the backward pass");
+  TORCH_CHECK(recompute || !at::GradMode::is_enabled(),
+              "Qwen3Model: parameter_hooks with gradients need a training forward (no KV cache)");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const auto index = static_cast<int64_t>(i);
+    if (recompute) {
+      h = checkpointed_layer(*layers[i], h, ctx, parameter_hooks, index);
+      continue;
+    }
+    parameter_hooks->materialize(index);
+    h = layers[i](h, ctx);
+    parameter_hooks->release_after_forward(index);
+  }
   return norm(h);
 }
 

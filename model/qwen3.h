@@ -26,6 +26,7 @@
 
 namespace dice {
 
+class LayerParameterHooks;
 class TiledAttention;
 
 // Parameters of every module below are plain tensors named as in Hugging Face checkpoints
@@ -136,6 +137,11 @@ class Qwen3ModelImpl : public torch::nn::Module {
   // With gradients on (training), keep one hidden state per layer and recompute the rest in
   // backward (layer_checkpoint.h). Default: false
   bool activation_checkpointing = false;
+  // Sharded parameters (layer_parameter_hooks.h): called around each layer's forward and its
+  // backward recomputation to gather and free the layer's weights. Needs
+  // activation_checkpointing (a forward refuses them without it); not owned, must outlive the
+  // backward pass. Default: nullptr (the weights stay in place; no calls)
+  LayerParameterHooks* parameter_hooks = nullptr;
   // Queries per tile of the training layouts' attention (tiled_attention.h: each tile reads only
   // the keys its queries may see); 0: one tile. Exact either way. Default: 0
   int64_t attention_tile = 0;
