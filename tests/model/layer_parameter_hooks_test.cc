@@ -28,8 +28,8 @@ ModelConfig three_layer_config() {
   return c;
 }
 
-at::Tensor training_loss(Qwen3LMImpl& lm) {
-  at::manual_seed(5);
+at::Tensor training_loss(Qwen3LMImpl& lm, uint64_t seed = 5) {
+  at::manual_seed(seed);
   at::Tensor x_0 = random_tokens(2, 12, lm.config());
   at::Tensor x_t = x_0.masked_fill(at::rand({2, 12}) < 0.5, lm.config().mask_token_id);
   return lm.forward_training(x_t, x_0).log_softmax(-1).pow(2).mean();
@@ -105,6 +105,29 @@ TEST(LayerParameterHooksTest, OneLayerAtATimeInForwardThenBackwardOrder) {
     expected.push_back({Call::kAfterBackward, layer});
   }
   EXPECT_EQ(shards.calls(), expected);
+}
+
+// Micro-batches (and PPO epochs) run several forwards and backwards between optimizer steps:
+// weights freed and gathered again after a backward serve the next one, and each layer's
+// gradients add up as they would in place.
+TEST(LayerParameterHooksTest, SecondMicroBatchAddsToTheFirstsGradients) {
+  Qwen3LM plain = checkpointed_lm();
+  Qwen3LM sharded = checkpointed_lm();
+  FakeParameterShards shards(*sharded->model);
+  sharded->model->parameter_hooks = &shards;
+  for (uint64_t seed : {5, 6}) {
+    training_loss(*plain, seed).backward();
+    training_loss(*sharded, seed).backward();
+  }
+  EXPECT_EQ(shards.calls().size(), 2u * 4 * 3);
+  EXPECT_EQ(shards.materialized_layers(), 0);
+  std::vector<NamedParameter> expected = hf_named_parameters(*plain);
+  std::vector<NamedParameter> got = hf_named_parameters(*sharded);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const at::Tensor& param = got[i].tensor;
+    at::Tensor grad = shards.holds(param) ? shards.gradient(param) : param.grad();
+    EXPECT_TRUE(at::allclose(expected[i].tensor.grad(), grad, 0.0, 1e-6)) << expected[i].name;
+  }
 }
 
 TEST(LayerParameterHooksTest, ForwardWithoutGradientsGathersAndReleasesOnly) {
