@@ -231,24 +231,26 @@ double PolicyTrainer::lap(std::chrono::steady_clock::time_point* mark, int rank)
   return seconds;
 }
 
-Result<PolicyUpdateStats> PolicyTrainer::update(
-    const std::vector<TraceSample>& samples,
-    std::vector<std::pair<std::size_t, Status>>* left_out) {
-  // The old log-probs, recomputed by the learner when asked (a sample whose trace does not fit
-  // keeps its own: prepare() names it); with importance_cap, each token's truncated weight
-  // pi_learner / pi_sampler comes with them.
-  std::vector<TraceSample> rescored;
+struct PolicyTrainer::Rescored {
+  std::vector<TraceSample> samples;  // empty: nothing was recomputed, the samples' own stand
+  // With importance_cap: the sum of the tokens' truncated weights, the tokens, those the cap cut.
+  double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
+  double seconds = 0.0;  // with time_parts
+  double flops = 0.0;    // model FLOPs of its forwards
+};
+
+PolicyTrainer::Rescored PolicyTrainer::rescore(const std::vector<TraceSample>& samples) {
+  Rescored out;
   const double flops_before = forward_flops_;
   auto mark = std::chrono::steady_clock::now();
   lap(&mark);
   const double cap = options_.importance_cap;
-  double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
   if (options_.loss.recompute_old_log_probs || cap > 0) {
-    rescored = samples;
+    out.samples = samples;
     std::vector<Result<std::vector<float>>> scored =
         log_probs(samples, samples_per_forward(samples.size()));
-    for (std::size_t i = 0; i < rescored.size(); ++i) {
-      TraceSample& s = rescored[i];
+    for (std::size_t i = 0; i < out.samples.size(); ++i) {
+      TraceSample& s = out.samples[i];
       Result<std::vector<float>>& lp = scored[i];
       if (!lp.ok()) continue;
       if (cap > 0) {
@@ -256,58 +258,104 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
         for (std::size_t t = 0; t < s.importance.size(); ++t) {
           const double w = std::exp(static_cast<double>((*lp)[t]) - s.old_log_probs[t]);
           s.importance[t] = static_cast<float>(std::min(w, cap));
-          importance_sum += s.importance[t];
-          importance_capped += w > cap ? 1.0 : 0.0;
-          importance_tokens += 1.0;
+          out.importance_sum += s.importance[t];
+          out.importance_capped += w > cap ? 1.0 : 0.0;
+          out.importance_tokens += 1.0;
         }
       }
       s.old_log_probs = std::move(lp).value();
     }
   }
-  const double rescore_seconds = lap(&mark);
-  const double rescore_flops = forward_flops_ - flops_before;
-  const std::vector<TraceSample>& input = rescored.empty() ? samples : rescored;
-  const double reference_flops_before = forward_flops_;
-  DICE_ASSIGN_OR_RETURN(std::vector<std::vector<float>> references, reference_log_probs(input));
-  const double reference_flops = forward_flops_ - reference_flops_before;
-  DICE_ASSIGN_OR_RETURN(Prepared whole, prepare(input, left_out, references));
-  PolicyUpdateStats stats;
-  if (whole.sequences == 0) return stats;
-  // Mini-batches: the samples that fit, split in order into parts, each prepared as its own
-  // objective (a mean over its sequences).
+  out.seconds = lap(&mark);
+  out.flops = forward_flops_ - flops_before;
+  return out;
+}
+
+Result<std::vector<PolicyTrainer::Prepared>> PolicyTrainer::mini_batches(
+    Prepared whole, const std::vector<TraceSample>& input,
+    const std::vector<std::pair<std::size_t, Status>>* left_out,
+    const std::vector<std::vector<float>>& references) const {
   std::vector<Prepared> parts;
   const std::int64_t wanted =
       std::min<std::int64_t>(whole.sequences, std::max(1, options_.loss.ppo_mini_batches));
   if (wanted <= 1) {
     parts.push_back(std::move(whole));
-  } else {
-    std::vector<bool> bad(input.size(), false);
-    if (left_out != nullptr) {
-      for (const auto& entry : *left_out) {
-        if (entry.first < bad.size()) bad[entry.first] = true;
-      }
-    }
-    std::vector<TraceSample> fitting;
-    std::vector<std::vector<float>> fitting_references;
-    for (std::size_t i = 0; i < input.size(); ++i) {
-      if (bad[i]) continue;
-      fitting.push_back(input[i]);
-      if (!references.empty()) fitting_references.push_back(references[i]);
-    }
-    const std::size_t per_part = (fitting.size() + wanted - 1) / static_cast<std::size_t>(wanted);
-    for (std::size_t begin = 0; begin < fitting.size(); begin += per_part) {
-      const std::size_t end = std::min(fitting.size(), begin + per_part);
-      const auto from = static_cast<std::ptrdiff_t>(begin), to = static_cast<std::ptrdiff_t>(end);
-      std::vector<std::vector<float>> part_references;
-      if (!fitting_references.empty()) {
-        part_references.assign(fitting_references.begin() + from, fitting_references.begin() + to);
-      }
-      DICE_ASSIGN_OR_RETURN(Prepared part, prepare({fitting.begin() + from, fitting.begin() + to},
-                                                   nullptr, part_references));
-      if (part.sequences > 0) parts.push_back(std::move(part));
+    return parts;
+  }
+  std::vector<bool> bad(input.size(), false);
+  if (left_out != nullptr) {
+    for (const auto& entry : *left_out) {
+      if (entry.first < bad.size()) bad[entry.first] = true;
     }
   }
+  std::vector<TraceSample> fitting;
+  std::vector<std::vector<float>> fitting_references;
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    if (bad[i]) continue;
+    fitting.push_back(input[i]);
+    if (!references.empty()) fitting_references.push_back(references[i]);
+  }
+  const std::size_t per_part = (fitting.size() + wanted - 1) / static_cast<std::size_t>(wanted);
+  for (std::size_t begin = 0; begin < fitting.size(); begin += per_part) {
+    const std::size_t end = std::min(fitting.size(), begin + per_part);
+    const auto from = static_cast<std::ptrdiff_t>(begin), to = static_cast<std::ptrdiff_t>(end);
+    std::vector<std::vector<float>> part_references;
+    if (!fitting_references.empty()) {
+      part_references.assign(fitting_references.begin() + from, fitting_references.begin() + to);
+    }
+    DICE_ASSIGN_OR_RETURN(Prepared part, prepare({fitting.begin() + from, fitting.begin() + to},
+                                                 nullptr, part_references));
+    if (part.sequences > 0) parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+Result<PolicyUpdateStats> PolicyTrainer::run_epochs(const std::vector<Prepared>& parts,
+                                                    PolicyUpdateStats* times) {
+  PolicyUpdateStats stats;
   const int epochs = std::max(1, options_.loss.ppo_epochs);
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    stats = PolicyUpdateStats{};  // the last epoch's figures are reported
+    for (const Prepared& part : parts) {
+      const double lr = warmup_lr(options_.optimizer, steps_);
+      DICE_ASSIGN_OR_RETURN(auto stepped, step_on_replicas(part, lr));
+      stats.lr = lr;
+      const PolicyUpdateStats& pass = stepped.first;
+      const double norm = stepped.second;
+      times->optimizer_seconds += pass.optimizer_seconds;
+      ++steps_;
+      times->model_flops += pass.model_flops;
+      times->upload_seconds += pass.upload_seconds;
+      times->forward_seconds += pass.forward_seconds;
+      times->backward_seconds += pass.backward_seconds;
+      stats.scored_tokens += pass.scored_tokens;
+      stats.forwards += pass.forwards;
+      stats.loss += pass.loss / static_cast<double>(parts.size());
+      stats.policy_loss += pass.policy_loss / static_cast<double>(parts.size());
+      stats.kl += pass.kl;
+      stats.mean_ratio += pass.mean_ratio;
+      stats.clip_fraction += pass.clip_fraction;
+      stats.grad_norm += norm / static_cast<double>(parts.size());
+    }
+  }
+  return stats;
+}
+
+Result<PolicyUpdateStats> PolicyTrainer::update(
+    const std::vector<TraceSample>& samples,
+    std::vector<std::pair<std::size_t, Status>>* left_out) {
+  const Rescored rescored = rescore(samples);
+  const std::vector<TraceSample>& input = rescored.samples.empty() ? samples : rescored.samples;
+  const double reference_flops_before = forward_flops_;
+  DICE_ASSIGN_OR_RETURN(std::vector<std::vector<float>> references, reference_log_probs(input));
+  const double reference_flops = forward_flops_ - reference_flops_before;
+  DICE_ASSIGN_OR_RETURN(Prepared whole, prepare(input, left_out, references));
+  if (whole.sequences == 0) return PolicyUpdateStats{};
+  DICE_ASSIGN_OR_RETURN(std::vector<Prepared> parts,
+                        mini_batches(std::move(whole), input, left_out, references));
+  PolicyUpdateStats times;  // the parts' seconds over every pass, and the update's model FLOPs
+  times.model_flops = rescored.flops + reference_flops;
+  DICE_ASSIGN_OR_RETURN(PolicyUpdateStats stats, run_epochs(parts, &times));
   std::int64_t sequences = 0, positions = 0, real_positions = 0;
   for (const Prepared& part : parts) {
     sequences += part.sequences;
@@ -316,44 +364,17 @@ Result<PolicyUpdateStats> PolicyTrainer::update(
       real_positions += p.real_positions;
     }
   }
-  double model_flops = rescore_flops + reference_flops;
-  PolicyUpdateStats times;  // the parts' seconds over every pass
-  {
-    for (int epoch = 0; epoch < epochs; ++epoch) {
-      stats = PolicyUpdateStats{};  // the last epoch's figures are reported
-      for (const Prepared& part : parts) {
-        const double lr = warmup_lr(options_.optimizer, steps_);
-        DICE_ASSIGN_OR_RETURN(auto stepped, step_on_replicas(part, lr));
-        stats.lr = lr;
-        const PolicyUpdateStats& pass = stepped.first;
-        const double norm = stepped.second;
-        times.optimizer_seconds += pass.optimizer_seconds;
-        ++steps_;
-        model_flops += pass.model_flops;
-        times.upload_seconds += pass.upload_seconds;
-        times.forward_seconds += pass.forward_seconds;
-        times.backward_seconds += pass.backward_seconds;
-        stats.scored_tokens += pass.scored_tokens;
-        stats.forwards += pass.forwards;
-        stats.loss += pass.loss / static_cast<double>(parts.size());
-        stats.policy_loss += pass.policy_loss / static_cast<double>(parts.size());
-        stats.kl += pass.kl;
-        stats.mean_ratio += pass.mean_ratio;
-        stats.clip_fraction += pass.clip_fraction;
-        stats.grad_norm += norm / static_cast<double>(parts.size());
-      }
-    }
-  }
+  const int epochs = std::max(1, options_.loss.ppo_epochs);
   finish_stats(sequences, epochs * static_cast<int>(parts.size()), &stats);
-  if (importance_tokens > 0) {
-    stats.importance_mean = importance_sum / importance_tokens;
-    stats.importance_capped = importance_capped / importance_tokens;
+  if (rescored.importance_tokens > 0) {
+    stats.importance_mean = rescored.importance_sum / rescored.importance_tokens;
+    stats.importance_capped = rescored.importance_capped / rescored.importance_tokens;
   }
-  stats.model_flops = model_flops;
+  stats.model_flops = times.model_flops;
   stats.padding_fraction =
       positions > 0 ? 1.0 - static_cast<double>(real_positions) / static_cast<double>(positions)
                     : 0.0;
-  stats.rescore_seconds = rescore_seconds;
+  stats.rescore_seconds = rescored.seconds;
   stats.upload_seconds = times.upload_seconds;
   stats.forward_seconds = times.forward_seconds;
   stats.backward_seconds = times.backward_seconds;

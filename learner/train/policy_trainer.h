@@ -152,6 +152,7 @@ class PolicyTrainer {
  private:
   struct Packed;    // one forward's rows and scored tokens (policy_trainer.cc)
   struct Prepared;  // a step's samples as micro-batches (policy_trainer.cc)
+  struct Rescored;  // the samples with the learner's own old log-probs (policy_trainer.cc)
 
   PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options);
   // As many samples a no-grad forward as the update's micro-batches hold (prepare()): forwards
@@ -176,6 +177,22 @@ class PolicyTrainer {
   // ... at learning rate `lr`.
   Result<std::pair<PolicyUpdateStats, double>> step_on_replicas(const Prepared& prepared,
                                                                 double lr);
+  // update()'s steps, in order. rescore: with loss.recompute_old_log_probs or importance_cap,
+  // the samples with their old log-probs the model's own (a sample whose trace does not fit keeps
+  // its own: prepare() names it) and, with importance_cap, each token's truncated weight
+  // pi_learner / pi_sampler; what it cost.
+  Rescored rescore(const std::vector<TraceSample>& samples);
+  // The parts of each pass, one optimizer step each: `whole` with loss.ppo_mini_batches 1, else
+  // the samples that fit (none of `left_out`) split in order, each prepared as its own objective
+  // (a mean over its sequences).
+  Result<std::vector<Prepared>> mini_batches(
+      Prepared whole, const std::vector<TraceSample>& input,
+      const std::vector<std::pair<std::size_t, Status>>* left_out,
+      const std::vector<std::vector<float>>& references) const;
+  // loss.ppo_epochs passes over `parts`: the last pass's figures; every pass's seconds and model
+  // FLOPs added to `*times`.
+  Result<PolicyUpdateStats> run_epochs(const std::vector<Prepared>& parts,
+                                       PolicyUpdateStats* times);
   // `references`: empty, or per layout its sample's reference log-probs (by response index).
   Packed pack(const std::vector<const TraceLayout*>& layouts, const std::vector<double>& advantages,
               double sequence_weight,

@@ -62,56 +62,60 @@ at::Tensor forward_backward(Qwen3LMImpl& model, const SftForward& f, const c10::
   return loss.detach();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<SftTrainer>> SftTrainer::create(Qwen3LM model, SftTrainerOptions options) {
-  if (!model) return Status::invalid_argument("SftTrainer: no model");
-  std::unique_ptr<SftTrainer> trainer(new SftTrainer(std::move(model), std::move(options)));
-  DICE_ASSIGN_OR_RETURN(trainer->replicas_,
-                        start_training(trainer->model_, trainer->options_, "SftTrainer"));
-  return trainer;
-}
-
-SftTrainer::SftTrainer(Qwen3LM model, SftTrainerOptions options)
-    : model_(std::move(model)), options_(std::move(options)), rng_(options_.seed) {}
-
-Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch, double lr) {
-  SftStepStats stats;
-  if (batch.empty()) return stats;
-  const ModelConfig& config = model_->config();
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  // Noise every sample first (the same draws, in the same order, packed or not, on any number
-  // of devices), then group them into rows: one sample per row, or as many as fit
-  // options_.pack_length.
+// The batch's noisy copies, drawn sample by sample in batch order (the same draws, packed or not,
+// on any number of devices), and each sample's loss weight.
+struct NoisedBatch {
   std::vector<SftNoised> noised;
   std::vector<double> weights;  // per sample: 1 / (p * response length * batch size)
+};
+
+NoisedBatch noise_batch(const std::vector<const SftSample*>& batch, const ModelConfig& config,
+                        std::mt19937_64& rng, SftStepStats* stats) {
+  NoisedBatch out;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
   for (const SftSample* sample : batch) {
-    noised.push_back(
-        sft_noise(*sample, uniform(rng_), config.block_size, config.mask_token_id, rng_));
-    weights.push_back(1.0 / (noised.back().p * static_cast<double>(sample->response.size()) *
-                             static_cast<double>(batch.size())));
-    ++stats.sequences;
-    stats.masked_tokens += static_cast<std::int64_t>(noised.back().masked.size());
+    out.noised.push_back(
+        sft_noise(*sample, uniform(rng), config.block_size, config.mask_token_id, rng));
+    out.weights.push_back(1.0 /
+                          (out.noised.back().p * static_cast<double>(sample->response.size()) *
+                           static_cast<double>(batch.size())));
+    ++stats->sequences;
+    stats->masked_tokens += static_cast<std::int64_t>(out.noised.back().masked.size());
   }
+  return out;
+}
+
+// The samples with a masked token (the others have no loss term), grouped into rows: one sample a
+// row, or as many as fit `pack_length` tokens (0: no packing). Adds each sample's model FLOPs to
+// `*model_flops`.
+std::vector<std::vector<std::size_t>> pack_rows(const std::vector<SftNoised>& noised,
+                                                std::int64_t pack_length, const ModelConfig& config,
+                                                double* model_flops) {
   std::vector<std::vector<std::size_t>> rows;
   std::int64_t row_length = 0;
   for (std::size_t i = 0; i < noised.size(); ++i) {
     if (noised[i].masked.empty()) continue;  // nothing masked: no term (short response, small p)
     const auto length = static_cast<std::int64_t>(noised[i].x_0.size());
-    if (rows.empty() || options_.pack_length <= 0 || row_length + length > options_.pack_length) {
+    if (rows.empty() || pack_length <= 0 || row_length + length > pack_length) {
       rows.emplace_back();
       row_length = 0;
     }
     rows.back().push_back(i);
     row_length += length;
-    stats.model_flops +=
-        3 * (training_sequence_flops(config, length) +
-             lm_head_flops(config, static_cast<std::int64_t>(noised[i].masked.size())));
+    *model_flops += 3 * (training_sequence_flops(config, length) +
+                         lm_head_flops(config, static_cast<std::int64_t>(noised[i].masked.size())));
   }
-  // Forwards of up to rows_per_forward rows each, padded to their longest row with a filler
-  // sequence that sees only itself and that no loss term reads.
+  return rows;
+}
+
+// Forwards of up to `rows_per_forward` rows each, padded to their longest row with a filler
+// sequence that sees only itself and that no loss term reads.
+std::vector<SftForward> build_forwards(const std::vector<std::vector<std::size_t>>& rows,
+                                       const NoisedBatch& batch, int rows_per_forward,
+                                       std::int64_t mask_token_id) {
+  const std::vector<SftNoised>& noised = batch.noised;
   std::vector<SftForward> forwards;
-  const auto per_forward = static_cast<std::size_t>(std::max(1, options_.rows_per_forward));
+  const auto per_forward = static_cast<std::size_t>(std::max(1, rows_per_forward));
   for (std::size_t first = 0; first < rows.size(); first += per_forward) {
     const std::size_t last = std::min(rows.size(), first + per_forward);
     SftForward f;
@@ -130,23 +134,28 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
         const auto offset = static_cast<std::int64_t>(f.x_0.size());
         for (std::int64_t p : noised[i].masked) {
           f.positions.push_back(offset + p);
-          f.token_weights.push_back(static_cast<float>(weights[i]));
+          f.token_weights.push_back(static_cast<float>(batch.weights[i]));
         }
         f.x_t.insert(f.x_t.end(), noised[i].x_t.begin(), noised[i].x_t.end());
         f.x_0.insert(f.x_0.end(), noised[i].x_0.begin(), noised[i].x_0.end());
       }
       const std::int64_t fill = row_start + f.width - static_cast<std::int64_t>(f.x_0.size());
       if (fill > 0) {
-        f.x_t.insert(f.x_t.end(), fill, config.mask_token_id);
-        f.x_0.insert(f.x_0.end(), fill, config.mask_token_id);
+        f.x_t.insert(f.x_t.end(), fill, mask_token_id);
+        f.x_0.insert(f.x_0.end(), fill, mask_token_id);
         f.lengths[r - first].push_back(fill);
       }
     }
     f.rows = static_cast<std::int64_t>(last - first);
     forwards.push_back(std::move(f));
   }
-  // Each forward to the replica with the fewest tokens so far (ties: the lowest rank).
-  const int replicas = replicas_->size();
+  return forwards;
+}
+
+// Which forwards each of `replicas` runs: each forward to the replica with the fewest tokens so far
+// (ties: the lowest rank).
+std::vector<std::vector<std::size_t>> share_out(const std::vector<SftForward>& forwards,
+                                                int replicas) {
   std::vector<std::vector<std::size_t>> mine(static_cast<std::size_t>(replicas));
   std::vector<std::int64_t> tokens(static_cast<std::size_t>(replicas), 0);
   for (std::size_t k = 0; k < forwards.size(); ++k) {
@@ -155,6 +164,34 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
     mine[least].push_back(k);
     tokens[least] += forwards[k].rows * forwards[k].width;
   }
+  return mine;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SftTrainer>> SftTrainer::create(Qwen3LM model, SftTrainerOptions options) {
+  if (!model) return Status::invalid_argument("SftTrainer: no model");
+  std::unique_ptr<SftTrainer> trainer(new SftTrainer(std::move(model), std::move(options)));
+  DICE_ASSIGN_OR_RETURN(trainer->replicas_,
+                        start_training(trainer->model_, trainer->options_, "SftTrainer"));
+  return trainer;
+}
+
+SftTrainer::SftTrainer(Qwen3LM model, SftTrainerOptions options)
+    : model_(std::move(model)), options_(std::move(options)), rng_(options_.seed) {}
+
+Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch, double lr) {
+  SftStepStats stats;
+  if (batch.empty()) return stats;
+  const ModelConfig& config = model_->config();
+  // Noise every sample first, then group them into rows and the rows into forwards.
+  const NoisedBatch noised = noise_batch(batch, config, rng_, &stats);
+  const std::vector<std::vector<std::size_t>> rows =
+      pack_rows(noised.noised, options_.pack_length, config, &stats.model_flops);
+  const std::vector<SftForward> forwards =
+      build_forwards(rows, noised, options_.rows_per_forward, config.mask_token_id);
+  const int replicas = replicas_->size();
+  const std::vector<std::vector<std::size_t>> mine = share_out(forwards, replicas);
   std::vector<double> losses(static_cast<std::size_t>(replicas), 0.0);
   std::vector<double> norms(static_cast<std::size_t>(replicas), 0.0);
   Status ran = replicas_->run([&](int rank) -> Status {
