@@ -70,7 +70,7 @@ bool parse_step_message(const std::string& msg, std::string* k_of_n, std::string
   return true;
 }
 
-// One cell of an evaluation summary (learner/eval_tally.h): "level 1: exec 0.250 fast_1 0.000
+// One cell of an evaluation summary (learner/run/eval_summary.h): "level 1: exec 0.250 fast_1 0.000
 // fast_2 0.000 (4 tasks)", with " pass@1 0.250 +-0.100 (4 samples a task)" when tasks had
 // several samples.
 struct EvalRow {

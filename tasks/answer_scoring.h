@@ -26,8 +26,9 @@
 // fast_0 is the correct rate (KernelBench: a correct kernel always has S > 0).
 //
 // The rule is its own library (dice_eval_scoring), below the learner and the tools: dice-eval's
-// table, the learner's in-run evaluation (learner/eval_tally.h) and dice-data build-sft (an SFT
-// pair is kept only when speedup_lower_bound reaches its threshold) cannot judge a speedup apart.
+// table, the learner's in-run evaluation (learner/run/eval_summary.h) and dice-data build-sft (an
+// SFT pair is kept only when speedup_lower_bound reaches its threshold) cannot judge a speedup
+// apart.
 #pragma once
 
 namespace dice::eval {
