@@ -40,18 +40,31 @@ STD_ABBREVIATIONS = {"a": "allocator", "b": "basic_string", "s": "string", "i": 
                      "o": "ostream", "d": "iostream"}
 
 
+# Special names that stand for another entity's name: a thunk (_ZTh, _ZTv, _ZTc and their call
+# offsets) jumps to a virtual function with an adjusted this, a TLS wrapper or initializer (_ZTW,
+# _ZTH) reaches a thread_local variable. Each is read as the entity it stands for, so importing
+# one is judged as importing that function or variable.
+CALL_OFFSET = r"(?:hn?\d+_|vn?\d+_n?\d+_)"
+STANDS_FOR = re.compile(r"_ZT(?:c%s%s|%s|[WH])" % (CALL_OFFSET, CALL_OFFSET, CALL_OFFSET))
+
+
 def name_parts(symbol):
     """The leading qualified name of an Itanium-mangled symbol as components: "_ZN2at4_ops2mm4
-    callE..." -> ["at", "_ops", "mm", "call"]; typeinfo and vtables ("_ZTV...") -> ["<vtable>",
-    ...the type's components]; operator new/delete -> ["<operator>"]. None for a C symbol. Only
+    callE..." -> ["at", "_ops", "mm", "call"]; typeinfo, vtables and VTTs ("_ZTV...", "_ZTT...")
+    -> ["<vtable>", ...the type's components]; thunks and TLS wrappers -> what they stand for
+    (STANDS_FOR); operator new/delete -> ["<operator>"]. None for a C symbol. Only
     the name is read (never the parameter types), up to the first template argument list,
     constructor, destructor or operator, which ends it."""
     s = symbol.split("@", 1)[0]
     if not s.startswith("_Z"):
         return None
+    stands_for = STANDS_FOR.match(s)
+    if stands_for:
+        return name_parts("_Z" + s[stands_for.end():])
     i, parts = 2, []
-    if s.startswith("_ZT") and len(s) > 4 and s[3] in "VIS":
-        parts.append({"V": "<vtable>", "I": "<typeinfo>", "S": "<typeinfo-name>"}[s[3]])
+    if s.startswith("_ZT") and len(s) > 4 and s[3] in "VTIS":
+        parts.append({"V": "<vtable>", "T": "<vtt>", "I": "<typeinfo>",
+                      "S": "<typeinfo-name>"}[s[3]])
         i = 4
     nested = i < len(s) and s[i] == "N"
     if nested:
@@ -308,9 +321,9 @@ def classify_symbol(symbol):
     parts = name_parts(name)
     if parts is None:
         return classify_c_symbol(name)
-    if parts[0] in ("<vtable>", "<typeinfo>", "<typeinfo-name>"):
+    if parts[0] in ("<vtable>", "<vtt>", "<typeinfo>", "<typeinfo-name>"):
         owner = parts[1] if len(parts) > 1 else ""
-        if parts[0] != "<vtable>" or owner in VTABLE_OWNERS:
+        if parts[0] not in ("<vtable>", "<vtt>") or owner in VTABLE_OWNERS:
             return None, "c++-runtime"
         return "not-allowed", "a vtable of %s" % owner
     head = parts[0]

@@ -190,6 +190,12 @@ class PolicyTest(unittest.TestCase):
         "__cudaRegisterFatBinary", "cudaGetLastError", "memcpy@GLIBC_2.14", "expf",
         "__stack_chk_fail", "_Z16THPVariable_WrapN2at10TensorBaseE", "THPVariableClass",
         "exit@GLIBC_2.2.5",  # dev item 3635 exits on a CUDA error
+        # The VTT of std::ostringstream (virtual bases): every module built against torch
+        # 2.11's headers on the H100 imports it (c10::str, TORCH_CHECK's messages).
+        "_ZTTNSt7__cxx1119basic_ostringstreamIcSt11char_traitsIcESaIcEEE@GLIBCXX_3.4.21",
+        # Thunks read as the functions they jump to.
+        "_ZThn16_NSt14basic_iostreamIwSt11char_traitsIwEED1Ev",
+        "_ZTv0_n24_NSt7__cxx1118basic_stringstreamIcSt11char_traitsIcESaIcEED0Ev",
     ]
     REFUSED = [
         ("cublasSgemm_v2", "vendor-library"), ("cublasLtMatmul", "vendor-library"),
@@ -222,6 +228,11 @@ class PolicyTest(unittest.TestCase):
          "not-allowed"),
         ("_ZN2atmlERKNS_6TensorES2_", "torch-compute"),  # at::operator*
         ("_Z13helper_of_anyv", "not-allowed"),
+        ("_ZTTN7foreign4BaseE", "not-allowed"),  # a VTT as a vtable: by its owner
+        ("_ZTv0_n24_NSt13basic_fstreamIcSt11char_traitsIcEED1Ev", "not-allowed"),  # file stream
+        ("_ZThn8_N2at4_ops2mm4callERKNS_6TensorES4_", "torch-compute"),
+        ("_ZTcv0_n12_h8_N2at6matmulERKNS_6TensorES2_", "torch-compute"),
+        ("_ZTHN7foreign7counterE", "not-allowed"),  # a TLS initializer: its variable's rule
     ]
 
     def test_what_an_honest_extension_imports_is_allowed(self):
