@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from docs_constants_test import ROOT  # noqa: E402
+from docs_constants_test import ROOT, write_tree  # noqa: E402
 
 BENCHMARKS = os.path.join("docs", "BENCHMARKS.md")
 # BENCHMARKS.md, "words" / BENCHMARKS.md ("words") / BENCHMARKS "words" / BENCHMARKS.md section
@@ -108,19 +108,15 @@ class CitedBenchmarkHeadingsExistTest(unittest.TestCase):
     def test_a_renamed_heading_is_named(self):
         import tempfile
         with tempfile.TemporaryDirectory() as root:
-            os.makedirs(os.path.join(root, "docs"))
-            os.makedirs(os.path.join(root, "lib"))
-            with open(os.path.join(root, BENCHMARKS), "w") as f:
-                f.write("# Results\n## Compile memory builds really use (issue 50), dev VM\n")
-            with open(os.path.join(root, "lib", "a.h"), "w") as f:
-                f.write('// 4096 (docs/BENCHMARKS.md, "Compile memory\n// builds really use").\n'
-                        '// Also docs/BENCHMARKS.md "compile memory ... dev VM" and\n'
-                        '// BENCHMARKS.md ("Compile memory that builds use").\n'
-                        '"(docs/BENCHMARKS.md, \\"Compile memory ... dev VM\\")"\n'
-                        '"(docs/BENCHMARKS.md "\n    "\\"Timing on the H100\\")"\n')
-            with open(os.path.join(root, "README.md"), "w") as f:
-                f.write('See docs/BENCHMARKS.md, section "Results" and "Gone away".\n'
-                        'And BENCHMARKS.md, "Timing on the H200".\n')
+            write_tree(root, {
+                BENCHMARKS: "# Results\n## Compile memory builds really use (issue 50), dev VM\n",
+                "lib/a.h": '// 4096 (docs/BENCHMARKS.md, "Compile memory\n// builds really use").\n'
+                           '// Also docs/BENCHMARKS.md "compile memory ... dev VM" and\n'
+                           '// BENCHMARKS.md ("Compile memory that builds use").\n'
+                           '"(docs/BENCHMARKS.md, \\"Compile memory ... dev VM\\")"\n'
+                           '"(docs/BENCHMARKS.md "\n    "\\"Timing on the H100\\")"\n',
+                "README.md": 'See docs/BENCHMARKS.md, section "Results" and "Gone away".\n'
+                             'And BENCHMARKS.md, "Timing on the H200".\n'})
             wrong = missing_headings(root)
             self.assertEqual(sorted(wrong), [
                 'README.md: BENCHMARKS.md, "Timing on the H200" is no heading of '

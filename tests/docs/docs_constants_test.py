@@ -124,21 +124,38 @@ def doc_files(root):
                 yield os.path.join(folder, name)
 
 
-def quotes(root):
-    """[(doc, line number, name, quoted text)] of every constant a doc quotes with a value."""
-    out = []
+def doc_lines(root):
+    """(doc relative to root, line number, line) of every line of every doc_files one."""
     for path in doc_files(root):
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
         for number, line in enumerate(lines, 1):
-            for pattern in QUOTES:
-                for m in pattern.finditer(line):
-                    if m.group(1) not in FOREIGN:
-                        out.append((os.path.relpath(path, root), number, m.group(1),
-                                    m.group(2)))
-            for m in VALUE_FIRST.finditer(line):
-                if m.group(2) not in FOREIGN:
-                    out.append((os.path.relpath(path, root), number, m.group(2), m.group(1)))
+            yield os.path.relpath(path, root), number, line
+
+
+def write_tree(root, files):
+    """A test's tree under root: {path relative to root: text}, or None for an empty folder."""
+    for name, text in files.items():
+        path = os.path.join(root, name)
+        if text is None:
+            os.makedirs(path, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def quotes(root):
+    """[(doc, line number, name, quoted text)] of every constant a doc quotes with a value."""
+    out = []
+    for doc, number, line in doc_lines(root):
+        for pattern in QUOTES:
+            for m in pattern.finditer(line):
+                if m.group(1) not in FOREIGN:
+                    out.append((doc, number, m.group(1), m.group(2)))
+        for m in VALUE_FIRST.finditer(line):
+            if m.group(2) not in FOREIGN:
+                out.append((doc, number, m.group(2), m.group(1)))
     return out
 
 
@@ -236,17 +253,12 @@ class DocsQuoteTheCodesConstantsTest(unittest.TestCase):
     def test_a_stale_quote_is_named(self):
         import tempfile
         with tempfile.TemporaryDirectory() as root:
-            os.makedirs(os.path.join(root, "docs"))
-            os.makedirs(os.path.join(root, "lib"))
-            with open(os.path.join(root, "lib", "limits.py"), "w") as f:
-                f.write("MAX_ITEMS = 1 << 4\nRATE = 0.5\n")
-            with open(os.path.join(root, "lib", "limits.h"), "w") as f:
-                f.write("constexpr int kRetries = 3;\n")
-            with open(os.path.join(root, "README.md"), "w") as f:
-                f.write("Up to `MAX_ITEMS = 16` items, `kRetries` (3) tries, exits 2 "
-                        "(`kRetries`, lib/limits.h).\n")
-            with open(os.path.join(root, "docs", "A.md"), "w") as f:
-                f.write("`RATE` = 0.25 and `GONE_AWAY = 2`.\n")
+            write_tree(root, {
+                "lib/limits.py": "MAX_ITEMS = 1 << 4\nRATE = 0.5\n",
+                "lib/limits.h": "constexpr int kRetries = 3;\n",
+                "README.md": "Up to `MAX_ITEMS = 16` items, `kRetries` (3) tries, exits 2 "
+                             "(`kRetries`, lib/limits.h).\n",
+                "docs/A.md": "`RATE` = 0.25 and `GONE_AWAY = 2`.\n"})
             wrong = mismatches(root)
             self.assertEqual(len(wrong), 3, wrong)
             self.assertTrue(any("README.md:1: `kRetries` is quoted as '2'; the code has 3" in w

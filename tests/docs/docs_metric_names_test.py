@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from docs_constants_test import ROOT, SKIPPED_DIRS, doc_files  # noqa: E402
+from docs_constants_test import ROOT, SKIPPED_DIRS, doc_lines, write_tree  # noqa: E402
 
 METRIC = re.compile(r"`((?:learner|reward|rollout|sft|schedule|eval)/[a-z_0-9]+(?:/[a-z_0-9]+)*)`")
 LITERAL = re.compile(r'"((?:learner|reward|rollout|sft|schedule|eval)/[a-z_0-9/]*)"')
@@ -41,14 +41,9 @@ def is_a_file(root, doc_folder, name):
 
 def named_metrics(root):
     """[(doc, line number, metric)] of every metric name a doc quotes."""
-    out = []
-    for path in doc_files(root):
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                for m in METRIC.finditer(line):
-                    if not is_a_file(root, os.path.dirname(path), m.group(1)):
-                        out.append((os.path.relpath(path, root), number, m.group(1)))
-    return out
+    return [(doc, number, m.group(1)) for doc, number, line in doc_lines(root)
+            for m in METRIC.finditer(line)
+            if not is_a_file(root, os.path.join(root, os.path.dirname(doc)), m.group(1))]
 
 
 def unknown_metrics(root):
@@ -71,13 +66,11 @@ class DocsNameTheCodesMetricsTest(unittest.TestCase):
     def test_an_unknown_metric_is_named(self):
         import tempfile
         with tempfile.TemporaryDirectory() as root:
-            for folder in ("docs", "lib", "tools"):
-                os.makedirs(os.path.join(root, folder))
-            with open(os.path.join(root, "lib", "m.cc"), "w") as f:
-                f.write('log("learner/lr", lr);\nlog("reward/internal_errors", n);\n')
-            with open(os.path.join(root, "README.md"), "w") as f:
-                f.write("Series `learner/lr`, `reward/internal` (a family) and "
-                        "`learner/learning_rate`.\n")
+            write_tree(root, {
+                "docs": None, "tools": None,
+                "lib/m.cc": 'log("learner/lr", lr);\nlog("reward/internal_errors", n);\n',
+                "README.md": "Series `learner/lr`, `reward/internal` (a family) and "
+                             "`learner/learning_rate`.\n"})
             self.assertEqual(unknown_metrics(root), [
                 "README.md:1: `learner/learning_rate` is no metric the code names"])
 

@@ -16,7 +16,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from docs_constants_test import ROOT, SKIPPED_DIRS, doc_files  # noqa: E402
+from docs_constants_test import ROOT, SKIPPED_DIRS, doc_files, write_tree  # noqa: E402
 
 # folder/.../name.ext, not inside a longer path or word, without wildcards or placeholders.
 PATH = re.compile(r"(?<![\w/.<>*-])((?:[A-Za-z_][\w.-]*/)+[\w-][\w.-]*\.[A-Za-z0-9]+)(?![\w/*<>])")
@@ -112,15 +112,13 @@ class DocsNameFilesThatExistTest(unittest.TestCase):
     def test_a_moved_file_is_named(self):
         import tempfile
         with tempfile.TemporaryDirectory() as root:
-            for folder in ("docs", "lib/sub", "tools"):
-                os.makedirs(os.path.join(root, folder))
-            with open(os.path.join(root, "lib", "sub", "here.h"), "w") as f:
-                f.write("\n")
-            with open(os.path.join(root, "README.md"), "w") as f:
-                f.write("See `lib/sub/here.h` and lib/gone.cc. Not ours: src/kb/x.py, "
-                        "python/judge.py, lib/<name>.h, lib/*.h, https://example.org/lib/a.html.\n")
-            with open(os.path.join(root, "docs", "A.md"), "w") as f:
-                f.write("(lib/sub/moved.py).\n")
+            write_tree(root, {
+                "tools": None,
+                "lib/sub/here.h": "\n",
+                "README.md": "See `lib/sub/here.h` and lib/gone.cc. Not ours: src/kb/x.py, "
+                             "python/judge.py, lib/<name>.h, lib/*.h, "
+                             "https://example.org/lib/a.html.\n",
+                "docs/A.md": "(lib/sub/moved.py).\n"})
             wrong = missing_paths(root)
             self.assertEqual(wrong, ["README.md:1: lib/gone.cc is no file of the repository",
                                      "docs/A.md:1: lib/sub/moved.py is no file of the repository"])

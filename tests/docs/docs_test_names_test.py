@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from docs_constants_test import ROOT, SKIPPED_DIRS, doc_files  # noqa: E402
+from docs_constants_test import ROOT, SKIPPED_DIRS, doc_lines, write_tree  # noqa: E402
 
 CITED = re.compile(r"`([A-Z][A-Za-z0-9_]*)\.([A-Z][A-Za-z0-9_]*|test\w*|\*)`")
 GTEST = re.compile(r"\b(?:TEST|TEST_F|TEST_P|TYPED_TEST)\(\s*(\w+)\s*,\s*(\w+)\s*\)")
@@ -49,13 +49,8 @@ def test_suites(root):
 
 def cited_tests(root):
     """[(doc, line number, suite, case or '*')] of every test a doc names."""
-    out = []
-    for path in doc_files(root):
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
-                for m in CITED.finditer(line):
-                    out.append((os.path.relpath(path, root), number, m.group(1), m.group(2)))
-    return out
+    return [(doc, number, m.group(1), m.group(2)) for doc, number, line in doc_lines(root)
+            for m in CITED.finditer(line)]
 
 
 def missing_tests(root):
@@ -88,17 +83,13 @@ class DocsCiteTestsThatExistTest(unittest.TestCase):
     def test_a_gone_test_is_named(self):
         import tempfile
         with tempfile.TemporaryDirectory() as root:
-            for folder in ("docs", "tests/a", "tools"):
-                os.makedirs(os.path.join(root, folder))
-            with open(os.path.join(root, "tests", "a", "a_test.cc"), "w") as f:
-                f.write("TEST(KeptTest, StillHere) {}\nTEST_F(Fixture, Case) {}\n")
-            with open(os.path.join(root, "tests", "a", "b_test.py"), "w") as f:
-                f.write("class PyTest(unittest.TestCase):\n    def test_one(self):\n")
-            with open(os.path.join(root, "README.md"), "w") as f:
-                f.write("`KeptTest.StillHere`, `KeptTest.Renamed`, `Fixture.*`, "
-                        "`PyTest.test_one`\n")
-            with open(os.path.join(root, "docs", "A.md"), "w") as f:
-                f.write("`GoneTest.Case`, `Verdict.ReusedFrom`, `PyTest.test_two`\n")
+            write_tree(root, {
+                "tools": None,
+                "tests/a/a_test.cc": "TEST(KeptTest, StillHere) {}\nTEST_F(Fixture, Case) {}\n",
+                "tests/a/b_test.py": "class PyTest(unittest.TestCase):\n    def test_one(self):\n",
+                "README.md": "`KeptTest.StillHere`, `KeptTest.Renamed`, `Fixture.*`, "
+                             "`PyTest.test_one`\n",
+                "docs/A.md": "`GoneTest.Case`, `Verdict.ReusedFrom`, `PyTest.test_two`\n"})
             wrong = missing_tests(root)
             self.assertEqual(len(wrong), 3, wrong)
             self.assertIn("README.md:1: `KeptTest.Renamed`: suite KeptTest has no case Renamed",
