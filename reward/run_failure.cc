@@ -43,6 +43,8 @@ schema::FailureClass runner_end_failure(schema::FailureClass judged, const std::
                                         const SandboxResult& runner) {
   using FC = schema::FailureClass;
   if (judged != FC::CRASHED || detail.rfind(kRunnerEnded, 0) != 0) return judged;
+  // The runner's own time limit ended it: the judge, waiting on the same limit, saw the end first.
+  if (runner.timed_out) return FC::TIMEOUT;
   if (runner.signal != SIGKILL && classify_sandbox_failure(runner) == FC::RESOURCE_LIMIT) {
     return FC::RESOURCE_LIMIT;
   }

@@ -25,8 +25,10 @@ inline constexpr const char* kRunnerEnded = "the runner ended";
 
 // The failure class of a verdict the judge reached (`judged`, with its detail), given how its
 // runner ended: a `crashed` verdict for a runner that ended during a request is the candidate's
-// resourceLimit when the sandbox's classification of the runner's end says a limit ended it
-// (SIGXCPU, SIGXFSZ, out of memory or processes in its stderr). A SIGKILL does not count: the
+// timeout when the runner ran past its time limit (an endless kernel: the runner's limit and the
+// judge's are the same, and the runner's wait starts first), and its resourceLimit when the
+// sandbox's classification of the runner's end says a limit ended it (SIGXCPU, SIGXFSZ, out of
+// memory or processes in its stderr). A SIGKILL does not count: the
 // evaluator kills every runner once its judge is done, so one cannot be told from the OOM
 // killer's. Any other verdict is kept.
 schema::FailureClass runner_end_failure(schema::FailureClass judged, const std::string& detail,

@@ -610,8 +610,12 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
                    << kv("why", runner_sent.message());
   }
   EvaluationReport report = report_from_run(run, nonce);
-  // A runner that a limit ended mid-request: the candidate's resourceLimit, not a crash.
+  // A runner that a limit ended mid-request: the candidate's timeout or resourceLimit, not a crash.
   report.failure = runner_end_failure(report.failure, report.detail, runner_run);
+  if (report.failure == schema::FailureClass::TIMEOUT && runner_run.timed_out) {
+    report.detail = "evaluation ended without a result: the candidate's process " +
+                    describe_sandbox_result(runner_run) + " (" + report.detail + ")";
+  }
   if (memory_watch) apply_gpu_memory_watch(*memory_watch, &report);
   report.log_tail = stderr_tail("runner", runner_run, 1500) + stderr_tail("judge", run, 1000);
   if (take_turns) {

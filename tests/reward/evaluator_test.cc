@@ -84,7 +84,7 @@ TEST(ReportFromRunTest, NoResultIsClassifiedFromHowTheProcessEnded) {
   EXPECT_EQ(report_from_run(oom, "n").failure, FC::RESOURCE_LIMIT);
 }
 
-TEST(RunnerEndFailureTest, ARunnerThatALimitEndedIsTheCandidatesResourceLimit) {
+TEST(RunnerEndFailureTest, ARunnerThatALimitEndedIsTheCandidatesTimeoutOrResourceLimit) {
   // The judge's verdict when its runner ended mid-request (reward/python/judge.py).
   const std::string ended = std::string(kRunnerEnded) + " during 'forward'";
   SandboxResult out_of_memory;
@@ -101,6 +101,11 @@ TEST(RunnerEndFailureTest, ARunnerThatALimitEndedIsTheCandidatesResourceLimit) {
   SandboxResult killed;
   killed.signal = SIGKILL;
   EXPECT_EQ(runner_end_failure(FC::CRASHED, ended, killed), FC::CRASHED);
+  // Killed by its own time limit (an endless kernel) before the judge's limit came: a timeout.
+  SandboxResult endless;
+  endless.signal = SIGKILL;
+  endless.timed_out = true;
+  EXPECT_EQ(runner_end_failure(FC::CRASHED, ended, endless), FC::TIMEOUT);
   // Other verdicts, and a crash that is not the runner's end, are kept.
   EXPECT_EQ(runner_end_failure(FC::ANTI_CHEAT, ended, cpu), FC::ANTI_CHEAT);
   EXPECT_EQ(runner_end_failure(FC::CRASHED, "evaluation ended without a result", cpu), FC::CRASHED);

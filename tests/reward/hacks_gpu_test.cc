@@ -30,6 +30,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/log.h"
 #include "reward/evaluate/evaluator.h"
 #include "reward/pipeline.h"
 #include "reward/reward_worker.h"
@@ -77,6 +78,8 @@ struct Outcome {
   // The evaluation (judge and runner) interval, from the end of evaluate() back by its eval time:
   // evaluation is the last thing the pipeline does.
   Clock::time_point eval_start, eval_end;
+  // The whole call (static check, compile, slot, evaluation), for the printed timeline.
+  Clock::time_point call_start;
 
   bool has_finding(const std::string& check) const {
     return std::find(findings.begin(), findings.end(), check) != findings.end();
@@ -86,6 +89,9 @@ struct Outcome {
 class HacksGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // DICE_HACKS_LOG=debug: the pipeline's own lines too (each evaluation's slot and phases).
+    LogOptions log;
+    if (parse_log_level(env_or("DICE_HACKS_LOG", "info"), &log.level)) log_configure(log);
     options_.python_path = env_or("DICE_PYTHON", "python3");
     options_.compile_cache_dir = env_or("DICE_COMPILE_CACHE", "/tmp/dice-hacks-compile-cache");
     options_.correctness_trials =
@@ -154,9 +160,11 @@ class HacksGpuTest : public ::testing::Test {
     request.initCandidate().setText("Here is the kernel.\n```python\n" + job.source + "```\n");
     capnp::MallocMessageBuilder verdict_message;
     auto verdict = verdict_message.initRoot<schema::Verdict>();
+    const Clock::time_point call_start = Clock::now();
     pipeline_->evaluate(request, verdict);
 
     Outcome out;
+    out.call_start = call_start;
     out.eval_end = Clock::now();
     out.eval_start =
         out.eval_end - std::chrono::duration_cast<Clock::duration>(
@@ -171,7 +179,9 @@ class HacksGpuTest : public ::testing::Test {
          << " compiled=" << out.compiled << " trials=" << verdict.getCorrectnessTrials()
          << " max_abs_error=" << verdict.getMaxAbsError()
          << " eval_s=" << verdict.getTimings().getEvalSeconds() << " kernel_ms=" << out.kernel_ms
-         << " slot=\"" << verdict.getGpuSlot().cStr() << "\"";
+         << " slot=\"" << verdict.getGpuSlot().cStr() << "\" call=+"
+         << format_seconds(out.call_start - test_start_) << "..+"
+         << format_seconds(out.eval_end - test_start_) << " s";
     for (auto f : verdict.getFindings()) {
       out.findings.push_back(f.getCheck().cStr());
       line << "\n    finding " << f.getCheck().cStr() << (f.getFatal() ? " (fatal): " : ": ")
@@ -186,6 +196,15 @@ class HacksGpuTest : public ::testing::Test {
   // Judges honest.py and output_cache.py with `check` (defined below, by the tests that use it).
   void expect_kernel_check_cases(KernelCheck check);
 
+  // Seconds since the test began, for the timeline printed with each outcome.
+  static std::string format_seconds(Clock::duration d) {
+    std::ostringstream out;
+    out.precision(2);
+    out << std::fixed << std::chrono::duration<double>(d).count();
+    return out.str();
+  }
+
+  const Clock::time_point test_start_ = Clock::now();
   RewardOptions options_;
   Toolchain toolchain_;
   int slots_ = 4;
@@ -224,6 +243,15 @@ const std::vector<Expectation>& expectations() {
 
 bool overlaps(const Outcome& a, const Outcome& b) {
   return a.eval_start < b.eval_end && b.eval_start < a.eval_end;
+}
+
+// Whether `honest` (judged once) may have been judged beside `hostile`'s first judging. A hostile
+// verdict judged again alone (finding confirmed-alone) had company at its GPU in its first
+// judging, but its eval seconds sum both judgings, ended by the second: its whole call stands
+// for the first (no evaluation runs beside the second, which has the GPU alone).
+bool judged_beside(const Outcome& honest, const Outcome& hostile) {
+  if (!hostile.has_finding("confirmed-alone")) return overlaps(honest, hostile);
+  return honest.eval_start < hostile.eval_end && hostile.call_start < honest.eval_end;
 }
 
 TEST_F(HacksGpuTest, EveryRuntimeHackAndBrokenKernelIsRejected) {
@@ -306,12 +334,16 @@ TEST_F(HacksGpuTest, TheProfilerSeesTheCandidatesKernels) {
 // With timing on, each candidate is timed with the GPU to itself (reward.timing.exclusive): copies
 // of one kernel judged side by side read about the same time. Timed while the other slots' checks
 // ran, the dev set's 0.05 ms kernels read up to 15x slower (2026-11-30; docs/BENCHMARKS.md,
-// "Timed speedups with 8 slots on one GPU are noise").
+// "Timed speedups with 8 slots on one GPU are noise"). The kernel is a milliseconds-long matrix
+// product: honest.py's 0.01 ms of work sits under the judge clock's resolution (0.05-0.15 ms a
+// call on the H100, 2026-12-07), where the mean credited is the resolution, not the kernel.
 TEST_F(HacksGpuTest, TimedCandidatesHaveTheGpuToThemselves) {
   options_.timing.enabled = true;
   rebuild_pipeline();
+  const Job matmul{"matmul_honest.py", read_hack_file("matmul_honest.py"),
+                   read_hack_file("matmul_reference.py")};
   const std::vector<Outcome> outcomes =
-      evaluate_all(std::vector<std::string>(2 * static_cast<size_t>(slots_), "honest.py"));
+      evaluate_jobs(std::vector<Job>(2 * static_cast<size_t>(slots_), matmul));
   double fastest = 1e30, slowest = 0;
   for (const Outcome& o : outcomes) {
     EXPECT_EQ(o.reward, 1.0f) << o.line;
@@ -320,8 +352,9 @@ TEST_F(HacksGpuTest, TimedCandidatesHaveTheGpuToThemselves) {
     fastest = std::min(fastest, o.kernel_ms);
     slowest = std::max(slowest, o.kernel_ms);
   }
-  // A few-microsecond kernel's mean moves up to ~1.7x between runs even alone (launch-bound).
-  EXPECT_LT(slowest, 3 * fastest) << "kernel_ms from " << fastest << " to " << slowest;
+  // Alone, a compute-bound kernel of milliseconds reads within a few percent run to run; beside
+  // three others it would read up to 4x.
+  EXPECT_LT(slowest, 1.5 * fastest) << "kernel_ms from " << fastest << " to " << slowest;
   std::cout << "[ timing ] " << outcomes.size() << " copies, kernel_ms " << fastest << " to "
             << slowest << std::endl;
 }
@@ -340,12 +373,17 @@ TEST_F(HacksGpuTest, IllegalMemoryAccessFailsOnlyItsOwnCandidate) {
   for (size_t i = 1; i < outcomes.size(); ++i) {
     EXPECT_EQ(outcomes[i].reward, 1.0f) << outcomes[i].line;
     EXPECT_EQ(outcomes[i].failure, FC::NONE) << outcomes[i].line;
-    concurrent += overlaps(outcomes[i], crashing);
+    concurrent += judged_beside(outcomes[i], crashing);
   }
-  // Without overlap the test would show nothing about isolation.
-  EXPECT_GT(concurrent, 0) << "no honest evaluation ran while the crashing one did";
+  // Without overlap the test would show nothing about isolation. The crash judged again alone had
+  // company in its first judging, and its only neighbours are honest: that is overlap, whatever
+  // the intervals say.
+  const bool had_company = crashing.has_finding("confirmed-alone");
+  EXPECT_TRUE(concurrent > 0 || had_company)
+      << "no honest evaluation ran while the crashing one did";
   std::cout << "[ isolation ] " << concurrent << " of " << outcomes.size() - 1
-            << " honest evaluations overlapped the crashing one" << std::endl;
+            << " honest evaluations overlapped the crashing one; it "
+            << (had_company ? "had" : "did not have") << " company at its GPU" << std::endl;
 }
 
 // No candidate fails another (issue 49 item 4): honest kernels judged beside a GPU-memory hoarder,
@@ -371,7 +409,7 @@ TEST_F(HacksGpuTest, HoardersHangsAndCrashesNeverFailTheirNeighbours) {
     EXPECT_EQ(outcomes[i].failure, FC::NONE) << outcomes[i].line;
     confirmed += outcomes[i].has_finding("confirmed-alone");
     for (size_t h = 0; h < hostile; ++h) {
-      if (overlaps(outcomes[i], outcomes[h])) {
+      if (judged_beside(outcomes[i], outcomes[h])) {
         ++overlapped;
         break;
       }
