@@ -3,19 +3,22 @@
 #include <dirent.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
+
+#include "common/read_file.h"
 
 namespace dice {
 namespace {
 
 // The parent pid in /proc/<pid>/stat: the field after the command, which is in parentheses and
-// may itself hold spaces and parentheses (hence the last ')'). -1 when unreadable.
+// may itself hold spaces and parentheses (hence the last ')'). -1 when unreadable: a process
+// that ends between the open and the read fails the read with ESRCH (read_file says so; a
+// stream's buffer threw it, and the thread that asked ended the process).
 pid_t parent_of(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Result<std::string> read = read_file("/proc/" + pid + "/stat");
+  if (!read.ok()) return -1;
+  const std::string& stat = *read;
   const std::size_t close = stat.rfind(')');
   if (close == std::string::npos || close + 4 >= stat.size()) return -1;
   // ") S 1234 ...": state, then the parent.

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <system_error>
 
+#include "common/read_file.h"
 #include "rewardlog/rocksdb_util.h"
 
 namespace dice::rewardlog {
@@ -93,8 +92,8 @@ namespace {
 
 // The text of the database's IDENTITY file (RocksDB writes one per database), "" when none.
 std::string read_identity(const std::string& path) {
-  std::ifstream file(path + "/IDENTITY");
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  Result<std::string> read = read_file(path + "/IDENTITY");
+  std::string text = read.ok() ? std::move(*read) : std::string();
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text;
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/read_file.h"
 #include "common/seconds_since.h"
 #include "reward/sandbox/sandbox_cgroup.h"
 #include "reward/sandbox/sandbox_child.h"
@@ -647,10 +648,10 @@ Result<std::vector<std::pair<std::string, std::string>>> read_files_for_sandbox(
   std::vector<std::pair<std::string, std::string>> files;
   for (const auto& name : names) {
     const std::string path = dir.empty() ? name : dir + "/" + name;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::not_found("cannot read " + path);
-    std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    files.emplace_back(fs::path(name).filename().string(), std::move(contents));
+    Result<std::string> contents = read_file(path);
+    if (!contents.ok())
+      return Status::not_found("cannot read " + path + ": " + contents.status().message());
+    files.emplace_back(fs::path(name).filename().string(), std::move(*contents));
   }
   return files;
 }

@@ -33,6 +33,12 @@ TEST(ReadFileTest, FailuresNameThePath) {
   auto folder = read_file(dir.path());
   EXPECT_EQ(folder.status().code(), StatusCode::kIOError);
   EXPECT_EQ(folder.status().message(), dir.path() + ": is a directory, not a file");
+  // Opened, then the read fails (address 0 of the process's memory is not mapped): an error
+  // naming the path, not the bytes read so far as if they were the whole file.
+  auto unreadable = read_file("/proc/self/mem");
+  EXPECT_EQ(unreadable.status().code(), StatusCode::kIOError);
+  EXPECT_NE(unreadable.status().message().find("/proc/self/mem: read failed"), std::string::npos)
+      << unreadable.status().to_string();
   if (geteuid() != 0) {  // root reads a file whatever its mode
     std::ofstream(dir.sub("locked")) << "x";
     ASSERT_EQ(chmod(dir.sub("locked").c_str(), 0), 0);
