@@ -434,7 +434,31 @@ class Judge:
             self.finding("stale-output", "fresh inputs: " + e.detail, True)
             raise EvalFailure("antiCheat", "wrong on fresh inputs after passing the trials "
                               "(an output cached across calls?): " + e.detail)
+        self.check_drawn_inputs(ref_model, fresh, seeds["fresh"])
         return max_err, fresh
+
+    def check_drawn_inputs(self, ref_model, fresh, seed):
+        """The fresh set drawn toward its centre as timed calls' inputs are
+        (timed_calls.CallInputs: rolled, each floating value moved toward 0 or the middle of its
+        range by a share under CONTRACTION_MAX, within the range get_inputs drew). A kernel right
+        only for get_inputs' distribution is wrong here: one that normalises with running
+        statistics where the reference, in training mode, uses the batch's agrees with it only
+        while the batch's mean and variance are near 0 and 1. Without this set such a kernel was
+        rewarded untimed and refused timed (its timed outputs differ): one reward per kernel."""
+        drawn = self.timed("inputs", timed_calls.CallInputs(
+            self.torch, [fresh], seed, self.device).inputs, 0)
+        origin = ("the fresh set drawn toward its centre (get_inputs()'s values, seed %d, "
+                  "moved by the judge: ours)" % seed)
+        want = self.reference(ref_model, drawn, origin)
+        got = self.candidate(drawn, want)
+        try:
+            self.timed("compare", compare_outputs, self.torch, got, want, self.args)
+        except EvalFailure as e:
+            self.finding("wrong-on-drawn-inputs", "the fresh set drawn toward its centre: " +
+                         e.detail, True)
+            raise EvalFailure("incorrect", "right on get_inputs()'s values, wrong on the same "
+                              "values drawn toward their centre (as timed calls' inputs are): "
+                              + e.detail)
 
     def check_input_dependence(self, per_trial):
         """Outputs that do not change when the inputs do, while the reference's do, were not

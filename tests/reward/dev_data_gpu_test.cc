@@ -1,9 +1,10 @@
 // The whole reward pipeline on the 60 published infilling tasks (REFERENCE.md section 7) on a
 // real GPU: extract -> static checks -> nvcc -> judge.py and runner.py in the sandbox. Expected:
 // every task correct at DICE's 1e-2 except 2616 (a wrong kernel: it writes only the first row),
-// 6936 (cuDNN, no kernel of its own: staticCheck) and seven that call cuBLAS or cuDNN for their
-// main op (antiCheat: their modules import the library, module-imports): 51 of 60. Prints one
-// line per task and the totals.
+// 6936 (cuDNN, no kernel of its own: staticCheck), seven that call cuBLAS or cuDNN for their
+// main op (antiCheat: their modules import the library, module-imports) and two that normalise
+// with running statistics where the reference uses the batch's (incorrect on the fresh set drawn
+// toward its centre, wrong-on-drawn-inputs): 49 of 60. Prints one line per task and the totals.
 //
 // Knobs (environment): DICE_DEV_DATA (the JSON), DICE_PYTHON (python with torch; default
 // python3), DICE_COMPILE_CACHE (default /tmp/dice-dev-compile-cache: reused across runs),
@@ -125,6 +126,11 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
   // bytes around every tensor").
   const std::set<std::string> library_fallbacks = {"4383", "4950", "426", "3020",
                                                    "5756", "7678", "3497"};
+  // 6995 (Upsample + BatchNorm3d) and 444 (BatchNorm2d + Hardtanh) normalise with running_mean
+  // and running_var, the inference formula, where the reference module is in training mode and
+  // uses the batch's statistics: the two agree on get_inputs' standard normal values only. On the
+  // H100 (2026-12-07) both failed the timed loop's digests, whose inputs are drawn the same way.
+  const std::set<std::string> running_statistics = {"6995", "444"};
   int rewarded = 0;
   for (const auto& [id, reward] : rewards) {
     rewarded += reward > 0;
@@ -136,7 +142,10 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
     // main op beside one small kernel of their own: their modules import the library, which the
     // judge refuses before the runner loads them (module_imports.py's vendor-library rule,
     // docs/SECURITY.md). All are asserted below.
-    if (id == "2616" || id == "6936" || library_fallbacks.count(id)) continue;
+    if (id == "2616" || id == "6936" || library_fallbacks.count(id) ||
+        running_statistics.count(id)) {
+      continue;
+    }
     EXPECT_EQ(reward, 1.0f) << lines[id];
   }
   EXPECT_EQ(rewards.count("2616") ? rewards["2616"] : 0.0f, 0.0f) << lines["2616"];
@@ -145,6 +154,11 @@ TEST(DevDataGpuTest, PublishedCandidatesAreRewarded) {
     if (!rewards.count(id)) continue;  // DICE_DEV_LIMIT left it out
     EXPECT_EQ(rewards[id], 0.0f) << lines[id];
     EXPECT_NE(lines[id].find("[module-imports]"), std::string::npos) << lines[id];
+  }
+  for (const std::string& id : running_statistics) {
+    if (!rewards.count(id)) continue;
+    EXPECT_EQ(rewards[id], 0.0f) << lines[id];
+    EXPECT_NE(lines[id].find("[wrong-on-drawn-inputs]"), std::string::npos) << lines[id];
   }
   std::cout << "[ summary ] " << rewarded << " of " << rewards.size() << " rewarded" << std::endl;
 }

@@ -129,6 +129,20 @@ class JudgeFlowTest(unittest.TestCase):
         self.assertEqual(r["failure"], "antiCheat", r)
         self.assertEqual(checks(r), ["stale-output"])
 
+    def test_a_kernel_right_only_for_get_inputs_distribution_is_incorrect(self):
+        # Normalising with the running statistics agrees with the reference's batch statistics
+        # on get_inputs' standard normal values (every trial and the fresh set pass), not on the
+        # same values drawn toward 0.
+        r = run_judge("candidate_norm.py", "fake_extension_norm_running.py",
+                      reference="reference_norm.py")
+        self.assertEqual(r["failure"], "incorrect", r)
+        self.assertEqual(checks(r), ["wrong-on-drawn-inputs"], r)
+        self.assertFalse(r["correct"])
+        honest = run_judge("candidate_norm.py", "fake_extension_norm_batch.py",
+                           reference="reference_norm.py")
+        self.assertEqual(honest["failure"], "none", honest)
+        self.assertTrue(honest["correct"])
+
     def test_shape_variants_pass_a_general_kernel(self):
         r = run_judge("candidate_rows.py", "fake_extension_rows_ok.py", "--shape-variant",
                       "batch_size=7", "--shape-variant", "batch_size=1,dim=33",
