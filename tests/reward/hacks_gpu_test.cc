@@ -27,11 +27,13 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 
 #include "common/log.h"
 #include "reward/evaluate/evaluator.h"
+#include "reward/judge/judge_items.h"
 #include "reward/pipeline.h"
 #include "reward/reward_worker.h"
 #include "tests/reward/adversarial_host.h"
@@ -121,8 +123,11 @@ class HacksGpuTest : public ::testing::Test {
   }
 
   // One candidate to judge: its name (for the log), its source and its task's reference.
+  // An infilling task (phase 1) when `infill_prefix` or `infill_suffix` is set: `source` is then
+  // the middle, spliced between them as the pipeline does for the model's answers.
   struct Job {
     std::string name, source, reference;
+    std::string infill_prefix{}, infill_suffix{};
   };
 
   // Evaluates every file of `candidates` (names under gpu_hacks/) at the same time, one thread
@@ -155,9 +160,15 @@ class HacksGpuTest : public ::testing::Test {
     request.setWorkId(work_id);
     auto task = request.initTask();
     task.setId("gpu-hacks/" + file);
-    task.setPhase(schema::Phase::E2E);
+    const bool infill = !job.infill_prefix.empty() || !job.infill_suffix.empty();
+    task.setPhase(infill ? schema::Phase::INFILL : schema::Phase::E2E);
     task.setReferenceSource(job.reference);
-    request.initCandidate().setText("Here is the kernel.\n```python\n" + job.source + "```\n");
+    if (infill) {
+      task.setInfillPrefix(job.infill_prefix);
+      task.setInfillSuffix(job.infill_suffix);
+    }
+    request.initCandidate().setText("Here is the kernel.\n```python\n" + job.source +
+                                    (infill ? "\n```\n" : "```\n"));
     capnp::MallocMessageBuilder verdict_message;
     auto verdict = verdict_message.initRoot<schema::Verdict>();
     const Clock::time_point call_start = Clock::now();
@@ -529,6 +540,106 @@ TEST_F(HacksGpuTest, AdversarialCorpus) {
   std::cout << tally.summary() << std::endl;
   EXPECT_EQ(tally.escaped(), 0) << tally.summary();
   for (const auto& e : effects) ADD_FAILURE() << "a host effect no corpus file claims: " << e;
+}
+
+// ---- The honest corpus beside hostile neighbours (the reward issue's item 1): honest candidates
+// judged among themselves, then again interleaved with every hostile file of this suite (the
+// neighbour faults of gpu_hacks/ and the adversarial corpus's GPU half), all at once. No honest
+// candidate may end in internalError or crashed, and none may get another verdict beside the
+// hostile ones than among honest neighbours. The honest corpus: the 60 dev pairs
+// (DICE_HONEST_ITEMS, dice-judge's item format) and, when DICE_CURRICULUM_ITEMS names a
+// curriculum's verify_items.json (`dice-data curriculum`), a seeded sample of
+// DICE_CURRICULUM_SAMPLE (default 64) of its pairs (seed DICE_CORPUS_SEED, default 1).
+
+std::vector<JudgeItem> seeded_sample(std::vector<JudgeItem> items, size_t count, unsigned seed) {
+  if (items.size() <= count) return items;
+  std::mt19937 random(seed);
+  std::shuffle(items.begin(), items.end(), random);
+  items.resize(count);
+  return items;
+}
+
+bool failed_by_us(const Outcome& o) {
+  return o.failure == FC::INTERNAL_ERROR || o.failure == FC::CRASHED;
+}
+
+TEST_F(HacksGpuTest, HonestCorpusKeepsItsVerdictsBesideHostileCandidates) {
+  namespace adv = adversarial;
+  options_.timeout_seconds = 40;  // the endless kernel's evaluations end here
+  rebuild_pipeline();
+  const unsigned seed = static_cast<unsigned>(std::stoul(env_or("DICE_CORPUS_SEED", "1")));
+  // A judge item as a job: an infilling task's middle between its prefix and suffix, or a whole
+  // file.
+  auto item_job = [](const std::string& name, const JudgeItem& item) -> Job {
+    if (!item.infill) return {name, item.full_source, item.reference, "", ""};
+    return {name, item.middle, item.reference, item.prefix, item.suffix};
+  };
+  std::vector<Job> honest;
+  const std::string dev_path =
+      env_or("DICE_HONEST_ITEMS", DICE_RL_DATA_DIR "/kernel_infilling_dev.json");
+  auto dev = load_judge_items(dev_path);
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  for (const JudgeItem& item : *dev) {
+    honest.push_back(item_job("dev/" + item.id, item));
+  }
+  size_t curriculum = 0;
+  const std::string curriculum_path = env_or("DICE_CURRICULUM_ITEMS", "");
+  if (!curriculum_path.empty()) {
+    auto items = load_judge_items(curriculum_path);
+    ASSERT_TRUE(items.ok()) << items.status().to_string();
+    const size_t count = std::stoul(env_or("DICE_CURRICULUM_SAMPLE", "64"));
+    for (const JudgeItem& item : seeded_sample(*items, count, seed)) {
+      honest.push_back(item_job("curriculum/" + item.id, item));
+      ++curriculum;
+    }
+  }
+  std::vector<Job> hostile;
+  for (const char* file : {"gpu_memory_hoarder.py", "endless_kernel.py", "aborts_in_forward.py",
+                           "illegal_memory_access.py"}) {
+    hostile.push_back({file, read_hack_file(file), reference_});
+  }
+  const std::string adversarial_dir = std::string(DICE_REWARD_ADVERSARIAL_DIR) + "/gpu/";
+  for (const auto& c : adversarial_gpu_corpus()) {
+    if (c.control) continue;
+    hostile.push_back({c.file, read_source(adversarial_dir + c.file),
+                       *c.reference ? read_source(adversarial_dir + c.reference) : reference_});
+  }
+
+  const std::vector<Outcome> alone = evaluate_jobs(honest);
+  // Interleaved in a seeded order: every honest candidate has hostile ones before and after it.
+  std::vector<size_t> order(honest.size() + hostile.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  std::vector<Job> mixed;
+  for (size_t i : order)
+    mixed.push_back(i < honest.size() ? honest[i] : hostile[i - honest.size()]);
+  const std::vector<Outcome> beside = evaluate_jobs(mixed);
+  adv::remove_files(adv::marked_files(adv::kGpuMark));
+  adv::kill_processes(adv::marked_processes(adv::kGpuMark, /*grace_seconds=*/5));
+
+  int rewarded_alone = 0, rewarded_beside = 0, ours_alone = 0, ours_beside = 0, changed = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (order[k] >= honest.size()) continue;
+    const Outcome& a = alone[order[k]];
+    const Outcome& b = beside[k];
+    rewarded_alone += a.reward > 0;
+    rewarded_beside += b.reward > 0;
+    ours_alone += failed_by_us(a);
+    ours_beside += failed_by_us(b);
+    EXPECT_FALSE(failed_by_us(a)) << "among honest neighbours: " << a.line;
+    EXPECT_FALSE(failed_by_us(b)) << "beside hostile neighbours: " << b.line;
+    if (a.reward != b.reward || a.failure != b.failure) {
+      ++changed;
+      ADD_FAILURE() << "another verdict beside hostile neighbours:\n  among honest: " << a.line
+                    << "\n  beside hostile: " << b.line;
+    }
+  }
+  std::cout << "[ honest corpus ] " << honest.size() << " honest (" << dev->size() << " dev, "
+            << curriculum << " curriculum), " << hostile.size()
+            << " hostile: among honest neighbours " << rewarded_alone << " rewarded, " << ours_alone
+            << " internalError or crashed; beside hostile ones " << rewarded_beside << " rewarded, "
+            << ours_beside << " internalError or crashed, " << changed << " verdicts changed"
+            << std::endl;
 }
 
 }  // namespace
