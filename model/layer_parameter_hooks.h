@@ -13,28 +13,28 @@
 // Forwards without gradients (reference log-probabilities, evaluation) call materialize and
 // release_after_forward around each layer and nothing else.
 //
-// How a learner's ParameterShards would implement them over its GradientCollective (the
+// learner/parallel/parameter_shards.h implements them over the learner's GradientCollective (the
 // reduce-scatter and all-gather that OptimizerShard's ZeRO-1/2 step already uses), rank r of N:
 //   - Between uses, layer i's parameters hold no storage (param.set_ to an empty tensor under
 //     NoGradGuard, so each stays the same autograd leaf, the tensor the optimizer and weight
-//     sync know); rank r keeps chunk r of the layer's flat bf16 buffer (the layer's parameters
-//     concatenated, padded to N equal chunks), next to its fp32 masters and moments of that chunk.
-//   - materialize(i): allocate the flat buffer, copy chunk r in, start_all_gather, wait, and point
-//     each parameter at its slice (param.set_(flat.narrow(...).view(shape))). A learner that
-//     overlaps communication prefetches layer i + 1 (forward) or i - 1 (backward) here.
-//   - release_after_forward(i): set every parameter back to empty; the buffer goes with them.
-//   - after_backward(i): the layer's gradients are complete for this forward (the recompute's
-//     torch::autograd::backward has accumulated them); copy them into a flat buffer of the same
-//     layout, start_reduce_scatter, add chunk r into the shard's gradient (micro-batches
-//     accumulate there), reset each parameter's .grad and release the weights as above.
+//     sync know); rank r keeps chunk r of the layer's flat buffer (the layer's parameters
+//     concatenated, padded to N equal chunks).
+//   - materialize(i): a fresh flat buffer, chunk r copied in, all-gathered, each parameter
+//     pointed at its slice (param.set_(flat.narrow(...).view(shape))).
+//   - release_after_forward(i): every parameter set back to empty; the buffer goes with them.
+//   - after_backward(i): the layer's gradients (complete for this forward once the recompute's
+//     backward has accumulated them) flattened in the same layout, reduce-scattered, chunk r added
+//     to the shard's gradient (micro-batches accumulate there); .grad reset, weights released.
 //   - Embeddings, the final norm and lm_head (tied or not) stay replicated and out of the hooks:
 //     they are used outside the layers (embedding before the first, norm and lm_head after the
 //     last) and their gradients go through the existing bucketed reducer (or ZeRO-1/2).
-// Left to the learner side: ParameterShards itself (the layout, the collective calls, prefetch
-// and stream overlap), the optimizer step on the shards (OptimizerShard's, with the layer
-// gradients coming from after_backward instead of the reducer's hooks), gradient clipping over
-// the shards, the weight push to rollout (all-gather layer by layer), resume state written
-// sharded, and the option that turns it on.
+// Left to the learner: prefetch of the next layer and stream overlap, the optimizer step on the
+// shards (OptimizerShard's, with the layer gradients from after_backward instead of the
+// reducer's hooks), gradient clipping over the shards, the weight push and checkpoints through
+// ParameterShards::gather_all, resume state written sharded, and the option that turns it on.
+// tests/learner/parameter_shards_test.cc checks it on 1 to 4 CPU replicas: each rank's loss and
+// gradient chunk against unsharded replicas on the same data, the weights gathered back whole,
+// and a rank that fails ending the others' wait.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,181 @@
+// ParameterShards (learner/parallel/parameter_shards.h) on 1 to 4 CPU replicas joined by the
+// in-process collective: with each rank's decoder layers sharded, a training forward and backward
+// give the loss of the unsharded model on the same data, each rank's gradient chunk is that
+// chunk of the sum over the ranks of the unsharded gradients, and no layer holds its full weights
+// between uses; gather_all gives every rank the whole weights back; a rank that fails ends the
+// others' wait with an error instead of a hang.
+#include "learner/parallel/parameter_shards.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "learner/parallel/in_process_collective.h"
+#include "tests/model/model_test_util.h"
+
+namespace dice {
+namespace {
+
+using testing_util::random_lm;
+using testing_util::random_tokens;
+
+// Buckets of the layers' operations: past any the gradient reducer would use.
+constexpr std::size_t kFirstBucket = 1000;
+
+Qwen3LM checkpointed_lm() {
+  ModelConfig config = testing_util::tiny_config();
+  config.num_hidden_layers = 3;
+  Qwen3LM lm = random_lm(config, 21);
+  lm->model->activation_checkpointing = true;  // the hooks' backward half needs it
+  return lm;
+}
+
+struct Batch {
+  at::Tensor x_t, x_0;
+};
+
+// Made on the test's thread: the global generator is not for several threads at once.
+Batch batch_of_rank(int rank, const ModelConfig& config) {
+  at::manual_seed(100 + rank);
+  Batch b;
+  b.x_0 = random_tokens(2, 12, config);
+  b.x_t = b.x_0.masked_fill(at::rand({2, 12}) < 0.5, config.mask_token_id);
+  return b;
+}
+
+at::Tensor training_loss(Qwen3LMImpl& lm, const Batch& b) {
+  return lm.forward_training(b.x_t, b.x_0).log_softmax(-1).pow(2).mean();
+}
+
+// Layer `layer`'s gradients flattened in parameters() order.
+at::Tensor layer_gradient(Qwen3LMImpl& lm, std::size_t layer) {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : lm.model->layers[layer]->parameters()) {
+    grads.push_back(p.grad().reshape(-1));
+  }
+  return at::cat(grads);
+}
+
+template <class Fn>
+void on_ranks(int world, Fn fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) threads.emplace_back(fn, r);
+  for (std::thread& t : threads) t.join();
+}
+
+class ParameterShardsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ParameterShardsTest, ShardedReplicasMatchTheUnshardedOnesAndSumGradientsByChunk) {
+  const int world = GetParam();
+  const ModelConfig config = checkpointed_lm()->config();
+  std::vector<Batch> batches;
+  for (int r = 0; r < world; ++r) batches.push_back(batch_of_rank(r, config));
+
+  // Unsharded: each rank's loss and gradients, and per layer the sum over ranks (rank order, as
+  // the collective sums).
+  std::vector<double> want_loss;
+  std::vector<at::Tensor> want_sum(3);
+  std::vector<std::vector<NamedParameter>> plain_params;
+  std::vector<Qwen3LM> plain;
+  for (int r = 0; r < world; ++r) {
+    plain.push_back(checkpointed_lm());
+    at::Tensor loss = training_loss(*plain.back(), batches[r]);
+    loss.backward();
+    want_loss.push_back(loss.item<double>());
+    for (std::size_t i = 0; i < 3; ++i) {
+      at::Tensor g = layer_gradient(*plain.back(), i);
+      want_sum[i] = want_sum[i].defined() ? want_sum[i] + g : g;
+    }
+  }
+
+  InProcessGroup group(world, std::chrono::seconds(20));
+  std::vector<Qwen3LM> models;
+  std::vector<std::unique_ptr<ParameterShards>> shards;
+  for (int r = 0; r < world; ++r) {
+    models.push_back(checkpointed_lm());
+    shards.push_back(
+        std::make_unique<ParameterShards>(*models[r]->model, group.rank(r), kFirstBucket));
+    models[r]->model->parameter_hooks = shards[r].get();
+    ASSERT_EQ(shards[r]->materialized_layers(), 0);
+  }
+  std::vector<double> got_loss(world);
+  std::vector<std::string> errors(world);
+  on_ranks(world, [&](int r) {
+    try {
+      at::Tensor loss = training_loss(*models[r], batches[r]);
+      loss.backward();
+      got_loss[r] = loss.item<double>();
+    } catch (const std::exception& e) {
+      errors[r] = e.what();
+    }
+  });
+
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(errors[r], "") << "rank " << r;
+    EXPECT_NEAR(got_loss[r], want_loss[r], 1e-6) << "rank " << r;
+    EXPECT_EQ(shards[r]->materialized_layers(), 0) << "rank " << r << " left full weights";
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t chunk = shards[r]->chunk_numel(i);
+      ASSERT_EQ(chunk * world >= want_sum[i].numel(), true);
+      at::Tensor padded = at::zeros({chunk * world}, want_sum[i].options());
+      padded.narrow(0, 0, want_sum[i].numel()).copy_(want_sum[i]);
+      EXPECT_TRUE(
+          at::allclose(shards[r]->gradient(i), padded.narrow(0, r * chunk, chunk), 1e-5, 1e-6))
+          << "rank " << r << ", layer " << i;
+    }
+    // Embeddings, the final norm and lm_head stay whole, their gradients in place.
+    const std::vector<NamedParameter> want = hf_named_parameters(*plain[r]);
+    const std::vector<NamedParameter> got = hf_named_parameters(*models[r]);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      if (want[k].name.rfind("model.layers.", 0) == 0) continue;
+      EXPECT_TRUE(at::allclose(got[k].tensor.grad(), want[k].tensor.grad(), 1e-5, 1e-6))
+          << want[k].name;
+    }
+  }
+
+  // The whole weights back on every rank, as they were.
+  std::vector<Status> gathered(world);
+  on_ranks(world, [&](int r) { gathered[r] = shards[r]->gather_all(); });
+  const std::vector<NamedParameter> initial = hf_named_parameters(*checkpointed_lm());
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(gathered[r].ok()) << gathered[r].to_string();
+    EXPECT_EQ(shards[r]->materialized_layers(), 3);
+    const std::vector<NamedParameter> got = hf_named_parameters(*models[r]);
+    for (std::size_t k = 0; k < initial.size(); ++k) {
+      EXPECT_TRUE(at::equal(got[k].tensor, initial[k].tensor))
+          << "rank " << r << " " << initial[k].name;
+    }
+    shards[r]->release_all();
+    EXPECT_EQ(shards[r]->materialized_layers(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Replicas, ParameterShardsTest, ::testing::Values(1, 2, 3, 4));
+
+TEST(ParameterShardsFailureTest, ARankThatFailsEndsTheOthersForwardWithAnError) {
+  InProcessGroup group(2, std::chrono::seconds(20));
+  Qwen3LM lm = checkpointed_lm();
+  const Batch batch = batch_of_rank(0, lm->config());
+  ParameterShards shards(*lm->model, group.rank(0), kFirstBucket);
+  lm->model->parameter_hooks = &shards;
+  std::thread failing([&] { group.rank(1)->abort(Status::internal("its forward threw")); });
+  std::string error;
+  try {
+    training_loss(*lm, batch);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  failing.join();
+  EXPECT_NE(error.find("all-gather of layer 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("its forward threw"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace dice
