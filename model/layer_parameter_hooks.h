@@ -28,13 +28,13 @@
 //   - Embeddings, the final norm and lm_head (tied or not) stay replicated and out of the hooks:
 //     they are used outside the layers (embedding before the first, norm and lm_head after the
 //     last) and their gradients go through the existing bucketed reducer (or ZeRO-1/2).
-// Left to the learner: prefetch of the next layer and stream overlap, the optimizer step on the
-// shards (OptimizerShard's, with the layer gradients from after_backward instead of the
-// reducer's hooks), gradient clipping over the shards, the weight push and checkpoints through
-// ParameterShards::gather_all, resume state written sharded, and the option that turns it on.
-// tests/learner/parameter_shards_test.cc checks it on 1 to 4 CPU replicas: each rank's loss and
-// gradient chunk against unsharded replicas on the same data, the weights gathered back whole,
-// and a rank that fails ending the others' wait.
+// OptimizerShard (learner/parallel/optimizer_shard.h) steps the layers' chunks with the rest and
+// clips over all of them. Left to the learner: prefetch of the next layer and stream overlap,
+// the trainers' weight push and checkpoints through ParameterShards::gather_all, and the option
+// that turns it on (learner.data_parallel.shard). tests/learner/parameter_shards_test.cc checks
+// it on 1 to 4 CPU replicas: each rank's loss and gradient chunk against unsharded replicas, the
+// weights gathered back whole, a rank that fails ending the others' wait, and two optimizer
+// steps equal to those of the sharded optimizer alone.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include "learner/parallel/archive_file.h"
 #include "learner/parallel/gradient_reducer.h"
 #include "learner/parallel/master_weights.h"
+#include "learner/parallel/parameter_shards.h"
 
 namespace dice {
 
@@ -43,11 +44,9 @@ class OptimizerShard::ScatteringCollective : public GradientCollective {
   std::vector<at::Tensor> flats_;
 };
 
-Result<std::unique_ptr<OptimizerShard>> OptimizerShard::create(std::vector<at::Tensor> params,
-                                                               GradientCollective* collective,
-                                                               BucketPlanOptions buckets,
-                                                               const OptimizerOptions& optimizer,
-                                                               bool on_cpu) {
+Result<std::unique_ptr<OptimizerShard>> OptimizerShard::create(
+    std::vector<at::Tensor> params, GradientCollective* collective, BucketPlanOptions buckets,
+    const OptimizerOptions& optimizer, bool on_cpu, ParameterShards* layers) {
   if (collective == nullptr) return Status::invalid_argument("OptimizerShard: no collective");
   std::unique_ptr<OptimizerShard> shard(new OptimizerShard());
   buckets.chunks = collective->world_size();
@@ -72,6 +71,12 @@ Result<std::unique_ptr<OptimizerShard>> OptimizerShard::create(std::vector<at::T
     shard->params_ = std::move(params);
     for (std::size_t b = 0; b < shard->buckets_.size(); ++b) {
       const at::Tensor own = shard->own_chunk(shard->flat_params(b));
+      const c10::Device where = on_cpu ? c10::Device(at::kCPU) : own.device();
+      shard->masters_.push_back(own.to(where, at::kFloat).clone().set_requires_grad(true));
+    }
+    shard->layers_ = layers;
+    for (int64_t i = 0; layers != nullptr && i < layers->layers(); ++i) {
+      const at::Tensor& own = layers->values(i);
       const c10::Device where = on_cpu ? c10::Device(at::kCPU) : own.device();
       shard->masters_.push_back(own.to(where, at::kFloat).clone().set_requires_grad(true));
     }
@@ -115,6 +120,7 @@ at::Tensor OptimizerShard::own_chunk(const at::Tensor& flat) const {
 
 void OptimizerShard::zero_grad() {
   reducer_->zero();
+  if (layers_ != nullptr) layers_->zero_gradients();
 }
 
 double OptimizerShard::step(double lr) {
@@ -134,6 +140,14 @@ double OptimizerShard::step(double lr) {
                               /*copy=*/true);
     squares += grad.square().sum().to(device);
     masters_[b].mutable_grad() = grad;
+  }
+  // The sharded layers' chunks: their gradients were reduce-scattered by the backward's hooks.
+  for (std::size_t k = buckets_.size(); k < masters_.size(); ++k) {
+    const auto layer = static_cast<int64_t>(k - buckets_.size());
+    at::Tensor grad = layers_->gradient(layer).to(masters_[k].device(), at::kFloat,
+                                                  /*non_blocking=*/false, /*copy=*/true);
+    squares += grad.square().sum().to(device);
+    masters_[k].mutable_grad() = grad;
   }
   at::Tensor all = at::zeros({collective_->world_size()}, on_device);
   all.narrow(0, collective_->rank(), 1).copy_(squares);
@@ -157,7 +171,10 @@ double OptimizerShard::step(double lr) {
   if (started.ok()) started = collective_->wait();
   TORCH_CHECK(started.ok(), started.to_string());
   for (std::size_t b = 0; b < buckets_.size(); ++b) copy_into_params(b, scattering_->flat(b));
-  reducer_->zero();
+  for (std::size_t k = buckets_.size(); k < masters_.size(); ++k) {
+    layers_->values(static_cast<int64_t>(k - buckets_.size())).copy_(masters_[k]);
+  }
+  zero_grad();
   return norm;
 }
 
@@ -209,7 +226,7 @@ Status OptimizerShard::load(const std::string& path) {
       return Status::invalid_argument(
           "optimizer shard " + file + " is rank " + std::to_string(rank.item<std::int64_t>()) +
           " of " + std::to_string(world.item<std::int64_t>()) + " with " +
-          std::to_string(count.item<std::int64_t>()) + " buckets; this is rank " +
+          std::to_string(count.item<std::int64_t>()) + " master chunks; this is rank " +
           std::to_string(collective_->rank()) + " of " + std::to_string(collective_->world_size()) +
           " with " + std::to_string(masters_.size()) + " (resharding is not supported)");
     }
@@ -222,6 +239,10 @@ Status OptimizerShard::load(const std::string& path) {
                                         std::to_string(b) + " has another size than the model's");
       }
       masters_[b].copy_(saved);
+      if (b >= buckets_.size()) {  // a sharded layer's chunk: the next materialize gathers it
+        layers_->values(static_cast<int64_t>(b - buckets_.size())).copy_(masters_[b]);
+        continue;
+      }
       at::Tensor flat = flat_params(b);
       own_chunk(flat).copy_(masters_[b]);
       copy_into_params(b, flat);

@@ -14,6 +14,12 @@
 // replicated step, while each GPU holds 1/N of the masters and moments (4 + 4 + 4 bytes a
 // parameter, over N) and its own gradient buffers (the bucket layout, as the replicated path).
 // The collective needs start_reduce_scatter and start_all_gather only (never start_sum).
+//
+// With sharded parameters (ZeRO-3, parameter_shards.h) the decoder layers' weights are not in
+// `params` and not in the buckets: ParameterShards already holds rank r's chunk of each layer's
+// weights and of its summed gradient, so rank r keeps float32 masters and moments for those
+// chunks too, adds their gradients' squares to the global norm, steps them with the rest and
+// writes them, rounded, back into the shards' chunks (the next materialize gathers them).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -36,18 +42,19 @@ class AdamW;
 namespace dice {
 
 class GradientReducer;
+class ParameterShards;
 
 class OptimizerShard {
  public:
   // `params`: this rank's model parameters in the model's order (the same shapes on every rank,
   // equal values); `collective` (outlives the shard) is this rank's. The masters live on the
-  // parameters' device, or in host memory when `on_cpu`. InvalidArgument as GradientReducer;
-  // Internal when LibTorch fails (out of memory, say).
-  static Result<std::unique_ptr<OptimizerShard>> create(std::vector<at::Tensor> params,
-                                                        GradientCollective* collective,
-                                                        BucketPlanOptions buckets,
-                                                        const OptimizerOptions& optimizer,
-                                                        bool on_cpu);
+  // parameters' device, or in host memory when `on_cpu`. `layers` (sharded parameters; null
+  // without): the decoder layers' shards, over the same collective, whose parameters `params`
+  // then leaves out; it outlives the optimizer. InvalidArgument as GradientReducer; Internal
+  // when LibTorch fails (out of memory, say).
+  static Result<std::unique_ptr<OptimizerShard>> create(
+      std::vector<at::Tensor> params, GradientCollective* collective, BucketPlanOptions buckets,
+      const OptimizerOptions& optimizer, bool on_cpu, ParameterShards* layers = nullptr);
   ~OptimizerShard();
   OptimizerShard(const OptimizerShard&) = delete;
   OptimizerShard& operator=(const OptimizerShard&) = delete;
@@ -85,7 +92,9 @@ class OptimizerShard {
   std::unique_ptr<ScatteringCollective> scattering_;
   std::unique_ptr<GradientReducer> reducer_;
   std::vector<GradientBucket> buckets_;  // the reducer's plan (same inputs, deterministic)
-  std::vector<at::Tensor> masters_;      // per bucket: this rank's chunk, float32
+  // Per bucket, then per sharded layer: this rank's chunk, float32.
+  std::vector<at::Tensor> masters_;
+  ParameterShards* layers_ = nullptr;
   double grad_clip_norm_ = 0;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
 };
