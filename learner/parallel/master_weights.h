@@ -1,5 +1,6 @@
-// MasterWeights: the optimizer side both trainers share (policy_trainer.h for RL, sft_trainer.h
-// for SFT). It owns the model's parameters' gradients between zero_grad() and step():
+// MasterWeights: the optimizer side both trainers share (learner/train/policy_trainer.h for RL,
+// learner/train/sft_trainer.h for SFT). It owns the model's parameters' gradients between
+// zero_grad() and step():
 //
 //   zero_grad(); <forwards and backwards that accumulate into the parameters' .grad>; step(lr)
 //
@@ -68,10 +69,10 @@ class MasterWeights {
   // before the first. What a resumed trainer's lr warm-up continues from.
   std::int64_t steps() const;
 
-  // The optimizer's whole state, for a resume (resume_store.h): the float32 masters and AdamW's
-  // moments and step counts, in one LibTorch archive at `path`. load() puts them back and writes
-  // the masters into the model, so the weights are the ones saved to the last bit. IOError /
-  // InvalidArgument naming the file (a different model shape included).
+  // The optimizer's whole state, for a resume (learner/resume/resume_store.h): the float32 masters
+  // and AdamW's moments and step counts, in one LibTorch archive at `path`. load() puts them back
+  // and writes the masters into the model, so the weights are the ones saved to the last bit.
+  // IOError / InvalidArgument naming the file (a different model shape included).
   Status save(const std::string& path) const;
   Status load(const std::string& path);
 

@@ -21,7 +21,7 @@
 
 namespace dice {
 
-// Whether `worker_id` names a rollout worker ("<node>/rollout/<index>", worker_loop.h).
+// Whether `worker_id` names a rollout worker ("<node>/rollout/<index>", net/service/worker_loop.h).
 bool is_rollout_worker_id(const std::string& worker_id);
 
 // The rollout workers among `worker_ids`, sorted: the worker at index i gets rank i + 1.

@@ -2,7 +2,8 @@
 //
 //   position.json   the RunPosition (run_position.h), written last
 //   model/          the weights in the Hugging Face layout (the policy stages write it)
-//   optimizer.pt    the fp32 masters, AdamW's state and the RNG states (master_weights.h),
+//   optimizer.pt    the fp32 masters, AdamW's state and the RNG states
+//   (learner/parallel/master_weights.h),
 //                   when a trainer exists
 //
 // A new one is built under resume.partial, synced whole (every file and folder in it fsynced),

@@ -3,8 +3,8 @@
 //
 //   the next global step, the policy version and its checkpoint folder, the next work and group
 //   ids, the phases done and the steps done in the current one, the run's seed, the current phase's
-//   scheduler state (task_scheduler.h), and what each phase was (its type, steps and task ids) so
-//   that a resume over an edited curriculum can say what changed.
+//   scheduler state (learner/curriculum/task_scheduler.h), and what each phase was (its type, steps
+//   and task ids) so that a resume over an edited curriculum can say what changed.
 //
 // Stored as position.json in a resume folder (resume_store.h). The reward log position is
 // next_step: on resume every record of the run at or after it is erased (RewardLogWriter::

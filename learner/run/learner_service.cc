@@ -31,7 +31,7 @@
 namespace dice {
 namespace {
 
-// Where the run's resume folder lives (resume_store.h).
+// Where the run's resume folder lives (learner/resume/resume_store.h).
 std::string resume_dir_of(const DiceConfig& config) {
   return config.learner.checkpoint.dir + "/" + config.run.id;
 }

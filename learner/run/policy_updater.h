@@ -24,8 +24,9 @@
 namespace dice {
 
 // What the run loop does to the weights, on one model the learner holds: the TraceRL update, the
-// curriculum's sft phases (sft_run.h: train_sft, on the same model; the RL trainer is made again
-// after one), and each phase's closing checkpoint, <checkpoint.dir>/<run id>/phase-<name>.
+// curriculum's sft phases (learner/train/sft_run.h: train_sft, on the same model; the RL trainer is
+// made again after one), and each phase's closing checkpoint, <checkpoint.dir>/<run
+// id>/phase-<name>.
 struct PolicyStages {
   PolicyUpdater update;
   SftStage sft;
@@ -37,8 +38,8 @@ struct PolicyStages {
 
 // InvalidArgument / NotFound naming the model folder when it cannot be loaded; InvalidArgument
 // for rollout.weight_sync nccl without a GPU or NCCL. With `push`, and rollout.weight_sync nccl or
-// auto, *push becomes the NCCL pusher of this policy (nccl_weight_pusher.h); else it stays empty.
-// `config` must outlive the stages.
+// auto, *push becomes the NCCL pusher of this policy (learner/push/nccl_weight_pusher.h); else it
+// stays empty. `config` must outlive the stages.
 Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher* push = nullptr);
 
 }  // namespace dice

@@ -18,10 +18,10 @@
 //
 // After each finished step the samples of its used groups (complete, not constant) go to the
 // policy updater (policy_updater.h: TraceRL step, checkpoint), or wait for the next step's while
-// fewer than learner.min_mixed_samples are gathered (sample_carry.h); new weights are announced to
-// every worker with a WeightsUpdate naming the checkpoint folder (or broadcast by NCCL, with that
-// folder as the fallback: RunLoopOptions::push_weights), and the next step asks for them
-// (RolloutRequest.minPolicyVersion). Without an updater (learner.update_policy false) the run
+// fewer than learner.min_mixed_samples are gathered (learner/step/sample_carry.h); new weights are
+// announced to every worker with a WeightsUpdate naming the checkpoint folder (or broadcast by
+// NCCL, with that folder as the fallback: RunLoopOptions::push_weights), and the next step asks for
+// them (RolloutRequest.minPolicyVersion). Without an updater (learner.update_policy false) the run
 // evaluates only: weights stay at policy version 0, and the loop says so.
 //
 // The asynchronous mode (learner.async.max_ahead = k > 0, docs/ASYNC.md): an rl phase keeps up
@@ -64,8 +64,8 @@ struct RunLoopOptions {
   PolicyUpdater update;
   // WeightsUpdate.abortInFlight of the pushes. Default: false
   bool abort_in_flight = false;
-  // Pushes each new version to the workers (nccl_weight_pusher.h: NCCL broadcast with the
-  // checkpoint folder as fallback); an error ends the run. Empty: push_checkpoint_weights().
+  // Pushes each new version to the workers (learner/push/nccl_weight_pusher.h: NCCL broadcast with
+  // the checkpoint folder as fallback); an error ends the run. Empty: push_checkpoint_weights().
   // Default: empty
   WeightsPusher push_weights;
   // Runs an sft phase; empty (no policy update): sft phases are skipped, saying so. Default:
@@ -80,7 +80,7 @@ struct RunLoopOptions {
   // (reward.mode: full, compile_only, extraction_only). Default: "full"
   std::string reward_mode = "full";
 
-  // Resume (docs/RESUME.md). Where the run's resume folder is kept (resume_store.h:
+  // Resume (docs/RESUME.md). Where the run's resume folder is kept (learner/resume/resume_store.h:
   // <checkpoint.dir>/<run id>); empty: none is written. Default: empty
   std::string resume_dir;
   // A resume folder after every this many steps of an rl phase, and after every phase. Default: 1
@@ -91,7 +91,7 @@ struct RunLoopOptions {
   StateSaver save_state;
   StateLoader load_state;
   // run.min_free_disk_mb in bytes: what a resume folder must leave free on its disk besides its
-  // own size, or it is refused (resume_store.h). Default: 0
+  // own size, or it is refused (learner/resume/resume_store.h). Default: 0
   std::uint64_t min_free_disk_bytes = 0;
   // learner.seed as the run uses it, kept in the position. Default: 0
   std::uint64_t seed = 0;

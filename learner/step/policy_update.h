@@ -1,5 +1,6 @@
 // What the run loop needs of a policy update, without LibTorch: the result record and the
-// callback type. make_policy_updater() (policy_updater.h) builds the real one on the model.
+// callback type. make_policy_updater() (learner/run/policy_updater.h) builds the real one on the
+// model.
 #pragma once
 
 #include <cstdint>
@@ -71,9 +72,9 @@ using PhaseCheckpointer = std::function<Result<std::string>(
 using PhaseStarter =
     std::function<Status(const std::string& phase, const std::string& previous, bool resumed)>;
 
-// Writes what a resume needs of the learner's weights into resume folder `dir` (resume_store.h):
-// the model in the Hugging Face layout (model/) and, when a trainer exists, the optimizer state
-// (optimizer.pt).
+// Writes what a resume needs of the learner's weights into resume folder `dir`
+// (learner/resume/resume_store.h): the model in the Hugging Face layout (model/) and, when a
+// trainer exists, the optimizer state (optimizer.pt).
 using StateSaver = std::function<Status(const std::string& dir)>;
 
 // The weights a resumed run holds.

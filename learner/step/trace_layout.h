@@ -7,10 +7,10 @@
 //              = token[i]         otherwise                (prompt tokens have no step: kept)
 //   scored_k   = { i : k <= step(i) < k + s }
 //
-// Fed to the training layout (attention_masks.h (c)) as x_t = noisy_k, x_0 = the clean sequence,
-// every block of noisy_k sees its own noisy block and the clean blocks before it: exactly the
-// context the sampler had when it unmasked those tokens, so all blocks are scored in one forward
-// per k. Tokens the sampler committed in the final block after the end (a stop token, or
+// Fed to the training layout (model/attention_masks.h (c)) as x_t = noisy_k, x_0 = the clean
+// sequence, every block of noisy_k sees its own noisy block and the clean blocks before it: exactly
+// the context the sampler had when it unmasked those tokens, so all blocks are scored in one
+// forward per k. Tokens the sampler committed in the final block after the end (a stop token, or
 // max_new_tokens) come with the sample as its tail and are placed after the response like any
 // token of their step; the sequence is then padded with the mask token to whole blocks.
 //
@@ -32,7 +32,7 @@ struct TraceSample {
   std::vector<float> old_log_probs;        // per response token, sampling policy
   double advantage = 0.0;                  // z-scored group advantage
   // Per response token, a weight on its loss term (empty: 1): decoupled PPO's truncated
-  // importance weight (policy_trainer.h, PolicyTrainerOptions::importance_cap).
+  // importance weight (learner/train/policy_trainer.h, PolicyTrainerOptions::importance_cap).
   std::vector<float> importance;
   std::uint64_t policy_version = 0;  // of the weights that sampled it (Candidate.policyVersion)
   // The softmax temperature it was sampled at (its request's sampling: rollout.sampling or its

@@ -484,8 +484,8 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* s
     logits = logits /
              at::tensor(p.temperatures, float_cpu).to(device, logits.scalar_type()).unsqueeze(1);
   }
-  // The sampler never draws the mask token (token_draw.h): its policy is the model's softmax over
-  // the other tokens, and so is the one trained here.
+  // The sampler never draws the mask token (rollout/token_draw.h): its policy is the model's
+  // softmax over the other tokens, and so is the one trained here.
   logits = logits.index_fill(1, at::tensor({options_.layout.mask_token_id}, long_cpu).to(device),
                              -std::numeric_limits<double>::infinity());
   return logits.log_softmax(-1)

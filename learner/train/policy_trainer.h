@@ -2,19 +2,19 @@
 //
 // repeat loss.ppo_epochs times (DICE: once), each pass one optimizer step:
 //   for each micro-batch of samples (options.optimizer.grad_accumulation of them per step):
-//     one training-layout forward over every trace view of its samples (trace_layout.h),
-//     lm_head on the scored positions only, log-softmax at each sample's sampling temperature,
-//     trace_token_loss, each sequence's sum over its response length, averaged over the step's
-//     sequences; backward (gradients add up over micro-batches)
-//   clip the global gradient norm, one AdamW step on float32 master weights (master_weights.h)
-//   at the warm-up's lr (warmup_lr: optimizer.warmup_steps)
+//     one training-layout forward over every trace view of its samples
+//     (learner/step/trace_layout.h), lm_head on the scored positions only, log-softmax at each
+//     sample's sampling temperature, trace_token_loss, each sequence's sum over its response
+//     length, averaged over the step's sequences; backward (gradients add up over micro-batches)
+//   clip the global gradient norm, one AdamW step on float32 master weights
+//   (learner/parallel/master_weights.h) at the warm-up's lr (warmup_lr: optimizer.warmup_steps)
 //
 // With loss.kl_reference phase_start the KL's reference log-probs are those of a frozen copy of
 // the phase's starting weights (set_reference), scored once per update before the first pass
 // with no gradient, on the first device.
 //
-// On several devices (options.data_parallel, data_parallel.h) each optimizer step's
-// micro-batches are shared out between the replicas (at least one each), whose gradients are
+// On several devices (options.data_parallel, learner/parallel/data_parallel.h) each optimizer
+// step's micro-batches are shared out between the replicas (at least one each), whose gradients are
 // summed: the objective's normaliser is the whole step's sequence count on every replica, so the
 // sum is the one-device gradient, up to the order of float additions.
 #pragma once

@@ -1,5 +1,5 @@
 // learner.mode sft: supervised fine-tuning of the initial policy on learner.sft.data_file
-// (sft_data.h) before RL, as DICE's first stage.
+// (learner/curriculum/sft_data.h) before RL, as DICE's first stage.
 //
 //   load the policy (learner.init_checkpoint, else rollout.model_path) and its tokenizer.json
 //   (needed only for text items), the data; then for each epoch, in a seeded shuffled order, steps

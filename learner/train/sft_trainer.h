@@ -7,11 +7,12 @@
 //                       before) / p, divided by the response length
 //   per step:    the mean over the batch's samples (one training-layout forward per sample, or
 //                per row of samples packed side by side that cannot see each other, or per
-//                rows_per_forward such rows), then one AdamW step (master_weights.h)
+//                rows_per_forward such rows), then one AdamW step
+//                (learner/parallel/master_weights.h)
 //
-// On several devices (options.data_parallel.devices, data_parallel.h) the step's forwards are
-// shared out between the replicas (each to the one with the fewest tokens so far), whose
-// gradients are summed: the same step as on one device, up to the order of float additions.
+// On several devices (options.data_parallel.devices, learner/parallel/data_parallel.h) the step's
+// forwards are shared out between the replicas (each to the one with the fewest tokens so far),
+// whose gradients are summed: the same step as on one device, up to the order of float additions.
 //
 // The noise comes from the trainer's own generator (seeded): the same seed, data order and
 // options give the same masks.
@@ -36,8 +37,8 @@ namespace dice {
 struct SftTrainerOptions : TrainingOptions {
   std::uint64_t seed = 1;
   // Pack samples side by side into rows of at most this many tokens (each sample on its own in
-  // the attention mask: attention_masks.h, packed training layout); 0 = one sample per forward.
-  // Default: 0
+  // the attention mask: model/attention_masks.h, packed training layout); 0 = one sample per
+  // forward. Default: 0
   std::int64_t pack_length = 0;
   // Rows run in one forward ([rows, length], padded to the longest): 1 suits a large model, whose
   // one row fills the GPU; a small model needs many, or kernel launches bound the step. Default: 1

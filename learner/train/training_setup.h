@@ -1,7 +1,8 @@
 // What the two trainers of the policy (PolicyTrainer: the RL update; SftTrainer: supervised
 // fine-tuning) set up alike, so that both are made one way: the options of training on the model
 // (optimizer, memory, attention, devices), read from the learner's config in one place, and the
-// model readied for training with its replicas and their optimizers (data_parallel.h).
+// model readied for training with its replicas and their optimizers
+// (learner/parallel/data_parallel.h).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +17,10 @@
 namespace dice {
 
 struct TrainingOptions {
-  // AdamW on the fp32 masters (master_weights.h); SftTrainer's lr is set per step by the
-  // caller's schedule.
+  // AdamW on the fp32 masters (learner/parallel/master_weights.h); SftTrainer's lr is set per step
+  // by the caller's schedule.
   OptimizerOptions optimizer;
-  // Recompute each layer's activations in backward (layer_checkpoint.h): far less memory for
+  // Recompute each layer's activations in backward (model/layer_checkpoint.h): far less memory for
   // about one more forward of compute. Default: true
   bool activation_checkpointing = true;
   // Queries per tile of the training attention (Qwen3ModelImpl::attention_tile: each tile reads
