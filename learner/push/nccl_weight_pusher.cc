@@ -15,7 +15,7 @@ constexpr c10::ScalarType kWireDtype = at::kBFloat16;
 
 }  // namespace
 
-NcclWeightPusher::NcclWeightPusher(Qwen3LM model, NcclPushOptions options)
+NcclWeightPusher::NcclWeightPusher(Qwen3LM model, WeightsPushOptions options)
     : model_(std::move(model)), options_(std::move(options)) {}
 
 NcclWeightPusher::~NcclWeightPusher() = default;
@@ -51,8 +51,7 @@ Status NcclWeightPusher::push(const PolicyUpdate& update, transport::WorkDispatc
     last_reason_ = plan.reason;
     DICE_LOG(Info) << "weights go as checkpoint folders" << kv("why", plan.reason);
   }
-  return push_checkpoint_weights(dispatcher, options_.learner_id, options_.run_id, update,
-                                 options_.abort_in_flight);
+  return push_checkpoint_weights(dispatcher, options_, update);
 }
 
 Status NcclWeightPusher::push_nccl(const PolicyUpdate& update,
@@ -98,6 +97,14 @@ Status NcclWeightPusher::push_nccl(const PolicyUpdate& update,
         comm_, nccl::Communicator::create(unique_id_, world, 0, buffers.device, options_.timeout));
   }
   return comm_->broadcast(buffers.buffers, 0, options_.timeout);
+}
+
+WeightsPusher make_weights_pusher(const WeightsPushOptions& options, const Qwen3LM& model) {
+  if (options.mode == WeightSync::kCheckpoint) return checkpoint_weights_pusher(options);
+  auto pusher = std::make_shared<NcclWeightPusher>(model, options);
+  return [pusher](const PolicyUpdate& update, transport::WorkDispatcher& dispatcher) {
+    return pusher->push(update, dispatcher);
+  };
 }
 
 }  // namespace dice

@@ -16,12 +16,12 @@
 // Not thread-safe: the run loop calls push() from its one thread.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "learner/push/weight_sync_plan.h"
 #include "learner/step/policy_update.h"
 #include "model/nccl/nccl_communicator.h"
 #include "model/qwen3.h"
@@ -30,23 +30,11 @@
 
 namespace dice {
 
-struct NcclPushOptions {
-  // rollout.weight_sync. Default: auto
-  WeightSync mode = WeightSync::kAuto;
-  // rollout.weight_sync_timeout_ms: communicator join and each broadcast. Default: 60000
-  std::chrono::milliseconds timeout{60000};
-  // WeightsUpdate.abortInFlight (rollout.abort_on_weight_update). Default: false
-  bool abort_in_flight = false;
-  // senderId and runId of the learner's envelopes. Default: "learner", "-"
-  std::string learner_id = "learner";
-  std::string run_id = "-";
-};
-
 class NcclWeightPusher {
  public:
   // `model` is the learner's policy (shared with the trainer: its parameters are read at push
   // time).
-  NcclWeightPusher(Qwen3LM model, NcclPushOptions options);
+  NcclWeightPusher(Qwen3LM model, WeightsPushOptions options);
   ~NcclWeightPusher();
 
   // Pushes `update` by NCCL when the plan allows, else (and after any NCCL failure) as its
@@ -64,12 +52,17 @@ class NcclWeightPusher {
 
  private:
   Qwen3LM model_;
-  NcclPushOptions options_;
+  WeightsPushOptions options_;
   std::unique_ptr<nccl::Communicator> comm_;
   std::string unique_id_;           // of comm_, or of the one being set up
   std::vector<std::string> ranks_;  // the workers unique_id_ was made for
   std::string disabled_;
   std::string last_reason_;  // the last reason for a checkpoint push, logged when it changes
 };
+
+// This run's way of pushing each new version (the one place that decides it): as checkpoint
+// folders when options.mode is checkpoint, else an NcclWeightPusher of `model` (the learner's
+// policy), which falls back to the checkpoint folder by itself.
+WeightsPusher make_weights_pusher(const WeightsPushOptions& options, const Qwen3LM& model);
 
 }  // namespace dice

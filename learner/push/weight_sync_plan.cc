@@ -56,18 +56,34 @@ Status check_weight_sync_setting(WeightSync mode, bool learner_gpu, bool nccl_bu
   return Status::ok_status();
 }
 
-Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std::string& learner_id,
-                               const std::string& run_id, const PolicyUpdate& update,
-                               bool abort_in_flight) {
+WeightsPushOptions weights_push_options(const RolloutOptions& rollout, const std::string& run_id) {
+  WeightsPushOptions options;
+  options.mode = rollout.weight_sync;
+  options.timeout = std::chrono::milliseconds(rollout.weight_sync_timeout_ms);
+  options.abort_in_flight = rollout.abort_on_weight_update;
+  options.run_id = run_id;
+  return options;
+}
+
+Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher,
+                               const WeightsPushOptions& options, const PolicyUpdate& update) {
   capnp::MallocMessageBuilder message;
-  auto weights = wire::init_envelope(message, learner_id, run_id).getBody().initWeightsUpdate();
+  auto weights = wire::init_envelope(message, options.learner_id, options.run_id)
+                     .getBody()
+                     .initWeightsUpdate();
   weights.setPolicyVersion(update.policy_version);
   weights.setCheckpointDir(update.checkpoint_dir);
-  weights.setAbortInFlight(abort_in_flight);
+  weights.setAbortInFlight(options.abort_in_flight);
   DICE_RETURN_IF_ERROR(dispatcher.broadcast(wire::encode(message)));
   DICE_LOG(Info) << "weights pushed" << kv("policy_version", update.policy_version)
                  << kv("dir", update.checkpoint_dir) << kv("workers", dispatcher.stats().workers);
   return Status::ok_status();
+}
+
+WeightsPusher checkpoint_weights_pusher(const WeightsPushOptions& options) {
+  return [options](const PolicyUpdate& update, transport::WorkDispatcher& dispatcher) {
+    return push_checkpoint_weights(dispatcher, options, update);
+  };
 }
 
 }  // namespace dice

@@ -11,6 +11,7 @@
 // worker-id order, so the same set of workers always gets the same ranks.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,29 @@ WeightSyncPlan plan_weight_sync(const WeightSyncInputs& inputs);
 // missing (a GPU for the policy, NCCL in this build); OK for every other mode.
 Status check_weight_sync_setting(WeightSync mode, bool learner_gpu, bool nccl_built);
 
+// How a run pushes its weights: rollout's settings and the learner's envelope identity.
+struct WeightsPushOptions {
+  // rollout.weight_sync. Default: checkpoint
+  WeightSync mode = WeightSync::kCheckpoint;
+  // rollout.weight_sync_timeout_ms: communicator join and each broadcast. Default: 60000
+  std::chrono::milliseconds timeout{60000};
+  // WeightsUpdate.abortInFlight (rollout.abort_on_weight_update). Default: false
+  bool abort_in_flight = false;
+  // senderId and runId of the learner's envelopes. Default: "learner", "-"
+  std::string learner_id = "learner";
+  std::string run_id = "-";
+};
+
+// The options of `rollout` for run `run_id`.
+WeightsPushOptions weights_push_options(const RolloutOptions& rollout, const std::string& run_id);
+
 // Tells every worker (rollout workers act on it, reward workers ignore it) that
 // update.checkpoint_dir holds policy update.policy_version: one WeightsUpdate{checkpointDir}.
-Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher, const std::string& learner_id,
-                               const std::string& run_id, const PolicyUpdate& update,
-                               bool abort_in_flight);
+Status push_checkpoint_weights(transport::WorkDispatcher& dispatcher,
+                               const WeightsPushOptions& options, const PolicyUpdate& update);
+
+// A pusher that sends every version as its checkpoint folder (rollout.weight_sync checkpoint;
+// make_weights_pusher in nccl_weight_pusher.h chooses between the two ways).
+WeightsPusher checkpoint_weights_pusher(const WeightsPushOptions& options);
 
 }  // namespace dice

@@ -339,7 +339,7 @@ int run_learner_service(service::ServiceContext& context) {
 
   // The policy before the socket: a model that does not load is bad input, found at once.
   PolicyStages stages;
-  WeightsPusher push_weights;  // stays empty for rollout.weight_sync checkpoint
+  WeightsPusher push_weights;  // the run's way of pushing weights (learner/push/)
   if (config.learner.update_policy) {
     auto made = make_policy_stages(config, &push_weights);
     if (!made.ok()) return fail(input_exit_code(made.status()), "policy", made.status());

@@ -276,19 +276,6 @@ struct Updater {
   }
 };
 
-// For rollout.weight_sync other than checkpoint: `*push` broadcasts the weights over NCCL.
-void install_nccl_pusher(const DiceConfig& config, const Qwen3LM& model, WeightsPusher* push) {
-  NcclPushOptions push_options;
-  push_options.mode = config.rollout.weight_sync;
-  push_options.timeout = std::chrono::milliseconds(config.rollout.weight_sync_timeout_ms);
-  push_options.abort_in_flight = config.rollout.abort_on_weight_update;
-  push_options.run_id = config.run.id;
-  auto pusher = std::make_shared<NcclWeightPusher>(model, push_options);
-  *push = [pusher](const PolicyUpdate& update, transport::WorkDispatcher& dispatcher) {
-    return pusher->push(update, dispatcher);
-  };
-}
-
 PolicyTrainerOptions policy_trainer_options(const DiceConfig& config, const ModelConfig& shape) {
   const LearnerOptions& learner = config.learner;
   PolicyTrainerOptions trainer_options;
@@ -323,9 +310,8 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
   }
   DICE_RETURN_IF_ERROR(
       check_weight_sync_setting(config.rollout.weight_sync, gpu, nccl::built_with_nccl()));
-  if (push != nullptr && config.rollout.weight_sync != WeightSync::kCheckpoint) {
-    install_nccl_pusher(config, *model, push);
-  }
+  if (push != nullptr)
+    *push = make_weights_pusher(weights_push_options(config.rollout, config.run.id), *model);
   auto updater = std::make_shared<Updater>();
   updater->model = *model;
   updater->trainer_options = policy_trainer_options(config, (*model)->config());

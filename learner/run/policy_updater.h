@@ -37,9 +37,9 @@ struct PolicyStages {
 };
 
 // InvalidArgument / NotFound naming the model folder when it cannot be loaded; InvalidArgument
-// for rollout.weight_sync nccl without a GPU or NCCL. With `push`, and rollout.weight_sync nccl or
-// auto, *push becomes the NCCL pusher of this policy (learner/push/nccl_weight_pusher.h); else it
-// stays empty. `config` must outlive the stages.
+// for rollout.weight_sync nccl without a GPU or NCCL. With `push`, *push becomes the run's way of
+// pushing this policy's versions (make_weights_pusher, learner/push/nccl_weight_pusher.h: the
+// checkpoint folder, or NCCL with it as fallback). `config` must outlive the stages.
 Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher* push = nullptr);
 
 }  // namespace dice

@@ -78,10 +78,12 @@ void adopt(const LearnerMetrics& metrics, const PolicyUpdate& update, std::uint6
 Status push(const RunLoopOptions& options, transport::WorkDispatcher& dispatcher,
             const PolicyUpdate& update) {
   if (!update.ran || update.checkpoint_dir.empty()) return Status::ok_status();
-  return options.push_weights
-             ? options.push_weights(update, dispatcher)
-             : push_checkpoint_weights(dispatcher, options.learner_id, options.run_id, update,
-                                       options.abort_in_flight);
+  if (options.push_weights) return options.push_weights(update, dispatcher);
+  WeightsPushOptions push;  // no pusher given (no policy to broadcast from): checkpoint folders
+  push.abort_in_flight = options.abort_in_flight;
+  push.learner_id = options.learner_id;
+  push.run_id = options.run_id;
+  return checkpoint_weights_pusher(push)(update, dispatcher);
 }
 
 // The policy update on the step's traces (none without an updater or traces); when it ran, the

@@ -64,9 +64,9 @@ struct RunLoopOptions {
   PolicyUpdater update;
   // WeightsUpdate.abortInFlight of the pushes. Default: false
   bool abort_in_flight = false;
-  // Pushes each new version to the workers (learner/push/nccl_weight_pusher.h: NCCL broadcast with
-  // the checkpoint folder as fallback); an error ends the run. Empty: push_checkpoint_weights().
-  // Default: empty
+  // Pushes each new version to the workers (make_weights_pusher, learner/push/nccl_weight_pusher.h:
+  // NCCL broadcast with the checkpoint folder as fallback, or the folder alone); an error ends the
+  // run. Empty: checkpoint_weights_pusher (learner/push/weight_sync_plan.h). Default: empty
   WeightsPusher push_weights;
   // Runs an sft phase; empty (no policy update): sft phases are skipped, saying so. Default:
   // empty

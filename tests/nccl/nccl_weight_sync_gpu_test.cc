@@ -78,7 +78,7 @@ class NcclWeightSyncGpuTest : public ::testing::Test {
 
   // A pusher that broadcasts by NCCL with `timeout` for each step.
   NcclWeightPusher nccl_pusher(milliseconds timeout) {
-    NcclPushOptions options;
+    WeightsPushOptions options;
     options.mode = WeightSync::kNccl;
     options.timeout = timeout;
     return NcclWeightPusher(model_, options);

@@ -13,6 +13,7 @@
 
 #include "net/transport/work_dispatcher.h"
 #include "tests/support/child_process.h"
+#include "tests/support/eventually.h"
 
 namespace dice::transport {
 namespace {
@@ -24,12 +25,7 @@ constexpr double kLongItemSeconds = 60;  // what the cancelled item would take
 constexpr auto kDeadline = std::chrono::seconds(20);
 
 bool eventually(const std::function<bool()>& condition) {
-  const auto end = std::chrono::steady_clock::now() + kDeadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return condition();
+  return testing_util::eventually(condition, kDeadline);
 }
 
 std::string read_log(const std::string& path) {

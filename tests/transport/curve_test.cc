@@ -14,6 +14,7 @@
 #include "net/transport/curve_keys.h"
 #include "net/transport/work_dispatcher.h"
 #include "net/transport/worker_connection.h"
+#include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 
 namespace dice::transport {
@@ -32,12 +33,7 @@ unsigned mode_of(const std::string& path) {
 }
 
 bool eventually(const std::function<bool()>& condition, milliseconds limit = milliseconds(10000)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return condition();
+  return testing_util::eventually(condition, limit);
 }
 
 TEST(CurveKeysTest, EnsureMakesPrivateFilesAndKeepsExistingPairs) {

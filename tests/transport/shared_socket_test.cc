@@ -15,6 +15,7 @@
 
 #include "net/transport/work_dispatcher.h"
 #include "net/transport/worker_connection.h"
+#include "tests/support/eventually.h"
 
 namespace dice::transport {
 namespace {
@@ -70,14 +71,7 @@ void echo(WorkerConnection& worker, const std::atomic<bool>& stop) {
   }
 }
 
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return condition();
-}
+using testing_util::eventually;
 
 TEST(SharedSocket, SeveralThreadsWaitOnEachSideAndEveryResultComesOnce) {
   constexpr int kItems = 300;

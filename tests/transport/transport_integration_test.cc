@@ -19,6 +19,7 @@
 #include "net/transport/work_dispatcher.h"
 #include "net/transport/worker_connection.h"
 #include "tests/support/child_process.h"
+#include "tests/support/eventually.h"
 
 namespace dice::transport {
 namespace {
@@ -55,12 +56,7 @@ std::unique_ptr<WorkDispatcher> start_dispatcher(const std::string& endpoint = "
 
 // Polls `condition` until it holds or the deadline passes.
 bool eventually(const std::function<bool()>& condition) {
-  const auto end = std::chrono::steady_clock::now() + kDeadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return condition();
+  return testing_util::eventually(condition, kDeadline);
 }
 
 std::string worker_list(const WorkDispatcher& dispatcher) {
