@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <limits>
+#include <string>
 
 #include "common/process_tree.h"
 
@@ -161,7 +163,16 @@ void GpuMemoryWatch::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_ && !over_.load()) {
     lock.unlock();
-    read_once();
+    // An exception out of this thread would end the whole reward worker (std::terminate): a
+    // reading that throws (the driver's library, /proc of a process that just ended) is a
+    // failed reading like any other.
+    try {
+      read_once();
+    } catch (const std::exception& e) {
+      fail_reading(std::string("the reading threw: ") + e.what());
+    } catch (...) {
+      fail_reading("the reading threw an exception that is not a std::exception");
+    }
     lock.lock();
     stop_signal_.wait_for(lock, interval, [this] { return stopping_; });
   }
@@ -169,12 +180,7 @@ void GpuMemoryWatch::run() {
 
 void GpuMemoryWatch::read_once() {
   auto memory = reader_->process_memory(options_.ordinal);
-  if (!memory.ok()) {
-    failed_.fetch_add(1);
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_error_ = memory.status().message();
-    return;
-  }
+  if (!memory.ok()) return fail_reading(memory.status().message());
   const std::vector<pid_t> tree = process_tree(root_);
   std::uint64_t held = 0;
   bool listed = false;
@@ -193,6 +199,12 @@ void GpuMemoryWatch::read_once() {
   }
   over_.store(true);
   if (on_over_) on_over_();
+}
+
+void GpuMemoryWatch::fail_reading(const std::string& why) {
+  failed_.fetch_add(1);
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_error_ = why;
 }
 
 std::uint64_t default_gpu_memory_budget(std::uint64_t total_bytes, int slots) {

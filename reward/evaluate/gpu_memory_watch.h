@@ -82,6 +82,7 @@ class GpuMemoryWatch {
  private:
   void run();
   void read_once();
+  void fail_reading(const std::string& why);  // counted, and kept as last_error()
 
   std::shared_ptr<GpuMemoryReader> reader_;
   const pid_t root_;

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "tests/common/forked_family.h"
@@ -31,10 +33,16 @@ class ScriptedGpuMemoryTestDouble : public GpuMemoryReader {
     std::lock_guard<std::mutex> lock(mutex_);
     failure_ = why;
   }
+  // Every reading throws `why` instead of answering.
+  void throw_with(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    thrown_ = why;
+  }
   int readings() const { return readings_.load(); }
   Result<std::vector<std::pair<pid_t, std::uint64_t>>> process_memory(int ordinal) override {
     readings_.fetch_add(1);
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!thrown_.empty()) throw std::runtime_error(thrown_);
     if (!failure_.empty()) return Status::unavailable(failure_);
     last_ordinal_ = ordinal;
     return held_;
@@ -49,6 +57,7 @@ class ScriptedGpuMemoryTestDouble : public GpuMemoryReader {
   std::mutex mutex_;
   std::vector<std::pair<pid_t, std::uint64_t>> held_;
   std::string failure_;
+  std::string thrown_;
   std::atomic<int> readings_{0};
   int last_ordinal_ = -1;
 };
@@ -128,6 +137,20 @@ TEST(GpuMemoryWatchTest, FailedReadingsAreCountedWithTheirReason) {
   ASSERT_TRUE(within_seconds(2, [&] { return watch.failed_readings() >= 2; }));
   watch.stop();
   EXPECT_EQ(watch.last_error(), "NVML: GPU 3: GPU is lost");
+  EXPECT_FALSE(watch.over_budget());
+}
+
+// A reading that throws (as libstdc++'s stream buffer did on /proc of a process that had just
+// ended, on the H100) is a failed reading: the watch's thread must not end the reward worker.
+TEST(GpuMemoryWatchTest, AReadingThatThrowsIsAFailedReadingNotTheWorkersEnd) {
+  ForkedFamily family;
+  auto driver = std::make_shared<ScriptedGpuMemoryTestDouble>();
+  driver->throw_with("basic_filebuf::underflow error reading the file: No such process");
+  GpuMemoryWatch watch(driver, family.child, budget_of(kMiB), nullptr);
+  ASSERT_TRUE(within_seconds(2, [&] { return watch.failed_readings() >= 2; }));
+  watch.stop();
+  EXPECT_EQ(watch.last_error(),
+            "the reading threw: basic_filebuf::underflow error reading the file: No such process");
   EXPECT_FALSE(watch.over_budget());
 }
 
