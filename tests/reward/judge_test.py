@@ -143,6 +143,15 @@ class JudgeFlowTest(unittest.TestCase):
         self.assertEqual(honest["failure"], "none", honest)
         self.assertTrue(honest["correct"])
 
+    def test_a_reference_that_refuses_the_drawn_inputs_costs_the_candidate_nothing(self):
+        # The drawn-in set is the judge's: where the task's reference cannot take it, the
+        # candidate is judged on the trials and the fresh set alone, with a note.
+        r = run_judge("candidate_picky.py", "fake_extension_double.py",
+                      reference="reference_picky.py")
+        self.assertEqual(r["failure"], "none", r)
+        self.assertTrue(r["correct"])
+        self.assertIn("drawn-inputs-skipped", checks(r))
+
     def test_shape_variants_pass_a_general_kernel(self):
         r = run_judge("candidate_rows.py", "fake_extension_rows_ok.py", "--shape-variant",
                       "batch_size=7", "--shape-variant", "batch_size=1,dim=33",
