@@ -20,6 +20,7 @@
 #include "learner/parallel/in_process_collective.h"
 #include "learner/train/policy_trainer.h"
 #include "learner/train/sft_trainer.h"
+#include "tests/learner/on_ranks.h"
 #include "tests/learner/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 
@@ -53,13 +54,7 @@ double max_difference(const std::vector<at::Tensor>& a, const std::vector<at::Te
   return most;
 }
 
-// Runs fn(rank) on a thread per rank and joins them.
-template <class Fn>
-void on_ranks(int world, Fn fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) threads.emplace_back(fn, r);
-  for (std::thread& t : threads) t.join();
-}
+using testing_util::on_ranks;
 
 TEST(InProcessCollectiveTest, ReduceScatterSumsEachRanksChunkAndAllGatherSharesThem) {
   constexpr int kWorld = 3;

@@ -24,6 +24,7 @@
 #include "learner/parallel/gradient_reducer.h"
 #include "learner/parallel/in_process_collective.h"
 #include "learner/parallel/optimizer_shard.h"
+#include "tests/learner/on_ranks.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {
@@ -69,12 +70,7 @@ at::Tensor layer_gradient(Qwen3LMImpl& lm, std::size_t layer) {
   return at::cat(grads);
 }
 
-template <class Fn>
-void on_ranks(int world, Fn fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) threads.emplace_back(fn, r);
-  for (std::thread& t : threads) t.join();
-}
+using testing_util::on_ranks;
 
 class ParameterShardsTest : public ::testing::TestWithParam<int> {};
 
