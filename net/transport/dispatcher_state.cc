@@ -154,7 +154,14 @@ void DispatcherState::handle_worker_message(Worker& worker, const std::string& r
     case Body::ERROR: {
       ++counters_.errors_received;
       const std::uint64_t work_id = body.getError().getWorkId();
-      if (should_log_occurrence(counters_.errors_received)) {
+      if (work_id == 0) {
+        // About no work item: the worker's own (a rollout worker that refused a weights push or
+        // could not load it). At most one a push and worker, and the learner hears of it nowhere
+        // else, so each is logged; an item's Error comes with its item, whose failure is reported.
+        DICE_LOG(Error) << "worker reported an error of its own" << kv("worker", worker.worker_id)
+                        << kv("error", body.getError().getMessage().cStr())
+                        << kv("count", counters_.errors_received);
+      } else if (should_log_occurrence(counters_.errors_received)) {
         DICE_LOG(Warn) << "worker reported an error" << kv("worker", worker.worker_id)
                        << kv("work", work_id) << kv("error", body.getError().getMessage().cStr())
                        << kv("count", counters_.errors_received);

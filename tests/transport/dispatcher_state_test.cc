@@ -505,6 +505,28 @@ TEST_F(DispatcherStateTest, MalformedAndUnexpectedAreCountedNotFatal) {
   EXPECT_EQ(stats.workers, 1u);
 }
 
+// An Error about no work item is the worker's own (a rollout worker that refused a weights push or
+// could not load it, issue 51 item 1): each is logged with its text, also past the powers of two
+// that sample the items' Errors, and counted with them.
+TEST_F(DispatcherStateTest, EveryErrorOfAWorkerItselfIsLoggedAndCounted) {
+  hello("w1", 0);
+  for (std::uint64_t work_id = 1; work_id <= 4; ++work_id) {
+    from("w1", [&](Body::Builder b) {
+      b.initError().setWorkId(work_id);
+      b.getError().setMessage("item failed");
+    });
+  }
+  testing::internal::CaptureStderr();
+  from("w1", [](Body::Builder b) {
+    b.initError().setWorkId(0);
+    b.getError().setMessage("weights v7 from /ckpt/policy-v7 not loaded");
+  });
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("weights v7 from /ckpt/policy-v7 not loaded"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker=w1"), std::string::npos) << log;
+  EXPECT_EQ(state_.stats(now_).errors_received, 5u);
+}
+
 TEST_F(DispatcherStateTest, CreditsAreCapped) {
   hello("w1", 0);
   credit("w1", 0xffffffffu);
