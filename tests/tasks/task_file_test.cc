@@ -1,5 +1,5 @@
 // tasks/task_file.h: each rule of a task file, on small files written for each case. The
-// release's own files are read in tests/learner/task_loader_test.cc and
+// release's own files are read in tests/learner/curriculum/task_loader_test.cc and
 // tests/tools/dice_eval_task_json_reader_test.cc, through the two readers built on this one.
 #include "tasks/task_file.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "net/wire/envelope.h"
-#include "tests/learner/worker_test_double_main.h"
+#include "tests/learner/run/worker_test_double_main.h"
 
 namespace {
 

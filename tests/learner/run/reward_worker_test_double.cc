@@ -8,7 +8,7 @@
 
 #include "net/wire/envelope.h"
 #include "reward/pipeline.h"
-#include "tests/learner/worker_test_double_main.h"
+#include "tests/learner/run/worker_test_double_main.h"
 
 namespace {
 
