@@ -4,8 +4,7 @@
 #include <boost/json.hpp>
 #include <map>
 
-#include "common/json/parse_text.h"
-#include "common/read_file.h"
+#include "common/json/json_file.h"
 
 namespace dice {
 namespace json = boost::json;
@@ -26,21 +25,6 @@ Result<std::string> text_or_integer(const json::value& value, const char* key,
                                   snippet(value));
 }
 
-// The string at `key`: "" when absent and not `required`.
-Result<std::string> string_member(const json::object& item, const char* key, bool required,
-                                  const std::string& where) {
-  const json::value* value = item.if_contains(key);
-  if (value == nullptr) {
-    if (!required) return std::string();
-    return Status::invalid_argument(where + ": missing \"" + key + "\"");
-  }
-  if (!value->is_string()) {
-    return Status::invalid_argument(where + ": \"" + key + "\" must be a string, got " +
-                                    snippet(*value));
-  }
-  return std::string(value->get_string());
-}
-
 Status read_id(const json::object& item, const std::string& where, TaskFileEntry* task) {
   const json::value* id = item.if_contains("id");
   if (id == nullptr) id = item.if_contains("idx");
@@ -54,8 +38,8 @@ Status read_id(const json::object& item, const std::string& where, TaskFileEntry
 }
 
 Status read_skeleton(const json::object& item, const std::string& where, TaskFileEntry* task) {
-  DICE_ASSIGN_OR_RETURN(task->prefix, string_member(item, "prefix", false, where));
-  DICE_ASSIGN_OR_RETURN(task->suffix, string_member(item, "suffix", false, where));
+  DICE_ASSIGN_OR_RETURN(task->prefix, json_string_member(item, "prefix", false, where));
+  DICE_ASSIGN_OR_RETURN(task->suffix, json_string_member(item, "suffix", false, where));
   if (task->prefix.empty() && task->suffix.empty()) {
     return Status::invalid_argument(where +
                                     ": an infill task needs a non-empty \"prefix\" or \"suffix\" "
@@ -87,7 +71,7 @@ Result<TaskFileEntry> read_task(const json::value& value, schema::Phase phase,
     task.level_number = static_cast<std::uint8_t>(std::stoi(task.level));
     task.level = std::to_string(task.level_number);  // "01" and "1" are one level
   }
-  DICE_ASSIGN_OR_RETURN(task.pytorch_code, string_member(item, "pytorch_code", true, where));
+  DICE_ASSIGN_OR_RETURN(task.pytorch_code, json_string_member(item, "pytorch_code", true, where));
   if (task.pytorch_code.empty()) {
     return Status::invalid_argument(where + ": \"pytorch_code\" is empty");
   }
@@ -109,13 +93,7 @@ Result<std::vector<TaskFileEntry>> read_task_file(const std::string& path,
   if (!options.default_level.empty() && !is_level_text(options.default_level)) {
     return Status::invalid_argument("level '" + options.default_level + "': expected 0..255");
   }
-  DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  boost::system::error_code error;
-  std::string position;
-  const json::value root = parse_json_text(text, &error, &position);
-  if (error) {
-    return Status::invalid_argument(path + ":" + position + ": not JSON: " + error.message());
-  }
+  DICE_ASSIGN_OR_RETURN(const json::value root, read_json_file(path));
   if (!root.is_array()) {
     return Status::invalid_argument(path + ": expected a JSON array of tasks, got " +
                                     snippet(root));

@@ -80,8 +80,11 @@ def main(argv):
     root = os.path.abspath(argv[1] if len(argv) > 1 else
                            os.path.join(os.path.dirname(__file__), ".."))
     try:
-        files = subprocess.check_output(["git", "-C", root, "ls-files", "*.h", "*.cc"],
-                                        text=True).split()
+        # Tracked and new (untracked, not ignored) files, as the working tree has them: a file
+        # deleted but not yet committed is left out, one not yet added is checked.
+        files = [f for f in subprocess.check_output(
+            ["git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard",
+             "*.h", "*.cc"], text=True).split() if os.path.isfile(os.path.join(root, f))]
     except (OSError, subprocess.CalledProcessError):
         files = [os.path.relpath(os.path.join(d, f), root)
                  for d, _, names in os.walk(root) if "/build" not in d

@@ -1,10 +1,12 @@
 #include "learner/curriculum/sft_data.h"
 
-#include "learner/curriculum/json_file.h"
+#include "common/json/json_file.h"
 #include "model/tokenizer/chat_template.h"
 
 namespace dice {
 namespace {
+
+namespace json = boost::json;
 
 struct Limits {
   std::int64_t vocab_size;
@@ -45,17 +47,17 @@ Result<std::pair<std::string, std::string>> text_item(
     const std::string& id, const std::string& where) {
   if (entry.contains("pytorch_code")) {
     PromptFields fields;
-    DICE_ASSIGN_OR_RETURN(fields.reference, string_field(entry, "pytorch_code", true, where));
+    DICE_ASSIGN_OR_RETURN(fields.reference, json_string_member(entry, "pytorch_code", true, where));
     fields.task_id = id;
     const bool infill = entry.contains("middle");
     std::string code;
     if (infill) {
-      DICE_ASSIGN_OR_RETURN(fields.prefix, string_field(entry, "prefix", true, where));
-      DICE_ASSIGN_OR_RETURN(fields.suffix, string_field(entry, "suffix", true, where));
-      DICE_ASSIGN_OR_RETURN(code, string_field(entry, "middle", true, where));
+      DICE_ASSIGN_OR_RETURN(fields.prefix, json_string_member(entry, "prefix", true, where));
+      DICE_ASSIGN_OR_RETURN(fields.suffix, json_string_member(entry, "suffix", true, where));
+      DICE_ASSIGN_OR_RETURN(code, json_string_member(entry, "middle", true, where));
       if (code.empty()) return Status::invalid_argument(where + ": \"middle\" is empty");
     } else {
-      DICE_ASSIGN_OR_RETURN(code, string_field(entry, "cuda_code", true, where));
+      DICE_ASSIGN_OR_RETURN(code, json_string_member(entry, "cuda_code", true, where));
       if (code.empty()) return Status::invalid_argument(where + ": \"cuda_code\" is empty");
     }
     auto kind = templates.find(infill ? TaskKind::kInfill : TaskKind::kEndToEnd);
@@ -65,8 +67,8 @@ Result<std::pair<std::string, std::string>> text_item(
     return std::make_pair(kind->second.render(fields), fenced(code));
   }
   if (entry.contains("prompt")) {
-    DICE_ASSIGN_OR_RETURN(std::string prompt, string_field(entry, "prompt", true, where));
-    DICE_ASSIGN_OR_RETURN(std::string response, string_field(entry, "response", true, where));
+    DICE_ASSIGN_OR_RETURN(std::string prompt, json_string_member(entry, "prompt", true, where));
+    DICE_ASSIGN_OR_RETURN(std::string response, json_string_member(entry, "response", true, where));
     return std::make_pair(std::move(prompt), std::move(response));
   }
   return Status::invalid_argument(where +
@@ -81,7 +83,9 @@ Result<SftData> load_sft_data(const std::string& path, const tokenizer::Tokenize
                               const std::map<TaskKind, PromptTemplate>& templates,
                               std::int64_t max_length, std::int64_t vocab_size,
                               std::int64_t mask_token_id) {
-  DICE_ASSIGN_OR_RETURN(json::value root, parse_json_file(path, "SFT data"));
+  Result<json::value> parsed = read_json_file(path);
+  if (!parsed.ok()) return parsed.status().with_context("SFT data");
+  const json::value root = std::move(parsed).value();
   if (!root.is_array()) {
     return Status::invalid_argument("SFT data " + path + ": expected a JSON array of items");
   }

@@ -126,7 +126,7 @@ TEST_F(SftDataTest, BadItemsAreNamed) {
   expect_error(R"([{"prompt": "a", "response": "b"}])", "needs the model's tokenizer.json",
                /*with_tokenizer=*/false);
   expect_error(R"([{"prompt_ids": [], "response_ids": [1]}])", "empty prompt or response");
-  expect_error("[{", "not valid JSON");
+  expect_error("[{", "SFT data: " + path_ + ":1:3: not JSON");
 }
 
 }  // namespace
