@@ -1,6 +1,7 @@
 // Reading a whole file into memory: the counterpart of write_file_atomically
-// (common/durable_file.h) for the tools and readers that take a file as text (task files,
-// problem sets, item files), with errors that name the path.
+// (common/durable_file.h), and the one way dice reads a file it takes as text (configs, task
+// files and prompt templates, tokenizer.json, a checkpoint's config and index, problem sets, item
+// files), with errors that name the path.
 #pragma once
 
 #include <string>

@@ -1,13 +1,12 @@
 #include "common/config/load.h"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
+
+#include "common/read_file.h"
 
 namespace dice::config {
 
@@ -82,16 +81,12 @@ Result<YAML::Node> read_yaml_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     return Status::invalid_argument(path + ": is a directory, expected a YAML file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    int err = errno;
-    if (err == ENOENT) return Status::not_found(path + ": no such config file");
-    return Status::io_error(path + ": cannot open: " + std::strerror(err));
+  Result<std::string> text = read_file(path);
+  if (text.status().code() == StatusCode::kNotFound) {
+    return Status::not_found(path + ": no such config file");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::io_error(path + ": read failed");
-  return parse_yaml_text(text.str(), path);
+  if (!text.ok()) return text.status();
+  return parse_yaml_text(text.value(), path);
 }
 
 std::string directory_of(const std::string& path) {

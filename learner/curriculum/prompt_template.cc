@@ -1,9 +1,8 @@
 #include "learner/curriculum/prompt_template.h"
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
+#include "common/read_file.h"
 #include "learner/curriculum/builtin_prompts.h"
 
 namespace dice {
@@ -96,12 +95,9 @@ Result<PromptTemplate> PromptTemplate::parse(const std::string& text, TaskKind k
 }
 
 Result<PromptTemplate> PromptTemplate::load_file(const std::string& path, TaskKind kind) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("prompt template " + path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::io_error("prompt template " + path + ": read failed");
-  return parse(text.str(), kind, path);
+  Result<std::string> text = read_file(path);
+  if (!text.ok()) return text.status().with_context("prompt template");
+  return parse(text.value(), kind, path);
 }
 
 Result<PromptTemplate> PromptTemplate::builtin(TaskKind kind) {

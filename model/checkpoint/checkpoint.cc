@@ -3,9 +3,9 @@
 #include <sys/stat.h>
 
 #include <boost/json.hpp>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "common/read_file.h"
 
 namespace dice {
 namespace {
@@ -15,18 +15,9 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found(path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::io_error(path + ": read failed");
-  return text.str();
-}
-
 // weight_map of an index file: tensor name -> shard file name (relative to the directory).
 Result<std::map<std::string, std::string>> read_index(const std::string& path) {
-  DICE_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
   boost::json::error_code ec;
   boost::json::value root = boost::json::parse(text, ec);
   if (ec) return Status::corruption(path + ": not valid JSON: " + ec.message());

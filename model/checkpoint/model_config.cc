@@ -2,8 +2,8 @@
 
 #include <boost/json.hpp>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+
+#include "common/read_file.h"
 
 namespace dice {
 namespace {
@@ -214,12 +214,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 }
 
 Result<ModelConfig> read_model_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found(path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::io_error(path + ": read failed");
-  return parse_model_config(text.str(), path);
+  DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return parse_model_config(text, path);
 }
 
 std::string model_config_to_json(const ModelConfig& config) {

@@ -13,12 +13,9 @@
 //                   tokenized differently from the file's intent
 // Other top-level keys (decoder, post_processor, truncation, padding) do not change ids here.
 #include <boost/json.hpp>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/json/parse_text.h"
+#include "common/read_file.h"
 #include "model/tokenizer/byte_level.h"
 #include "model/tokenizer/pre_tokenizer.h"
 #include "model/tokenizer/tokenizer.h"
@@ -403,12 +400,8 @@ Result<Tokenizer> Tokenizer::from_json(std::string_view text, const std::string&
 }
 
 Result<Tokenizer> Tokenizer::load(const std::string& path, const TokenizerOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::io_error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::io_error(path + ": read failed: " + std::strerror(errno));
-  return from_json(text.str(), path, options);
+  DICE_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return from_json(text, path, options);
 }
 
 }  // namespace dice::tokenizer

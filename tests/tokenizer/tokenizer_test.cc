@@ -203,8 +203,8 @@ void expect_error(const Result<Tokenizer>& r, StatusCode code, const std::string
 }
 
 TEST(TokenizerBadFileTest, MissingFile) {
-  expect_error(Tokenizer::load("/nonexistent/tokenizer.json"), StatusCode::kIOError,
-               "/nonexistent/tokenizer.json: cannot open");
+  expect_error(Tokenizer::load("/nonexistent/tokenizer.json"), StatusCode::kNotFound,
+               "/nonexistent/tokenizer.json: no such file");
 }
 
 TEST(TokenizerBadFileTest, InvalidJsonReportsLineAndColumn) {

@@ -28,10 +28,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/weights_checksum.h"
 #include "model/tokenizer/prune.h"
@@ -42,6 +42,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using dice::read_file;
 using dice::Result;
 using dice::Status;
 
@@ -79,14 +80,6 @@ std::string value_of(const std::multimap<std::string, std::string>& flags,
   return it == flags.end() ? "" : it->second;
 }
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Every string field of the objects in the JSON arrays of `dir`'s *.json files.
 Result<std::vector<std::string>> corpus_texts(const std::string& dir) {
   std::vector<std::string> texts;
@@ -98,7 +91,7 @@ Result<std::vector<std::string>> corpus_texts(const std::string& dir) {
   if (ec) return Status::not_found("--corpus " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
   for (const fs::path& file : files) {
-    DICE_ASSIGN_OR_RETURN(std::string text, read_text(file.string()));
+    DICE_ASSIGN_OR_RETURN(std::string text, read_file(file.string()));
     boost::system::error_code error;
     const boost::json::value root = boost::json::parse(text, error);
     if (error)
@@ -121,13 +114,13 @@ int prune(int argc, char** argv) {
   for (const char* required : {"--source", "--corpus", "--out"}) {
     if (!flags->count(required)) return bad(std::string(required) + " is required");
   }
-  auto source = read_text(value_of(*flags, "--source"));
+  auto source = read_file(value_of(*flags, "--source"));
   if (!source.ok()) return bad(source.status().message());
   auto texts = corpus_texts(value_of(*flags, "--corpus"));
   if (!texts.ok()) return bad(texts.status().message());
   auto range = flags->equal_range("--text");
   for (auto it = range.first; it != range.second; ++it) {
-    auto text = read_text(it->second);
+    auto text = read_file(it->second);
     if (!text.ok()) return bad(text.status().message());
     texts->push_back(std::move(text).value());
   }
