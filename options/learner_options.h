@@ -148,12 +148,16 @@ struct AsyncOptions {
   }
 };
 
-// What each of the learner's GPUs holds of the optimizer (learner/parallel/shard_memory.h has the
-// bytes): all of it (replica), or 1/N of the float32 masters and AdamW moments (optimizer: ZeRO
-// stage 1/2, learner/parallel/optimizer_shard.h).
-enum class ShardMode { kReplica, kOptimizer };
+// What each of the learner's GPUs holds of the model and its optimizer
+// (learner/parallel/shard_memory.h has the bytes): all of it (replica), 1/N of the float32
+// masters and AdamW moments (optimizer: ZeRO stage 1/2, learner/parallel/optimizer_shard.h), or
+// that and 1/N of the decoder layers' weights as well (parameters: ZeRO stage 3,
+// learner/parallel/parameter_shards.h).
+enum class ShardMode { kReplica, kOptimizer, kParameters };
 inline constexpr config::EnumName<ShardMode> kShardModeNames[] = {
-    {ShardMode::kReplica, "replica"}, {ShardMode::kOptimizer, "optimizer"}};
+    {ShardMode::kReplica, "replica"},
+    {ShardMode::kOptimizer, "optimizer"},
+    {ShardMode::kParameters, "parameters"}};
 constexpr const auto& enum_names(ShardMode) {
   return kShardModeNames;
 }
@@ -176,7 +180,8 @@ struct DataParallelSettings {
     v.field("bucket_mb", bucket_mb,
             "Gradient bucket size in MiB: a bucket is summed across GPUs (shard: replica) or "
             "reduce-scattered into each GPU's share (shard: optimizer) as soon as the backward "
-            "has produced it. Default: 25",
+            "has produced it; with shard: parameters only the weights outside the decoder "
+            "layers go in buckets (a layer's gradients are reduce-scattered as one). Default: 25",
             config::at_least(1), config::at_most(1024));
     v.field("timeout_seconds", timeout_seconds,
             "How long a GPU waits for the others in one collective (a gradient sum, "
@@ -184,13 +189,23 @@ struct DataParallelSettings {
             "Default: 600",
             config::greater_than(0));
     v.field("shard", shard,
-            "What each GPU holds of the optimizer. replica: every GPU the float32 master weights "
-            "and both AdamW moments of every weight (16 bytes a bf16 parameter with its "
-            "gradient); gradients are all-reduced. optimizer: GPU r of N holds chunk r of every "
-            "gradient bucket's masters and moments (ZeRO stage 1/2: 4 + 12/N bytes a parameter); "
-            "gradients are reduce-scattered, the updated weights all-gathered. The same step "
-            "either way; the resume state is then one file per GPU (optimizer.pt, "
-            "optimizer.pt.rank<r>) and resumes only on as many GPUs. Default: replica");
+            "What each GPU holds of the model and its optimizer. replica: every GPU the float32 "
+            "master weights and both AdamW moments of every weight (16 bytes a bf16 parameter "
+            "with its gradient); gradients are all-reduced. optimizer: GPU r of N holds chunk r "
+            "of every gradient bucket's masters and moments (ZeRO stage 1/2: 4 + 12/N bytes a "
+            "parameter); gradients are reduce-scattered, the updated weights all-gathered. "
+            "parameters: as optimizer, and GPU r also keeps only chunk r of each decoder layer's "
+            "bf16 weights (ZeRO stage 3: 16/N bytes a layer parameter, its gradient chunk "
+            "included, plus one layer's whole weights while it runs; embeddings, final norm and "
+            "LM head as in optimizer); a layer's weights are all-gathered before its forward "
+            "and its backward, freed after, and its gradients reduce-scattered; every GPU runs "
+            "as many forwards a step (one with fewer repeats its cheapest at zero weight). Needs "
+            "learner.activation_checkpointing: true (the backward gathers each layer again to "
+            "recompute it). Between updates the first GPU holds the whole weights again, for "
+            "the checkpoints, the weight push and the learner's own forwards. The same step in "
+            "every mode; with optimizer or parameters the resume state is one file per GPU "
+            "(optimizer.pt, optimizer.pt.rank<r>, parameters' holding each GPU's layer chunks "
+            "too) and resumes only on as many GPUs in the same mode. Default: replica");
   }
 };
 
@@ -414,6 +429,13 @@ struct LearnerOptions {
     }
     if (mode == TrainMode::kSft && sft.data_file.empty())
       c.error("sft.data_file", "required when mode is sft");
+    // Sharded parameters free a layer's weights after its forward: only the recomputation that
+    // activation checkpointing does brings them back for the backward.
+    if (data_parallel.shard == ShardMode::kParameters && !activation_checkpointing)
+      c.error("data_parallel.shard",
+              "parameters needs learner.activation_checkpointing: true (each layer's weights are "
+              "gathered again to recompute it in the backward); turn it on or use shard: "
+              "optimizer");
     // A step ahead samples with the weights before the update in front of it: at least one
     // version old when it is trained.
     if (async.max_ahead > 0 && async.stale == StaleSamples::kDrop && max_staleness == 0)

@@ -6,9 +6,12 @@
 //   shard_fit [--models 1.7b,4b,8b] [--gpus 1,2,4,8] [--reserve-gib 0] [--configs DIR]
 //
 // The shapes are configs/models/sdar-<model>.yaml (DIR: the source tree's configs/ by default) and
-// the parameter counts come from them. Not counted: activations (no estimate of the training
-// forward's exists in the code; update_bench measures the peak), the CUDA context, NCCL's buffers
-// and the caching allocator's slack. "left" is the card's memory less the model state: what
+// the parameter counts come from them. weights..moments and "step" are a GPU's state during an
+// update (under parameters: the layers' chunks and one layer whole); "gpu0" is GPU 0's between
+// updates (under parameters it holds every layer whole again; the same as "step" otherwise);
+// "peak" the larger. Not counted: activations (no estimate of the training forward's exists in
+// the code; update_bench measures the peak; they add to "step" only), the CUDA context, NCCL's
+// buffers and the caching allocator's slack. "left" is the card's memory less the peak: what
 // remains for all of those; a row fits a card when left >= --reserve-gib (default 0: the model
 // state alone fits).
 #include <cstdio>
@@ -60,11 +63,11 @@ int main(int argc, char** argv) {
   if (gpus.empty()) gpus = {1, 2, 4, 8};
 
   std::printf(
-      "shard_fit: GiB per GPU, bf16 weights, before activations; left = card - state; fits: "
+      "shard_fit: GiB per GPU, bf16 weights, before activations; left = card - peak; fits: "
       "left >= %.1f GiB\n",
       reserve_gib);
-  std::printf("%-5s %14s %4s %-9s %7s %7s %7s %7s %7s", "model", "parameters", "gpus", "shard",
-              "weights", "grads", "masters", "moments", "state");
+  std::printf("%-5s %14s %4s %-10s %7s %7s %7s %7s %7s %7s %7s", "model", "parameters", "gpus",
+              "shard", "weights", "grads", "masters", "moments", "step", "gpu0", "peak");
   for (const Card& card : kCards) std::printf(" %10s %4s", card.name, "fits");
   std::printf("\n");
   for (const std::string& model : models) {
@@ -78,14 +81,15 @@ int main(int argc, char** argv) {
     const double parameters = dice::model_parameters(*shape);
     for (int64_t n : gpus) {
       for (const auto& mode : dice::kShardModeNames) {
-        const dice::ParameterBytes b = dice::parameter_bytes(mode.value, static_cast<int>(n));
-        const double state = parameters * b.total() / kGiB;
-        std::printf("%-5s %14.0f %4lld %-9s %7.1f %7.1f %7.1f %7.1f %7.1f", model.c_str(),
-                    parameters, static_cast<long long>(n), mode.name, parameters * b.weights / kGiB,
-                    parameters * b.gradients / kGiB, parameters * b.masters / kGiB,
-                    parameters * b.moments / kGiB, state);
+        const dice::GpuState state = dice::gpu_state(*shape, mode.value, static_cast<int>(n));
+        const dice::ParameterBytes& b = state.step;
+        const double peak = state.peak() / kGiB;
+        std::printf("%-5s %14.0f %4lld %-10s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f",
+                    model.c_str(), parameters, static_cast<long long>(n), mode.name,
+                    b.weights / kGiB, b.gradients / kGiB, b.masters / kGiB, b.moments / kGiB,
+                    b.total() / kGiB, state.between.total() / kGiB, peak);
         for (const Card& card : kCards) {
-          const double left = card.mib / 1024.0 - state;
+          const double left = card.mib / 1024.0 - peak;
           std::printf(" %10.1f %4s", left, left >= reserve_gib ? "yes" : "no");
         }
         std::printf("\n");
