@@ -177,15 +177,22 @@ PolicyUpdateStats PolicyTrainer::backward_pass(const Prepared& prepared) {
 Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
     const Prepared& prepared, double lr) {
   // Each micro-batch to the replica with the fewest token rows so far (ties: the lowest rank).
+  const std::vector<Packed>& batches = prepared.micro_batches;
   const auto replicas = static_cast<std::size_t>(replicas_->size());
-  std::vector<std::vector<const Packed*>> mine(replicas);
+  std::vector<std::vector<std::size_t>> mine(replicas);
   std::vector<std::int64_t> load(replicas, 0);
-  for (const Packed& p : prepared.micro_batches) {
+  std::size_t cheapest = 0;
+  for (std::size_t k = 0; k < batches.size(); ++k) {
     const auto least =
         static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    mine[least].push_back(&p);
-    load[least] += p.rows * p.length;
+    mine[least].push_back(k);
+    load[least] += batches[k].rows * batches[k].length;
+    if (batches[k].rows * batches[k].length < batches[cheapest].rows * batches[cheapest].length) {
+      cheapest = k;
+    }
   }
+  const std::vector<std::vector<RankPass>> passes =
+      rank_passes(mine, replicas_->passes_in_lockstep(), cheapest);
   std::vector<PolicyUpdateStats> stats(replicas);
   std::vector<double> norms(replicas, 0.0);
   Status ran = replicas_->run([&](int rank) -> Status {
@@ -193,9 +200,14 @@ Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
     MasterWeights& masters = replicas_->masters(rank);
     try {
       masters.zero_grad();
-      for (std::size_t j = 0; j < mine[r].size(); ++j) {
-        if (j + 1 == mine[r].size()) replicas_->arm(rank);
-        accumulate(*mine[r][j], stats[r], rank);
+      for (std::size_t j = 0; j < passes[r].size(); ++j) {
+        if (j + 1 == passes[r].size()) replicas_->arm(rank);
+        const RankPass& pass = passes[r][j];
+        if (pass.padding) {
+          accumulate_padding(batches[pass.forward], rank);
+        } else {
+          accumulate(batches[pass.forward], stats[r], rank);
+        }
       }
       auto mark = std::chrono::steady_clock::now();
       lap(&mark, rank);
@@ -493,6 +505,10 @@ at::Tensor PolicyTrainer::policy_log_probs(const Packed& p, PolicyUpdateStats* s
       .squeeze(1);
 }
 
+void PolicyTrainer::accumulate_padding(const Packed& p, int rank) {
+  (policy_log_probs(p, nullptr, rank).sum() * 0.0).backward();
+}
+
 void PolicyTrainer::accumulate(const Packed& p, PolicyUpdateStats& stats, int rank) {
   const c10::Device device = replicas_->masters(rank).device();
   const auto float_cpu = at::TensorOptions().dtype(at::kFloat);
@@ -596,13 +612,11 @@ std::vector<Result<std::vector<float>>> PolicyTrainer::score(
 }
 
 Status PolicyTrainer::save_optimizer_state(const std::string& path) const {
-  return replicas_->masters(0).save(path);
+  return replicas_->save_optimizer_state(path);
 }
 
 Status PolicyTrainer::load_optimizer_state(const std::string& path) {
-  for (int r = 0; r < replicas_->size(); ++r) {
-    DICE_RETURN_IF_ERROR(replicas_->masters(r).load(path));
-  }
+  DICE_RETURN_IF_ERROR(replicas_->load_optimizer_state(path));
   steps_ = replicas_->masters(0).steps();  // the lr warm-up goes on from there
   return Status::ok_status();
 }

@@ -16,7 +16,9 @@
 // On several devices (options.data_parallel, learner/parallel/data_parallel.h) each optimizer
 // step's micro-batches are shared out between the replicas (at least one each), whose gradients are
 // summed: the objective's normaliser is the whole step's sequence count on every replica, so the
-// sum is the one-device gradient, up to the order of float additions.
+// sum is the one-device gradient, up to the order of float additions. With shard: parameters a
+// replica with fewer micro-batches than another repeats the step's cheapest with a zero weight, so
+// that every replica runs as many forwards (each gathers the layers with all of them).
 #pragma once
 
 #include <chrono>
@@ -208,6 +210,9 @@ class PolicyTrainer {
   // Forward + backward of one micro-batch on replica `rank`; adds to `stats` (sums; update()
   // averages).
   void accumulate(const Packed& packed, PolicyUpdateStats& stats, int rank = 0);
+  // A zero-weighted forward and backward of `packed` (shard: parameters: keeps a rank with fewer
+  // micro-batches in step with the others; data_parallel.h's rank_passes). Adds nothing.
+  void accumulate_padding(const Packed& packed, int rank);
 
   Qwen3LM model_;
   PolicyTrainerOptions options_;

@@ -43,7 +43,9 @@ struct SftForward {
 };
 
 // Runs one forward and its backward on `model`; returns the loss (detached, on the device).
-at::Tensor forward_backward(Qwen3LMImpl& model, const SftForward& f, const c10::Device& device) {
+// `weight` 0: a padding pass (data_parallel.h's rank_passes), whose gradients are zeros.
+at::Tensor forward_backward(Qwen3LMImpl& model, const SftForward& f, const c10::Device& device,
+                            double weight = 1.0) {
   const auto long_cpu = at::TensorOptions().dtype(at::kLong);
   at::Tensor xt = at::tensor(f.x_t, long_cpu).view({f.rows, f.width}).to(device);
   at::Tensor x0 = at::tensor(f.x_0, long_cpu).view({f.rows, f.width}).to(device);
@@ -58,6 +60,7 @@ at::Tensor forward_backward(Qwen3LMImpl& model, const SftForward& f, const c10::
   at::Tensor targets = x0.reshape({-1}).index_select(0, at_masked).unsqueeze(1);
   at::Tensor w = at::tensor(f.token_weights, at::TensorOptions().dtype(at::kFloat)).to(device);
   at::Tensor loss = -(log_probs.gather(1, targets).squeeze(1) * w).sum();
+  if (weight != 1.0) loss = loss * weight;
   loss.backward();
   return loss.detach();
 }
@@ -167,6 +170,15 @@ std::vector<std::vector<std::size_t>> share_out(const std::vector<SftForward>& f
   return mine;
 }
 
+// The forward of fewest token positions (the first of them): what a padding pass repeats.
+std::size_t cheapest(const std::vector<SftForward>& forwards) {
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < forwards.size(); ++k) {
+    if (forwards[k].rows * forwards[k].width < forwards[best].rows * forwards[best].width) best = k;
+  }
+  return best;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SftTrainer>> SftTrainer::create(Qwen3LM model, SftTrainerOptions options) {
@@ -191,7 +203,8 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
   const std::vector<SftForward> forwards =
       build_forwards(rows, noised, options_.rows_per_forward, config.mask_token_id);
   const int replicas = replicas_->size();
-  const std::vector<std::vector<std::size_t>> mine = share_out(forwards, replicas);
+  const std::vector<std::vector<RankPass>> passes = rank_passes(
+      share_out(forwards, replicas), replicas_->passes_in_lockstep(), cheapest(forwards));
   std::vector<double> losses(static_cast<std::size_t>(replicas), 0.0);
   std::vector<double> norms(static_cast<std::size_t>(replicas), 0.0);
   Status ran = replicas_->run([&](int rank) -> Status {
@@ -202,9 +215,15 @@ Result<SftStepStats> SftTrainer::step(const std::vector<const SftSample*>& batch
       masters.zero_grad();
       at::Tensor total_loss =
           at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(masters.device()));
-      for (std::size_t j = 0; j < mine[r].size(); ++j) {
-        if (j + 1 == mine[r].size()) replicas_->arm(rank);
-        total_loss += forward_backward(*replica, forwards[mine[r][j]], masters.device());
+      for (std::size_t j = 0; j < passes[r].size(); ++j) {
+        if (j + 1 == passes[r].size()) replicas_->arm(rank);
+        const RankPass& pass = passes[r][j];
+        const SftForward& f = forwards[pass.forward];
+        if (pass.padding) {
+          forward_backward(*replica, f, masters.device(), 0.0);
+        } else {
+          total_loss += forward_backward(*replica, f, masters.device());
+        }
       }
       losses[r] = total_loss.item<double>();  // one device sync per step, not one per forward
       norms[r] = masters.step(lr);

@@ -13,6 +13,8 @@
 // On several devices (options.data_parallel.devices, learner/parallel/data_parallel.h) the step's
 // forwards are shared out between the replicas (each to the one with the fewest tokens so far),
 // whose gradients are summed: the same step as on one device, up to the order of float additions.
+// With shard: parameters a replica with fewer forwards repeats the step's cheapest with a zero
+// weight, so that every replica runs as many (each gathers the layers with all of them).
 //
 // The noise comes from the trainer's own generator (seeded): the same seed, data order and
 // options give the same masks.

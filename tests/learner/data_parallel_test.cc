@@ -1,12 +1,14 @@
 // Data-parallel training on CPU replicas in one process (the in-process collective): the
 // bucketed gradient sum is the gradient of the whole batch, it overlaps the backward when armed,
 // misuse and a failing rank end in errors rather than wrong sums or hangs (with the optimizer
-// replicated or sharded), and an SFT step on two replicas equals the step on one.
+// replicated or sharded, or the parameters sharded too), and an SFT step on two replicas equals
+// the step on one. With the parameters sharded, GPU 0 alone holds whole layers between steps.
 #include "learner/parallel/data_parallel.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -179,11 +181,23 @@ TEST(GradientReducerTest, ItRefusesParametersWithoutGradients) {
   EXPECT_EQ(reducer.status().code(), StatusCode::kInvalidArgument);
 }
 
-// Either optimizer: replicated (the sum) or sharded (the reduce-scatter and all-gathers).
+// The tiny model, checkpointed (sharded parameters need it; the other modes do not mind).
+Qwen3LM checkpointed_lm(std::uint64_t seed) {
+  Qwen3LM model = random_lm(tiny_config(), seed);
+  model->model->activation_checkpointing = true;
+  return model;
+}
+
+constexpr ShardMode kEveryShardMode[] = {ShardMode::kReplica, ShardMode::kOptimizer,
+                                         ShardMode::kParameters};
+
+// Any optimizer: replicated (the sum) or sharded (the reduce-scatter and all-gathers), and with
+// the parameters sharded the forward's first all-gather of a layer is what waits.
 TEST(DataParallelTest, AFailingRankEndsTheOthersWaitAtOnce) {
-  for (ShardMode shard : {ShardMode::kReplica, ShardMode::kOptimizer}) {
-    SCOPED_TRACE(shard == ShardMode::kOptimizer ? "sharded" : "replicated");
-    Qwen3LM model = random_lm(tiny_config(), 4);
+  const std::vector<Row> batch = rows(1, 6);
+  for (ShardMode shard : kEveryShardMode) {
+    SCOPED_TRACE(config::enum_to_name(shard));
+    Qwen3LM model = checkpointed_lm(4);
     DataParallelOptions o;
     o.devices.assign(3, c10::Device(at::kCPU));
     o.timeout = std::chrono::seconds(60);
@@ -195,9 +209,10 @@ TEST(DataParallelTest, AFailingRankEndsTheOthersWaitAtOnce) {
       if (rank == 1) return Status::internal("rank 1's forward failed");
       try {
         (*dp)->masters(rank).zero_grad();
+        accumulate(*(*dp)->replica(rank), batch[0], 1.0);
         (*dp)->masters(rank).step();  // waits for rank 1's sum, which never comes
-      } catch (const c10::Error& e) {
-        return Status::internal(e.what_without_backtrace());
+      } catch (const std::exception& e) {
+        return Status::internal(e.what());
       }
       return Status::ok_status();
     });
@@ -208,9 +223,9 @@ TEST(DataParallelTest, AFailingRankEndsTheOthersWaitAtOnce) {
 }
 
 TEST(DataParallelTest, ARankThatNeverSumsCostsATimeoutNotAHang) {
-  for (ShardMode shard : {ShardMode::kReplica, ShardMode::kOptimizer}) {
-    SCOPED_TRACE(shard == ShardMode::kOptimizer ? "sharded" : "replicated");
-    Qwen3LM model = random_lm(tiny_config(), 4);
+  for (ShardMode shard : kEveryShardMode) {
+    SCOPED_TRACE(config::enum_to_name(shard));
+    Qwen3LM model = checkpointed_lm(4);
     DataParallelOptions o;
     o.devices = {c10::Device(at::kCPU), c10::Device(at::kCPU)};
     o.timeout = std::chrono::milliseconds(300);
@@ -227,8 +242,113 @@ TEST(DataParallelTest, ARankThatNeverSumsCostsATimeoutNotAHang) {
       return Status::ok_status();
     });
     EXPECT_FALSE(ran.ok());
-    EXPECT_NE(ran.to_string().find("within 300 ms"), std::string::npos) << ran.to_string();
+    // With sharded parameters rank 1 goes on to gather GPU 0's layers, which meets rank 0's
+    // reduce-scatter: an error at once instead of the wait.
+    const char* why = shard == ShardMode::kParameters ? "out of step" : "within 300 ms";
+    EXPECT_NE(ran.to_string().find(why), std::string::npos) << ran.to_string();
   }
+}
+
+// Decoder layers of `model` whose parameters hold their values now.
+int whole_layers(Qwen3LMImpl& model) {
+  int whole = 0;
+  for (auto& layer : model.model->layers) {
+    bool all = true;
+    for (const at::Tensor& p : layer->parameters()) all = all && p.numel() > 0;
+    whole += all ? 1 : 0;
+  }
+  return whole;
+}
+
+std::vector<at::Tensor> values(Qwen3LMImpl& model) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : model.parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+// What reads the model between steps (checkpoint, weight push, the learner's own forwards) finds
+// its whole weights on GPU 0, the caller's model; the other GPUs keep chunks only, and in a step
+// every GPU has its hooks set and no whole layer to begin with.
+TEST(DataParallelTest, UnderShardedParametersGpuZeroAloneHoldsWholeLayersBetweenSteps) {
+  Qwen3LM model = checkpointed_lm(4);
+  const std::vector<at::Tensor> initial = values(*model);
+  DataParallelOptions o;
+  o.devices.assign(3, c10::Device(at::kCPU));
+  o.timeout = std::chrono::seconds(60);
+  o.shard = ShardMode::kParameters;
+  OptimizerOptions optimizer;
+  optimizer.lr = 1e-3;
+  auto dp = DataParallel::create(model, optimizer, false, o);
+  ASSERT_TRUE(dp.ok()) << dp.status().to_string();
+  ASSERT_TRUE((*dp)->passes_in_lockstep());
+  expect_close(values(*model), initial, 1e-12);  // gathered back as they were
+  for (int r = 1; r < 3; ++r) EXPECT_EQ(whole_layers(*(*dp)->replica(r)), 0) << r;
+
+  const std::vector<Row> batch = rows(3, 6);
+  std::vector<int> hooked(3, 0), whole_at_start(3, -1);
+  Status ran = (*dp)->run([&](int rank) -> Status {
+    const auto r = static_cast<std::size_t>(rank);
+    Qwen3LM replica = (*dp)->replica(rank);
+    hooked[r] = replica->model->parameter_hooks != nullptr ? 1 : 0;
+    whole_at_start[r] = whole_layers(*replica);
+    try {
+      (*dp)->masters(rank).zero_grad();
+      (*dp)->arm(rank);
+      accumulate(*replica, batch[r], 1.0);
+      (*dp)->masters(rank).step();
+    } catch (const std::exception& e) {
+      return Status::internal(e.what());
+    }
+    return Status::ok_status();
+  });
+  ASSERT_TRUE(ran.ok()) << ran.to_string();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(hooked[static_cast<std::size_t>(r)], 1) << r;
+    EXPECT_EQ(whole_at_start[static_cast<std::size_t>(r)], 0) << r;
+    EXPECT_EQ((*dp)->replica(r)->model->parameter_hooks, nullptr) << r;
+  }
+  EXPECT_EQ(whole_layers(*model), 2);
+  EXPECT_EQ(whole_layers(*(*dp)->replica(1)), 0);
+  EXPECT_EQ(whole_layers(*(*dp)->replica(2)), 0);
+  // The step moved every layer's weights, and GPU 0's forward without hooks runs on them.
+  const std::vector<at::Tensor> after = values(*model);
+  double moved = 0;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    moved = std::max(moved, (after[i] - initial[i]).abs().max().item<double>());
+  }
+  EXPECT_GT(moved, 1e-4);
+  EXPECT_TRUE(model->forward_training(batch[0].x_t, batch[0].x_0).isfinite().all().item<bool>());
+}
+
+TEST(DataParallelTest, ShardedParametersRefuseAModelWithoutActivationCheckpointing) {
+  Qwen3LM model = random_lm(tiny_config(), 4);  // checkpointing off
+  DataParallelOptions o;
+  o.shard = ShardMode::kParameters;
+  auto dp = DataParallel::create(model, OptimizerOptions{}, false, o);
+  EXPECT_EQ(dp.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(dp.status().message().find("learner.data_parallel.shard"), std::string::npos);
+  EXPECT_NE(dp.status().message().find("learner.activation_checkpointing"), std::string::npos)
+      << dp.status().to_string();
+}
+
+// With shard: parameters every rank runs as many passes, the short ones padded with the filler.
+TEST(DataParallelTest, RankPassesPadShortRanksOnlyInLockstep) {
+  const std::vector<std::vector<std::size_t>> mine = {{0, 3}, {1}, {}};
+  const auto own = rank_passes(mine, false, 1);
+  ASSERT_EQ(own.size(), 3u);
+  EXPECT_EQ(own[0].size(), 2u);
+  EXPECT_EQ(own[1].size(), 1u);
+  EXPECT_TRUE(own[2].empty());
+  const auto even = rank_passes(mine, true, 1);
+  for (const auto& passes : even) ASSERT_EQ(passes.size(), 2u);
+  EXPECT_EQ(even[0][1].forward, 3u);
+  EXPECT_FALSE(even[0][1].padding);
+  EXPECT_EQ(even[1][0].forward, 1u);
+  EXPECT_FALSE(even[1][0].padding);
+  EXPECT_TRUE(even[1][1].padding);
+  EXPECT_EQ(even[1][1].forward, 1u);
+  EXPECT_TRUE(even[2][0].padding);
+  EXPECT_TRUE(even[2][1].padding);
 }
 
 TEST(DataParallelTest, AnExceptionInARanksThreadIsAnErrorNotATermination) {

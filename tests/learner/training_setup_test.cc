@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "common/config/config_errors.h"
 #include "learner/train/policy_trainer.h"
 #include "learner/train/sft_trainer.h"
 #include "tests/learner/policy_trainer_test_util.h"
@@ -48,6 +51,37 @@ TEST(TrainingSetupTest, TheModelIsReadiedAndReplicatedAsTheOptionsSay) {
   options.data_parallel.devices = {c10::Device(at::kCUDA, 0)};  // not the model's device
   auto wrong = start_training(model, options, "test");
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status().to_string();
+}
+
+// shard: parameters frees each layer's weights after its forward: only activation checkpointing
+// brings them back for the backward. The config refuses the pair, naming both keys, and so does
+// start_training for options made in code.
+TEST(TrainingSetupTest, ShardedParametersNeedActivationCheckpointing) {
+  LearnerOptions learner;
+  learner.data_parallel.shard = ShardMode::kParameters;
+  learner.activation_checkpointing = false;
+  std::vector<config::ConfigError> errors;
+  config::Checker checker("learner", &errors);
+  learner.validate(checker);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "learner.data_parallel.shard");
+  EXPECT_NE(errors[0].message.find("learner.activation_checkpointing: true"), std::string::npos)
+      << errors[0].message;
+  learner.activation_checkpointing = true;
+  errors.clear();
+  learner.validate(checker);
+  EXPECT_TRUE(errors.empty());
+
+  auto options = training_options(learner, c10::Device(at::kCPU));
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  EXPECT_EQ(options->data_parallel.shard, ShardMode::kParameters);
+  options->activation_checkpointing = false;
+  auto refused = start_training(random_lm(tiny_config(), 3), *options, "test");
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("learner.data_parallel.shard"), std::string::npos)
+      << refused.status().to_string();
+  options->activation_checkpointing = true;
+  EXPECT_TRUE(start_training(random_lm(tiny_config(), 3), *options, "test").ok());
 }
 
 // Each trainer is made through start_training: its options reach the model alike.
