@@ -8,15 +8,22 @@
 //     the worker, although switching uid cleared its first parent-death setting.
 // Both start their run from a thread that ends once the run is ready: the run must outlive that
 // thread (it answers the worker after the thread is gone) and die with the process.
+//   - a judging in progress (every layer; needs root and torch): the evaluator itself
+//     (evaluator_parent_test_double) judges a candidate whose kernel hangs, with its judge and
+//     runner from a prestart and their successors started ahead, as a reward worker's GPU slot
+//     does; SIGKILLed mid-candidate, none of its processes remains.
 // Processes are found in /proc by a marker in their command line and, isolated, by the run's
 // PID namespace; the test polls with a deadline.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -56,6 +63,58 @@ std::set<pid_t> run_processes(const std::string& marker, const std::string& pid_
     std::error_code link_error;
     const fs::path ns = fs::read_symlink(entry.path() / "ns" / "pid", link_error);
     if (!pid_ns.empty() && !link_error && ns.string() == pid_ns) out.insert(pid);
+  }
+  return out;
+}
+
+// A process's parent and start time (fields 4 and 22 of /proc/<pid>/stat; the start time tells a
+// reused pid apart); false when it is gone.
+bool parent_and_start(const std::string& pid, pid_t* parent, std::string* start) {
+  const std::string stat = read_text("/proc/" + pid + "/stat");
+  const std::size_t name_end = stat.rfind(')');  // the command name may hold spaces
+  if (name_end == std::string::npos) return false;
+  std::istringstream in(stat.substr(name_end + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && in >> field; ++i) {
+    if (i == 4) *parent = static_cast<pid_t>(std::stol(field));
+  }
+  *start = field;
+  return static_cast<bool>(in);
+}
+
+// Every process below `root` now, with its start time, by pid.
+std::map<pid_t, std::string> descendants(pid_t root) {
+  std::map<pid_t, std::pair<pid_t, std::string>> all;  // pid -> (parent, start time)
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::pair<pid_t, std::string> process;
+    if (parent_and_start(name, &process.first, &process.second)) {
+      all[static_cast<pid_t>(std::stol(name))] = process;
+    }
+  }
+  std::map<pid_t, std::string> out;
+  for (const auto& [pid, process] : all) {
+    for (pid_t up = process.first; up > 1;) {
+      if (up == root) {
+        out[pid] = process.second;
+        break;
+      }
+      auto it = all.find(up);
+      up = it == all.end() ? 0 : it->second.first;
+    }
+  }
+  return out;
+}
+
+// Of `before`, the processes still running (the same pid, started at the same time).
+std::map<pid_t, std::string> still_running(const std::map<pid_t, std::string>& before) {
+  std::map<pid_t, std::string> out;
+  for (const auto& [pid, start] : before) {
+    pid_t parent = 0;
+    std::string now;
+    if (parent_and_start(std::to_string(pid), &parent, &now) && now == start) out[pid] = start;
   }
   return out;
 }
@@ -162,6 +221,47 @@ TEST_F(SandboxWorkerDeathTest, APlainRunDiesWithTheWorker) {
   ASSERT_GT(run, 0);
   ASSERT_EQ(wait_for_processes(1), std::set<pid_t>{run});
   EXPECT_EQ(kill_worker_and_wait(), std::set<pid_t>{}) << "outlived its worker";
+}
+
+// The evaluator's own processes, as a reward worker runs them: SIGKILLed while its judging of a
+// candidate whose kernel hangs holds a judge and a runner (with their successors started ahead),
+// the worker leaves none of them behind.
+TEST_F(SandboxWorkerDeathTest, AJudgingInProgressDiesWithItsWorker) {
+  if (geteuid() != 0) GTEST_SKIP() << "isolation needs root (the run would be unavailable)";
+  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no torch (apt-get install python3-torch)";
+  }
+  worker_ = std::make_unique<ChildProcess>(
+      DICE_EVALUATOR_PARENT_TEST_DOUBLE,
+      std::vector<std::string>{(fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures").string()},
+      (dir_ / "worker.log").string());
+  // The judge and the runner, each an init and its command, and their two successors: 8.
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  std::map<pid_t, std::string> judging = descendants(worker_->pid());
+  while (judging.size() < 8 && std::chrono::steady_clock::now() < end) {
+    ASSERT_LT(worker_->wait_exit(milliseconds(10)), 0) << read_text(dir_ / "worker.log");
+    judging = descendants(worker_->pid());
+  }
+  ASSERT_GE(judging.size(), 8u) << "the judging did not start\n" << read_text(dir_ / "worker.log");
+  // Time for the judge to hand the runner the candidate, whose kernel then sleeps for an hour (any
+  // stage would do: every process of the judging must die with the worker).
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  judging = descendants(worker_->pid());
+  ASSERT_LT(worker_->wait_exit(milliseconds(0)), 0) << read_text(dir_ / "worker.log");
+  worker_->kill();  // SIGKILL, then reaped
+  std::map<pid_t, std::string> left = still_running(judging);
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !left.empty() && std::chrono::steady_clock::now() < until; left = still_running(left)) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::string named;
+  for (const auto& [pid, start] : left) {
+    std::string command = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+    std::replace(command.begin(), command.end(), '\0', ' ');
+    named += std::to_string(pid) + " " + command + "\n";
+    kill(pid, SIGKILL);  // not left to the next test
+  }
+  EXPECT_EQ(left.size(), 0u) << "of " << judging.size() << ", outlived their worker:\n" << named;
 }
 
 }  // namespace
