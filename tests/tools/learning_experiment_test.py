@@ -1,0 +1,79 @@
+"""tools/learning-experiment --dry-run: the curriculum pieces it cuts and every arm's overrides,
+checked by the real dice-config and dice-cluster (up --dry-run). Arms run side by side on one
+machine, so each needs its own reward log (RocksDB lets one process write a log), cluster state
+folder and ports, and all start from the one SFT checkpoint; a run on the GPU lost both arms when
+they shared the state folder."""
+
+import os
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "tools", "learning-experiment")
+BUILD = os.environ.get("DICE_BUILD_DIR", os.path.join(HERE, "..", "..", "build"))
+PER_ARM = ("run.id", "run.reward_log_path", "cluster.local.state_dir", "cluster.learner.port",
+           "cluster.learner.metrics_port", "cluster.worker_metrics.rollout_base_port",
+           "cluster.worker_metrics.reward_base_port")
+
+
+def dry_run(work, *args):
+    env = dict(os.environ, DICE_BUILD_DIR=BUILD, DICE_PYTHON="/usr/bin/python3")
+    return subprocess.run([SCRIPT, "--dry-run", "--work", work, *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def arms_of(stdout):
+    """{arm: {key: value}} from the "arm NAME" blocks of --dry-run's output."""
+    arms, current = {}, None
+    for line in stdout.splitlines():
+        if line.startswith("arm "):
+            current = arms.setdefault(line[4:], {})
+        elif line.startswith("  ") and current is not None:
+            key, _, value = line.strip().partition("=")
+            current[key] = value
+    return arms
+
+
+class LearningExperimentDryRunTest(unittest.TestCase):
+    def test_arms_side_by_side_share_nothing_but_the_start(self):
+        with tempfile.TemporaryDirectory() as work:
+            done = dry_run(work, "--seeds", "1,2", "--rl-lr", "3e-5", "--rl-steps", "5")
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            arms = arms_of(done.stdout)
+            self.assertEqual(sorted(arms), ["control", "rl-1", "rl-2"])
+            for key in PER_ARM:
+                values = [arm[key] for arm in arms.values()]
+                self.assertEqual(len(set(values)), len(values), "%s shared: %s" % (key, values))
+            starts = {arm["learner.init_checkpoint"] for arm in arms.values()}
+            self.assertEqual(len(starts), 1, starts)
+            self.assertTrue(starts.pop().endswith("-sft/phase-sft"))
+            self.assertEqual(arms["control"]["curriculum_file"].rsplit("/", 1)[1], "control.yaml")
+            self.assertNotIn("learner.optimizer.lr", arms["control"])
+            for name in ("rl-1", "rl-2"):
+                self.assertEqual(arms[name]["learner.optimizer.lr"], "3e-5")
+                self.assertEqual(arms[name]["learner.seed"], name[3:])
+                with open(arms[name]["curriculum_file"]) as f:
+                    rl_piece = yaml.safe_load(f)
+                rl_phases = [ph for ph in rl_piece["phases"] if ph.get("type", "rl") == "rl"]
+                self.assertTrue(rl_phases)
+                self.assertTrue(all(ph["steps"] == 5 for ph in rl_phases))
+
+    def test_the_checkpoint_folder_follows_an_override(self):
+        with tempfile.TemporaryDirectory() as work:
+            done = dry_run(work, "--seeds", "1", "learner.checkpoint.dir=%s/ck" % work)
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            start = arms_of(done.stdout)["rl-1"]["learner.init_checkpoint"]
+            self.assertTrue(start.startswith(work + "/ck/"), start)
+
+    def test_an_override_the_config_refuses_is_named(self):
+        with tempfile.TemporaryDirectory() as work:
+            done = dry_run(work, "--seeds", "1", "learner.no_such_key=1")
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("no_such_key", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
