@@ -340,7 +340,8 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     const double eta = state->seconds_so_far / done * std::max(state->total_steps - done, 0);
     const double span = std::chrono::duration<double>(now - work.started).count();
     log_step_line(k, plan, state->global_step, c, seconds, span, eta, state->policy_version, update,
-                  schedule, options, ahead);
+                  schedule, options.update ? "TraceRL" : kNoPolicyUpdate, options.reward_mode,
+                  ahead);
     // Requests of the step's skipped groups that never left the backlog: nobody waits for them.
     context.backlog.erase(std::remove_if(context.backlog.begin(), context.backlog.end(),
                                          [&](const transport::WorkItem& item) {
@@ -355,7 +356,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
   *final = scheduler.state();
   if (eval) {
     DICE_RETURN_IF_ERROR(report_evaluation(plan, tally, state->policy_version, state->global_step,
-                                           options, context.log));
+                                           options.run_id, options.reward_mode, context.log));
   }
   return true;
 }

@@ -80,7 +80,7 @@ Result<std::vector<rewardlog::LogRecord>> carry_records(const PolicyUpdate& upda
 void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
                    double seconds, double span_seconds, double eta, std::uint64_t policy_version,
                    const PolicyUpdate& update, const ScheduleReport& schedule,
-                   const RunLoopOptions& options, int ahead) {
+                   const char* policy_update, const std::string& reward_mode, int ahead) {
   // How much the rollouts explored and what the update did: the readouts that say why a run
   // does not learn ("-": not measured, or no update ran).
   const rewardlog::ExplorationRates explored = rewardlog::exploration_rates(c.exploration);
@@ -114,10 +114,8 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
       << kv("update_s", fixed_text(update.seconds, 1))
       << kv("importance_mean",
             update.ran ? fixed_text(update.importance_mean, 3) : std::string("-"))
-      << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)"
-                             : options.update              ? "TraceRL"
-                                                           : kNoPolicyUpdate)
-      << kv("reward_mode", options.reward_mode) << kv("ahead", ahead)
+      << kv("policy_update", plan.type == PhaseType::kEval ? "none (eval phase)" : policy_update)
+      << kv("reward_mode", reward_mode) << kv("ahead", ahead)
       << kv("open_levels", schedule.open_levels) << kv("passed_over", schedule.passed_over)
       << (update.ran ? kv("lr", update.lr) : kv("lr", "-")) << kv("carried_in", update.carried_in)
       << kv("carried_samples", update.carried_out);
@@ -132,9 +130,10 @@ void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, cons
 
 Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally,
                          std::uint64_t policy_version, std::uint64_t global_step,
-                         const RunLoopOptions& options, rewardlog::RewardLogWriter& log) {
+                         const std::string& run_id, const std::string& reward_mode,
+                         rewardlog::RewardLogWriter& log) {
   DICE_LOG(Info) << "evaluation of phase " << plan.name << ": " << eval_summary(tally)
-                 << kv("policy_version", policy_version) << kv("reward_mode", options.reward_mode);
+                 << kv("policy_version", policy_version) << kv("reward_mode", reward_mode);
   const std::int64_t now = wire::unix_millis_now();
   const std::uint64_t step = global_step == 0 ? 0 : global_step - 1;
   std::vector<rewardlog::LogRecord> records;
@@ -144,9 +143,9 @@ Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally,
                                       {"fast_2", cell.fast_2},
                                       {"tasks", cell.problems},
                                       {"geo_mean_speedup", cell.geo_mean_speedup}}) {
-      DICE_ASSIGN_OR_RETURN(rewardlog::LogRecord r,
-                            metric_record(options.run_id, "eval/" + plan.name + where + "/" + name,
-                                          step, value, now));
+      DICE_ASSIGN_OR_RETURN(
+          rewardlog::LogRecord r,
+          metric_record(run_id, "eval/" + plan.name + where + "/" + name, step, value, now));
       records.push_back(std::move(r));
     }
     return Status::ok_status();

@@ -10,7 +10,6 @@
 #include "common/status.h"
 #include "learner/curriculum/phase_plan.h"
 #include "learner/curriculum/task_scheduler.h"
-#include "learner/run/run_loop.h"
 #include "learner/step/policy_update.h"
 #include "learner/step/step_records.h"
 #include "learner/step/step_tracker.h"
@@ -42,17 +41,19 @@ Result<std::vector<rewardlog::LogRecord>> carry_records(const PolicyUpdate& upda
 // The progress line of step `k` of `plan`, which took `seconds` of the run's wall time (from the
 // end of the step before, or its own start when later) and `span_seconds` from its own start
 // (longer when it ran ahead: its candidates came in over that span); a warning after it when the
-// reward service could not reach too many of the step's verdicts.
+// reward service could not reach too many of the step's verdicts. `policy_update` is what the
+// run's updates are ("TraceRL", or kNoPolicyUpdate: run_loop.h), shown for an rl phase's steps.
 void log_step_line(int k, const PhasePlan& plan, std::uint64_t global_step, const StepCounts& c,
                    double seconds, double span_seconds, double eta, std::uint64_t policy_version,
                    const PolicyUpdate& update, const ScheduleReport& schedule,
-                   const RunLoopOptions& options, int ahead);
+                   const char* policy_update, const std::string& reward_mode, int ahead);
 
 // The evaluation table of an eval phase: one line in the log, and eval/<phase>/... metrics
 // (exec, fast_1, fast_2, tasks, geo_mean_speedup, per level and for all tasks) at the phase's last
 // step (`global_step` - 1: the step counter is past it).
 Status report_evaluation(const PhasePlan& plan, const eval::EvalTally& tally,
                          std::uint64_t policy_version, std::uint64_t global_step,
-                         const RunLoopOptions& options, rewardlog::RewardLogWriter& log);
+                         const std::string& run_id, const std::string& reward_mode,
+                         rewardlog::RewardLogWriter& log);
 
 }  // namespace dice
