@@ -46,20 +46,11 @@ class FullDiskSystemTest : public testing_util::ToySystemTest {
   void down(const std::string& state) {
     run_command(std::string(DICE_CLUSTER_EXE) + " down --state-dir " + (dir_ / state).string());
   }
-  // `dice-cluster up` of the run with its state in dir_/<state>; its exit status.
-  CommandResult up(const std::vector<std::string>& overrides) {
-    std::string args;
-    for (const auto& o : overrides) args += " '" + o + "'";
-    return run_command(std::string(DICE_CLUSTER_EXE) + " up " + DICE_SOURCE_DIR +
-                       "/configs/toy.yaml" + args);
-  }
   // The run's verdicts in the log at `path`, per step/task/group/sample (each should be 1), and
   // the steps logged.
-  static void read_log(const std::string& path, const std::string& run_id,
-                       std::map<std::string, int>* verdicts_of, std::size_t* steps) {
-    rewardlog::RewardLogReaderOptions options;
-    options.path = path;
-    auto log = rewardlog::RewardLogReader::open(options);
+  void read_log(const std::string& path, const std::string& run_id,
+                std::map<std::string, int>* verdicts_of, std::size_t* steps) const {
+    auto log = open_reward_log(path);
     ASSERT_TRUE(log.ok()) << log.status().to_string();
     auto logged = (*log)->steps(run_id);
     ASSERT_TRUE(logged.ok()) << logged.status().to_string();
@@ -79,9 +70,7 @@ TEST_F(FullDiskSystemTest,
   testing_util::SmallTmpfs disk(8192);
   if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();
   ASSERT_NO_FATAL_FAILURE(make_data_and_model("op_tasks.json"));
-  std::ofstream(dir_ / "curriculum.yaml")
-      << "phases:\n  - {name: rl, kind: infill, task_files: [data/tasks.json], steps: " << kSteps
-      << ", tasks_per_step: 2, samples_per_task: 2}\n";
+  write_rl_curriculum(kSteps, 2, 2);
   const std::string run_id = "full-disk-" + std::to_string(getpid());
   const std::string log_path = disk.sub("log");
   std::vector<std::string> overrides = toy_run_overrides(run_id);
@@ -97,7 +86,7 @@ TEST_F(FullDiskSystemTest,
       "cluster.local.restart_backoff_ms=100",
   };
   overrides.insert(overrides.end(), own.begin(), own.end());
-  CommandResult started = up(overrides);
+  CommandResult started = up_toy_run(overrides);
   ASSERT_EQ(started.rc, 0) << started.output;
 
   // Once a step is logged, the disk is filled to 64 KiB below the log's floor.
@@ -106,9 +95,7 @@ TEST_F(FullDiskSystemTest,
   for (auto end = std::chrono::steady_clock::now() + kDeadline;
        !logged && std::chrono::steady_clock::now() < end;) {
     if (!follower) {
-      rewardlog::RewardLogReaderOptions options;
-      options.path = log_path;
-      auto opened = rewardlog::RewardLogReader::open(options);
+      auto opened = open_reward_log(log_path);
       if (opened.ok()) follower = std::move(opened).value();
     }
     if (follower && follower->catch_up().ok()) {
@@ -163,7 +150,7 @@ TEST_F(FullDiskSystemTest,
   down("state");
   std::vector<std::string> again = overrides;
   again.push_back("cluster.local.state_dir=" + (dir_ / "state-resumed").string());
-  CommandResult resumed = up(again);
+  CommandResult resumed = up_toy_run(again);
   ASSERT_EQ(resumed.rc, 0) << resumed.output;
   waited = run_command(std::string(DICE_CLUSTER_EXE) + " wait --timeout 300 --state-dir " +
                        (dir_ / "state-resumed").string());

@@ -17,12 +17,18 @@
 // worker down: asked to judge a task of that op, it SIGKILLs itself before answering
 // (poison_candidate_system_test). DICE_TEST_REWARD_SLOTS=<n> judges n candidates at once, as
 // dice-reward's GPU slots do (default 1), so a poison candidate takes the others down with it.
+// With DICE_TEST_HANG_OP=<op> it plays a judging that outlasts its group: asked to judge a task of
+// that op, it waits until the learner cancels the item, logs "cancelled by the learner" and
+// answers nothing (the worker loop acks the item alone); uncancelled, it answers after
+// kHangSeconds (expired_work_system_test).
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "common/log.h"
 #include "net/service/worker_loop.h"
@@ -32,6 +38,18 @@
 namespace {
 
 using dice::schema::FailureClass;
+
+constexpr auto kHangSeconds = std::chrono::seconds(120);
+
+// Waits until the item is cancelled (true) or kHangSeconds have passed (false).
+bool wait_for_cancel(dice::service::ResultSink& sink) {
+  const auto end = std::chrono::steady_clock::now() + kHangSeconds;
+  while (std::chrono::steady_clock::now() < end) {
+    if (sink.cancellation() != nullptr && sink.cancellation()->cancelled()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
 
 std::string op_of_task(const std::string& task_id) {
   return task_id.substr(0, task_id.rfind('-'));
@@ -63,6 +81,12 @@ dice::Status answer(const std::string& worker_id,
     DICE_LOG(Warn) << "op_name_reward_test_double: a candidate of the poison op " << op
                    << " takes its worker down";
     ::raise(SIGKILL);
+  }
+  const char* hang = std::getenv("DICE_TEST_HANG_OP");
+  if (hang != nullptr && op == hang && wait_for_cancel(sink)) {
+    DICE_LOG(Info) << "op_name_reward_test_double: cancelled by the learner"
+                   << dice::kv("work", request.getWorkId()) << dice::kv("task", op);
+    return dice::Status::ok_status();
   }
   const dice::FencedBlock block = dice::first_code_block(request.getCandidate().getText().cStr());
   const std::string kernel = block.found ? first_kernel_name(block.body) : "";

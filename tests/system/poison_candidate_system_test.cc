@@ -37,9 +37,7 @@ class PoisonCandidateSystemTest : public testing_util::ToySystemTest {};
 
 TEST_F(PoisonCandidateSystemTest, APoisonCandidateIsAnsweredWorkerLostAndTheRunGoesOn) {
   ASSERT_NO_FATAL_FAILURE(make_data_and_model("op_tasks.json"));
-  std::ofstream(dir_ / "curriculum.yaml")
-      << "phases:\n  - {name: rl, kind: infill, task_files: [data/tasks.json], steps: " << kSteps
-      << ", tasks_per_step: 2, samples_per_task: " << kSamplesPerTask << "}\n";
+  write_rl_curriculum(kSteps, 2, kSamplesPerTask);
   const std::string run_id = "poison-" + std::to_string(getpid());
   std::vector<std::string> overrides = toy_run_overrides(run_id);
   const std::vector<std::string> own = {
@@ -61,22 +59,16 @@ TEST_F(PoisonCandidateSystemTest, APoisonCandidateIsAnsweredWorkerLostAndTheRunG
       "cluster.local.max_restarts_per_run=100",
   };
   overrides.insert(overrides.end(), own.begin(), own.end());
-  std::string args;
-  for (const auto& o : overrides) args += " '" + o + "'";
-  const std::string config = std::string(DICE_SOURCE_DIR) + "/configs/toy.yaml";
   // Two slots a worker, as dice-reward has several: an honest candidate may be judged beside the
   // poison one and go down with it.
-  CommandResult up = run_command("DICE_TEST_POISON_OP=neg DICE_TEST_REWARD_SLOTS=2 " +
-                                 std::string(DICE_CLUSTER_EXE) + " up " + config + args);
+  CommandResult up = up_toy_run(overrides, "DICE_TEST_POISON_OP=neg DICE_TEST_REWARD_SLOTS=2");
   ASSERT_EQ(up.rc, 0) << up.output;
   CommandResult waited =
       run_command(std::string(DICE_CLUSTER_EXE) + " wait --timeout 500 --state-dir " +
                   (dir_ / "state").string());
   ASSERT_EQ(waited.rc, 0) << "the run did not end on its own: " << waited.output;
 
-  rewardlog::RewardLogReaderOptions options;
-  options.path = (dir_ / "log").string();
-  auto log = rewardlog::RewardLogReader::open(options);
+  auto log = open_reward_log();
   ASSERT_TRUE(log.ok()) << log.status().to_string();
   auto candidates = (*log)->candidates(run_id, {});
   ASSERT_TRUE(candidates.ok()) << candidates.status().to_string();

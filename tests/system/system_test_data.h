@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "rewardlog/reader.h"
 #include "tests/support/free_port.h"
 #include "tests/support/shell_command.h"
 
@@ -100,6 +101,31 @@ class ToySystemTest : public ::testing::Test {
             "cluster.learner.metrics_port=0",
             "cluster.worker_metrics.rollout_base_port=0",
             "cluster.worker_metrics.reward_base_port=0"};
+  }
+
+  // dir_/curriculum.yaml: one rl phase over the data's tasks.
+  void write_rl_curriculum(int steps, int tasks_per_step, int samples_per_task) const {
+    std::ofstream(dir_ / "curriculum.yaml")
+        << "phases:\n  - {name: rl, kind: infill, task_files: [data/tasks.json], steps: " << steps
+        << ", tasks_per_step: " << tasks_per_step << ", samples_per_task: " << samples_per_task
+        << "}\n";
+  }
+
+  // `dice-cluster up` of configs/toy.yaml with `overrides`; `env` ("NAME=value ...") before it.
+  CommandResult up_toy_run(const std::vector<std::string>& overrides,
+                           const std::string& env = "") const {
+    std::string command = env + (env.empty() ? "" : " ") + DICE_CLUSTER_EXE + " up " +
+                          DICE_SOURCE_DIR + "/configs/toy.yaml";
+    for (const auto& o : overrides) command += " '" + o + "'";
+    return run_command(command);
+  }
+
+  // The reward log at `path` (the run's, dir_/log, when empty), for reading.
+  Result<std::unique_ptr<rewardlog::RewardLogReader>> open_reward_log(
+      const std::string& path = "") const {
+    rewardlog::RewardLogReaderOptions options;
+    options.path = path.empty() ? (dir_ / "log").string() : path;
+    return rewardlog::RewardLogReader::open(options);
   }
 
   std::filesystem::path dir_, tokenizer_;
