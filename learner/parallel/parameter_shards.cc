@@ -85,13 +85,23 @@ Status ParameterShards::gather(std::size_t layer) {
     s.params[j].set_(full.narrow(0, offset, numel).view(s.shapes[j]));
     offset += numel;
   }
+  // While the layer is whole its chunk is the buffer's own slice: no second copy (GPU 0 holds
+  // every layer whole between steps).
+  s.values = full.narrow(0, collective_->rank() * s.chunk, s.chunk);
+  s.values_in_buffer = true;
   return Status::ok_status();
 }
 
-// set_ keeps each parameter the same tensor and drops its reference to the full buffer.
+// set_ keeps each parameter the same tensor and drops its reference to the full buffer; the
+// chunk gets its own storage first, or it would keep the buffer alive.
 void ParameterShards::release(std::size_t layer) {
   torch::NoGradGuard no_grad;
-  for (at::Tensor& p : layers_[layer].params) p.set_(at::empty({0}, p.options()));
+  LayerShard& s = layers_[layer];
+  if (s.values_in_buffer) {
+    s.values = s.values.clone();
+    s.values_in_buffer = false;
+  }
+  for (at::Tensor& p : s.params) p.set_(at::empty({0}, p.options()));
 }
 
 void ParameterShards::materialize(int64_t layer) {

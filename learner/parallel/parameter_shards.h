@@ -6,8 +6,10 @@
 //   layout      layer i's parameters (parameters() order) flattened and concatenated, padded with
 //               zeros to N equal chunks; chunk r is this rank's (values and gradient)
 //   materialize all-gather of the chunks into a fresh flat buffer; each parameter points at its
-//               slice (set_, so it stays the autograd leaf the optimizer and weight sync hold)
-//   release     every parameter set back to an empty tensor: the buffer goes with the last one
+//               slice (set_, so it stays the autograd leaf the optimizer and weight sync hold),
+//               and so does the rank's chunk (no second copy while the layer is whole)
+//   release     the chunk copied out of the buffer, every parameter set back to an empty
+//               tensor: the buffer goes with the last one
 //   after_backward  the layer's gradients flattened in the same layout and reduce-scattered: chunk
 //               r of their sum over the ranks is added to this rank's gradient chunk (micro-batches
 //               accumulate there, as .grad does); .grad is reset and the weights released
@@ -48,7 +50,8 @@ class ParameterShards : public LayerParameterHooks {
   int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
   // Elements of one chunk of `layer` (its padded flat size / world size).
   int64_t chunk_numel(int64_t layer) const;
-  // This rank's chunk of layer `layer`'s weights: the optimizer steps it in place.
+  // This rank's chunk of layer `layer`'s weights: the optimizer steps it in place. While the
+  // layer is whole it is a view of the whole weights' buffer (writing it writes them).
   at::Tensor& values(int64_t layer);
   // This rank's chunk of the layer's gradient, summed over the ranks and accumulated over the
   // backward passes since zero_gradients(); zeros before any.
@@ -68,10 +71,11 @@ class ParameterShards : public LayerParameterHooks {
   struct LayerShard {
     std::vector<at::Tensor> params;  // the layer's parameters, in parameters() order
     std::vector<std::vector<int64_t>> shapes;
-    int64_t numel = 0;  // the parameters' elements, before padding
-    int64_t chunk = 0;  // elements of one chunk
-    at::Tensor values;  // this rank's chunk of the weights
-    at::Tensor grad;    // this rank's chunk of the summed gradient
+    int64_t numel = 0;              // the parameters' elements, before padding
+    int64_t chunk = 0;              // elements of one chunk
+    at::Tensor values;              // this rank's chunk of the weights
+    at::Tensor grad;                // this rank's chunk of the summed gradient
+    bool values_in_buffer = false;  // `values` is a view of the gathered buffer
   };
 
   Status gather(std::size_t layer);

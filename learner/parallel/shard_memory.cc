@@ -48,8 +48,11 @@ GpuState gpu_state(const ModelShape& shape, ShardMode mode, int gpus, int weight
   // buffer they are reduce-scattered from.
   const ParameterBytes running = {weight_bytes * layer, 2.0 * weight_bytes * layer, 0, 0};
   out.step = plus(plus(rest, chunks), running);
-  // GPU 0 between updates: every layer whole again; no layer's gradients beyond the chunks.
-  out.between = plus(plus(rest, chunks), {weight_bytes * layers, 0, 0, 0});
+  // GPU 0 between updates: every layer whole again, its own chunks slices of it (no second copy);
+  // no layer's gradients beyond the chunks.
+  ParameterBytes whole = chunks;
+  whole.weights = weight_bytes * layers;
+  out.between = plus(rest, whole);
   return out;
 }
 

@@ -12,11 +12,11 @@
 // norm and the LM head stay as under optimizer (4 + 12/N), and while a layer runs its whole
 // weights are there (2 bytes each), and in its backward its whole gradients and the flat buffer
 // they are reduce-scattered from (2 + 2). Between updates GPU 0 holds the whole weights again
-// (data_parallel.h: for the checkpoints, the weight push and the learner's own forwards), so its
-// peak is the larger of the step's state and that one. A float32 model's masters are its weights
-// in replica mode (no copy), a copy of the GPU's chunk when sharded. Activations are not counted
-// here (they come on top of the step's state). No LibTorch, so the bench
-// (tools/bench/learner/shard_fit.cc) and the config tools can print it.
+// (data_parallel.h: for the checkpoints, the weight push and the learner's own forwards; its
+// chunks are slices of them), so its peak is the larger of the step's state and that one. A float32
+// model's masters are its weights in replica mode (no copy), a copy of the GPU's chunk when
+// sharded. Activations are not counted here (they come on top of the step's state). No LibTorch, so
+// the bench (tools/bench/learner/shard_fit.cc) and the config tools can print it.
 #pragma once
 
 #include <cstdint>

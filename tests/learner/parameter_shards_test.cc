@@ -2,9 +2,10 @@
 // in-process collective: with each rank's decoder layers sharded, a training forward and backward
 // give the loss of the unsharded model on the same data, each rank's gradient chunk is that
 // chunk of the sum over the ranks of the unsharded gradients, and no layer holds its full weights
-// between uses; gather_all gives every rank the whole weights back; a rank that fails ends the
-// others' wait with an error instead of a hang; and OptimizerShard's steps with the layers
-// sharded equal its steps with the optimizer sharded alone (ZeRO-3 against ZeRO-1/2).
+// between uses; gather_all gives every rank the whole weights back (its own chunk a slice of
+// them, not a second copy); a rank that fails ends the others' wait with an error instead of a
+// hang; and OptimizerShard's steps with the layers sharded equal its steps with the optimizer
+// sharded alone (ZeRO-3 against ZeRO-1/2).
 #include "learner/parallel/parameter_shards.h"
 
 #include <ATen/ATen.h>
@@ -143,6 +144,10 @@ TEST_P(ParameterShardsTest, ShardedReplicasMatchTheUnshardedOnesAndSumGradientsB
   }
 
   // The whole weights back on every rank, as they were.
+  std::vector<std::vector<at::Tensor>> chunks(world);
+  for (int r = 0; r < world; ++r) {
+    for (int64_t i = 0; i < 3; ++i) chunks[r].push_back(shards[r]->values(i).clone());
+  }
   std::vector<Status> gathered(world);
   on_ranks(world, [&](int r) { gathered[r] = shards[r]->gather_all(); });
   const std::vector<NamedParameter> initial = hf_named_parameters(*checkpointed_lm());
@@ -154,8 +159,20 @@ TEST_P(ParameterShardsTest, ShardedReplicasMatchTheUnshardedOnesAndSumGradientsB
       EXPECT_TRUE(at::equal(got[k].tensor, initial[k].tensor))
           << "rank " << r << " " << initial[k].name;
     }
+    // While a layer is whole the rank's chunk is a slice of its buffer, not a second copy; once
+    // released the chunk has storage of its own again, the same values.
+    for (int64_t i = 0; i < 3; ++i) {
+      const at::Tensor first = models[r]->model->layers[i]->parameters().front();
+      EXPECT_EQ(shards[r]->values(i).storage().data(), first.storage().data())
+          << "rank " << r << ", layer " << i;
+    }
     shards[r]->release_all();
     EXPECT_EQ(shards[r]->materialized_layers(), 0);
+    for (int64_t i = 0; i < 3; ++i) {
+      const at::Tensor& own = shards[r]->values(i);
+      EXPECT_EQ(static_cast<int64_t>(own.storage().nbytes()), own.numel() * own.element_size());
+      EXPECT_TRUE(at::equal(own, chunks[r][i])) << "rank " << r << ", layer " << i;
+    }
   }
 }
 
