@@ -1,21 +1,11 @@
 #include "learner/curriculum/phase_plan.h"
 
 #include <algorithm>
-#include <iomanip>
-#include <sstream>
 
+#include "common/fixed_text.h"
 #include "common/log.h"
 
 namespace dice {
-namespace {
-
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
-}  // namespace
 
 SamplingOptions phase_sampling(const SamplingOptions& sampling, Decoding decoding,
                                const PhaseSampling& own) {
@@ -87,8 +77,8 @@ Result<PhasePlan> plan_phase(const CurriculumPhase& phase, const DiceConfig& con
                  << kv("refill_constant_groups", plan.refill_constant_groups)
                  << kv("scheduling", config::enum_to_name(plan.schedule.scheduling))
                  << kv("pass_rate_band", plan.schedule.band
-                                             ? "[" + fixed(plan.schedule.band->lo, 2) + ", " +
-                                                   fixed(plan.schedule.band->hi, 2) + "]"
+                                             ? "[" + fixed_text(plan.schedule.band->lo, 2) + ", " +
+                                                   fixed_text(plan.schedule.band->hi, 2) + "]"
                                              : std::string("off"))
                  << kv("reward_policy", plan.reward_policy
                                             ? config::enum_to_name(plan.reward_policy->kind)

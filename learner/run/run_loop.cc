@@ -4,6 +4,7 @@
 #include <deque>
 #include <unordered_set>
 
+#include "common/fixed_text.h"
 #include "common/log.h"
 #include "learner/push/weight_sync_plan.h"
 #include "learner/resume/resume_plan.h"

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
-#include <sstream>
 #include <utility>
 
+#include "common/fixed_text.h"
 #include "common/log.h"
 #include "learner/run/eval_summary.h"
 #include "net/wire/envelope.h"
@@ -29,12 +28,6 @@ Result<std::vector<rewardlog::LogRecord>> metric_values(
 }
 
 }  // namespace
-
-std::string fixed_text(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
 
 Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
                            const StepSettings& settings, TaskKind kind, const StepTiming& timing,

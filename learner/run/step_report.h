@@ -18,9 +18,6 @@
 
 namespace dice {
 
-// `value` with `digits` digits after the point, as the log lines show numbers ("0.125").
-std::string fixed_text(double value, int digits);
-
 // The StepRecord, the step's metric records and `more` (the schedule's), in one append.
 Status append_step_records(rewardlog::RewardLogWriter& log, const StepCounts& c,
                            const StepSettings& settings, TaskKind kind, const StepTiming& timing,

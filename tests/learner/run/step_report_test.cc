@@ -1,5 +1,5 @@
 // learner/run/step_report.h: the series a step adds beside its StepRecord, as the dashboards read
-// them (names, values, the step they are under), and the numbers as log lines show them.
+// them (names, values, the step they are under).
 #include "learner/run/step_report.h"
 
 #include <gtest/gtest.h>
@@ -33,12 +33,6 @@ StepSettings settings_at(std::uint64_t step) {
   settings.run_id = "run";
   settings.step = step;
   return settings;
-}
-
-TEST(StepReportTest, NumbersHaveTheirDigits) {
-  EXPECT_EQ(fixed_text(0.125, 3), "0.125");
-  EXPECT_EQ(fixed_text(2.0, 1), "2.0");
-  EXPECT_EQ(fixed_text(1234.56, 0), "1235");
 }
 
 TEST(StepReportTest, AnUpdateThatRanAddsItsLearningRate) {
