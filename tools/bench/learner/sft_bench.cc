@@ -4,8 +4,8 @@
 //   sft_bench [--models 1.7b,4b,27m] [--batch 32] [--prompt 512] [--response 1536]
 //             [--pack-length 0] [--rows-per-forward 1] [--checkpointing on,off] [--steps 2]
 //             [--dtype bf16|fp32] [--device cuda|cpu] [--tiny] [--optimizer-on-cpu]
-//             [--peak-tflops 989] [--replicas 1] [--attention-tile 0,256] [--vary-lengths]
-//             [--kernels 0]
+//             [--peak-tflops 989] [--replicas 1] [--shard replica|optimizer|parameters|all]
+//             [--attention-tile 0,256] [--vary-lengths] [--kernels 0]
 //
 // Each sample: --prompt and --response random token ids; with --vary-lengths, a new batch every
 // step whose samples' lengths are drawn from [length / 4, length], as a curriculum's are (each
@@ -16,10 +16,13 @@
 // x_0). Model FLOPs: learner/train/training_flops.h (each sequence at its own length: neither
 // padding nor recomputation counted), MFU against --peak-tflops (the H200's dense bf16 datasheet
 // peak by default; with --replicas N, per device over N data-parallel replicas,
-// learner/parallel/data_parallel.h). One row per (model, checkpointing, queries per attention tile:
-// SftTrainerOptions::attention_tile, 0 for one dense attention). One warm-up step first; "OOM"
-// where a step runs out of memory. With --kernels N, each row is followed by its timed steps' GPU
-// time by kernel class and its N largest kernels (profile/kernel_span.h; CUPTI).
+// learner/parallel/data_parallel.h). One row per (model, checkpointing, learner.data_parallel.shard
+// mode, queries per attention tile: SftTrainerOptions::attention_tile, 0 for one dense attention).
+// One warm-up step first; "OOM" where a step runs out of memory. With --kernels N, each row is
+// followed by its timed steps' GPU time by kernel class and its N largest kernels
+// (profile/kernel_span.h; CUPTI).
+// --shard all compares learner.data_parallel.shard's modes on the same data in one process; with
+// parameters, rows with checkpointing off are skipped, saying why (train_bench_flags.h).
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -103,6 +106,74 @@ std::vector<dice::SftSample> synthetic_samples(const Flags& f, const dice::Model
   return out;
 }
 
+// One row of the table: a model under one value of each list flag.
+struct Row {
+  const dice::bench::NamedShape* shape = nullptr;
+  std::string checkpointing;
+  int64_t tile = 0;
+  dice::ShardMode shard = dice::ShardMode::kReplica;
+};
+
+// The row's columns after its settings: its timed steps, or why it did not run ("OOM",
+// "skipped: ...", "error: ...": then *status 1). Its kernel profile into *profile. Every row
+// starts from seed 1, so rows of one model train the same weights on the same samples.
+std::string measure(const Flags& f, const dice::bench::BenchSetup& setup, const Row& row,
+                    std::string* profile, int* status) {
+  const std::string skipped = dice::bench::shard_skip_reason(row.shard, row.checkpointing == "on");
+  if (!skipped.empty()) return skipped;
+  const dice::bench::NamedShape& shape = *row.shape;
+  at::manual_seed(1);
+  // One batch, or one per step (the warm-up's too) with --vary-lengths.
+  std::vector<std::vector<dice::SftSample>> samples(f.vary_lengths ? f.steps + 1 : 1);
+  for (auto& step_samples : samples) step_samples = synthetic_samples(f, shape.config);
+  dice::SftTrainerOptions o;
+  o.activation_checkpointing = row.checkpointing == "on";
+  o.attention_tile = row.tile;
+  o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+  o.data_parallel.devices = setup.devices;
+  o.data_parallel.shard = row.shard;
+  o.pack_length = f.pack_length;
+  o.rows_per_forward = f.rows_per_forward;
+  try {
+    dice::bench::reset_peak_gpu_memory();
+    dice::Qwen3LM model(
+        shape.config,
+        c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(setup.device));
+    auto trainer = dice::SftTrainer::create(model, o);
+    if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
+    double seconds = 0, flops = 0, tokens = 0;
+    int64_t forwards = 0;
+    dice::bench::KernelSpan kernels(f.train.kernels);
+    for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
+      std::vector<const dice::SftSample*> batch;
+      for (const auto& sample : samples[static_cast<size_t>(s) % samples.size()]) {
+        batch.push_back(&sample);
+        if (s > 0) tokens += static_cast<double>(sample.prompt.size() + sample.response.size());
+      }
+      if (s == 1) kernels.begin();
+      const auto start = std::chrono::steady_clock::now();
+      auto stats = (*trainer)->step(batch, 1e-5);
+      if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
+      dice::compat::synchronize(setup.device);
+      if (s == 0) continue;
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      flops += stats->model_flops;
+      forwards = stats->forwards;
+    }
+    *profile = kernels.end(seconds);
+    char line[160], peak[32] = "-";
+    const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
+    if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
+    const double tflops = flops / seconds / 1e12;
+    std::snprintf(line, sizeof line, "%10.2f %12.0f %10.1f %6.1f%% %9lld %10s", seconds / f.steps,
+                  tokens / seconds, tflops, 100.0 * tflops / setup.peak_tflops,
+                  static_cast<long long>(forwards), peak);
+    return line;
+  } catch (const std::exception& e) {
+    return dice::bench::failure_text(e, status);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,83 +181,38 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, f)) return 2;
   const std::vector<dice::bench::NamedShape> shapes =
       dice::bench::selected_shapes(f.train.models, f.train.tiny);
-  const std::optional<c10::Device> on = dice::bench::bench_device(f.train, "sft_bench");
-  if (!on) return 0;
-  const c10::Device device = *on;
-  const std::vector<c10::Device> devices = dice::bench::replica_devices(f.train, device);
-  if (devices.empty()) return 2;
-  // MFU is per device: the FLOPs of all replicas against all their peaks.
-  const double peak_tflops = f.train.peak_tflops * static_cast<double>(devices.size());
+  int exit_code = 0;
+  const std::optional<dice::bench::BenchSetup> setup =
+      dice::bench::bench_setup(f.train, "sft_bench", &exit_code);
+  if (!setup) return exit_code;
   std::printf(
       "sft_bench: %s, batch %d of %lld prompt + %lld response tokens, pack length %lld, %d "
       "row(s) a forward, %s, optimizer on the %s\n",
-      (std::to_string(devices.size()) + (f.train.cpu ? " cpu" : " cuda") + " replica(s)").c_str(),
+      (std::to_string(setup->devices.size()) + (f.train.cpu ? " cpu" : " cuda") + " replica(s)")
+          .c_str(),
       f.batch, static_cast<long long>(f.train.prompt), static_cast<long long>(f.train.response),
       static_cast<long long>(f.pack_length), f.rows_per_forward, f.train.fp32 ? "fp32" : "bf16",
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
-  std::printf("%-6s %-13s %5s %10s %12s %10s %7s %9s %10s\n", "model", "checkpointing", "tile",
-              "s/step", "tokens/s", "TFLOP/s", "MFU", "forwards", "peak GiB");
+  std::printf("%-6s %-13s %-10s %5s %10s %12s %10s %7s %9s %10s\n", "model", "checkpointing",
+              "shard", "tile", "s/step", "tokens/s", "TFLOP/s", "MFU", "forwards", "peak GiB");
   int status = 0;
+  std::vector<Row> rows;
   for (const auto& shape : shapes) {
-    for (const std::string& mode : f.train.checkpointing) {
+    for (const std::string& checkpointing : f.train.checkpointing) {
       for (int64_t tile : f.train.attention_tiles) {
-        at::manual_seed(1);
-        // One batch, or one per step (the warm-up's too) with --vary-lengths.
-        std::vector<std::vector<dice::SftSample>> samples(f.vary_lengths ? f.steps + 1 : 1);
-        for (auto& step_samples : samples) step_samples = synthetic_samples(f, shape.config);
-        dice::SftTrainerOptions o;
-        o.activation_checkpointing = mode == "on";
-        o.attention_tile = tile;
-        o.optimizer_on_cpu = f.train.optimizer_on_cpu;
-        o.data_parallel.devices = devices;
-        o.pack_length = f.pack_length;
-        o.rows_per_forward = f.rows_per_forward;
-        std::string result, profile;
-        try {
-          dice::bench::reset_peak_gpu_memory();
-          dice::Qwen3LM model(
-              shape.config,
-              c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(device));
-          auto trainer = dice::SftTrainer::create(model, o);
-          if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
-          double seconds = 0, flops = 0, tokens = 0;
-          int64_t forwards = 0;
-          dice::bench::KernelSpan kernels(f.train.kernels);
-          for (int s = 0; s <= f.steps; ++s) {  // step 0 warms up
-            std::vector<const dice::SftSample*> batch;
-            for (const auto& sample : samples[static_cast<size_t>(s) % samples.size()]) {
-              batch.push_back(&sample);
-              if (s > 0)
-                tokens += static_cast<double>(sample.prompt.size() + sample.response.size());
-            }
-            if (s == 1) kernels.begin();
-            const auto start = std::chrono::steady_clock::now();
-            auto stats = (*trainer)->step(batch, 1e-5);
-            if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
-            dice::compat::synchronize(device);
-            if (s == 0) continue;
-            seconds +=
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            flops += stats->model_flops;
-            forwards = stats->forwards;
-          }
-          profile = kernels.end(seconds);
-          char line[160], peak[32] = "-";
-          const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
-          if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
-          const double tflops = flops / seconds / 1e12;
-          std::snprintf(line, sizeof line, "%10.2f %12.0f %10.1f %6.1f%% %9lld %10s",
-                        seconds / f.steps, tokens / seconds, tflops, 100.0 * tflops / peak_tflops,
-                        static_cast<long long>(forwards), peak);
-          result = line;
-        } catch (const std::exception& e) {
-          result = dice::bench::failure_text(e, &status);
-        }
-        std::printf("%-6s %-13s %5lld %s\n%s", shape.name.c_str(), mode.c_str(),
-                    static_cast<long long>(tile), result.c_str(), profile.c_str());
-        std::fflush(stdout);
+        // The modes side by side: each the same steps on the same data.
+        for (dice::ShardMode shard : f.train.shards)
+          rows.push_back({&shape, checkpointing, tile, shard});
       }
     }
+  }
+  for (const Row& row : rows) {
+    std::string profile;
+    const std::string result = measure(f, *setup, row, &profile, &status);
+    std::printf("%-6s %-13s %-10s %5lld %s\n%s", row.shape->name.c_str(), row.checkpointing.c_str(),
+                dice::config::enum_to_name(row.shard).c_str(), static_cast<long long>(row.tile),
+                result.c_str(), profile.c_str());
+    std::fflush(stdout);
   }
   return status;
 }

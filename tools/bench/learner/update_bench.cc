@@ -4,15 +4,16 @@
 //   update_bench [--models 1.7b,4b] [--sequences 8] [--prompt 512] [--response 4096]
 //                [--forwards 8] [--checkpointing on,off] [--updates 2] [--dtype bf16|fp32]
 //                [--device cuda|cpu] [--tiny] [--optimizer-on-cpu] [--parts]
-//                [--peak-tflops 989] [--replicas 1]
+//                [--peak-tflops 989] [--replicas 1] [--shard replica|optimizer|parameters|all]
 //                [--clean shared,separate] [--attention-tile 0,256] [--push DIR] [--kernels 0]
 //
 // Each sample: --prompt random tokens, --response random tokens with random unmask steps (4
 // steps, block 4), old log-probs of -5 (so ratios move and the clip engages) and advantages of
 // +1/-1 alternating. One update = --forwards training-layout forwards (the step's samples split
 // evenly; each holds every trace view of its samples) + backward + AdamW with fp32 masters.
-// Reported per (model, checkpointing, clean copy shared or one per view, queries per attention
-// tile, 0 for one dense attention: PolicyTrainerOptions::attention_tile): seconds per update (after
+// Reported per (model, checkpointing, learner.data_parallel.shard mode, clean copy shared or one
+// per view, queries per attention tile, 0 for one dense attention:
+// PolicyTrainerOptions::attention_tile): seconds per update (after
 // one warm-up), scored tokens/s, model TFLOP/s and MFU against --peak-tflops
 // (learner/train/training_flops.h: the FLOPs of the layout the forwards actually run, recomputation
 // not counted; the H200's dense bf16 datasheet peak by default; with --replicas N, per device over
@@ -27,6 +28,8 @@
 // issue's. With --kernels N, each row is followed by its timed updates' GPU time by kernel class
 // and its N largest kernels (profile/kernel_span.h; CUPTI). An update that runs out of memory
 // prints "OOM" and the bench moves on.
+// --shard all compares learner.data_parallel.shard's modes on the same data in one process; with
+// parameters, rows with checkpointing off are skipped, saying why (train_bench_flags.h).
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -143,6 +146,87 @@ std::vector<dice::TraceSample> synthetic_samples(const Flags& f, const dice::Mod
   return out;
 }
 
+// One row of the table: a model under one value of each list flag.
+struct Row {
+  const dice::bench::NamedShape* shape = nullptr;
+  std::string checkpointing, clean;
+  int64_t tile = 0;
+  dice::ShardMode shard = dice::ShardMode::kReplica;
+};
+
+// The row's columns after its settings: its timed updates, or why it did not run ("OOM",
+// "skipped: ...", "error: ...": then *status 1). Its kernel profile into *profile. Every row
+// starts from seed 1, so rows of one model train the same weights on the same samples.
+std::string measure(const Flags& f, const dice::bench::BenchSetup& setup, const Row& row,
+                    std::string* pushed, std::string* profile, int* status) {
+  const std::string skipped = dice::bench::shard_skip_reason(row.shard, row.checkpointing == "on");
+  if (!skipped.empty()) return skipped;
+  const dice::bench::NamedShape& shape = *row.shape;
+  at::manual_seed(1);
+  std::vector<dice::TraceSample> samples = synthetic_samples(f, shape.config);
+  dice::PolicyTrainerOptions o;
+  o.layout.block_size = shape.config.block_size;
+  o.layout.mask_token_id = shape.config.mask_token_id;
+  o.optimizer.grad_accumulation = f.forwards;
+  o.activation_checkpointing = row.checkpointing == "on";
+  o.optimizer_on_cpu = f.train.optimizer_on_cpu;
+  o.data_parallel.devices = setup.devices;
+  o.data_parallel.shard = row.shard;
+  o.time_parts = f.parts;
+  o.share_clean_copy = row.clean == "shared";
+  o.attention_tile = row.tile;
+  try {
+    dice::bench::reset_peak_gpu_memory();
+    dice::Qwen3LM model(
+        shape.config,
+        c10::TensorOptions().dtype(f.train.fp32 ? at::kFloat : at::kBFloat16).device(setup.device));
+    auto trainer = dice::PolicyTrainer::create(model, o);
+    if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
+    double seconds = 0, flops = 0;
+    int64_t tokens = 0;
+    dice::PolicyUpdateStats parts;
+    dice::bench::KernelSpan kernels(f.train.kernels);
+    for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
+      if (u == 1) kernels.begin();
+      const auto start = std::chrono::steady_clock::now();
+      auto stats = (*trainer)->update(samples);
+      if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
+      if (!f.train.cpu) torch::cuda::synchronize();
+      if (u == 0) continue;
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      tokens += stats->scored_tokens;
+      flops += stats->model_flops;
+      parts.upload_seconds += stats->upload_seconds / f.updates;
+      parts.forward_seconds += stats->forward_seconds / f.updates;
+      parts.backward_seconds += stats->backward_seconds / f.updates;
+      parts.optimizer_seconds += stats->optimizer_seconds / f.updates;
+    }
+    *profile = kernels.end(seconds);
+    char line[256], peak[32] = "-";
+    const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
+    if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
+    const double tflops = flops / seconds / 1e12;
+    std::snprintf(line, sizeof line, "%12.2f %14.0f %10.1f %6.1f%% %14s", seconds / f.updates,
+                  static_cast<double>(tokens) / seconds, tflops, 100.0 * tflops / setup.peak_tflops,
+                  peak);
+    std::string result = line;
+    if (f.parts) {
+      std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
+                    parts.forward_seconds, parts.backward_seconds, parts.optimizer_seconds);
+      result += line;
+    }
+    if (!f.push.empty() && *pushed != shape.name) {  // once a model: the same bytes
+      const auto [save, load] = push_seconds(*model, f.push + "/" + shape.name);
+      std::snprintf(line, sizeof line, " %11.2f %6.2f", save, load);
+      result += line;
+      *pushed = shape.name;
+    }
+    return result;
+  } catch (const std::exception& e) {
+    return dice::bench::failure_text(e, status);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,100 +234,45 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, f)) return 2;
   const std::vector<dice::bench::NamedShape> shapes =
       dice::bench::selected_shapes(f.train.models, f.train.tiny);
-  const std::optional<c10::Device> on = dice::bench::bench_device(f.train, "update_bench");
-  if (!on) return 0;
-  const c10::Device device = *on;
-  const std::vector<c10::Device> devices = dice::bench::replica_devices(f.train, device);
-  if (devices.empty()) return 2;
-  // MFU is per device: the FLOPs of all replicas against all their peaks.
-  const double peak_tflops = f.train.peak_tflops * static_cast<double>(devices.size());
+  int exit_code = 0;
+  const std::optional<dice::bench::BenchSetup> setup =
+      dice::bench::bench_setup(f.train, "update_bench", &exit_code);
+  if (!setup) return exit_code;
   std::printf(
       "update_bench: %s, %d sequences of %lld prompt + %lld response tokens, %d forwards "
       "per update, %s, optimizer on the %s\n",
-      (std::to_string(devices.size()) + (f.train.cpu ? " cpu" : " cuda") + " replica(s)").c_str(),
+      (std::to_string(setup->devices.size()) + (f.train.cpu ? " cpu" : " cuda") + " replica(s)")
+          .c_str(),
       f.sequences, static_cast<long long>(f.train.prompt), static_cast<long long>(f.train.response),
       f.forwards, f.train.fp32 ? "fp32" : "bf16",
       f.train.optimizer_on_cpu ? "CPU" : "model's device");
-  std::printf("%-6s %-13s %-8s %5s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing", "clean",
-              "tile", "s/update", "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
+  std::printf("%-6s %-13s %-10s %-8s %5s %12s %14s %10s %7s %14s%s\n", "model", "checkpointing",
+              "shard", "clean", "tile", "s/update", "scored tok/s", "TFLOP/s", "MFU", "peak GiB",
               (std::string(f.parts ? "   upload  forward backward optimizer (s/update)" : "") +
                (f.push.empty() ? "" : "  push: save   load (s)"))
                   .c_str());
   int status = 0;
   std::string pushed;  // the model whose push was timed last
+  std::vector<Row> rows;
   for (const auto& shape : shapes) {
-    for (const std::string& mode : f.train.checkpointing) {
+    for (const std::string& checkpointing : f.train.checkpointing) {
       for (const std::string& clean : f.clean) {
         for (int64_t tile : f.train.attention_tiles) {
-          at::manual_seed(1);
-          std::vector<dice::TraceSample> samples = synthetic_samples(f, shape.config);
-          dice::PolicyTrainerOptions o;
-          o.layout.block_size = shape.config.block_size;
-          o.layout.mask_token_id = shape.config.mask_token_id;
-          o.optimizer.grad_accumulation = f.forwards;
-          o.activation_checkpointing = mode == "on";
-          o.optimizer_on_cpu = f.train.optimizer_on_cpu;
-          o.data_parallel.devices = devices;
-          o.time_parts = f.parts;
-          o.share_clean_copy = clean == "shared";
-          o.attention_tile = tile;
-          std::string result, profile;
-          try {
-            dice::bench::reset_peak_gpu_memory();
-            dice::Qwen3LM model(shape.config, c10::TensorOptions()
-                                                  .dtype(f.train.fp32 ? at::kFloat : at::kBFloat16)
-                                                  .device(device));
-            auto trainer = dice::PolicyTrainer::create(model, o);
-            if (!trainer.ok()) throw std::runtime_error(trainer.status().to_string());
-            double seconds = 0, flops = 0;
-            int64_t tokens = 0;
-            dice::PolicyUpdateStats parts;
-            dice::bench::KernelSpan kernels(f.train.kernels);
-            for (int u = 0; u <= f.updates; ++u) {  // update 0 warms up
-              if (u == 1) kernels.begin();
-              const auto start = std::chrono::steady_clock::now();
-              auto stats = (*trainer)->update(samples);
-              if (!stats.ok()) throw std::runtime_error(stats.status().to_string());
-              if (!f.train.cpu) torch::cuda::synchronize();
-              if (u == 0) continue;
-              seconds +=
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-              tokens += stats->scored_tokens;
-              flops += stats->model_flops;
-              parts.upload_seconds += stats->upload_seconds / f.updates;
-              parts.forward_seconds += stats->forward_seconds / f.updates;
-              parts.backward_seconds += stats->backward_seconds / f.updates;
-              parts.optimizer_seconds += stats->optimizer_seconds / f.updates;
-            }
-            profile = kernels.end(seconds);
-            char line[256], peak[32] = "-";
-            const dice::bench::GpuMemory memory = dice::bench::gpu_memory();
-            if (memory.known) std::snprintf(peak, sizeof peak, "%.1f", memory.peak / (1 << 30));
-            const double tflops = flops / seconds / 1e12;
-            std::snprintf(line, sizeof line, "%12.2f %14.0f %10.1f %6.1f%% %14s",
-                          seconds / f.updates, static_cast<double>(tokens) / seconds, tflops,
-                          100.0 * tflops / peak_tflops, peak);
-            result = line;
-            if (f.parts) {
-              std::snprintf(line, sizeof line, " %8.2f %8.2f %8.2f %9.2f", parts.upload_seconds,
-                            parts.forward_seconds, parts.backward_seconds, parts.optimizer_seconds);
-              result += line;
-            }
-            if (!f.push.empty() && pushed != shape.name) {  // once a model: the same bytes
-              const auto [save, load] = push_seconds(*model, f.push + "/" + shape.name);
-              std::snprintf(line, sizeof line, " %11.2f %6.2f", save, load);
-              result += line;
-              pushed = shape.name;
-            }
-          } catch (const std::exception& e) {
-            result = dice::bench::failure_text(e, &status);
-          }
-          std::printf("%-6s %-13s %-8s %5lld %s\n%s", shape.name.c_str(), mode.c_str(),
-                      clean.c_str(), static_cast<long long>(tile), result.c_str(), profile.c_str());
-          std::fflush(stdout);
+          // The modes side by side: each the same update on the same data.
+          for (dice::ShardMode shard : f.train.shards)
+            rows.push_back({&shape, checkpointing, clean, tile, shard});
         }
       }
     }
+  }
+  for (const Row& row : rows) {
+    std::string profile;
+    const std::string result = measure(f, *setup, row, &pushed, &profile, &status);
+    std::printf("%-6s %-13s %-10s %-8s %5lld %s\n%s", row.shape->name.c_str(),
+                row.checkpointing.c_str(), dice::config::enum_to_name(row.shard).c_str(),
+                row.clean.c_str(), static_cast<long long>(row.tile), result.c_str(),
+                profile.c_str());
+    std::fflush(stdout);
   }
   return status;
 }
