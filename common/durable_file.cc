@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -147,6 +149,26 @@ Status write_file_atomically(const std::string& path, std::string_view contents,
 
 Status sync_directory(const std::string& dir, FileSystem& file_system) {
   return sync_path(dir, /*directory=*/true, file_system);
+}
+
+Status create_directories_durably(const std::string& dir, FileSystem& file_system) {
+  namespace fs = std::filesystem;
+  // The missing folders, outermost first.
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path at = fs::path(dir).lexically_normal(); !at.empty() && !fs::exists(at, ec);
+       at = at.parent_path()) {
+    missing.insert(missing.begin(), at);
+    if (at == at.parent_path()) break;
+  }
+  for (const fs::path& folder : missing) {
+    if (!fs::create_directory(folder, ec) && ec) {
+      return Status::io_error("cannot create " + folder.string() + ": " + ec.message());
+    }
+    const fs::path parent = folder.parent_path();
+    DICE_RETURN_IF_ERROR(sync_directory(parent.empty() ? "." : parent.string(), file_system));
+  }
+  return Status::ok_status();
 }
 
 Status sync_tree(const std::string& dir, FileSystem& file_system) {

@@ -79,6 +79,12 @@ Status write_all(int fd, const void* data, size_t size, const std::string& what,
 // fsync of a folder: the entries made, renamed or removed in it reach the disk.
 Status sync_directory(const std::string& dir, FileSystem& file_system = posix_file_system());
 
+// Makes `dir` and every missing folder above it, each one's entry synced in its parent (the
+// parent's fsync, after the folder is made): a folder a later durable write relies on, such as a
+// run's checkpoint folder, is itself on the disk. Folders that exist are left as they are.
+Status create_directories_durably(const std::string& dir,
+                                  FileSystem& file_system = posix_file_system());
+
 // fsync of every file and folder under `dir` and of `dir` itself, children first: a folder filled
 // by writers that do not sync (LibTorch's archives) is on the disk afterwards. Symlinks are not
 // followed.

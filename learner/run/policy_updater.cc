@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "common/disk_space.h"
+#include "common/durable_file.h"
 #include "common/log.h"
 #include "common/remove_tree.h"
 #include "learner/push/nccl_weight_pusher.h"
@@ -324,11 +325,9 @@ Result<PolicyStages> make_policy_stages(const DiceConfig& config, WeightsPusher*
   updater->source_dir = source;
   updater->base_dir = learner.checkpoint.dir + "/" + config.run.id;
   updater->checkpoint = learner.checkpoint;
-  std::error_code ec;
-  std::filesystem::create_directories(updater->base_dir, ec);
-  if (ec) {
-    return Status::io_error("learner.checkpoint.dir: cannot create " + updater->base_dir + ": " +
-                            ec.message());
+  // Synced in its parent: the run's resume folders inside it count on it being on the disk.
+  if (Status made = create_directories_durably(updater->base_dir); !made.ok()) {
+    return Status::io_error("learner.checkpoint.dir: " + made.message());
   }
   DICE_LOG(Info) << "policy loaded for training" << kv("model", source)
                  << kv("device", gpu ? "cuda:0" : "cpu")

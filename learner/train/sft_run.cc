@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/disk_space.h"
+#include "common/durable_file.h"
 #include "common/log.h"
 #include "learner/curriculum/prompt_template.h"
 #include "learner/curriculum/sft_data.h"
@@ -203,9 +204,9 @@ Result<SftRunSummary> run_sft(const DiceConfig& config, rewardlog::RewardLogWrit
     DICE_LOG(Warn) << "no CUDA device visible: SFT runs on the CPU" << kv("model", source);
   }
   const std::string base = learner.checkpoint.dir + "/" + config.run.id;
-  std::error_code ec;
-  std::filesystem::create_directories(base, ec);
-  if (ec) return Status::io_error("learner.checkpoint.dir: cannot create " + base);
+  if (Status made = create_directories_durably(base); !made.ok()) {
+    return Status::io_error("learner.checkpoint.dir: " + made.message());
+  }
   DICE_LOG(Info) << "SFT run" << kv("model", source) << kv("device", gpu ? "cuda:0" : "cpu");
   std::string last;
   auto save = [&](std::int64_t steps) -> Status {

@@ -22,6 +22,7 @@
 
 #include "common/config/field_checks.h"
 #include "common/config/scalar_text.h"
+#include "common/durable_file.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "reward/judge/judge.h"
@@ -346,10 +347,10 @@ int judge(const Flags& flags) {
   summary.prepare_seconds = prepare_seconds;
   print_summary(summary);
   if (!flags.summary_out.empty()) {
-    std::ofstream summary_file(flags.summary_out, std::ios::binary);
-    summary_file << summary_json(summary) << "\n";
-    if (!summary_file) {
-      std::cerr << "dice-judge: --summary-out " << flags.summary_out << ": cannot write\n";
+    // Whole or not at all: a bench or a GPU script reads it after the run.
+    Status written = write_file_atomically(flags.summary_out, summary_json(summary) + "\n");
+    if (!written.ok()) {
+      std::cerr << "dice-judge: --summary-out: " << written.to_string() << "\n";
       return 2;
     }
   }

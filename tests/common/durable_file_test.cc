@@ -132,5 +132,26 @@ TEST_F(DurableFileTest, SyncTreeSyncsEachEntryBeforeTheFolderThatNamesIt) {
   EXPECT_EQ(synced.back(), dir_.string());
 }
 
+TEST_F(DurableFileTest, EachFolderMadeIsSyncedInItsParentAndExistingOnesAreLeft) {
+  const fs::path run = dir_ / "checkpoints" / "run-1";
+  ASSERT_TRUE(create_directories_durably(run.string(), recorder_).ok());
+  EXPECT_TRUE(fs::is_directory(run));
+  // The parent of each folder made, outermost first: dir_ names checkpoints, checkpoints names
+  // run-1.
+  EXPECT_EQ(recorder_.synced(),
+            (std::vector<std::string>{dir_.string(), (dir_ / "checkpoints").string()}));
+
+  recorder_.calls.clear();
+  ASSERT_TRUE(create_directories_durably(run.string(), recorder_).ok());
+  EXPECT_TRUE(recorder_.synced().empty());
+}
+
+TEST_F(DurableFileTest, AFolderThatCannotBeMadeIsAnErrorNamingIt) {
+  std::ofstream(dir_ / "a-file") << "x";
+  const Status made = create_directories_durably((dir_ / "a-file" / "run").string(), recorder_);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.message().find((dir_ / "a-file").string()), std::string::npos) << made.to_string();
+}
+
 }  // namespace
 }  // namespace dice

@@ -25,12 +25,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/durable_file.h"
 #include "common/read_file.h"
 #include "model/checkpoint/checkpoint.h"
 #include "model/checkpoint/weights_checksum.h"
@@ -56,6 +56,12 @@ constexpr char kUsage[] =
 int bad(const std::string& why) {
   std::cerr << "dice-model: " << why << "\n" << kUsage;
   return 2;
+}
+
+// A write or read that failed (exit 1), as opposed to bad arguments (exit 2).
+int failed(const Status& status) {
+  std::cerr << "dice-model: " << status.to_string() << "\n";
+  return 1;
 }
 
 // --name value pairs after the subcommand (a flag given twice keeps every value, in order); an
@@ -131,16 +137,21 @@ int prune(int argc, char** argv) {
   const fs::path out = value_of(*flags, "--out");
   std::error_code ec;
   if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);
-  std::ofstream(out, std::ios::binary) << pruned->json;
+  if (ec)
+    return failed(
+        Status::io_error("cannot create " + out.parent_path().string() + ": " + ec.message()));
   boost::json::array map;
   for (std::int32_t id : pruned->source_ids) map.push_back(id);
-  std::ofstream(out.parent_path() / "vocab_map.json", std::ios::binary)
-      << boost::json::serialize(boost::json::object{{"source", value_of(*flags, "--source")},
-                                                    {"source_id_of", std::move(map)}});
-  if (!fs::exists(out)) {
-    std::cerr << "dice-model: cannot write " << out << "\n";
-    return 1;
+  // Durable and whole, or not at all: a run reads these later, and a full disk must not leave a
+  // short tokenizer behind an exit status of 0.
+  Status written = dice::write_file_atomically(out.string(), pruned->json);
+  if (written.ok()) {
+    written = dice::write_file_atomically(
+        (out.parent_path() / "vocab_map.json").string(),
+        boost::json::serialize(boost::json::object{{"source", value_of(*flags, "--source")},
+                                                   {"source_id_of", std::move(map)}}));
   }
+  if (!written.ok()) return failed(written);
   std::cout << "dice-model: wrote " << out.string() << ": " << pruned->source_ids.size()
             << " tokens kept of the source's, from " << texts->size() << " texts\n";
   return 0;
@@ -204,16 +215,13 @@ int init(int argc, char** argv) {
                    c10::TensorOptions().dtype(dtype == "bfloat16" ? at::kBFloat16 : at::kFloat));
   const std::string out = value_of(*flags, "--out");
   Status saved = dice::save_qwen3_lm(*lm, out);
-  std::error_code ec;
   if (saved.ok()) {
-    fs::copy_file(value_of(*flags, "--tokenizer"), fs::path(out) / "tokenizer.json",
-                  fs::copy_options::overwrite_existing, ec);
-    if (ec) saved = Status::io_error("cannot copy the tokenizer into " + out + ": " + ec.message());
+    auto tokenizer_text = read_file(value_of(*flags, "--tokenizer"));
+    saved = tokenizer_text.ok() ? dice::write_file_atomically(
+                                      (fs::path(out) / "tokenizer.json").string(), *tokenizer_text)
+                                : tokenizer_text.status();
   }
-  if (!saved.ok()) {
-    std::cerr << "dice-model: " << saved.to_string() << "\n";
-    return 1;
-  }
+  if (!saved.ok()) return failed(saved);
   std::int64_t parameters = 0;
   for (const auto& p : lm->parameters()) parameters += p.numel();
   std::cout << "dice-model: wrote " << out << ": " << parameters << " parameters, vocabulary "
