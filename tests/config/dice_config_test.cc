@@ -82,6 +82,7 @@ TEST(DiceConfigTest, LocalConfigHasTheReleasedSettings) {
   EXPECT_DOUBLE_EQ(c.learner.loss.kl_beta, 0.01);
   EXPECT_EQ(c.learner.loss.kl_estimator, KlEstimator::kK3);
   EXPECT_DOUBLE_EQ(c.learner.optimizer.lr, 1e-6);
+  EXPECT_EQ(c.learner.data_parallel.shard, ShardMode::kReplica);  // one GPU: nothing to shard
   EXPECT_EQ(c.rollout.sampling.block_size, 4);
   EXPECT_EQ(c.rollout.sampling.remasking, Remasking::LOW_CONFIDENCE_DYNAMIC);
   EXPECT_EQ(c.rollout.mask_token_id, 151669u);
@@ -105,13 +106,14 @@ TEST(DiceConfigTest, LocalConfigHasTheReleasedSettings) {
   EXPECT_EQ(c.model_shape->hidden_size, 2560);
 }
 
-// DICE's 8-GPU setting: SDAR-8B with the optimizer sharded over the learner's 8 GPUs, which a
-// rollout and a reward worker each share (so weights go through checkpoints, not NCCL).
-TEST(DiceConfigTest, EightGpuConfigShardsTheOptimizerOverTheLearnersGpus) {
+// DICE's 8-GPU setting: SDAR-8B with the optimizer and the layers' weights sharded over the
+// learner's 8 GPUs (ZeRO-3, as DICE's release trains it), which a rollout and a reward worker each
+// share (so weights go through checkpoints, not NCCL).
+TEST(DiceConfigTest, EightGpuConfigShardsTheParametersOverTheLearnersGpus) {
   Result<DiceConfig> r = load_dice_config(kSource + "/configs/dice-8gpu.yaml", {});
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const DiceConfig& c = *r;
-  EXPECT_EQ(c.learner.data_parallel.shard, ShardMode::kOptimizer);
+  EXPECT_EQ(c.learner.data_parallel.shard, ShardMode::kParameters);
   EXPECT_EQ(c.learner.data_parallel.devices, 8);
   EXPECT_FALSE(c.learner.optimizer_on_cpu);
   EXPECT_TRUE(c.learner.activation_checkpointing);
