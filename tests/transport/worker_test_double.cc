@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "net/transport/worker_connection.h"
+#include "tests/support/worker_test_double_flags.h"
 
 #ifndef DICE_TEST_DOUBLE_MODE
 #define DICE_TEST_DOUBLE_MODE "echo"
@@ -24,39 +25,6 @@ namespace {
 
 using dice::transport::WorkerConnection;
 using Body = dice::schema::Envelope::Body;
-
-struct Flags {
-  std::string endpoint;
-  std::string id;
-  std::string mode = DICE_TEST_DOUBLE_MODE;
-  unsigned capacity = 1;
-  int sleep_ms = 0;
-  int heartbeat_ms = 1000;
-};
-
-bool parse(int argc, char** argv, Flags* flags) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string key = argv[i];
-    const std::string value = argv[i + 1];
-    if (key == "--endpoint") {
-      flags->endpoint = value;
-    } else if (key == "--id") {
-      flags->id = value;
-    } else if (key == "--mode") {
-      flags->mode = value;
-    } else if (key == "--capacity") {
-      flags->capacity = static_cast<unsigned>(std::stoul(value));
-    } else if (key == "--sleep-ms") {
-      flags->sleep_ms = std::stoi(value);
-    } else if (key == "--heartbeat-ms") {
-      flags->heartbeat_ms = std::stoi(value);
-    } else {
-      std::cerr << "unknown flag " << key << "\n";
-      return false;
-    }
-  }
-  return !flags->endpoint.empty() && !flags->id.empty();
-}
 
 // Sends the answers to one work item, then finishes it.
 dice::Status answer(WorkerConnection& connection, Body::Reader body) {
@@ -89,12 +57,10 @@ dice::Status answer(WorkerConnection& connection, Body::Reader body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags;
-  if (!parse(argc, argv, &flags)) {
-    std::cerr << "usage: " << argv[0] << " --endpoint E --id ID [--capacity N] [--sleep-ms M]"
-              << " [--heartbeat-ms H] [--mode echo|sleep|crash]\n";
-    return 2;
-  }
+  dice::test::WorkerTestDoubleFlags flags;
+  flags.mode = DICE_TEST_DOUBLE_MODE;
+  flags.heartbeat_ms = 1000;
+  if (!dice::test::parse_worker_flags(argc, argv, &flags)) return 2;
   dice::transport::WorkerOptions options;
   options.learner_endpoint = flags.endpoint;
   options.worker_id = flags.id;

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "net/transport/worker_connection.h"
-#include "tests/learner/run/worker_test_double_flags.h"
+#include "tests/support/worker_test_double_flags.h"
 
 namespace dice::test {
 

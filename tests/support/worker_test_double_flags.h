@@ -1,5 +1,7 @@
-// Command line shared by the learner tests' worker test doubles:
+// Command line shared by the worker test doubles (the learner's rollout and reward doubles, the
+// transport's):
 //   --endpoint tcp://127.0.0.1:P --id ID [--heartbeat-ms 100] [--sleep-ms 0] [--capacity 1]
+//   [--mode M]  (what a double does with its work; the transport's double reads it)
 #pragma once
 
 #include <iostream>
@@ -13,6 +15,7 @@ struct WorkerTestDoubleFlags {
   int heartbeat_ms = 100;
   int sleep_ms = 0;  // delay before answering each work item
   unsigned capacity = 1;
+  std::string mode;  // a caller may set its default before parsing
 };
 
 inline bool parse_worker_flags(int argc, char** argv, WorkerTestDoubleFlags* flags) {
@@ -29,6 +32,8 @@ inline bool parse_worker_flags(int argc, char** argv, WorkerTestDoubleFlags* fla
       flags->sleep_ms = std::stoi(value);
     } else if (key == "--capacity") {
       flags->capacity = static_cast<unsigned>(std::stoul(value));
+    } else if (key == "--mode") {
+      flags->mode = value;
     } else {
       std::cerr << argv[0] << ": unknown flag " << key << "\n";
       return false;
@@ -36,7 +41,8 @@ inline bool parse_worker_flags(int argc, char** argv, WorkerTestDoubleFlags* fla
   }
   if (flags->endpoint.empty() || flags->id.empty()) {
     std::cerr << "usage: " << argv[0]
-              << " --endpoint E --id ID [--heartbeat-ms H] [--sleep-ms M] [--capacity N]\n";
+              << " --endpoint E --id ID [--heartbeat-ms H] [--sleep-ms M] [--capacity N] "
+                 "[--mode M]\n";
     return false;
   }
   return true;
