@@ -149,12 +149,14 @@ void GradientReducer::zero() {
   for (const GradientBucket& bucket : state_->buckets)
     state_->pending.push_back(bucket.params.size());
   state_->next_to_start = 0;
-  state_->started_in_backward = 0;
 }
 
 void GradientReducer::arm() {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->armed = true;
+  // Counted from here, not from zero(): the optimizer's step ends with zero_grad (zero()), and
+  // the trainer reads the overlap of the step after it.
+  state_->started_in_backward = 0;
 }
 
 Status GradientReducer::finish() {

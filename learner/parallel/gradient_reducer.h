@@ -44,7 +44,8 @@ class GradientReducer {
   Status finish();
 
   std::size_t bucket_count() const;
-  // Buckets of the last finish() that were started during the backward pass (the overlap).
+  // Buckets of the last armed backward that were started during it (the overlap); kept until the
+  // next arm(), so zero() after the step leaves it to be read.
   std::size_t started_in_backward() const;
 
  private:
