@@ -29,12 +29,11 @@
 //     they are used outside the layers (embedding before the first, norm and lm_head after the
 //     last) and their gradients go through the existing bucketed reducer (or ZeRO-1/2).
 // OptimizerShard (learner/parallel/optimizer_shard.h) steps the layers' chunks with the rest and
-// clips over all of them. Left to the learner: prefetch of the next layer and stream overlap,
-// the trainers' weight push and checkpoints through ParameterShards::gather_all, and the option
-// that turns it on (learner.data_parallel.shard). tests/learner/parameter_shards_test.cc checks
-// it on 1 to 4 CPU replicas: each rank's loss and gradient chunk against unsharded replicas, the
-// weights gathered back whole, a rank that fails ending the others' wait, and two optimizer
-// steps equal to those of the sharded optimizer alone.
+// clips over all of them; learner.data_parallel.shard: parameters turns it on, and DataParallel
+// (learner/parallel/data_parallel.h) sets the hooks only inside a step, gathering the layers whole
+// on GPU 0 between steps for the checkpoint, the weight push and the learner's own forwards. Not
+// done: prefetch of the next layer and stream overlap. tests/learner/parallel/ checks it on 1 to 4
+// CPU replicas against unsharded ones (parameter_shards_test.cc, data_parallel_test.cc).
 #pragma once
 
 #include <cstdint>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "learner/train/policy_trainer.h"
-#include "tests/learner/policy_trainer_test_util.h"
+#include "tests/learner/train/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

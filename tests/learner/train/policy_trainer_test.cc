@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "rollout/sampler.h"
-#include "tests/learner/policy_trainer_test_util.h"
+#include "tests/learner/train/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

@@ -9,7 +9,7 @@
 #include "common/config/config_errors.h"
 #include "learner/train/policy_trainer.h"
 #include "learner/train/sft_trainer.h"
-#include "tests/learner/policy_trainer_test_util.h"
+#include "tests/learner/train/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

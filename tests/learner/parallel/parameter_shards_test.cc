@@ -25,7 +25,7 @@
 #include "learner/parallel/gradient_reducer.h"
 #include "learner/parallel/in_process_collective.h"
 #include "learner/parallel/optimizer_shard.h"
-#include "tests/learner/on_ranks.h"
+#include "tests/learner/parallel/on_ranks.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {

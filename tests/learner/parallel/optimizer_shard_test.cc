@@ -21,8 +21,8 @@
 #include "learner/parallel/in_process_collective.h"
 #include "learner/train/policy_trainer.h"
 #include "learner/train/sft_trainer.h"
-#include "tests/learner/on_ranks.h"
-#include "tests/learner/policy_trainer_test_util.h"
+#include "tests/learner/parallel/on_ranks.h"
+#include "tests/learner/train/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
 
 namespace dice {
