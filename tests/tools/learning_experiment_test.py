@@ -75,5 +75,40 @@ class LearningExperimentDryRunTest(unittest.TestCase):
             self.assertIn("no_such_key", done.stderr)
 
 
+class LearningExperimentProgressTest(unittest.TestCase):
+    """What the experiment prints every 30 s per arm running side by side (--progress LOG)."""
+
+    def progress(self, log_text):
+        with tempfile.TemporaryDirectory() as work:
+            log = os.path.join(work, "rl-1.log")
+            if log_text is not None:
+                with open(log, "w") as f:
+                    f.write(log_text)
+            done = subprocess.run([SCRIPT, "--progress", log], capture_output=True, text=True,
+                                  timeout=30)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            return done.stdout.strip()
+
+    def test_the_last_step_line_in_a_few_words(self):
+        log = ('ts=a level=info msg="policy loaded for training" device=cuda:0\n'
+               'ts=b level=info msg="step 1/12 of phase e2e" step=0 correct_rate=0.500 '
+               'groups_judged=8 groups_mixed=5 seconds=99.0 eta_s=1200\n'
+               'ts=c level=info msg="step 2/12 of phase e2e" step=1 correct_rate=0.570 '
+               'groups_judged=8 groups_mixed=6 seconds=101.1 eta_s=1010\n'
+               'ts=d level=info msg="weights pushed" policy_version=2\n')
+        self.assertEqual(self.progress(log), "step 2/12 of phase e2e: correct 0.570, "
+                         "mixed groups 6/8, 101.1 s a step, ETA 1010 s")
+
+    def test_an_evaluation_after_the_steps_is_shown(self):
+        log = ('ts=b msg="step 12/12 of phase e2e" correct_rate=0.6 groups_judged=8 '
+               'groups_mixed=6 seconds=90 eta_s=0\n'
+               'ts=c msg="evaluation of phase eval-e2e-pool-e2e: Exec 0.410 (48 tasks)"\n')
+        self.assertEqual(self.progress(log), "evaluation of phase eval-e2e-pool-e2e: Exec 0.410 "
+                         "(48 tasks)")
+
+    def test_an_arm_without_a_log_yet_is_starting(self):
+        self.assertEqual(self.progress(None), "starting")
+
+
 if __name__ == "__main__":
     unittest.main()
