@@ -16,6 +16,8 @@ namespace fs = std::filesystem;
 using dice::testing_util::run_command;
 using dice::testing_util::SmallTmpfs;
 
+constexpr char kQwenTokenizer[] = DICE_QWEN_TOKENIZER;
+
 class DiceModelTokenizerCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -37,7 +39,6 @@ class DiceModelTokenizerCliTest : public ::testing::Test {
                        " --corpus " + (dir_ / "corpus").string() + " --out " + out.string());
   }
 
-  const std::string kQwenTokenizer = DICE_QWEN_TOKENIZER;
   fs::path dir_;
 };
 
