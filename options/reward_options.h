@@ -235,6 +235,7 @@ struct RewardOptions {
   int timeout_seconds = 300;
   bool prestart_evaluators = true;
   int evaluators_ahead = 1;
+  int judge_jobs = 16;
   bool reuse_verdicts = true;
   bool confirm_failures_alone = true;
   KernelCheck kernel_check = KernelCheck::kAuto;
@@ -326,6 +327,15 @@ struct RewardOptions {
     v.field("evaluators_ahead", evaluators_ahead,
             "With prestart_evaluators: processes kept started ahead per slot (more hide a start "
             "that takes longer than an evaluation). Default: 1",
+            config::at_least(1));
+    v.field("judge_jobs", judge_jobs,
+            "With prestart_evaluators: candidates one judge process judges, one after another, "
+            "before a fresh one replaces it (the runner, which loads the candidate's code, is "
+            "always fresh). The judge never runs candidate code and puts back what a job may "
+            "change (torch's process-wide settings, its files, its cached GPU memory), and ends "
+            "early when its CUDA context fails or half its CPU-time limit is used; reusing it "
+            "saves its start (python, torch, the CUDA context), about a third of a candidate's "
+            "CPU. 1: a fresh judge for every candidate. Default: 16",
             config::at_least(1));
     v.field("reuse_verdicts", reuse_verdicts,
             "A candidate whose response text equals one this worker judged (or is judging) for "

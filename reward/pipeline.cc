@@ -61,6 +61,7 @@ EvaluatorOptions evaluator_options(const RewardOptions& options, schema::Task::R
   eval.timing = options.timing;
   eval.timed = task.getWantTiming();
   eval.confirm_failures_alone = options.confirm_failures_alone;
+  eval.judge_jobs = options.judge_jobs;
   eval.kernel_check = options.kernel_check;
   eval.libraries = options.libraries;
   const double timeout =

@@ -102,6 +102,8 @@ EvaluationReport report_from_run(const SandboxResult& run, const std::string& no
   report.reference_ms_std = json_number(root, "reference_ms_std");
   report.timing_trials = static_cast<int>(json_number(root, "timing_trials"));
   report.speedup = json_number(root, "speedup");
+  report.judge_job = static_cast<int>(json_number(root, "judge_job"));
+  report.judge_serves_again = json_bool(root, "serves_again");
   const boost::json::value* phases = json_member(root, "phases");
   if (phases != nullptr && phases->is_object()) {
     for (const auto& field : phases->get_object()) {
@@ -145,45 +147,90 @@ struct TurnTakingRun {
   std::vector<StaticFinding> findings;
 };
 
-// Waits for the judge `process` (its job sent, stdin left open): with `turn`, it gets the GPU alone
-// when it asks to be timed (the turn goes from shared to exclusive, held until the process ends);
-// when it says its runner is done, `end_runner` ends the runner's sandbox and the judge is told
-// once it is gone. A judge that never asks (not correct, crashed, no timing) is waited for as
-// usual.
-TurnTakingRun wait_taking_turns(SandboxProcess& process, const std::string& nonce,
-                                const EvaluatorOptions& options, GpuTurn* turn,
-                                const std::function<void()>& end_runner) {
+// Follows the judge (its job sent, stdin left open) to its result line, answering what it asks on
+// the way: with `turn`, the GPU alone when it asks to be timed (the turn goes from shared to
+// exclusive, held until the job ends); when it says its runner is done, `end_runner` ends the
+// runner's sandbox and the judge is told once it is gone. A judge that serves again (its result
+// says so) stays alive, and the run holds its result line and this job's stderr; any other judge
+// is waited for to its end (killed at the timeout).
+TurnTakingRun follow_judge(SandboxProcess& judge, const std::string& nonce,
+                           const EvaluatorOptions& options, GpuTurn* turn,
+                           const std::function<void()>& end_runner, bool* serves_again) {
   TurnTakingRun out;
+  *serves_again = false;
   const auto start = SteadyClock::now();
   const double timeout = options.sandbox.timeout_seconds;
   auto left = [&] {
     return std::max(0.0, timeout - (seconds_since(start) - out.turn_wait_seconds));
   };
-  bool timing = true;
-  if (turn != nullptr) {
-    timing = process.wait_for_line(kTimingTurnPrefix + nonce, timeout).ok();
-    if (timing) {
+  const std::string turn_line = kTimingTurnPrefix + nonce;
+  const std::string done_line = kRunnerDonePrefix + nonce;
+  const std::string result_prefix = kResultPrefix + nonce + " ";
+  std::string result_line;
+  bool timed_out = false;
+  for (;;) {
+    auto line = judge.next_line_starting({turn_line, done_line, result_prefix}, left());
+    if (!line.ok()) {
+      timed_out = line.status().code() == StatusCode::kTimeout;
+      break;
+    }
+    if (*line == turn_line) {
       const auto asked_at = SteadyClock::now();
-      if (!turn->take_alone(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
+      if (turn != nullptr &&
+          !turn->take_alone(GpuTurns::Patience(options.timing.turn_wait_seconds))) {
         out.findings.push_back({"timing-not-exclusive",
                                 "the GPU did not come free within " +
                                     format_double(options.timing.turn_wait_seconds) +
                                     " s: timed while other candidates ran on it",
                                 false, 0});
       }
-      out.turn_wait_seconds = seconds_since(asked_at);
-      // The go; stdin stays open for the answer about the runner's end.
-      (void)process.send_input("go\n", /*keep_open=*/true);
+      out.turn_wait_seconds += seconds_since(asked_at);
+      (void)judge.send_input("go\n", /*keep_open=*/true);
+    } else if (*line == done_line) {
+      end_runner();
+      (void)judge.send_input("gone\n", /*keep_open=*/true);
+    } else if (line->compare(0, result_prefix.size(), result_prefix) == 0) {
+      result_line = *line;
+      break;
     }
   }
-  // The answer once the runner is gone, or the end of stdin for a judge that will not time (it
-  // then goes on without waiting); a process gone already cannot take it.
-  const bool runner_done = timing && process.wait_for_line(kRunnerDonePrefix + nonce, left()).ok();
-  if (runner_done) end_runner();
-  (void)process.send_input(runner_done ? "gone\n" : "");
-  out.run = process.wait(left());
+  if (!result_line.empty()) {
+    auto doc = parse_json(result_line.substr(result_prefix.size()), "judge.py result");
+    *serves_again = doc.ok() && json_bool(doc.value(), "serves_again");
+  }
+  if (*serves_again) {
+    out.run.exit_code = 0;
+    out.run.wall_seconds = seconds_since(start);
+    out.run.stderr_text = judge.take_stderr();
+  } else {
+    if (timed_out) judge.kill_now();
+    out.run = judge.wait(timed_out ? 5 : std::max(1.0, left()));
+    out.run.timed_out = out.run.timed_out || timed_out;
+  }
+  if (!result_line.empty()) out.run.stdout_text = result_line + "\n" + out.run.stdout_text;
   return out;
 }
+
+// A judge taken to come back to its EvaluatorPrestart (EvaluatorOptions::judge_jobs): given back
+// ready for more work, or, on every other way out, as gone, so that a successor starts.
+class JudgeLoan {
+ public:
+  JudgeLoan(EvaluatorPrestart* prestart, const SandboxSpec& spec)
+      : prestart_(prestart), spec_(spec) {}
+  ~JudgeLoan() {
+    if (prestart_ != nullptr) prestart_->give_back(spec_, nullptr);
+  }
+  JudgeLoan(const JudgeLoan&) = delete;
+  JudgeLoan& operator=(const JudgeLoan&) = delete;
+  void give_back(std::unique_ptr<SandboxProcess> judge) {
+    if (prestart_ != nullptr) prestart_->give_back(spec_, std::move(judge));
+    prestart_ = nullptr;
+  }
+
+ private:
+  EvaluatorPrestart* prestart_;
+  const SandboxSpec& spec_;
+};
 
 // What makes two evaluation processes interchangeable before their work arrives: everything of
 // the spec but the timeout, which applies from SandboxProcess::wait().
@@ -234,10 +281,10 @@ EvaluatorPrestart::EvaluatorPrestart(int ahead) : ahead_(std::max(1, ahead)) {}
 
 EvaluatorPrestart::~EvaluatorPrestart() = default;
 
-Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpec& spec) {
+Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpec& spec,
+                                                                bool comes_back) {
   const std::string key = prestart_key(spec);
   std::unique_ptr<SandboxProcess> taken;
-  int missing = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it =
@@ -245,7 +292,7 @@ Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpe
     if (it == ready_.end()) {
       // Processes of a third spec are of no use any more (the options changed): killed.
       if (ready_.size() >= 2) ready_.pop_back();
-      ready_.push_front(Ready{key, {}});
+      ready_.push_front(Ready{key, {}, 0});
       it = ready_.begin();
     }
     if (!it->processes.empty()) {
@@ -253,28 +300,68 @@ Result<std::unique_ptr<SandboxProcess>> EvaluatorPrestart::take(const SandboxSpe
       it->processes.pop_front();
       ++warm_takes_;
     }
-    missing = ahead_ - static_cast<int>(it->processes.size());
+    if (comes_back) ++it->out;
   }
   if (!taken) {
-    DICE_ASSIGN_OR_RETURN(taken, SandboxProcess::start(spec));
+    auto started = SandboxProcess::start(spec);
+    if (!started.ok()) {
+      if (comes_back) give_back(spec, nullptr);
+      return started.status();
+    }
+    taken = std::move(started).value();
   }
-  // The successors start now (a start returns once the child is forked); a failure shows again,
-  // and is reported, at a later take.
-  for (int i = 0; i < missing; ++i) {
+  start_successors(spec, key);
+  return taken;
+}
+
+void EvaluatorPrestart::start_successors(const SandboxSpec& spec, const std::string& key) {
+  // A start returns once the child is forked; a failure shows again, and is reported, at a
+  // later take.
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it =
+          std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
+      if (it == ready_.end() || static_cast<int>(it->processes.size()) + it->out >= ahead_) {
+        return;
+      }
+    }
     auto next = SandboxProcess::start(spec);
-    if (!next.ok()) break;
+    if (!next.ok()) return;
     std::lock_guard<std::mutex> lock(mutex_);
     auto it =
         std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
-    if (it == ready_.end() || static_cast<int>(it->processes.size()) >= ahead_) break;
+    if (it == ready_.end() || static_cast<int>(it->processes.size()) + it->out >= ahead_) return;
     it->processes.push_back(std::move(next).value());
   }
-  return taken;
+}
+
+void EvaluatorPrestart::give_back(const SandboxSpec& spec,
+                                  std::unique_ptr<SandboxProcess> process) {
+  const std::string key = prestart_key(spec);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it =
+        std::find_if(ready_.begin(), ready_.end(), [&](const Ready& r) { return r.key == key; });
+    if (it == ready_.end()) return;  // the options changed meanwhile: the process is killed
+    it->out = std::max(0, it->out - 1);
+    if (process) {
+      it->processes.push_front(std::move(process));
+      ++given_back_;
+      return;
+    }
+  }
+  start_successors(spec, key);
 }
 
 int EvaluatorPrestart::warm_takes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return warm_takes_;
+}
+
+int EvaluatorPrestart::given_back() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return given_back_;
 }
 
 int EvaluatorPrestart::ready() const {
@@ -293,11 +380,12 @@ namespace {
 // sandboxUnavailable (the candidate was not run).
 std::unique_ptr<SandboxProcess> ready_process(
     const SandboxSpec& spec, const char* what, EvaluatorPrestart* prestart,
-    const std::vector<std::pair<std::string, std::string>>& files, EvaluationReport* failed) {
+    const std::vector<std::pair<std::string, std::string>>& files, EvaluationReport* failed,
+    bool comes_back = false) {
   std::unique_ptr<SandboxProcess> process;
   Status ready = Status::unavailable("not started");
   if (prestart != nullptr) {
-    auto taken = prestart->take(spec);
+    auto taken = prestart->take(spec, comes_back);
     if (taken.ok()) {
       process = std::move(taken).value();
       ready = process->add_files(files);
@@ -368,8 +456,15 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
       runner_spec->files,
       read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",
                                                   "shared_poison.py", "guard_memory.py"}));
-  judge_spec->argv = {options.python,     "-E",       "-s",          "judge.py",
-                      "--job-from-stdin", "--device", options.device};
+  judge_spec->argv = {options.python,
+                      "-E",
+                      "-s",
+                      "judge.py",
+                      "--job-from-stdin",
+                      "--device",
+                      options.device,
+                      "--serve-jobs",
+                      std::to_string(std::max(1, options.judge_jobs))};
   // faulthandler: a candidate that crashes its process (a segfault in its C++) leaves the
   // Python stack in the runner's stderr, which the verdict's log excerpt quotes.
   runner_spec->argv = {
@@ -540,14 +635,17 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
   std::unique_ptr<SandboxProcess> runner =
       ready_process(runner_spec, "runner", prestart, runner_files, &failed);
   if (!runner) return failed;
+  // A judge that serves job after job comes from, and goes back to, the prestart.
+  const bool reuse_judge = prestart != nullptr && options.judge_jobs > 1;
+  JudgeLoan judge_loan(reuse_judge ? prestart : nullptr, judge_spec);
   std::unique_ptr<SandboxProcess> judge =
-      ready_process(judge_spec, "judge", prestart, judge_files, &failed);
+      ready_process(judge_spec, "judge", prestart, judge_files, &failed, reuse_judge);
   if (!judge) return failed;
   // From here the runner may be given candidate code: its GPU memory is watched from outside.
   std::unique_ptr<GpuMemoryWatch> memory_watch = watch_gpu_memory(options, *runner);
   // A cancel from the learner kills both now (their waits below then return); ended before the
   // processes are destroyed.
-  const Cancellation::Registration killed_on_cancel = on_cancel(options.cancellation, [&] {
+  Cancellation::Registration killed_on_cancel = on_cancel(options.cancellation, [&] {
     runner->kill_now();
     judge->kill_now();
   });
@@ -578,9 +676,8 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
     DICE_LOG(Debug) << "evaluator: no shared turn at the GPU in time; checking without one";
   }
   const auto sent_at = SteadyClock::now();
-  // A timed judge reads stdin for its turn and for the runner's end.
-  const bool timed = options.timing.enabled && options.timed;
-  Status sent = judge->send_input(job_line, /*keep_open=*/timed, channel[0]);
+  // The judge reads stdin for its turn, for the runner's end and for its next job.
+  Status sent = judge->send_input(job_line, /*keep_open=*/true, channel[0]);
   close(channel[0]);
   // The runner's output is drained while the judge works (a full pipe would stall it); it is
   // read for the log only, never for a result.
@@ -593,10 +690,13 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
     if (runner_waiter.joinable()) runner_waiter.join();
   };
   TurnTakingRun waited;
-  if (timed && sent.ok()) {
-    waited = wait_taking_turns(*judge, nonce, options, take_turns ? &turn : nullptr, end_runner);
+  bool serves_again = false;
+  if (sent.ok()) {
+    waited = follow_judge(*judge, nonce, options, take_turns ? &turn : nullptr, end_runner,
+                          &serves_again);
   } else {
-    waited.run = judge->wait(options.sandbox.timeout_seconds);
+    judge->kill_now();
+    waited.run = judge->wait(5);
   }
   // The judge has its verdict (or died): the runner has nothing left to do.
   end_runner();
@@ -623,6 +723,10 @@ Result<EvaluationReport> judge_in_turn(const EvaluationJob& job, const Evaluator
     report.findings.insert(report.findings.end(), waited.findings.begin(), waited.findings.end());
   }
   if (had_company != nullptr) *had_company = turn.had_company();
+  // Back to the prestart once no cancel can reach it any more; a judge a cancel reached is gone.
+  killed_on_cancel = Cancellation::Registration();
+  const bool cancelled = options.cancellation != nullptr && options.cancellation->cancelled();
+  if (serves_again && !cancelled) judge_loan.give_back(std::move(judge));
   return report;
 }
 

@@ -84,6 +84,12 @@ struct EvaluatorOptions {
   // starts. The report of a killed judging is then meaningless; the caller drops it. Null: not
   // cancellable. Default: null
   Cancellation* cancellation = nullptr;
+  // Jobs one judge process takes, one after another, before it is replaced (judge.py
+  // --serve-jobs; reward.judge_jobs). The judge runs no candidate code and puts back what a job
+  // may change, so a reused judge judges as a fresh one; what it saves is the judge's start
+  // (python, torch, the CUDA context), about a third of a candidate's CPU. Only judges that come
+  // from an EvaluatorPrestart are reused. 1: a fresh judge for every candidate. Default: 1
+  int judge_jobs = 1;
   // Where the bound reads the driver's account. Null: NVML, for runs with a GPU. Tests pass a
   // test double (then the runner's tree is watched on the CPU too). Default: null
   std::shared_ptr<GpuMemoryReader> gpu_memory_reader;
@@ -104,6 +110,8 @@ struct EvaluationReport {
   std::string phases;       // judge.py's seconds per phase, "import=2.1 load=0.4 ...", for logs
   std::string log_tail;     // the end of the runner's stderr (the candidate's output), then the
                             // judge's, for failures
+  int judge_job = 0;        // this job's number in its judge's life: 1 for a fresh judge
+  bool judge_serves_again = false;  // the judge said it takes another job (judge_jobs)
 };
 
 // Evaluation processes kept started ahead (`ahead` of each kind: judges and runners), for one GPU
@@ -115,13 +123,20 @@ class EvaluatorPrestart {
  public:
   explicit EvaluatorPrestart(int ahead = 1);
   ~EvaluatorPrestart();
-  // A started process for `spec`: the oldest started ahead when they have the same command,
-  // environment and limits (the timeout aside, which applies at SandboxProcess::wait), else a
-  // new one. Then starts new ones until `ahead` are ready again. Processes of the two most
-  // recently taken specs are kept (the judge's and the runner's).
-  Result<std::unique_ptr<SandboxProcess>> take(const SandboxSpec& spec);
-  // Taken processes that had been started ahead (for logs and tests).
+  // A started process for `spec`: one given back, else the oldest started ahead when they have
+  // the same command, environment and limits (the timeout aside, which applies at
+  // SandboxProcess::wait), else a new one. Then starts new ones until `ahead` are ready again,
+  // counting those out that will come back. Processes of the two most recently taken specs are
+  // kept (the judge's and the runner's). `comes_back`: the caller calls give_back once the
+  // process is done with this work (a judge that serves job after another).
+  Result<std::unique_ptr<SandboxProcess>> take(const SandboxSpec& spec, bool comes_back = false);
+  // For a process taken with comes_back: ready for more work (it is taken before any started
+  // ahead), or null: it does not come back, and a successor starts now.
+  void give_back(const SandboxSpec& spec, std::unique_ptr<SandboxProcess> process);
+  // Taken processes that had been started ahead or given back (for logs and tests).
   int warm_takes() const;
+  // Processes given back ready for more work (for logs and tests).
+  int given_back() const;
   // Processes started ahead and not yet taken, of every spec.
   int ready() const;
 
@@ -129,11 +144,15 @@ class EvaluatorPrestart {
   struct Ready {
     std::string key;
     std::deque<std::unique_ptr<SandboxProcess>> processes;
+    int out = 0;  // taken with comes_back, not yet given back
   };
+  // Starts processes of `key` until `ahead_` are ready or out.
+  void start_successors(const SandboxSpec& spec, const std::string& key);
   const int ahead_;
   mutable std::mutex mutex_;
   std::deque<Ready> ready_;  // most recently taken spec first; at most two
   int warm_takes_ = 0;
+  int given_back_ = 0;
 };
 
 // OK when `check` can run in this build: kCupti needs the launch probe (DICE_LAUNCH_PROBE_PATH).

@@ -72,6 +72,9 @@ constexpr const char* kUsage = R"(usage: dice-judge --items FILE [options]
   --prestart on|off       start each slot's next evaluation process while the current one
                           runs (default on)
   --evaluators-ahead N    with --prestart on: processes kept started ahead per slot (default 1)
+  --judge-jobs N          with --prestart on: candidates one judge process judges in turn
+                          before a fresh one replaces it; 1 = a fresh judge per candidate
+                          (default 16; the runner is always fresh)
   --kernel-check KIND     auto|profiler|cupti: how a run of the candidate's own kernel is
                           seen (default auto: cupti where this build has the launch probe,
                           else profiler; cupti needs a build that found CUPTI)
@@ -191,6 +194,8 @@ void apply_flag(const std::string& flag, const std::string& value, Flags* flags)
     f.prepare = parse_on_off(flag, value);
   else if (flag == "--evaluators-ahead")
     r.evaluators_ahead = static_cast<int>(parse_int(flag, value, 1));
+  else if (flag == "--judge-jobs")
+    r.judge_jobs = static_cast<int>(parse_int(flag, value, 1));
   else if (flag == "--kernel-check") {
     if (!dice::config::enum_from_name(value, &r.kernel_check))
       throw UsageError{flag + " \"" + value + "\": expected " + kernel_check_names()};

@@ -5,10 +5,15 @@ everything it produces reaches the judge as bytes over the channel (channel.py).
 the comparisons, the timing arithmetic and the verdict live here only (docs/SECURITY.md).
 
 Usage (the reward worker starts it ahead of its work, like the runner):
-  python3 judge.py --job-from-stdin [--device cuda]
+  python3 judge.py --job-from-stdin [--device cuda] [--serve-jobs N]
       imports torch and creates the CUDA context, prints "DICE_EVAL_READY", then reads its
       arguments from stdin, NUL-separated, up to a newline; its channel to the runner arrives with
-      the first byte (SCM_RIGHTS).
+      the first byte (SCM_RIGHTS). With --serve-jobs N > 1 it judges up to N jobs, one after
+      another: after each result it prints "DICE_EVAL_READY" again and reads the next job, while
+      it is sound to (Server.serves_again: its CUDA context works, under half its CPU-time limit
+      used); the result's "serves_again" says which. It runs no candidate code, so nothing of a
+      candidate can stay in it: between jobs it puts back the process-wide torch settings a
+      reference may change, drops the job's files and returns its cached GPU memory.
   python3 judge.py --spawn-runner ARGS...   (tests: starts runner.py itself, unsandboxed)
 Arguments:
   --reference ref.py --runner-candidate PATH --runner-module NAME=PATH... (paths as the runner
@@ -52,14 +57,17 @@ runner's output is never read for a result). JSON keys: failure (a FailureClass 
 schemas/verdict.capnp), detail, correct, trials, max_abs_error, findings [{check, detail, fatal}],
 kernel_ms_mean, kernel_ms_std, reference_ms_mean, reference_ms_std, timing_trials, speedup,
 timing_clock (the wall times behind them, with the stated margin), eval_seconds, phases, seeds,
-shape_variants (how many were checked, with any). The findings are
+shape_variants (how many were checked, with any), judge_job (this job's number in the judge's
+life, 1 for its first), serves_again. The findings are
 listed in docs/SECURITY.md.
 """
 
 import argparse
+import gc
 import json
 import math
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -885,24 +893,117 @@ def spawn_runner(args):
 
 class JobStart:
     """How the job arrived: on the command line, or (--job-from-stdin) from the worker after
-    torch was imported ahead of it; `torch` is then the module or the import's exception."""
+    torch was imported ahead of it; `torch` is then the module or the import's exception.
+    next_job() takes the next one from the worker (--serve-jobs)."""
 
     def __init__(self, argv):
         self.argv, self.stdin, self.channel_fd = argv, None, -1
         self.torch, self.import_seconds = None, 0.0
+        self.serve_jobs, self.served = 1, 0
         if argv[:1] != ["--job-from-stdin"]:
             return
         options = dict(zip(argv[1::2], argv[2::2]))
+        self.serve_jobs = max(1, int(options.get("--serve-jobs", "1")))
         start = time.monotonic()
         try:
             self.torch = import_torch(options.get("--device", "cuda"))
         except Exception as e:  # noqa: BLE001 - reported with the job's nonce, by judge()
             self.torch = e
         self.import_seconds = round(time.monotonic() - start, 4)
+        self.stdin = socket.socket(fileno=0)
+        self.next_job()
+
+    def next_job(self):
+        """Says it is ready and reads the next job; False once the worker closed stdin."""
         sys.stdout.write(READY_LINE + "\n")
         sys.stdout.flush()
-        self.stdin = socket.socket(fileno=0)
         self.argv, self.channel_fd = read_job(self.stdin)
+        return bool(self.argv)
+
+
+# A judge that has used this share of its CPU-time limit (RLIMIT_CPU, the sandbox's
+# cpu_time_seconds) takes no more jobs: the limit counts the process's whole life, and a judge
+# that ran into it mid-job would end without a result.
+SERVE_CPU_SHARE = 0.5
+
+
+class TorchGlobals:
+    """The process-wide torch settings a reference may change (it is trusted task code, but may
+    set a default dtype or TF32 for its own reasons): taken before the first job and put back
+    after each, so that every job meets the settings of a fresh judge."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.values = {name: get() for name, (get, _) in self.settings().items()}
+
+    def settings(self):
+        torch = self.torch
+        out = {
+            "default_dtype": (torch.get_default_dtype, torch.set_default_dtype),
+            "grad_enabled": (torch.is_grad_enabled, torch.set_grad_enabled),
+            "num_threads": (torch.get_num_threads, torch.set_num_threads),
+            "deterministic": (torch.are_deterministic_algorithms_enabled,
+                              torch.use_deterministic_algorithms),
+        }
+        for where, module, names in (
+                ("cudnn", torch.backends.cudnn, ("benchmark", "deterministic", "enabled",
+                                                 "allow_tf32")),
+                ("cuda.matmul", torch.backends.cuda.matmul, ("allow_tf32",))):
+            for name in names:
+                out["%s.%s" % (where, name)] = (lambda m=module, n=name: getattr(m, n),
+                                                lambda v, m=module, n=name: setattr(m, n, v))
+        return out
+
+    def restore(self):
+        settings = self.settings()
+        for name, value in self.values.items():
+            settings[name][1](value)
+
+
+class Server:
+    """What lets one judge process take job after job (--serve-jobs): the state it puts back
+    between jobs, and whether it is sound to take another."""
+
+    def __init__(self, job):
+        self.job = job
+        self.globals = None
+        if job.stdin is not None and job.serve_jobs > 1 and not isinstance(job.torch, Exception):
+            self.globals = TorchGlobals(job.torch)
+
+    def serves_again(self):
+        """Puts the process back as it was before the job; True when it can take another."""
+        job = self.job
+        if self.globals is None or job.served >= job.serve_jobs:
+            return False
+        try:
+            self.globals.restore()
+            torch = job.torch
+            gc.collect()
+            if torch.cuda.is_initialized():
+                # A device-side assert or an illegal address of the reference leaves the
+                # context unusable: this raises then, and the judge ends instead.
+                torch.cuda.synchronize()
+                torch.ones(1, device="cuda").add_(1).item()
+                torch.cuda.empty_cache()
+        except Exception as e:  # noqa: BLE001 - any doubt ends this judge; the next is fresh
+            print("judge: ends after this job: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+            return False
+        soft = resource.getrlimit(resource.RLIMIT_CPU)[0]
+        if soft != resource.RLIM_INFINITY:
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            if used.ru_utime + used.ru_stime > SERVE_CPU_SHARE * soft:
+                return False
+        return True
+
+
+def drop_job_files(args):
+    """The job's files in this judge's folder (the reference, its copies of the modules): a judge
+    that serves on must not fill its folder, nor keep a job's files for the next."""
+    for path in [args.reference] + [m[1] for m in args.runner_module]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def open_runner(args, job):
@@ -1026,6 +1127,8 @@ def close_runner(sock, proc):
             channel.send(sock, {"op": "exit"})
     except OSError:
         pass
+    if sock is not None:
+        sock.close()
     if proc is not None:
         try:
             proc.wait(timeout=30)
@@ -1035,6 +1138,17 @@ def close_runner(sock, proc):
 
 def main(argv):
     job = JobStart(argv)
+    server = Server(job)
+    while True:
+        serves_again = judge_one_job(job, server)
+        if not serves_again or not job.next_job():
+            return 0
+
+
+def judge_one_job(job, server):
+    """Judges the job in `job.argv` and writes its result line; True when this process takes
+    another job."""
+    job.served += 1
     args = parse_args(job.argv)
     sock, proc = open_runner(args, job)
     nonce = read_nonce(args)
@@ -1070,10 +1184,14 @@ def main(argv):
     result["eval_seconds"] = time.monotonic() - start
     if isinstance(result["max_abs_error"], float) and not math.isfinite(result["max_abs_error"]):
         result["max_abs_error"] = -1.0
+    result["judge_job"] = job.served
+    result["serves_again"] = server.serves_again()
+    if result["serves_again"]:
+        drop_job_files(args)
     line = "\n%s %s %s\n" % (RESULT_PREFIX, nonce, json.dumps(result, ensure_ascii=False))
     out.write(line.encode("utf-8", "replace"))
     out.flush()
-    return 0
+    return result["serves_again"]
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -423,38 +424,45 @@ Status SandboxProcess::add_files(const std::vector<std::pair<std::string, std::s
   return Status::ok_status();
 }
 
-Status SandboxProcess::wait_for_line(const std::string& line, double timeout_seconds) {
-  // More than this before the line: not the process we expect; stop reading.
+Status SandboxProcess::read_stdout_until(const std::function<bool()>& found,
+                                         const std::string& what, double timeout_seconds) {
+  // More than this unconsumed before what is awaited: not the process we expect; stop reading.
   constexpr size_t kMaxEarlyOutput = 1 << 20;
-  const std::string marker = line + "\n";
   const Clock::time_point deadline =
       Clock::now() +
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
   char buf[4096];
   for (;;) {
-    for (size_t at = early_stdout_.find(marker); at != std::string::npos;
-         at = early_stdout_.find(marker, at + 1)) {
-      if (at == 0 || early_stdout_[at - 1] == '\n') {
-        early_stdout_.erase(at, marker.size());
-        return Status::ok_status();
-      }
-    }
+    if (found()) return Status::ok_status();
     if (reaped_ || out_fd_ < 0) {
-      return Status::aborted("sandbox: the process ended before printing \"" + line + "\"");
+      return Status::aborted("sandbox: the process ended before printing " + what);
     }
     if (early_stdout_.size() > kMaxEarlyOutput) {
-      return Status::aborted("sandbox: over 1 MiB of output before \"" + line + "\"");
+      return Status::aborted("sandbox: over 1 MiB of output before " + what);
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
-      return Status::timeout("sandbox: no \"" + line + "\" within " +
-                             std::to_string(timeout_seconds) + " s");
+      return Status::timeout("sandbox: no " + what + " within " + std::to_string(timeout_seconds) +
+                             " s");
     }
-    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
+    // stderr is drained too: a process that writes more than a pipe holds there while it is
+    // awaited here would otherwise block until the deadline.
+    pollfd fds[3] = {{out_fd_, POLLIN, 0}, {pidfd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
     const int ms = static_cast<int>(std::min<long long>(left.count(), pidfd_ >= 0 ? 1000 : 5));
-    if (poll(fds, 2, ms) < 0 && errno != EINTR) {
+    if (poll(fds, 3, ms) < 0 && errno != EINTR) {
       return Status::io_error(std::string("sandbox: poll failed: ") + strerror(errno));
+    }
+    if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = read(err_fd_, buf, sizeof(buf));
+      if (n > 0) {
+        stderr_since_.append(buf, static_cast<size_t>(n));
+        if (stderr_since_.size() > 2 * kTailBytes)
+          stderr_since_.erase(0, stderr_since_.size() - kTailBytes);
+      } else if (n == 0) {
+        close(err_fd_);
+        err_fd_ = -1;
+      }
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = read(out_fd_, buf, sizeof(buf));
@@ -463,8 +471,7 @@ Status SandboxProcess::wait_for_line(const std::string& line, double timeout_sec
         continue;
       }
       if (n == 0) {
-        return Status::aborted("sandbox: the process closed its output before printing \"" + line +
-                               "\"");
+        return Status::aborted("sandbox: the process closed its output before printing " + what);
       }
     }
     // Exited (pidfd readable, or looked up without one) with nothing more to read.
@@ -474,10 +481,57 @@ Status SandboxProcess::wait_for_line(const std::string& line, double timeout_sec
          waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
          info.si_pid == pid_)) {
       if (!(fds[0].revents & POLLIN)) {
-        return Status::aborted("sandbox: the process ended before printing \"" + line + "\"");
+        return Status::aborted("sandbox: the process ended before printing " + what);
       }
     }
   }
+}
+
+Status SandboxProcess::wait_for_line(const std::string& line, double timeout_seconds) {
+  const std::string marker = line + "\n";
+  return read_stdout_until(
+      [&] {
+        for (size_t at = early_stdout_.find(marker); at != std::string::npos;
+             at = early_stdout_.find(marker, at + 1)) {
+          if (at == 0 || early_stdout_[at - 1] == '\n') {
+            early_stdout_.erase(at, marker.size());
+            return true;
+          }
+        }
+        return false;
+      },
+      "\"" + line + "\"", timeout_seconds);
+}
+
+Result<std::string> SandboxProcess::next_line_starting(const std::vector<std::string>& prefixes,
+                                                       double timeout_seconds) {
+  std::string line;
+  auto take = [&] {
+    for (size_t end = early_stdout_.find('\n'); end != std::string::npos;
+         end = early_stdout_.find('\n')) {
+      std::string next = early_stdout_.substr(0, end);
+      early_stdout_.erase(0, end + 1);
+      for (const auto& prefix : prefixes) {
+        if (next.compare(0, prefix.size(), prefix) == 0) {
+          line = std::move(next);
+          return true;
+        }
+      }
+    }
+    return false;
+  };
+  std::string what = "a line starting";
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    what += (i == 0 ? " \"" : " or \"") + prefixes[i] + "\"";
+  }
+  DICE_RETURN_IF_ERROR(read_stdout_until(take, what, timeout_seconds));
+  return line;
+}
+
+std::string SandboxProcess::take_stderr() {
+  std::string text;
+  text.swap(stderr_since_);
+  return text;
 }
 
 Status SandboxProcess::send_input(const std::string& text, bool keep_open, int pass_fd) {
@@ -536,6 +590,8 @@ SandboxResult SandboxProcess::wait(double timeout_seconds) {
   CappedCapture out(cap), err(cap);
   out.append(early_stdout_.data(), early_stdout_.size());
   early_stdout_.clear();
+  err.append(stderr_since_.data(), stderr_since_.size());
+  stderr_since_.clear();
   const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
                                                  std::chrono::duration<double>(timeout_seconds));
   Clock::time_point drain_deadline = Clock::time_point::max();
@@ -543,7 +599,7 @@ SandboxResult SandboxProcess::wait(double timeout_seconds) {
   const pid_t pid = pid_;
   pollfd fds[3] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}, {reaped_ ? -1 : pidfd_, POLLIN, 0}};
   CappedCapture* sinks[2] = {&out, &err};
-  int open_fds = 2;
+  int open_fds = (out_fd_ >= 0 ? 1 : 0) + (err_fd_ >= 0 ? 1 : 0);
   char buf[65536];
   while (open_fds > 0 || !reaped_) {
     const Clock::time_point now = Clock::now();

@@ -48,6 +48,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -207,6 +208,14 @@ class SandboxProcess {
   // Reads stdout until the child prints `line` on a line of its own. An error when the child
   // ends or `timeout_seconds` pass first (the process is left as it is; destroy or wait() it).
   Status wait_for_line(const std::string& line, double timeout_seconds);
+  // Reads stdout until a line that starts with one of `prefixes`, and returns it (without its
+  // newline); it and every line before it are consumed (a process that serves one request after
+  // another, the evaluation's judge, says each answer so). Errors as wait_for_line.
+  Result<std::string> next_line_starting(const std::vector<std::string>& prefixes,
+                                         double timeout_seconds);
+  // What the process wrote to stderr while stdout was read (wait_for_line, next_line_starting),
+  // at most its last 32 KiB, since the last call; wait() includes what was not taken.
+  std::string take_stderr();
   // Writes `text` to the child's stdin (input_pipe) and closes it, or, with `keep_open`, leaves it
   // open for more. With `pass_fd` >= 0, a duplicate of that descriptor travels with the first
   // byte of `text` (SCM_RIGHTS): the evaluation's judge and runner get their channel this way.
@@ -241,6 +250,10 @@ class SandboxProcess {
   // The steps of wait(): reaps the child if it has exited (true then); what the isolated run's
   // init reported on its status pipe.
   bool reap_if_exited();
+  // Reads stdout into early_stdout_ (and stderr into stderr_since_) until `found` says what it
+  // looks for is there; `what` names it in errors.
+  Status read_stdout_until(const std::function<bool()>& found, const std::string& what,
+                           double timeout_seconds);
   void read_init_messages(SandboxResult* result);
 
   SandboxSpec spec_;
@@ -257,6 +270,7 @@ class SandboxProcess {
   bool reaped_ = false;
   int wait_status_ = 0;
   std::string early_stdout_;  // read by wait_for_line
+  std::string stderr_since_;  // drained while stdout is read (take_stderr)
   SandboxResult result_;      // isolated, unprivileged, pooled_network set at start
 };
 
