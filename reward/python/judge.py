@@ -915,6 +915,8 @@ class JobStart:
 
     def next_job(self):
         """Says it is ready and reads the next job; False once the worker closed stdin."""
+        if self.served:
+            self.import_seconds = 0.0  # paid once, by the first job's phases
         sys.stdout.write(READY_LINE + "\n")
         sys.stdout.flush()
         self.argv, self.channel_fd = read_job(self.stdin)

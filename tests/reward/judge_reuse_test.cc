@@ -91,6 +91,9 @@ TEST_F(JudgeReuseTest, OneJudgeJudgesCandidatesInTurnAsFreshOnesWould) {
   EXPECT_EQ(reused[3].judge_job, 4);
   EXPECT_FALSE(reused[3].judge_serves_again);
   EXPECT_EQ(reused[4].judge_job, 1);
+  // torch's import is the first job's phase only.
+  EXPECT_GT(std::stod(reused[0].phases.substr(reused[0].phases.find("import=") + 7)), 0);
+  EXPECT_EQ(std::stod(reused[1].phases.substr(reused[1].phases.find("import=") + 7)), 0);
   // Given back after jobs 1-3 of the first judge and job 1 of the second.
   EXPECT_EQ(prestart.given_back(), 4);
 }
