@@ -454,8 +454,9 @@ Status evaluation_specs(const EvaluatorOptions& options, SandboxSpec* judge_spec
                               "kernel_check.py", "module_imports.py", "timed_calls.py"}));
   DICE_ASSIGN_OR_RETURN(
       runner_spec->files,
-      read_files_for_sandbox(options.script_dir, {"runner.py", "channel.py", "timed_calls.py",
-                                                  "shared_poison.py", "guard_memory.py"}));
+      read_files_for_sandbox(options.script_dir,
+                             {"runner.py", "channel.py", "cpp_extension_stand_in.py",
+                              "timed_calls.py", "shared_poison.py", "guard_memory.py"}));
   judge_spec->argv = {options.python,
                       "-E",
                       "-s",
