@@ -398,9 +398,11 @@ class JudgeTimingOnTheCpuTest(unittest.TestCase):
         self.assertEqual(runner.ops[end:], ["exit"])
         after = events[before_end:]
         self.assertTrue(all(kind != "candidate" for kind, _, _ in after))
-        # Each measured round's seed is timed again by the reference, then by the stand-in.
+        # Each measured round's seed is timed again by the reference, then by the stand-in. A
+        # loaded machine can slow the provisional reference time enough that the speedup looks
+        # implausible; the candidate is then timed a second group of rounds (Judge.time_both).
         measured = candidate_rounds[1:]
-        self.assertEqual(len(measured), judge.TIMING_ROUNDS)
+        self.assertIn(len(measured), (judge.TIMING_ROUNDS, 2 * judge.TIMING_ROUNDS))
         for seed_round in measured:
             self.assertIn(("reference",) + seed_round[1:], after)
             self.assertIn(("stand-in",) + seed_round[1:], after)
