@@ -969,24 +969,31 @@ class Server:
     def __init__(self, job):
         self.job = job
         self.globals = None
+        start = time.monotonic()
         if job.stdin is not None and job.serve_jobs > 1 and not isinstance(job.torch, Exception):
             self.globals = TorchGlobals(job.torch)
+        self.setup_seconds = round(time.monotonic() - start, 4)  # the first job's phases say it
 
-    def serves_again(self):
-        """Puts the process back as it was before the job; True when it can take another."""
+    def serves_again(self, phases):
+        """Puts the process back as it was before the job; True when it can take another. Each
+        step's seconds go into `phases` (serve_restore, serve_gc, serve_cuda)."""
         job = self.job
         if self.globals is None or job.served >= job.serve_jobs:
             return False
         try:
+            clock = PhaseClock(phases, time.monotonic())
             self.globals.restore()
+            clock.lap("serve_restore")
             torch = job.torch
             gc.collect()
+            clock.lap("serve_gc")
             if torch.cuda.is_initialized():
                 # A device-side assert or an illegal address of the reference leaves the
                 # context unusable: this raises then, and the judge ends instead.
                 torch.cuda.synchronize()
                 torch.ones(1, device="cuda").add_(1).item()
                 torch.cuda.empty_cache()
+                clock.lap("serve_cuda")
         except Exception as e:  # noqa: BLE001 - any doubt ends this judge; the next is fresh
             print("judge: ends after this job: %s: %s" % (type(e).__name__, e), file=sys.stderr)
             return False
@@ -1187,7 +1194,9 @@ def judge_one_job(job, server):
     if isinstance(result["max_abs_error"], float) and not math.isfinite(result["max_abs_error"]):
         result["max_abs_error"] = -1.0
     result["judge_job"] = job.served
-    result["serves_again"] = server.serves_again()
+    if job.served == 1 and server.globals is not None:
+        result["phases"]["serve_setup"] = server.setup_seconds
+    result["serves_again"] = server.serves_again(result["phases"])
     if result["serves_again"]:
         drop_job_files(args)
     line = "\n%s %s %s\n" % (RESULT_PREFIX, nonce, json.dumps(result, ensure_ascii=False))
