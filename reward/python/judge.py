@@ -900,6 +900,7 @@ class JobStart:
         self.argv, self.stdin, self.channel_fd = argv, None, -1
         self.torch, self.import_seconds = None, 0.0
         self.serve_jobs, self.served = 1, 0
+        self.globals, self.setup_seconds = None, 0.0
         if argv[:1] != ["--job-from-stdin"]:
             return
         options = dict(zip(argv[1::2], argv[2::2]))
@@ -910,6 +911,12 @@ class JobStart:
         except Exception as e:  # noqa: BLE001 - reported with the job's nonce, by judge()
             self.torch = e
         self.import_seconds = round(time.monotonic() - start, 4)
+        # What a judge that serves several jobs puts back between them, taken now, before it is
+        # ready: its cost is part of the start, not of the first job.
+        start = time.monotonic()
+        if self.serve_jobs > 1 and not isinstance(self.torch, Exception):
+            self.globals = TorchGlobals(self.torch)
+        self.setup_seconds = round(time.monotonic() - start, 4)
         self.stdin = socket.socket(fileno=0)
         self.next_job()
 
@@ -938,6 +945,15 @@ class TorchGlobals:
         self.torch = torch
         self.values = {name: get() for name, (get, _) in self.settings().items()}
 
+    # The cuDNN and cuBLAS flags through torch._C's own getters and setters, which only read and
+    # write ATen's context: the torch.backends attributes are Python layers that newer torch
+    # versions extend, and nothing of cuDNN itself is needed to put a flag back. A torch without
+    # one of them has that flag left out.
+    RAW_FLAGS = (("cudnn.enabled", "cudnn_enabled"), ("cudnn.benchmark", "cudnn_benchmark"),
+                 ("cudnn.deterministic", "cudnn_deterministic"),
+                 ("cudnn.allow_tf32", "cudnn_allow_tf32"),
+                 ("cuda.matmul.allow_tf32", "cublas_allow_tf32"))
+
     def settings(self):
         torch = self.torch
         out = {
@@ -947,13 +963,11 @@ class TorchGlobals:
             "deterministic": (torch.are_deterministic_algorithms_enabled,
                               torch.use_deterministic_algorithms),
         }
-        for where, module, names in (
-                ("cudnn", torch.backends.cudnn, ("benchmark", "deterministic", "enabled",
-                                                 "allow_tf32")),
-                ("cuda.matmul", torch.backends.cuda.matmul, ("allow_tf32",))):
-            for name in names:
-                out["%s.%s" % (where, name)] = (lambda m=module, n=name: getattr(m, n),
-                                                lambda v, m=module, n=name: setattr(m, n, v))
+        for name, flag in self.RAW_FLAGS:
+            get = getattr(torch._C, "_get_" + flag, None)
+            put = getattr(torch._C, "_set_" + flag, None)
+            if get is not None and put is not None:
+                out[name] = (get, put)
         return out
 
     def restore(self):
@@ -968,11 +982,7 @@ class Server:
 
     def __init__(self, job):
         self.job = job
-        self.globals = None
-        start = time.monotonic()
-        if job.stdin is not None and job.serve_jobs > 1 and not isinstance(job.torch, Exception):
-            self.globals = TorchGlobals(job.torch)
-        self.setup_seconds = round(time.monotonic() - start, 4)  # the first job's phases say it
+        self.globals, self.setup_seconds = job.globals, job.setup_seconds
 
     def serves_again(self, phases):
         """Puts the process back as it was before the job; True when it can take another. Each
