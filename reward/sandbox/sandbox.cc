@@ -45,6 +45,12 @@ using Clock = std::chrono::steady_clock;
 // the end of the output.
 constexpr size_t kTailBytes = 16 * 1024;
 
+// Appends to `text`, which keeps at most its last 2 * kTailBytes (cut to kTailBytes when over).
+void append_keeping_tail(std::string* text, const char* data, size_t n) {
+  text->append(data, n);
+  if (text->size() > 2 * kTailBytes) text->erase(0, text->size() - kTailBytes);
+}
+
 class CappedCapture {
  public:
   explicit CappedCapture(size_t cap) : cap_(cap) {}
@@ -456,9 +462,7 @@ Status SandboxProcess::read_stdout_until(const std::function<bool()>& found,
     if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = read(err_fd_, buf, sizeof(buf));
       if (n > 0) {
-        stderr_since_.append(buf, static_cast<size_t>(n));
-        if (stderr_since_.size() > 2 * kTailBytes)
-          stderr_since_.erase(0, stderr_since_.size() - kTailBytes);
+        append_keeping_tail(&stderr_since_, buf, static_cast<size_t>(n));
       } else if (n == 0) {
         close(err_fd_);
         err_fd_ = -1;
@@ -529,6 +533,14 @@ Result<std::string> SandboxProcess::next_line_starting(const std::vector<std::st
 }
 
 std::string SandboxProcess::take_stderr() {
+  // What the process wrote before the line just read is in the pipe already (written in order):
+  // read what is there without waiting, so a traceback printed before a result comes with it.
+  char buf[4096];
+  for (pollfd fd{err_fd_, POLLIN, 0}; err_fd_ >= 0 && poll(&fd, 1, 0) > 0;) {
+    const ssize_t n = read(err_fd_, buf, sizeof(buf));
+    if (n <= 0) break;
+    append_keeping_tail(&stderr_since_, buf, static_cast<size_t>(n));
+  }
   std::string text;
   text.swap(stderr_since_);
   return text;

@@ -135,6 +135,31 @@ TEST_F(JudgeReuseTest, AJudgeThatCannotPutItselfBackIsReplaced) {
   EXPECT_EQ(prestart.given_back(), 1);  // the fresh one only
 }
 
+// A judge that ends mid-job (here its reference ends the process as it loads) or runs past its
+// time is not given back: the next candidate gets a fresh one, started as soon as the first was
+// lost.
+TEST_F(JudgeReuseTest, AJudgeThatDiesOrTimesOutIsNotGivenBack) {
+  EvaluatorPrestart prestart;
+  EvaluatorOptions o = options(4);
+  EvaluationReport died = judge("fake_extension_ok.py", o, &prestart, "import os\nos._exit(3)\n");
+  EXPECT_FALSE(died.correct);
+  EXPECT_FALSE(died.judge_serves_again);
+  EXPECT_EQ(prestart.given_back(), 0);
+  EXPECT_EQ(prestart.ready(), 2);  // a runner started ahead, and the lost judge's successor
+  EvaluationReport next = judge("fake_extension_ok.py", o, &prestart);
+  EXPECT_EQ(next.judge_job, 1);
+  EXPECT_TRUE(next.correct) << next.detail << next.log_tail;
+  o.sandbox.timeout_seconds = 5;
+  EvaluationReport slow =
+      judge("fake_extension_ok.py", o, &prestart, "import time\ntime.sleep(600)\n");
+  EXPECT_EQ(slow.failure, FC::TIMEOUT) << slow.detail;
+  EXPECT_FALSE(slow.judge_serves_again);
+  o.sandbox.timeout_seconds = 120;
+  EvaluationReport after = judge("fake_extension_ok.py", o, &prestart);
+  EXPECT_EQ(after.judge_job, 1);
+  EXPECT_TRUE(after.correct) << after.detail << after.log_tail;
+}
+
 // The timing protocol (a turn at the GPU, the runner's end before the reference is timed) holds
 // for every job of a judge, not only its first.
 TEST_F(JudgeReuseTest, EveryJobOfAJudgeIsTimedWithTheGpuToItself) {

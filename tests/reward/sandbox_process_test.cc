@@ -73,6 +73,39 @@ TEST(SandboxProcessTest, InputKeptOpenTakesAnAnswerLater) {
   EXPECT_EQ(r.stdout_text, "job=job-9 answer=yes rest=''\n");
 }
 
+// A process that answers one request after another (the evaluation's judge): each answer is the
+// first line with its prefix, the lines before it are consumed, and what it writes to stderr
+// meanwhile, far more than a pipe holds, neither blocks it nor is lost: it comes with take_stderr.
+TEST(SandboxProcessTest, LinesOfARequestAfterAnotherAndTheirStderr) {
+  auto p =
+      start_ok(serve_spec("import sys\n"
+                          "for n in range(2):\n"
+                          "    job = sys.stdin.readline().strip()\n"
+                          "    sys.stderr.write(('noise %d ' % n) * 40000 + 'end %d\\n' % n)\n"
+                          "    sys.stderr.flush()\n"
+                          "    print('chatter', flush=True)\n"
+                          "    print('RESULT ' + job, flush=True)\n"
+                          "print('ANOTHER', flush=True)\n"));
+  ASSERT_NE(p, nullptr);
+  for (const char* job : {"one", "two"}) {
+    ASSERT_TRUE(p->send_input(std::string(job) + "\n", /*keep_open=*/true).ok());
+    auto line = p->next_line_starting({"ASK ", "RESULT "}, 20);
+    ASSERT_TRUE(line.ok()) << line.status().to_string();
+    EXPECT_EQ(*line, std::string("RESULT ") + job);
+    const std::string err = p->take_stderr();
+    EXPECT_LE(err.size(), 32u * 1024);  // its end is kept
+    EXPECT_NE(err.find(std::string("end ") + (job[1] == 'n' ? "0" : "1")), std::string::npos)
+        << err.substr(err.size() > 200 ? err.size() - 200 : 0);
+  }
+  // Nothing it printed before is read again; a prefix it never prints ends with its end.
+  auto next = p->next_line_starting({"ANOTHER"}, 20);
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(*next, "ANOTHER");
+  EXPECT_FALSE(p->next_line_starting({"RESULT "}, 20).ok());
+  SandboxResult r = p->wait(10);
+  EXPECT_TRUE(r.succeeded()) << r.stderr_text;
+}
+
 TEST(SandboxProcessTest, TheTimeoutCountsFromWaitNotFromStart) {
   // Idle for longer than the run's own limit before the work comes: not a timeout.
   SandboxSpec spec = serve_spec(kServeOne);
