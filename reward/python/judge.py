@@ -982,17 +982,16 @@ class Server:
 
     def __init__(self, job):
         self.job = job
-        self.globals, self.setup_seconds = job.globals, job.setup_seconds
 
     def serves_again(self, phases):
         """Puts the process back as it was before the job; True when it can take another. Each
         step's seconds go into `phases` (serve_restore, serve_gc, serve_cuda)."""
         job = self.job
-        if self.globals is None or job.served >= job.serve_jobs:
+        if job.globals is None or job.served >= job.serve_jobs:
             return False
         try:
             clock = PhaseClock(phases, time.monotonic())
-            self.globals.restore()
+            job.globals.restore()
             clock.lap("serve_restore")
             torch = job.torch
             gc.collect()
@@ -1204,8 +1203,8 @@ def judge_one_job(job, server):
     if isinstance(result["max_abs_error"], float) and not math.isfinite(result["max_abs_error"]):
         result["max_abs_error"] = -1.0
     result["judge_job"] = job.served
-    if job.served == 1 and server.globals is not None:
-        result["phases"]["serve_setup"] = server.setup_seconds
+    if job.served == 1 and job.globals is not None:
+        result["phases"]["serve_setup"] = job.setup_seconds
     result["serves_again"] = server.serves_again(result["phases"])
     if result["serves_again"]:
         drop_job_files(args)

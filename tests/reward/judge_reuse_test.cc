@@ -5,13 +5,12 @@
 // torch in /usr/bin/python3.
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "common/read_file.h"
 #include "reward/evaluate/evaluator.h"
 #include "reward/evaluate/gpu_turns.h"
 
@@ -22,10 +21,9 @@ namespace fs = std::filesystem;
 using FC = schema::FailureClass;
 
 std::string read_fixture(const std::string& name) {
-  std::ifstream in(fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures" / name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = read_file((fs::path(DICE_REWARD_TEST_DIR) / "evaluate_fixtures" / name).string());
+  EXPECT_TRUE(text.ok()) << text.status().to_string();
+  return text.ok() ? *text : "";
 }
 
 class JudgeReuseTest : public ::testing::Test {

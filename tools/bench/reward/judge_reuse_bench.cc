@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
 #include "reward/evaluate/evaluator.h"
 
 namespace {
@@ -60,11 +61,11 @@ bool parse(int argc, char** argv, Flags* flags) {
   return argc % 2 == 1 && !flags->judge_jobs.empty();
 }
 
+// A fixture's text; an empty one where it cannot be read (the verdicts then say so).
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = dice::read_file(path.string());
+  if (!text.ok()) std::fprintf(stderr, "%s\n", text.status().to_string().c_str());
+  return text.ok() ? *text : "";
 }
 
 // The machine's busy CPU seconds so far (/proc/stat: user, nice, system, irq, softirq, steal).
