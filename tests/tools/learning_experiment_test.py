@@ -61,6 +61,26 @@ class LearningExperimentDryRunTest(unittest.TestCase):
                 self.assertTrue(rl_phases)
                 self.assertTrue(all(ph["steps"] == 5 for ph in rl_phases))
 
+    def test_arms_side_by_side_divide_the_reward_side(self):
+        # configs/tiny.yaml sizes one run for the machine: 8 slots, 14 compile jobs. Three arms
+        # with that each ran a learner out of GPU memory; one after another, each has it all.
+        with tempfile.TemporaryDirectory() as work:
+            done = dry_run(work, "--seeds", "1,2")
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            for arm in arms_of(done.stdout).values():
+                self.assertEqual(arm["reward.gpu_slots"], "3")
+                self.assertEqual(arm["reward.compile_jobs"], "5")
+            done = dry_run(work, "--seeds", "1", "reward.gpu_slots=6")
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            for arm in arms_of(done.stdout).values():
+                self.assertEqual(arm["reward.gpu_slots"], "3")
+                self.assertEqual(arm["reward.compile_jobs"], "7")
+            done = dry_run(work, "--seeds", "1", "--serial", "reward.gpu_slots=6")
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            for arm in arms_of(done.stdout).values():
+                self.assertEqual(arm["reward.gpu_slots"], "6")
+                self.assertEqual(arm["reward.compile_jobs"], "14")
+
     def test_the_checkpoint_folder_follows_an_override(self):
         with tempfile.TemporaryDirectory() as work:
             done = dry_run(work, "--seeds", "1", "learner.checkpoint.dir=%s/ck" % work)
