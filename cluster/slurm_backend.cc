@@ -16,6 +16,7 @@
 #include "cluster/slurm_script.h"
 #include "cluster/status_table.h"
 #include "common/config/load.h"
+#include "common/remove_tree.h"
 
 namespace dice::cluster {
 namespace {
@@ -107,7 +108,7 @@ Status prepare_state_dir(const std::string& state_dir) {
   std::error_code error;
   std::filesystem::create_directories(state_dir + "/logs", error);
   // Step files of an earlier run would read as this run's services having started.
-  std::filesystem::remove_all(state_dir + "/steps", error);
+  remove_tree(state_dir + "/steps").ignore();
   std::filesystem::create_directories(state_dir + "/steps", error);
   if (error) return Status::io_error("cannot prepare " + state_dir + ": " + error.message());
   return Status::ok_status();

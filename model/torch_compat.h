@@ -24,6 +24,15 @@
 // SDPA's `enable_gqa` (fewer key/value heads than query heads) appeared in 2.5.
 #define DICE_TORCH_HAS_SDPA_GQA DICE_TORCH_VERSION_AT_LEAST(2, 5)
 
+// c10::Allocator::allocate is const before LibTorch 2.3 and not since: an allocator that wraps
+// another (the tests' allocator that refuses large blocks) declares it
+// `c10::DataPtr allocate(size_t n) DICE_TORCH_ALLOCATE_CONST override`.
+#if DICE_TORCH_VERSION_AT_LEAST(2, 3)
+#define DICE_TORCH_ALLOCATE_CONST
+#else
+#define DICE_TORCH_ALLOCATE_CONST const
+#endif
+
 namespace dice::compat {
 
 // Attention over the last two dimensions:

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "common/read_file.h"
+#include "common/remove_tree.h"
 #include "rewardlog/rocksdb_util.h"
 
 namespace dice::rewardlog {
@@ -81,7 +82,7 @@ Result<std::unique_ptr<RewardLogReader>> RewardLogReader::open(
   }
   if (!opened.ok()) {
     db->close(where).ignore();
-    if (owns_secondary_path) fs::remove_all(secondary_path, ec);
+    if (owns_secondary_path) remove_tree(secondary_path).ignore();
     return opened;
   }
   return std::unique_ptr<RewardLogReader>(
@@ -110,10 +111,9 @@ RewardLogReader::RewardLogReader(std::string path, std::string secondary_path,
 
 RewardLogReader::~RewardLogReader() {
   db_->close("reward log " + path_).ignore();
-  if (owns_secondary_path_) {
-    std::error_code ec;
-    fs::remove_all(secondary_path_, ec);
-  }
+  // remove_tree, not std::filesystem::remove_all: the learner reads its log in a process that
+  // loads libtorch.so, whose copy of remove_all crashes (common/remove_tree.h).
+  if (owns_secondary_path_) remove_tree(secondary_path_).ignore();
 }
 
 Status RewardLogReader::catch_up() {

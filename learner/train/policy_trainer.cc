@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
+#include "common/log.h"
+#include "learner/train/device_cache.h"
+#include "learner/train/out_of_memory.h"
 #include "learner/train/trace_loss.h"
 #include "learner/train/training_flops.h"
 #include "model/torch_compat.h"
@@ -54,7 +58,7 @@ Result<Qwen3LM> frozen_copy(const Qwen3LM& model) {
     copy->model->attention_tile = model->model->attention_tile;  // the same attention numerics
     return copy;
   } catch (const c10::Error& e) {
-    return Status::internal(std::string("KL reference copy: ") + e.what_without_backtrace());
+    return torch_failure("KL reference copy", e);
   }
 }
 
@@ -82,9 +86,14 @@ PolicyTrainer::PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options)
 
 PolicyTrainer::~PolicyTrainer() = default;
 
+std::int64_t PolicyTrainer::micro_batches_wanted() const {
+  return static_cast<std::int64_t>(
+             std::max({1, options_.optimizer.grad_accumulation, replicas_->size()})) *
+         memory_split_;
+}
+
 std::int64_t PolicyTrainer::samples_per_forward(std::size_t samples) const {
-  const auto micro_batches = static_cast<std::int64_t>(
-      std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
+  const std::int64_t micro_batches = micro_batches_wanted();
   return (static_cast<std::int64_t>(samples) + micro_batches - 1) / micro_batches;
 }
 
@@ -145,8 +154,7 @@ Result<PolicyTrainer::Prepared> PolicyTrainer::prepare(
   prepared.sequences = n;
   if (n == 0) return prepared;
   // At least one micro-batch per replica (when there are samples enough).
-  const std::int64_t micro_batches = std::min<std::int64_t>(
-      n, std::max({1, options_.optimizer.grad_accumulation, replicas_->size()}));
+  const std::int64_t micro_batches = std::min<std::int64_t>(n, micro_batches_wanted());
   const std::int64_t per_batch = (n + micro_batches - 1) / micro_batches;
   const std::vector<std::size_t> order = longest_first(layouts);
   // Packed once: every pass scores the same tokens against the same sampling log-probs.
@@ -198,6 +206,7 @@ Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
   Status ran = replicas_->run([&](int rank) -> Status {
     const auto r = static_cast<std::size_t>(rank);
     MasterWeights& masters = replicas_->masters(rank);
+    bool stepping = false;
     try {
       masters.zero_grad();
       for (std::size_t j = 0; j < passes[r].size(); ++j) {
@@ -211,10 +220,16 @@ Result<std::pair<PolicyUpdateStats, double>> PolicyTrainer::step_on_replicas(
       }
       auto mark = std::chrono::steady_clock::now();
       lap(&mark, rank);
+      stepping = true;
       norms[r] = masters.step(lr);
       stats[r].optimizer_seconds += lap(&mark, rank);
     } catch (const c10::Error& e) {
-      return Status::internal(std::string("PolicyTrainer::update: ") + e.what_without_backtrace());
+      // A step cut short may have moved some weights already: not one to run again.
+      if (stepping) {
+        return Status::internal(std::string("PolicyTrainer::update: optimizer step: ") +
+                                e.what_without_backtrace());
+      }
+      return torch_failure("PolicyTrainer::update", e);
     }
     return Status::ok_status();
   });
@@ -249,6 +264,7 @@ struct PolicyTrainer::Rescored {
   double importance_sum = 0.0, importance_tokens = 0.0, importance_capped = 0.0;
   double seconds = 0.0;  // with time_parts
   double flops = 0.0;    // model FLOPs of its forwards
+  Status failed;         // a forward's LibTorch failure (out of memory, say)
 };
 
 PolicyTrainer::Rescored PolicyTrainer::rescore(const std::vector<TraceSample>& samples) {
@@ -264,7 +280,14 @@ PolicyTrainer::Rescored PolicyTrainer::rescore(const std::vector<TraceSample>& s
     for (std::size_t i = 0; i < out.samples.size(); ++i) {
       TraceSample& s = out.samples[i];
       Result<std::vector<float>>& lp = scored[i];
-      if (!lp.ok()) continue;
+      if (!lp.ok()) {
+        // A trace that does not fit keeps its own (prepare() names it); a LibTorch failure
+        // fails the update, as it does in the update's other forwards.
+        if (lp.status().code() != StatusCode::kInvalidArgument && out.failed.ok()) {
+          out.failed = lp.status();
+        }
+        continue;
+      }
       if (cap > 0) {
         s.importance.resize(s.old_log_probs.size());
         for (std::size_t t = 0; t < s.importance.size(); ++t) {
@@ -356,7 +379,42 @@ Result<PolicyUpdateStats> PolicyTrainer::run_epochs(const std::vector<Prepared>&
 Result<PolicyUpdateStats> PolicyTrainer::update(
     const std::vector<TraceSample>& samples,
     std::vector<std::pair<std::size_t, Status>>* left_out) {
+  const std::size_t listed = left_out != nullptr ? left_out->size() : 0;
+  // Finer until one sample a forward. On several devices a rank that fails leaves the others
+  // inside their collectives: no retry there.
+  int most_split = memory_split_;
+  if (replicas_->size() == 1) {
+    const std::int64_t unsplit = micro_batches_wanted() / memory_split_;
+    while (unsplit * most_split < static_cast<std::int64_t>(samples.size())) most_split *= 2;
+  }
+  const std::function<Result<PolicyUpdateStats>(int)> attempt = [&](int) {
+    const std::int64_t steps_before = steps_;
+    Result<PolicyUpdateStats> done = update_once(samples, left_out);
+    if (!done.ok() && steps_ != steps_before && out_of_device_memory(done.status())) {
+      // An optimizer step of this update went through (ppo_epochs or ppo_mini_batches > 1):
+      // running it again would take that step twice.
+      return Result<PolicyUpdateStats>(Status::internal(
+          done.status().message() + " (after " + std::to_string(steps_ - steps_before) +
+          " of the update's optimizer steps: not run again)"));
+    }
+    return done;
+  };
+  return with_finer_forwards<PolicyUpdateStats>(
+      &memory_split_, most_split, attempt, [&](int split, const Status& why) {
+        if (left_out != nullptr) left_out->resize(listed);
+        const c10::Device home = replicas_->masters(0).device();
+        if (home.is_cuda()) release_learner_cache(home.index(), "update out of memory");
+        DICE_LOG(Warn) << "update ran out of device memory: trying again with forwards cut finer"
+                       << kv("micro_batches", micro_batches_wanted()) << kv("memory_split", split)
+                       << kv("error", why.to_string());
+      });
+}
+
+Result<PolicyUpdateStats> PolicyTrainer::update_once(
+    const std::vector<TraceSample>& samples,
+    std::vector<std::pair<std::size_t, Status>>* left_out) {
   const Rescored rescored = rescore(samples);
+  DICE_RETURN_IF_ERROR(rescored.failed);
   const std::vector<TraceSample>& input = rescored.samples.empty() ? samples : rescored.samples;
   const double reference_flops_before = forward_flops_;
   DICE_ASSIGN_OR_RETURN(std::vector<std::vector<float>> references, reference_log_probs(input));
@@ -556,7 +614,7 @@ Result<std::vector<std::vector<float>>> PolicyTrainer::reference_log_probs(
   }
   for (Result<std::vector<float>>& lp :
        score(samples, samples_per_forward(samples.size()), reference_)) {
-    if (!lp.ok() && lp.status().code() == StatusCode::kInternal) return lp.status();
+    if (!lp.ok() && lp.status().code() != StatusCode::kInvalidArgument) return lp.status();
     out.push_back(lp.ok() ? std::move(lp).value() : std::vector<float>());
   }
   return out;
@@ -602,10 +660,8 @@ std::vector<Result<std::vector<float>>> PolicyTrainer::score(
         }
       }
     } catch (const c10::Error& e) {
-      for (std::size_t i = begin; i < end; ++i) {
-        out[owner[order[i]]] = Status::internal(std::string("PolicyTrainer::log_probs: ") +
-                                                e.what_without_backtrace());
-      }
+      const Status failed = torch_failure("PolicyTrainer::log_probs", e);
+      for (std::size_t i = begin; i < end; ++i) out[owner[order[i]]] = failed;
     }
   }
   return out;

@@ -94,7 +94,8 @@ struct PolicyUpdateStats {
 double warmup_lr(const OptimizerOptions& optimizer, std::int64_t steps_taken);
 
 // A frozen copy of `model` (the same config, dtype and device; no gradient, eval mode): the KL
-// reference of loss.kl_reference phase_start. Internal when LibTorch fails (out of memory).
+// reference of loss.kl_reference phase_start. torch_failure()'s status when LibTorch fails
+// (out_of_memory.h).
 Result<Qwen3LM> frozen_copy(const Qwen3LM& model);
 
 class PolicyTrainer {
@@ -109,9 +110,12 @@ class PolicyTrainer {
   // them in order (one step in all by default); with loss.recompute_old_log_probs the old
   // log-probs are first the model's own (log_probs()). InvalidArgument (naming the
   // sample) for a sample whose trace does not fit the options, unless `left_out` is given: such
-  // samples are then skipped and listed there (index, why). Internal for a LibTorch failure (the
-  // weights then hold the passes that completed, and are unchanged when the first failed before
-  // its optimizer step). No samples: no step, zero stats.
+  // samples are then skipped and listed there (index, why). On one device, an update that runs
+  // out of memory before its first optimizer step runs again with its forwards cut finer
+  // (memory_split()). Internal for a LibTorch failure, Unavailable (out_of_device_memory) when
+  // even one sample a forward does not fit: the weights then hold the passes that completed, and
+  // are unchanged when the first failed before its optimizer step. No samples: no step, zero
+  // stats.
   Result<PolicyUpdateStats> update(const std::vector<TraceSample>& samples,
                                    std::vector<std::pair<std::size_t, Status>>* left_out = nullptr);
 
@@ -150,6 +154,11 @@ class PolicyTrainer {
   Status save_optimizer_state(const std::string& path) const;
   Status load_optimizer_state(const std::string& path);
   int replicas() const { return replicas_->size(); }
+  // How many times finer than optimizer.grad_accumulation the update's forwards are cut: 1 until
+  // an update runs out of device memory before its optimizer step; update() then releases the
+  // cached memory, doubles this and runs again (one device; the same gradient, as micro-batches
+  // only add up), and later updates keep it.
+  int memory_split() const { return memory_split_; }
 
  private:
   struct Packed;    // one forward's rows and scored tokens (policy_trainer.cc)
@@ -157,6 +166,12 @@ class PolicyTrainer {
   struct Rescored;  // the samples with the learner's own old log-probs (policy_trainer.cc)
 
   PolicyTrainer(Qwen3LM model, PolicyTrainerOptions options);
+  // The micro-batches an optimizer step is cut into: grad_accumulation (at least one per
+  // replica), times memory_split_.
+  std::int64_t micro_batches_wanted() const;
+  // update() at the current memory_split_.
+  Result<PolicyUpdateStats> update_once(const std::vector<TraceSample>& samples,
+                                        std::vector<std::pair<std::size_t, Status>>* left_out);
   // As many samples a no-grad forward as the update's micro-batches hold (prepare()): forwards
   // of that size fit wherever the update's do.
   std::int64_t samples_per_forward(std::size_t samples) const;
@@ -179,10 +194,10 @@ class PolicyTrainer {
   // ... at learning rate `lr`.
   Result<std::pair<PolicyUpdateStats, double>> step_on_replicas(const Prepared& prepared,
                                                                 double lr);
-  // update()'s steps, in order. rescore: with loss.recompute_old_log_probs or importance_cap,
-  // the samples with their old log-probs the model's own (a sample whose trace does not fit keeps
-  // its own: prepare() names it) and, with importance_cap, each token's truncated weight
-  // pi_learner / pi_sampler; what it cost.
+  // update()'s steps, in order. rescore (its `failed` set when a forward failed in LibTorch): with
+  // loss.recompute_old_log_probs or importance_cap, the samples with their old log-probs the
+  // model's own (a sample whose trace does not fit keeps its own: prepare() names it) and, with
+  // importance_cap, each token's truncated weight pi_learner / pi_sampler; what it cost.
   Rescored rescore(const std::vector<TraceSample>& samples);
   // The parts of each pass, one optimizer step each: `whole` with loss.ppo_mini_batches 1, else
   // the samples that fit (none of `left_out`) split in order, each prepared as its own objective
@@ -218,6 +233,7 @@ class PolicyTrainer {
   PolicyTrainerOptions options_;
   std::unique_ptr<DataParallel> replicas_;
   std::int64_t steps_ = 0;
+  int memory_split_ = 1;
   double forward_flops_ = 0.0;  // of the no-grad forwards log_probs() ran
   Qwen3LM reference_{nullptr};  // the KL's frozen reference (kl_reference phase_start)
 };

@@ -7,6 +7,7 @@
 
 #include "common/hash/content_hash.h"
 #include "common/log.h"
+#include "common/remove_tree.h"
 
 namespace dice {
 namespace {
@@ -55,7 +56,7 @@ bool BindingPch::build(const std::string& dir, TorchHeaders headers, SandboxSpec
     tmp = dir + ".build-" + std::to_string(getpid()) + "-" + std::to_string(build_counter_++);
   }
   std::error_code ec;
-  fs::remove_all(tmp, ec);
+  remove_tree(tmp).ignore();
   fs::create_directories(tmp, ec);
   {
     std::ofstream out(tmp + "/" + kHeaderName, std::ios::binary);
@@ -64,7 +65,7 @@ bool BindingPch::build(const std::string& dir, TorchHeaders headers, SandboxSpec
   const bool privileged = geteuid() == 0 && sandbox.uid >= 0;
   if (privileged && (chown(tmp.c_str(), sandbox.uid, sandbox.gid) != 0 ||
                      chown((tmp + "/" + kHeaderName).c_str(), sandbox.uid, sandbox.gid) != 0)) {
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp).ignore();
     return false;
   }
   sandbox.workdir = tmp;
@@ -78,7 +79,7 @@ bool BindingPch::build(const std::string& dir, TorchHeaders headers, SandboxSpec
                    << kv("dir", dir)
                    << kv("why",
                          run.ok() ? describe_sandbox_result(run.value()) : run.status().message());
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp).ignore();
     return false;
   }
   // Owned by the worker before it is used, so no sandbox uid can rewrite it.
@@ -87,7 +88,7 @@ bool BindingPch::build(const std::string& dir, TorchHeaders headers, SandboxSpec
       if (lchown(entry.path().c_str(), 0, 0) != 0) break;
     }
     if (chown(tmp.c_str(), 0, 0) != 0) {
-      fs::remove_all(tmp, ec);
+      remove_tree(tmp).ignore();
       return false;
     }
   }
@@ -97,7 +98,7 @@ bool BindingPch::build(const std::string& dir, TorchHeaders headers, SandboxSpec
                   ec);
   fs::rename(tmp, dir, ec);
   if (ec) {  // another process put one there first
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp).ignore();
     return fs::exists(dir + "/" + kHeaderName + ".gch", ec);
   }
   DICE_LOG(Info) << "precompiled the binding prelude" << kv("dir", dir)

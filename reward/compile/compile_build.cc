@@ -23,6 +23,7 @@
 #include <future>
 
 #include "common/log.h"
+#include "common/remove_tree.h"
 #include "common/seconds_since.h"
 #include "reward/compile/compile.h"
 #include "reward/compile/compile_cache.h"
@@ -82,8 +83,7 @@ Status write_file(const std::string& path, const std::string& contents) {
 struct FolderCleanup {
   std::string dir;
   ~FolderCleanup() {
-    std::error_code e;
-    if (!dir.empty()) fs::remove_all(dir, e);
+    if (!dir.empty()) remove_tree(dir).ignore();
   }
 };
 
@@ -169,8 +169,8 @@ class Compiler::Build {
       build_dir_ = c_.options_.cache_dir + "/" + hash_ + ".build-" + std::to_string(getpid()) +
                    "-" + std::to_string(c_.build_counter_++);
     }
+    remove_tree(build_dir_).ignore();
     std::error_code ec;
-    fs::remove_all(build_dir_, ec);
     fs::create_directories(build_dir_, ec);
     if (ec) return fail(FC::INTERNAL_ERROR, "cannot create " + build_dir_);
     cleanup_.dir = build_dir_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/disk_space.h"
+#include "common/remove_tree.h"
 
 namespace dice {
 namespace {
@@ -52,8 +53,7 @@ bool evict_entry(const Entry& entry, double keep_seconds) {
     fs::rename(away, entry.dir, back_ec);
     if (!back_ec) return false;
   }
-  std::error_code remove_ec;
-  fs::remove_all(away, remove_ec);
+  remove_tree(away).ignore();
   return true;
 }
 
@@ -97,8 +97,7 @@ CacheEviction evict_cache_entries(const std::string& cache_dir,
     std::error_code type_ec;
     if (!it->is_directory(type_ec)) continue;
     if (name.find(kEvictMark) != std::string::npos) {
-      std::error_code remove_ec;
-      fs::remove_all(it->path(), remove_ec);  // an eviction that did not finish, or another's
+      remove_tree(it->path().string()).ignore();  // an eviction that did not finish, or another's
       continue;
     }
     if (!is_entry_name(name)) continue;

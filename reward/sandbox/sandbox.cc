@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/read_file.h"
+#include "common/remove_tree.h"
 #include "common/seconds_since.h"
 #include "reward/sandbox/sandbox_cgroup.h"
 #include "reward/sandbox/sandbox_child.h"
@@ -391,8 +392,7 @@ SandboxProcess::~SandboxProcess() {
     if (fd >= 0) close(fd);
   }
   if (own_scratch_) {
-    std::error_code ec;
-    fs::remove_all(scratch_, ec);
+    remove_tree(scratch_).ignore();
   }
 }
 

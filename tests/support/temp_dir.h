@@ -7,7 +7,8 @@
 
 #include <filesystem>
 #include <string>
-#include <system_error>
+
+#include "common/remove_tree.h"
 
 namespace dice::testing_util {
 
@@ -18,10 +19,9 @@ class TempDir {
     if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
     path_ = pattern;
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  // remove_tree: in a test that loads LibTorch 2.x, std::filesystem::remove_all is libtorch.so's
+  // copy, which crashes (common/remove_tree.h).
+  ~TempDir() { remove_tree(path_).ignore(); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 

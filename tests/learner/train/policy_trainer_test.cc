@@ -4,11 +4,17 @@
 #include "learner/train/policy_trainer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
+#include "learner/train/out_of_memory.h"
+#include "model/torch_compat.h"
 #include "rollout/sampler.h"
 #include "tests/learner/train/policy_trainer_test_util.h"
 #include "tests/model/model_test_util.h"
@@ -673,6 +679,104 @@ TEST(PolicyTrainerTest, ASharedCleanCopyGivesTheUpdateOfOneCopyPerView) {
   expect_same_update(stats[0], after[0], stats[1], after[1]);
   EXPECT_NEAR(stats[0].grad_norm, stats[1].grad_norm, 1e-4 * stats[1].grad_norm);
   EXPECT_LT(stats[0].model_flops, stats[1].model_flops);
+}
+
+// Test double: LibTorch's CPU allocator, which refuses (c10::OutOfMemoryError, as the CUDA caching
+// allocator does) every block over `limit` bytes and remembers the largest block asked for. In
+// place while it lives.
+class RefusingCpuAllocator : public c10::Allocator {
+ public:
+  explicit RefusingCpuAllocator(std::size_t limit) : real_(c10::GetCPUAllocator()), limit_(limit) {
+    c10::SetCPUAllocator(this, kPriority);
+  }
+  ~RefusingCpuAllocator() override { c10::SetCPUAllocator(real_, kPriority); }
+  RefusingCpuAllocator(const RefusingCpuAllocator&) = delete;
+  RefusingCpuAllocator& operator=(const RefusingCpuAllocator&) = delete;
+
+  c10::DataPtr allocate(std::size_t n) DICE_TORCH_ALLOCATE_CONST override {
+    std::size_t seen = largest_.load();
+    while (n > seen && !largest_.compare_exchange_weak(seen, n)) {
+    }
+    if (n > limit_) {
+      ++refused_;
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "test double: out of memory: ", n, " bytes");
+    }
+    return real_->allocate(n);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return real_->raw_deleter(); }
+  // Pure in LibTorch >= 2.2, absent before.
+  void copy_data(void* dest, const void* src, std::size_t count) const {
+    std::memcpy(dest, src, count);
+  }
+  std::size_t largest() const { return largest_.load(); }
+  int refused() const { return refused_.load(); }
+
+ private:
+  static constexpr std::uint8_t kPriority = 200;  // above the default CPU allocator's
+  c10::Allocator* real_;
+  std::size_t limit_;
+  mutable std::atomic<std::size_t> largest_{0};
+  mutable std::atomic<int> refused_{0};
+};
+
+// The largest block an update of `samples` asks for with `grad_accumulation` micro-batches.
+std::size_t largest_block(int grad_accumulation) {
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = mixed_advantage_samples(model);
+  PolicyTrainerOptions o = trainer_options();
+  o.optimizer.grad_accumulation = grad_accumulation;
+  auto trainer = PolicyTrainer::create(model, o);
+  EXPECT_TRUE(trainer.ok());
+  RefusingCpuAllocator counting(std::numeric_limits<std::size_t>::max());
+  EXPECT_TRUE((*trainer)->update(samples).ok());
+  return counting.largest();
+}
+
+// The learner shares its GPU with the rollout and the reward's judges. An update that runs out of
+// memory before its optimizer step releases the cache and runs again with its forwards cut finer:
+// the same update (micro-batches only add up), and later updates keep the finer cut. Where even
+// one sample a forward does not fit, the update fails as out of memory, its weights unchanged.
+TEST(PolicyTrainerTest, AnUpdateOutOfMemoryRunsAgainWithSmallerForwards) {
+  const std::size_t whole = largest_block(1), each = largest_block(3);
+  ASSERT_LT(each, whole) << "one sample a forward must ask for smaller blocks than all three";
+
+  Qwen3LM fits = random_lm(tiny_config(), 3);
+  std::vector<TraceSample> samples = mixed_advantage_samples(fits);
+  PolicyTrainerOptions o = trainer_options();
+  o.optimizer.lr = 1e-3;
+  o.optimizer.grad_accumulation = 3;
+  auto reference = PolicyTrainer::create(fits, o);
+  ASSERT_TRUE(reference.ok());
+  auto expected = (*reference)->update(samples);
+  ASSERT_TRUE(expected.ok());
+
+  Qwen3LM model = random_lm(tiny_config(), 3);
+  o.optimizer.grad_accumulation = 1;
+  auto trainer = PolicyTrainer::create(model, o);
+  ASSERT_TRUE(trainer.ok());
+  {
+    RefusingCpuAllocator device(each);
+    auto update = (*trainer)->update(samples);
+    ASSERT_TRUE(update.ok()) << update.status().to_string();
+    EXPECT_GT(device.refused(), 0);
+    EXPECT_GE((*trainer)->memory_split(), 3);  // 1 -> 2 -> 4: one sample a forward
+    expect_same_update(*update, model->lm_head, *expected, fits->lm_head);
+    EXPECT_EQ((*trainer)->steps_taken(), 1);
+    const int split = (*trainer)->memory_split();
+    EXPECT_TRUE((*trainer)->update(samples).ok());
+    EXPECT_EQ((*trainer)->memory_split(), split);
+  }
+
+  Qwen3LM starved = random_lm(tiny_config(), 3);
+  auto none = PolicyTrainer::create(starved, o);
+  ASSERT_TRUE(none.ok());
+  const at::Tensor before = starved->lm_head.detach().clone();
+  RefusingCpuAllocator device(64);
+  auto update = (*none)->update(samples);
+  ASSERT_FALSE(update.ok());
+  EXPECT_TRUE(out_of_device_memory(update.status())) << update.status().to_string();
+  EXPECT_EQ((*none)->steps_taken(), 0);
+  EXPECT_TRUE(at::equal(starved->lm_head, before));
 }
 
 }  // namespace

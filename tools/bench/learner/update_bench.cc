@@ -36,12 +36,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/remove_tree.h"
 #include "learner/train/policy_checkpoint.h"
 #include "learner/train/policy_trainer.h"
 #include "learner/train/training_flops.h"
@@ -85,7 +85,9 @@ std::pair<double, double> push_seconds(dice::Qwen3LMImpl& model, const std::stri
   const std::uint64_t checksum = dice::weights_checksum(*checkpoint);
   dice::compat::synchronize(model.lm_head.device());
   const auto read = Clock::now();
-  std::filesystem::remove_all(dir);
+  // remove_tree: libtorch.so's own std::filesystem::remove_all crashes (common/remove_tree.h).
+  const dice::Status removed = dice::remove_tree(dir);
+  if (!removed.ok()) throw std::runtime_error(removed.to_string());
   if (checksum == 0) throw std::runtime_error("weights checksum 0");
   return {std::chrono::duration<double>(written - start).count(),
           std::chrono::duration<double>(read - written).count()};

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "common/json/fields.h"
+#include "common/remove_tree.h"
 #include "reward/compile/compile.h"
 #include "reward/compile/split_sources.h"
 
@@ -237,7 +238,7 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
   o.timeout_seconds = f.budget_seconds;
   o.split_host_device = mode == "split";
   const bool full_only = mode == "full";
-  fs::remove_all(o.cache_dir);
+  dice::remove_tree(o.cache_dir).ignore();
   Compiler compiler(toolchain, o);
   {
     // The binding's precompiled headers, as a long-running worker has them (not timed per item).
@@ -297,7 +298,7 @@ int build_all(const Flags& f, const Toolchain& toolchain, const std::vector<Item
       static_cast<unsigned long long>(compiler.lean_header_fallbacks()),
       static_cast<unsigned long long>(compiler.aten_binding_fallbacks() - aten0),
       load_average().c_str());
-  if (!f.keep) fs::remove_all(o.cache_dir);
+  if (!f.keep) dice::remove_tree(o.cache_dir).ignore();
   return failures;
 }
 

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/remove_tree.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace {
@@ -196,7 +197,7 @@ int compare_with_oracle(const BenchOptions& o, const std::vector<std::string>& t
                         quote(result.string());
   int rc = std::system(command.c_str());
   std::string out = read_file(result);
-  fs::remove_all(dir, ec);
+  dice::remove_tree(dir).ignore();
   if (rc != 0) {
     std::cerr << "tokenizer_bench: oracle failed (is node installed and `npm ci` run in "
               << o.oracle_dir << "?): exit " << (rc == -1 ? -1 : WEXITSTATUS(rc)) << "\n";
