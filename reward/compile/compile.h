@@ -193,6 +193,9 @@ class Compiler {
   // Split builds whose binding did not compile with TorchHeaders::kAten's headers and was
   // compiled again with kSlim's.
   std::uint64_t aten_binding_fallbacks() const { return aten_binding_fallbacks_.load(); }
+  // Tiers after a failed one whose unit that had failed (compiled first) failed again, so that
+  // the other unit was never compiled (compile_build.cc: UnitOrder).
+  std::uint64_t units_not_compiled() const { return units_not_compiled_.load(); }
 
  private:
   struct Job {
@@ -229,6 +232,7 @@ class Compiler {
   std::atomic<std::uint64_t> lean_header_fallbacks_{0};
   std::atomic<std::uint64_t> own_error_builds_{0};
   std::atomic<std::uint64_t> split_fallbacks_{0};
+  std::atomic<std::uint64_t> units_not_compiled_{0};
   std::atomic<std::uint64_t> aten_binding_fallbacks_{0};
   std::mutex eviction_mu_;  // one eviction pass at a time (a build finding it held skips its own)
   std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain

@@ -5,7 +5,8 @@
 //   else the header tiers: lean, then full (a plain compile error moves to the next tier unless
 //   its diagnostics show the candidate's own error, compile_diagnostics.h; a timeout, the memory
 //   or a crash ends the build: compile_limits.h); after a failed split build the full headers
-//   alone -> link ->
+//   alone; a tier after a failed one compiles the unit that failed first, and the other only
+//   if it compiles -> link ->
 //   the size limit (compile_cache.h) -> hand the folder to the worker's uid and rename it into the
 //   cache (after which the worker evicts what is over the cache's budget).
 //
@@ -283,9 +284,17 @@ class Compiler::Build {
     return std::nullopt;
   }
 
+  // How a tier runs its two compilers: at the same time, or one after the other, the second only
+  // when the first compiled. A tier after one that failed with a plain error starts with the
+  // unit that failed there: where that unit fails again (the candidate's own error, which the
+  // lighter tier could not tell from missing headers), the other, heavy with torch's headers, is
+  // never compiled. Most of an RL step's compile seconds are such failures (docs/BENCHMARKS.md,
+  // "The learning experiment on the H100").
+  enum class UnitOrder { kTogether, kKernelsFirst, kBindingFirst };
+
   // Both translation units with one header set (or split: the kernels without torch, the host
-  // code in the binding file), compiled at the same time. With `binding_only` only the binding
-  // file compiles. An error result is the first failure, ready to return (a plain error that
+  // code in the binding file), compiled in `order`. With `binding_only` only the binding file
+  // compiles. An error result is the first failure, ready to return (a plain error that
   // `decide` reads as the candidate's own, own_error_, before another); `binding_failed` says
   // whether it was the binding's compile error (the .cu compiled). `decide`: how to read plain
   // errors (compile_diagnostics.h), none where no heavier tier follows.
@@ -293,10 +302,12 @@ class Compiler::Build {
                                                 const SplitSources* split,
                                                 TorchHeaders binding_headers, bool binding_only,
                                                 bool* binding_failed,
-                                                std::optional<DiagnosticsScope> decide) {
+                                                std::optional<DiagnosticsScope> decide,
+                                                UnitOrder order = UnitOrder::kTogether) {
     if (binding_failed != nullptr) *binding_failed = false;
     plain_error_ = false;  // until a compiler says so: the service's own failures end the build
     own_error_ = false;
+    failed_unit_.reset();
     double seconds_left = 0;
     if (auto spent = budget_left(&seconds_left)) return spent;
     out_.tiers.emplace_back(tier);
@@ -307,20 +318,41 @@ class Compiler::Build {
     for (SandboxSpec* spec : {&nvcc_spec, &cxx_spec}) {
       spec->timeout_seconds = std::min(spec->timeout_seconds, seconds_left);
     }
-    auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
-    std::optional<Result<SandboxResult>> nvcc_run;  // none when binding_only: kernels.o is there
-    if (!binding_only) nvcc_run = run_sandboxed(nvcc_spec);
-    Result<SandboxResult> cxx_run = cxx_future.get();
+    // Each none when not run: kernels.o is there (binding_only), or the first of an ordered pair
+    // failed.
+    std::optional<Result<SandboxResult>> nvcc_run, cxx_run;
+    if (binding_only) {
+      cxx_run = run_sandboxed(cxx_spec);
+    } else if (order == UnitOrder::kTogether) {
+      auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
+      nvcc_run = run_sandboxed(nvcc_spec);
+      cxx_run = cxx_future.get();
+    } else {
+      const bool kernels_first = order == UnitOrder::kKernelsFirst;
+      std::optional<Result<SandboxResult>>& first = kernels_first ? nvcc_run : cxx_run;
+      std::optional<Result<SandboxResult>>& second = kernels_first ? cxx_run : nvcc_run;
+      SandboxSpec& second_spec = kernels_first ? cxx_spec : nvcc_spec;
+      first = run_sandboxed(kernels_first ? nvcc_spec : cxx_spec);
+      if (first->ok() && first->value().succeeded()) {
+        if (auto spent = budget_left(&seconds_left)) return spent;
+        second_spec.timeout_seconds = std::min(second_spec.timeout_seconds, seconds_left);
+        second = run_sandboxed(second_spec);
+      } else {
+        ++c_.units_not_compiled_;
+      }
+    }
+    const Result<SandboxResult>* binding_run = cxx_run ? &*cxx_run : nullptr;
     const Result<SandboxResult>* plain = nullptr;  // the first plain compile error
     std::vector<const Result<SandboxResult>*> plain_runs;
-    for (const auto* run : {nvcc_run ? &*nvcc_run : nullptr, &cxx_run}) {
+    const Result<SandboxResult>* kernels_run = nvcc_run ? &*nvcc_run : nullptr;
+    for (const auto* run : {kernels_run, binding_run}) {
       if (run == nullptr) continue;
       if (!run->ok()) return fail(FC::INTERNAL_ERROR, run->status().message());
       if (run->value().succeeded()) continue;
       // A timeout, the memory or a crash of either compiler ends the build, even where the other
       // one only had a plain error.
       if (!classify_compiler_failure(run->value()).plain_error) {
-        return compiler_failed(run->value(), compiler_name(run == &cxx_run));
+        return compiler_failed(run->value(), compiler_name(run == binding_run));
       }
       if (plain == nullptr) plain = run;
       plain_runs.push_back(run);
@@ -331,9 +363,9 @@ class Compiler::Build {
       const SandboxResult& r = run->value();
       const CompileErrorReading reading = read_compile_errors(
           r.stderr_text + r.stdout_text, ext_, *decide,
-          run == &cxx_run ? DiagnosticsCompiler::kHostCxx : DiagnosticsCompiler::kNvcc);
+          run == binding_run ? DiagnosticsCompiler::kHostCxx : DiagnosticsCompiler::kNvcc);
       DICE_LOG(Debug) << "compile error read" << kv("hash", hash_) << kv("tier", tier)
-                      << kv("compiler", run == &cxx_run ? "c++" : "nvcc")
+                      << kv("compiler", run == binding_run ? "c++" : "nvcc")
                       << kv("own_error", reading.own_error) << kv("why", reading.why);
       if (reading.own_error) {
         own_error_ = true;
@@ -341,8 +373,9 @@ class Compiler::Build {
         break;
       }
     }
-    if (binding_failed != nullptr) *binding_failed = plain == &cxx_run;
-    return compiler_failed(plain->value(), compiler_name(plain == &cxx_run));
+    if (binding_failed != nullptr) *binding_failed = plain == binding_run;
+    failed_unit_ = plain == binding_run ? UnitOrder::kBindingFirst : UnitOrder::kKernelsFirst;
+    return compiler_failed(plain->value(), compiler_name(plain == binding_run));
   }
 
   // RESOURCE_LIMIT for a build larger than max_module_mb (compile_cache.h): never cached.
@@ -367,6 +400,7 @@ class Compiler::Build {
 
   std::optional<CompileOutcome> link_module() {
     plain_error_ = false;
+    failed_unit_.reset();
     double seconds_left = 0;
     if (auto spent = budget_left(&seconds_left)) return spent;
     const Toolchain& tc = c_.toolchain_;
@@ -455,9 +489,11 @@ class Compiler::Build {
     std::optional<CompileOutcome> failed;
     for (const Tier& tier : tiers) {
       const bool last = tier.kernels == TorchHeaders::kFull;
+      // After a tier (or the split build) that failed with a plain error: that unit first.
+      const UnitOrder order = failed_unit_.value_or(UnitOrder::kTogether);
       failed = compile_objects(
           tier.name, tier.kernels, nullptr, tier.binding, false, nullptr,
-          last ? std::nullopt : std::optional<DiagnosticsScope>(DiagnosticsScope::kHeaders));
+          last ? std::nullopt : std::optional<DiagnosticsScope>(DiagnosticsScope::kHeaders), order);
       if (!failed) {
         if (last) ++c_.full_header_builds_;
         break;
@@ -540,6 +576,9 @@ class Compiler::Build {
   // Whether that plain error was read as the candidate's own (compile_diagnostics.h): then no
   // later tier is tried.
   bool own_error_ = false;
+  // Which unit that plain compile error was in, as the order that starts with it; none after a
+  // link or before any compile.
+  std::optional<UnitOrder> failed_unit_;
 };
 
 CompileOutcome Compiler::build(const ExtensionSources& ext, const std::string& hash,

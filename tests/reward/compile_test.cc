@@ -252,8 +252,10 @@ TEST_F(CompileTest, CompileErrorComesBackTrimmed) {
   EXPECT_NE(out.log_excerpt.find("nvcc"), std::string::npos) << out.log_excerpt;
   EXPECT_LE(std::count(out.log_excerpt.begin(), out.log_excerpt.end(), '\n'), 20);
   EXPECT_TRUE(out.module_path.empty());
-  // The kernels failed without torch's headers, then with all of them: no tier between.
+  // The kernels failed without torch's headers, then with all of them: no tier between. The full
+  // tier compiled the kernels first, and the binding (all of torch's headers) never.
   EXPECT_EQ(out.tiers, (std::vector<std::string>{"split", "full"}));
+  EXPECT_EQ(compiler.units_not_compiled(), 1u);
 }
 
 // A compile error that is the candidate's own (compile_diagnostics.h) ends the build in the tier
@@ -284,6 +286,7 @@ TEST_F(CompileTest, OwnCompileErrorIsDecidedInOneTier) {
   EXPECT_EQ(built.tiers, (std::vector<std::string>{"split", "full"}));
   EXPECT_TRUE(module_imports(built, exts[0].functions));
   EXPECT_EQ(compiler.own_error_builds(), 1u);
+  EXPECT_EQ(compiler.units_not_compiled(), 0u);  // needs_full's kernels compiled, then its binding
   std::cout << "[ measure ] syntax error, split tier only: " << broken.seconds << " s\n";
 
   // Without the split the lean tier decides alone, and is not counted as a fallback.
