@@ -164,6 +164,8 @@ std::string summary_json(const JudgeSummary& s) {
       << ", \"aten_binding_fallbacks\": " << s.aten_binding_fallbacks
       << ", \"lean_header_fallbacks\": " << s.lean_header_fallbacks
       << ", \"full_header_builds\": " << s.full_header_builds
+      << ", \"own_error_builds\": " << s.own_error_builds
+      << ", \"units_not_compiled\": " << s.units_not_compiled
       << ", \"prepare_seconds\": " << json_number(s.prepare_seconds)
       << ", \"seconds\": " << json_number(s.seconds)
       << ", \"per_minute\": " << json_number(s.per_minute()) << "}";
@@ -243,6 +245,8 @@ JudgeSummary run_judge(RewardPipeline& pipeline, const std::vector<JudgeItem>& c
   summary.aten_binding_fallbacks = pipeline.compiler().aten_binding_fallbacks();
   summary.lean_header_fallbacks = pipeline.compiler().lean_header_fallbacks();
   summary.full_header_builds = pipeline.compiler().full_header_builds();
+  summary.own_error_builds = pipeline.compiler().own_error_builds();
+  summary.units_not_compiled = pipeline.compiler().units_not_compiled();
   return summary;
 }
 

@@ -61,6 +61,11 @@ struct JudgeSummary {
   // Split builds whose binding needed torch/types.h's headers after ATen's
   // (Compiler::aten_binding_fallbacks): one more binding compile each.
   std::uint64_t aten_binding_fallbacks = 0;
+  // Compile errors decided in a light tier as the candidate's own (Compiler::own_error_builds),
+  // and tiers after a failed one whose failed unit failed again, the other never compiled
+  // (Compiler::units_not_compiled): how failing builds ended early.
+  std::uint64_t own_error_builds = 0;
+  std::uint64_t units_not_compiled = 0;
 
   double per_minute() const { return seconds > 0 ? 60.0 * candidates / seconds : 0; }
 };

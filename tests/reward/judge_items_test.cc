@@ -174,5 +174,22 @@ TEST(JudgeItemsTest, TimedVerdictLineHasWhatANoiseCheckNeeds) {
     EXPECT_TRUE(json_is_null(doc.value(), key)) << key;
 }
 
+// The summary line carries how failing builds ended early, beside the tiers' fallbacks: what a
+// run on the RL candidates reads to see whether their compile errors cost one compile or more.
+TEST(JudgeItemsTest, SummaryLineCountsBuildsThatEndedEarly) {
+  JudgeSummary summary;
+  summary.candidates = 9;
+  summary.own_error_builds = 3;
+  summary.units_not_compiled = 2;
+  summary.split_fallbacks = 4;
+  const std::string line = summary_json(summary);
+  auto doc = parse_json(line, "summary");
+  ASSERT_TRUE(doc.ok()) << line;
+  EXPECT_EQ(json_number(doc.value(), "candidates"), 9);
+  EXPECT_EQ(json_number(doc.value(), "own_error_builds"), 3);
+  EXPECT_EQ(json_number(doc.value(), "units_not_compiled"), 2);
+  EXPECT_EQ(json_number(doc.value(), "split_fallbacks"), 4);
+}
+
 }  // namespace
 }  // namespace dice
