@@ -166,7 +166,8 @@ SandboxSpec Compiler::compiler_sandbox(int uid) const {
 }
 
 int Compiler::prepare_binding_headers() {
-  if (!binding_pch_) return 0;
+  auto names = std::async(std::launch::async, [this] { header_names(); });
+  if (!binding_pch_) return 0;  // (`names` waits for its reading as it goes out of scope)
   std::vector<TorchHeaders> variants = {TorchHeaders::kSlim};
   if (options_.split_host_device) variants.push_back(TorchHeaders::kAten);
   std::vector<std::future<bool>> builds;
@@ -185,6 +186,66 @@ int Compiler::prepare_binding_headers() {
   int ready = 0;
   for (auto& b : builds) ready += b.get() ? 1 : 0;
   return ready;
+}
+
+namespace {
+
+// g++ -M of the full binding prelude (<torch/extension.h>) in the compilers' sandbox: the system
+// and C++ library headers torch pulls in; with every file under the toolchain's include folders,
+// what HeaderNames reads. None where any of it could not be read: a name missing because its
+// header was not read would decide wrongly.
+std::shared_ptr<const HeaderNames> list_header_names(const Toolchain& toolchain,
+                                                     const std::vector<std::string>& flags,
+                                                     SandboxSpec spec) {
+  const auto start = std::chrono::steady_clock::now();
+  spec.files = {{"probe.cpp", binding_prelude(TorchHeaders::kFull)}};
+  spec.workdir.clear();
+  spec.argv = {toolchain.cxx, "-M", "probe.cpp"};
+  spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
+  Result<SandboxResult> run = run_sandboxed(spec);
+  if (!run.ok() || !run->succeeded()) {
+    DICE_LOG(Warn) << "cannot list the full headers; undeclared names retry with them"
+                   << kv("why", run.ok() ? describe_sandbox_result(run.value()) + ": " +
+                                               run->stderr_text.substr(0, 400)
+                                         : run.status().message());
+    return nullptr;
+  }
+  std::vector<std::string> files;
+  for (auto& file : make_rule_prerequisites(run->stdout_text)) {
+    if (!file.empty() && file[0] == '/') files.push_back(std::move(file));  // not probe.cpp
+  }
+  auto names =
+      std::make_shared<const HeaderNames>(HeaderNames::read(toolchain.include_paths, files));
+  if (names->unread() > 0 || files.empty()) {
+    DICE_LOG(Warn) << "full headers not all readable; undeclared names retry with them"
+                   << kv("unread", names->unread()) << kv("listed", files.size());
+    return nullptr;
+  }
+  DICE_LOG(Info) << "read the names the full headers could declare" << kv("names", names->names())
+                 << kv("files", names->files()) << kv("seconds", seconds_since(start));
+  return names;
+}
+
+}  // namespace
+
+const HeaderNames* Compiler::header_names() {
+  std::call_once(header_names_once_, [this] {
+    // Once per toolchain and flags in a process: tests and benches make many compilers.
+    static std::mutex shared_mu;
+    static std::map<std::string, std::shared_ptr<const HeaderNames>> shared;
+    std::string key = toolchain_.identity();
+    for (const auto& f : binding_flags_) key += "\n" + f;
+    std::lock_guard<std::mutex> lock(shared_mu);
+    auto it = shared.find(key);
+    if (it == shared.end()) {
+      std::optional<SandboxUid> uid_lease;
+      const int uid = compiler_uid(options_.uid, &uid_lease);
+      it = shared.emplace(key, list_header_names(toolchain_, binding_flags_, compiler_sandbox(uid)))
+               .first;
+    }
+    header_names_ = it->second;
+  });
+  return header_names_.get();
 }
 
 size_t Compiler::queue_depth() const {

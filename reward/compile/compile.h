@@ -4,10 +4,10 @@
 // extension module. The units use light headers first (none for split kernels, else lean ones)
 // and the full <torch/extension.h> only when that fails. A compile error that the diagnostics
 // show to be the candidate's own (compile_diagnostics.h: a syntax error, a name, member or
-// argument count of its own...) ends the build in the light tier that saw it, instead of
-// compiling again with the full headers, which could not fix it: on the H200 a compile error took
-// 26-60 s against 10-15 s for a success, and an RL step waits for its slowest compile. What the
-// reader is unsure of still moves on.
+// argument count of its own, a name no header spells...) ends the build in the light tier that
+// saw it, and stops the tier's other compiler, instead of compiling again with the full headers,
+// which could not fix it: on the H200 a compile error took 26-60 s against 10-15 s for a success,
+// and an RL step waits for its slowest compile. What the reader is unsure of still moves on.
 //
 // Builds run on a pool of `jobs` threads and land in a cache folder keyed by
 // kernel_source_hash(sources, flags, toolchain identity):
@@ -48,6 +48,7 @@
 #include "reward/compile/binding_pch.h"
 #include "reward/compile/compile_limits.h"
 #include "reward/compile/compile_log.h"
+#include "reward/compile/header_names.h"
 #include "reward/compile/toolchain.h"
 #include "reward/sandbox/sandbox.h"
 #include "schemas/verdict.capnp.h"
@@ -174,7 +175,9 @@ class Compiler {
   // has failed: how many are ready (one that a build is making at the time counts as not ready;
   // neither builds nor this wait for it). A worker calls it when it starts, so that its first
   // builds do not compile without them (in a cold judge of the 60 dev items on the H200, 16
-  // builds compiled without while the two were built, 23 and 34 s, beside them).
+  // builds compiled without while the two were built, 23 and 34 s, beside them). The names the
+  // full headers could declare (header_names.h) are read beside them, so that no candidate's
+  // clock pays for it.
   int prepare_binding_headers();
 
   size_t queue_depth() const;
@@ -193,8 +196,10 @@ class Compiler {
   // Split builds whose binding did not compile with TorchHeaders::kAten's headers and was
   // compiled again with kSlim's.
   std::uint64_t aten_binding_fallbacks() const { return aten_binding_fallbacks_.load(); }
-  // Tiers after a failed one whose unit that had failed (compiled first) failed again, so that
-  // the other unit was never compiled (compile_build.cc: UnitOrder).
+  // Compiles saved because the other unit of their tier failed in a way that settles it
+  // (compile_build.cc): never started in a tier after a failed one, whose failed unit (compiled
+  // first) failed again or ran out of its budget (UnitOrder), or stopped where both compiled at
+  // once (compile_together).
   std::uint64_t units_not_compiled() const { return units_not_compiled_.load(); }
 
  private:
@@ -213,6 +218,10 @@ class Compiler {
   // The limits every compiler process runs in, as `uid` (-1: as this process's).
   SandboxSpec compiler_sandbox(int uid) const;
   std::string module_file(const std::string& hash, const std::string& name) const;
+  // The names the full headers could declare (header_names.h), read once per toolchain and
+  // process by the first build whose compile error asks; none where they could not be listed
+  // completely (then no error is decided by them).
+  const HeaderNames* header_names();
   // Before a build: room on the cache's disk (options.cache_min_free_mb); an error when there is
   // none even after evicting.
   Status make_room();
@@ -238,6 +247,8 @@ class Compiler {
   std::set<std::string> aten_operators_;    // per_operator_headers() of the toolchain
   std::vector<std::string> binding_flags_;  // the binding compile's flags shared by all builds
   std::unique_ptr<BindingPch> binding_pch_;
+  std::once_flag header_names_once_;
+  std::shared_ptr<const HeaderNames> header_names_;
   MemoryBudget memory_;
   std::vector<std::string> public_include_roots_;  // CompileLogPolicy::public_roots
 };

@@ -6,7 +6,8 @@
 //   its diagnostics show the candidate's own error, compile_diagnostics.h; a timeout, the memory
 //   or a crash ends the build: compile_limits.h); after a failed split build the full headers
 //   alone; a tier after a failed one compiles the unit that failed first, and the other only
-//   if it compiles -> link ->
+//   if it compiles; where both compile at once, a failure that settles the tier stops the
+//   other -> link ->
 //   the size limit (compile_cache.h) -> hand the folder to the worker's uid and rename it into the
 //   cache (after which the worker evicts what is over the cache's budget).
 //
@@ -16,12 +17,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <tuple>
 
 #include "common/log.h"
 #include "common/remove_tree.h"
@@ -292,6 +295,60 @@ class Compiler::Build {
   // "The learning experiment on the H100").
   enum class UnitOrder { kTogether, kKernelsFirst, kBindingFirst };
 
+  // Whether a compiler's failed run settles its tier, so that the other compiler's result would
+  // not be read: a timeout, the memory or a crash (the build ends), any error where no heavier
+  // tier follows (`decide` none), or a plain error the diagnostics read as the candidate's own.
+  bool settles_tier(const SandboxResult& r, bool binding,
+                    const std::optional<DiagnosticsScope>& decide) const {
+    if (r.succeeded()) return false;
+    if (!classify_compiler_failure(r).plain_error || !decide) return true;
+    return read_compile_errors(r.stderr_text + r.stdout_text, ext_, *decide,
+                               binding ? DiagnosticsCompiler::kHostCxx : DiagnosticsCompiler::kNvcc,
+                               c_.header_names())
+        .own_error;
+  }
+
+  // Both compilers at once. The first to fail in a way that settles the tier stops the other: in
+  // an RL step most failing builds are the candidate's own errors, which nvcc reports in a second
+  // or two while the binding still compiles torch's headers. A compiler stopped so comes back as
+  // none (not run); one that ended before the stop keeps its result.
+  void compile_together(const SandboxSpec& nvcc_spec, const SandboxSpec& cxx_spec,
+                        const std::optional<DiagnosticsScope>& decide,
+                        std::optional<Result<SandboxResult>>* nvcc_run,
+                        std::optional<Result<SandboxResult>>* cxx_run) {
+    Result<std::unique_ptr<SandboxProcess>> nvcc = SandboxProcess::start(nvcc_spec);
+    Result<std::unique_ptr<SandboxProcess>> cxx = SandboxProcess::start(cxx_spec);
+    if (!nvcc.ok() || !cxx.ok()) {  // the worker's own problem: the build ends as ours
+      if (!nvcc.ok()) *nvcc_run = nvcc.status();
+      if (!cxx.ok()) *cxx_run = cxx.status();
+      return;
+    }
+    std::atomic<bool> nvcc_stopped{false}, cxx_stopped{false};
+    auto wait_for = [&](SandboxProcess& self, double timeout, bool binding, SandboxProcess& other,
+                        std::atomic<bool>& other_stopped) {
+      SandboxResult r = self.wait(timeout);
+      if (settles_tier(r, binding, decide)) {
+        other_stopped = true;
+        other.kill_now();
+      }
+      return r;
+    };
+    auto cxx_future = std::async(std::launch::async, [&] {
+      return wait_for(**cxx, cxx_spec.timeout_seconds, true, **nvcc, nvcc_stopped);
+    });
+    SandboxResult nvcc_result =
+        wait_for(**nvcc, nvcc_spec.timeout_seconds, false, **cxx, cxx_stopped);
+    SandboxResult cxx_result = cxx_future.get();
+    for (auto [stopped, result, run] : {std::tuple{&nvcc_stopped, &nvcc_result, nvcc_run},
+                                        std::tuple{&cxx_stopped, &cxx_result, cxx_run}}) {
+      if (*stopped && result->signal == SIGKILL && !result->timed_out) {
+        ++c_.units_not_compiled_;
+      } else {
+        *run = std::move(*result);
+      }
+    }
+  }
+
   // Both translation units with one header set (or split: the kernels without torch, the host
   // code in the binding file), compiled in `order`. With `binding_only` only the binding file
   // compiles. An error result is the first failure, ready to return (a plain error that
@@ -324,9 +381,7 @@ class Compiler::Build {
     if (binding_only) {
       cxx_run = run_sandboxed(cxx_spec);
     } else if (order == UnitOrder::kTogether) {
-      auto cxx_future = std::async(std::launch::async, [&] { return run_sandboxed(cxx_spec); });
-      nvcc_run = run_sandboxed(nvcc_spec);
-      cxx_run = cxx_future.get();
+      compile_together(nvcc_spec, cxx_spec, decide, &nvcc_run, &cxx_run);
     } else {
       const bool kernels_first = order == UnitOrder::kKernelsFirst;
       std::optional<Result<SandboxResult>>& first = kernels_first ? nvcc_run : cxx_run;
@@ -363,7 +418,8 @@ class Compiler::Build {
       const SandboxResult& r = run->value();
       const CompileErrorReading reading = read_compile_errors(
           r.stderr_text + r.stdout_text, ext_, *decide,
-          run == binding_run ? DiagnosticsCompiler::kHostCxx : DiagnosticsCompiler::kNvcc);
+          run == binding_run ? DiagnosticsCompiler::kHostCxx : DiagnosticsCompiler::kNvcc,
+          c_.header_names());
       DICE_LOG(Debug) << "compile error read" << kv("hash", hash_) << kv("tier", tier)
                       << kv("compiler", run == binding_run ? "c++" : "nvcc")
                       << kv("own_error", reading.own_error) << kv("why", reading.why);

@@ -98,10 +98,12 @@ std::string class_name(std::string type) {
 // under-approximations both only move a verdict towards "retry", see own_name()).
 struct CandidateText {
   std::vector<std::string> cuda_lines, cpp_lines;
-  std::set<std::string> declared;  // functions, variables, parameters, types, namespaces, macros
-  std::set<std::string> classes;   // struct/class/union names it defines (a body or a base list)
-  std::set<std::string> macros;    // #define'd names
-  std::string unsafe;              // why no error may decide here; empty if none
+  std::set<std::string> declared;     // functions, variables, parameters, types, namespaces, macros
+  std::set<std::string> classes;      // struct/class/union names it defines (a body or a base list)
+  std::set<std::string> macros;       // #define'd names
+  std::vector<std::string> includes;  // what its #includes spell: "torch/extension.h", "vector"
+  bool pastes = false;                // a #define of its pastes tokens (##)
+  std::string unsafe;                 // why no error may decide here; empty if none
 
   const std::vector<std::string>* lines(const std::string& file) const {
     if (file == kCudaFile) return &cuda_lines;
@@ -152,7 +154,11 @@ void collect_declarations(const std::string& source, CandidateText* text) {
       "auto", "const", "signed", "unsigned", "volatile", "__restrict__", "size_t", "half"};
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].kind == CudaToken::kDirective) {
+      static const std::regex kInclude(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+      std::smatch included;
+      if (std::regex_search(t[i].text, included, kInclude)) text->includes.push_back(included[1]);
       if (directive_name(t[i]) != "define") continue;
+      if (t[i].text.find("##") != std::string::npos) text->pastes = true;
       static const std::regex kDefine(R"(^\s*#\s*define\s+([A-Za-z_]\w*))");
       std::smatch m;
       if (std::regex_search(t[i].text, m, kDefine)) {
@@ -511,6 +517,37 @@ std::string split_safe_class(const Diagnostic& e) {
   return "";
 }
 
+// The name an "undeclared" error is about (nvcc: identifier "x" is undefined; gcc: 'x' was not
+// declared in this scope, does not name a type, has not been declared), or empty.
+std::string undeclared_name(const std::string& m) {
+  if (starts_with(m, "identifier \"") && contains(m, "\" is undefined")) {
+    const std::vector<std::string> edg = quoted(m, '"');
+    return edg.empty() ? "" : edg[0];
+  }
+  if (starts_with(m, "'") &&
+      (contains(m, "' was not declared in this scope") || contains(m, "' does not name a type") ||
+       contains(m, "' has not been declared"))) {
+    const std::vector<std::string> gcc = quoted(m, '\'');
+    return gcc.empty() ? "" : gcc[0];
+  }
+  return "";
+}
+
+// An undeclared name that no header of the full tier spells (header_names.h), or empty. In the
+// split tier the candidate must not declare it either: the split may have put its declaration in
+// the other file.
+std::string unknown_name_class(const Diagnostic& e, const CandidateText& text,
+                               DiagnosticsScope scope, const HeaderNames* names) {
+  if (names == nullptr || text.pastes) return "";
+  for (const auto& header : text.includes) {
+    if (!names->has_header(header)) return "";
+  }
+  const std::string name = undeclared_name(e.message);
+  if (name.empty() || contains(name, "::") || names->may_declare(name)) return "";
+  if (scope == DiagnosticsScope::kSplit && text.declared.count(name) != 0) return "";
+  return "unknown name " + name + " (no header spells it)";
+}
+
 // The class of an error that is the candidate's own in the headers scope, or empty.
 std::string own_error_class(const Diagnostic& e, const CandidateText& text) {
   if (std::string kind = split_safe_class(e); !kind.empty()) return kind;
@@ -525,13 +562,8 @@ std::string own_error_class(const Diagnostic& e, const CandidateText& text) {
     return !contains(name, "::") && !contains(name, "<") && text.classes.count(name) != 0;
   };
   // Undeclared names.
-  if (starts_with(m, "identifier \"") && contains(m, "\" is undefined") && !edg.empty() &&
-      own_name(edg[0]))
-    return "own name " + edg[0] + " undeclared";
-  if ((contains(m, "' was not declared in this scope") || contains(m, "' does not name a type") ||
-       contains(m, "' has not been declared")) &&
-      starts_with(m, "'") && !gcc.empty() && own_name(gcc[0]))
-    return "own name " + gcc[0] + " undeclared";
+  if (const std::string name = undeclared_name(m); !name.empty() && own_name(name))
+    return "own name " + name + " undeclared";
   // Members.
   if ((starts_with(m, "class \"") || starts_with(m, "struct \"") || starts_with(m, "union \"")) &&
       contains(m, "\" has no member \"") && !edg.empty() && own_class(edg[0]))
@@ -577,7 +609,8 @@ std::string own_error_class(const Diagnostic& e, const CandidateText& text) {
 }  // namespace
 
 CompileErrorReading read_compile_errors(const std::string& output, const ExtensionSources& ext,
-                                        DiagnosticsScope scope, DiagnosticsCompiler compiler) {
+                                        DiagnosticsScope scope, DiagnosticsCompiler compiler,
+                                        const HeaderNames* header_names) {
   // Brackets that do not pair up are the candidate's whatever the diagnostics say: most broken
   // RL answers look like `int threads = x128);`, whose first error is the undeclared name.
   for (const auto& [source, file] :
@@ -606,6 +639,7 @@ CompileErrorReading read_compile_errors(const std::string& output, const Extensi
       kind = "syntax error";
     } else {
       kind = scope == DiagnosticsScope::kHeaders ? own_error_class(e, text) : split_safe_class(e);
+      if (kind.empty()) kind = unknown_name_class(e, text, scope, header_names);
     }
     if (kind.empty()) return {false, "not known to be the candidate's own: " + e.message};
     if (why.empty()) why = kind + " at " + where;

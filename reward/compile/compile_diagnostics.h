@@ -25,13 +25,19 @@
 //                in a non-void one)
 //   incomplete   a class the candidate declares and never defines
 //   missing file an #include of the candidate's that names no file (the tiers share their paths)
+//   unknown name an unqualified undeclared name that no header of the full tier spells at all
+//                (header_names.h), in the split tier only one the candidate does not declare
+//                either (the split may have put its declaration in the other file); not where an
+//                #include of the candidate's names a header that was not read, nor where a
+//                #define of its pastes tokens (##: a pasted name is spelled nowhere)
 //
 // Everything else retries: names from torch, ATen, c10, pybind11 or std (qualified or not,
 // unless the candidate declares them), errors inside headers, errors the compiler names no
 // place for (ptxas, the driver), ambiguous overloads, anything not listed. In the split tier
-// only syntax errors, redefinitions and members of built-in types decide: the split itself may
-// have put a declaration on the wrong side (split_sources.h), so there a missing name, member or
-// overload may be the split's fault, while it never writes a definition twice into one file; and
+// only syntax errors, redefinitions, members of built-in types and unknown names decide: the
+// split itself may have put a declaration on the wrong side (split_sources.h), so there a
+// missing name of the candidate's, a member or an overload may be the split's fault, while it
+// never writes a definition twice into one file; and
 // a syntax error on a line where the split wrote text of its own (a launch it rewrote, a
 // kernel's first line, where its stubs go) retries too, unless it is before the stub's call.
 //
@@ -44,6 +50,7 @@
 #include <string>
 
 #include "reward/compile/binding.h"
+#include "reward/compile/header_names.h"
 
 namespace dice {
 
@@ -62,8 +69,10 @@ struct CompileErrorReading {
   std::string why;         // what decided: "syntax error at cuda_sources:8", or why it retries
 };
 
-// Reads a failed compile's output (stderr and stdout) for `ext`'s sources.
+// Reads a failed compile's output (stderr and stdout) for `ext`'s sources. Without
+// `header_names` no unknown name decides.
 CompileErrorReading read_compile_errors(const std::string& output, const ExtensionSources& ext,
-                                        DiagnosticsScope scope, DiagnosticsCompiler compiler);
+                                        DiagnosticsScope scope, DiagnosticsCompiler compiler,
+                                        const HeaderNames* header_names = nullptr);
 
 }  // namespace dice

@@ -5,7 +5,12 @@
 // those compilers printed for kCompiled (or the source named beside it), pasted unchanged.
 #include "reward/compile/compile_diagnostics.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
+
+#include "tests/support/temp_dir.h"
 
 namespace dice {
 namespace {
@@ -453,6 +458,50 @@ TEST(CompileDiagnosticsTest, OwnNamesAreTheDeclaredOnes) {
   EXPECT_FALSE(gxx_slim("cpp_sources:2:1: error: 'torch' has not been declared\n",
                         "using namespace torch;\ntorch::Tensor f();\n")
                    .own_error);
+}
+
+// An undeclared name that no header of the full tier spells (header_names.h) decides in either
+// tier, as the RL answers' `vfloat`, `FINITY` or `tanv` (here `expm1ff`). A name some header
+// spells, one the candidate declares where the split may have moved it, an #include of a header
+// that was not read and a pasting macro keep the retry; so does a reading without the names.
+TEST(CompileDiagnosticsTest, UnknownNamesDecideWhereNoHeaderSpellsThem) {
+  testing_util::TempDir dir("dice-diagnostics-names");
+  std::filesystem::create_directories(dir.sub("include/torch"));
+  std::ofstream(dir.sub("include/torch/extension.h"))
+      << "namespace at { class Tensor; inline int numel_of(int idx) { return idx; } }\n";
+  std::ofstream(dir.sub("include/cuda_runtime.h")) << "int cudaGetLastError();\n";
+  const HeaderNames names = HeaderNames::read({dir.sub("include")}, {});
+  const std::string source =
+      "#include <torch/extension.h>\n"
+      "#include <cuda_runtime.h>\n"
+      "float host_scale = 2.f;\n"
+      "__global__ void k(float* y, int n) {\n"
+      "  int i = threadIdx.x;\n"
+      "  if (i < n) y[i] = expm1ff(y[i]) * host_scale + idx;\n"
+      "}\n";
+  auto read = [&](const std::string& name, DiagnosticsScope scope, const HeaderNames* with,
+                  const std::string& text) {
+    return read_compile_errors("cuda_sources(6): error: identifier \"" + name + "\" is undefined\n",
+                               cuda(text), scope, DiagnosticsCompiler::kNvcc, with);
+  };
+  for (DiagnosticsScope scope : {DiagnosticsScope::kHeaders, DiagnosticsScope::kSplit}) {
+    const CompileErrorReading unknown = read("expm1ff", scope, &names, source);
+    EXPECT_TRUE(unknown.own_error) << unknown.why;
+    EXPECT_NE(unknown.why.find("unknown name expm1ff"), std::string::npos) << unknown.why;
+    EXPECT_FALSE(read("expm1ff", scope, nullptr, source).own_error);
+    EXPECT_FALSE(read("idx", scope, &names, source).own_error);  // a header spells it
+    EXPECT_FALSE(read("expm1ff", scope, &names, "#include <cuda_fp16.h>\n" + source).own_error);
+    EXPECT_FALSE(read("expm1ff", scope, &names, "#define V(n) v##n\n" + source).own_error);
+  }
+  // Declared by the candidate: its own name in the headers tier (the text is unchanged there),
+  // perhaps the split's doing in the split tier.
+  EXPECT_TRUE(read("host_scale", DiagnosticsScope::kHeaders, &names, source).own_error);
+  EXPECT_FALSE(read("host_scale", DiagnosticsScope::kSplit, &names, source).own_error);
+  // g++'s spelling, in the binding file.
+  const CompileErrorReading gxx = read_compile_errors(
+      "cpp_sources:6:21: error: 'expm1ff' was not declared in this scope; did you mean 'expm1f'?\n",
+      cpp(source), DiagnosticsScope::kSplit, DiagnosticsCompiler::kHostCxx, &names);
+  EXPECT_TRUE(gxx.own_error) << gxx.why;
 }
 
 }  // namespace
