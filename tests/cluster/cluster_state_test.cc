@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/config/load.h"
+#include "common/remove_tree.h"
 #include "options/cluster_options.h"
 
 namespace dice::cluster {
@@ -78,7 +79,7 @@ TEST(ClusterStateTest, RoundTripsEveryField) {
   EXPECT_EQ(s.last_exit, "killed by signal 9");
   EXPECT_EQ(read->services[1].state, ServiceRunState::kFailed);
   EXPECT_EQ(read->services[1].last_exit, "");
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(ClusterStateTest, RoundTripsAnSshRunsRemoteTargets) {
@@ -97,7 +98,7 @@ TEST(ClusterStateTest, RoundTripsAnSshRunsRemoteTargets) {
   EXPECT_EQ(read->services[0].remote_pid, 0);
   EXPECT_TRUE(read->services[1].ssh.empty());
   EXPECT_EQ(read->services[1].pid_file, "");
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(ClusterStateTest, RoundTripsASlurmRunAndReadsAFileWithoutBackendAsLocal) {
@@ -138,7 +139,7 @@ TEST(ClusterStateTest, RoundTripsASlurmRunAndReadsAFileWithoutBackendAsLocal) {
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find("unknown backend 'kubernetes'"), std::string::npos)
       << read.status().message();
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(ClusterStateTest, RewriteReplacesTheWholeFile) {
@@ -152,7 +153,7 @@ TEST(ClusterStateTest, RewriteReplacesTheWholeFile) {
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->run_id, "r8");
   EXPECT_EQ(read->services.size(), 1u);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(ClusterStateTest, MissingFileIsNotFoundNamingIt) {
@@ -161,7 +162,7 @@ TEST(ClusterStateTest, MissingFileIsNotFoundNamingIt) {
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), StatusCode::kNotFound);
   EXPECT_NE(read.status().message().find(dir + "/state.yaml"), std::string::npos);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(ClusterStateTest, DamagedFileIsCorruptionNamingIt) {
@@ -183,7 +184,7 @@ TEST(ClusterStateTest, DamagedFileIsCorruptionNamingIt) {
   read = read_state_file(dir);
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), StatusCode::kCorruption);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(LocalOptionsTest, RejectsExecutablesForUnknownRolesAndABackwardBackoff) {

@@ -10,6 +10,7 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
+#include "common/remove_tree.h"
 #include "tests/cluster/cli_test_support.h"
 #include "tests/support/free_port.h"
 #include "tests/support/http_get.h"
@@ -41,7 +42,7 @@ class DiceClusterTest : public ::testing::Test {
     // Leave nothing behind even when a test failed half-way.
     if (std::filesystem::exists(state_dir_ + "/state.yaml")) (void)down();
     for (pid_t pid : processes_with_token(token_)) kill(pid, SIGKILL);
-    std::filesystem::remove_all(dir_);
+    EXPECT_TRUE(remove_tree(dir_).ok());
   }
 
   std::vector<std::string> up_args(const std::string& reward_exe,

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "cluster/process.h"
+#include "common/remove_tree.h"
 #include "tests/cluster/cli_test_support.h"
 
 namespace dice::cluster {
@@ -87,7 +88,7 @@ class RemoteShell {
 class RemoteScriptTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = cli_test::make_temp_dir("dice_remote"); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   // A service spec running `/bin/sh -c script` on GPUs `gpus`.
   static ServiceSpec shell_service(const std::string& script, std::vector<int> gpus = {}) {

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/remove_tree.h"
+
 namespace dice::cluster {
 namespace {
 
@@ -34,7 +36,7 @@ class ServicePlanTest : public ::testing::Test {
     }
     options_.local.bin_dir = dir_ + "/bin";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   std::string dir_;
   ClusterOptions options_;

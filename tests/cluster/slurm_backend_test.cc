@@ -15,6 +15,7 @@
 #include "cluster/cluster_state.h"
 #include "cluster/command.h"
 #include "cluster/slurm_query.h"
+#include "common/remove_tree.h"
 #include "tests/cluster/cli_test_support.h"
 #include "tests/support/free_port.h"
 #include "tests/support/http_get.h"
@@ -76,7 +77,7 @@ class SlurmBackendTest : public ::testing::Test {
     std::string command = "bash " + cli_test::quote(kSlurmScript) + " stop " +
                           cli_test::quote(slurm_dir_ + "/slurm") + " >/dev/null 2>&1";
     (void)std::system(command.c_str());
-    std::filesystem::remove_all(slurm_dir_);
+    EXPECT_TRUE(remove_tree(slurm_dir_).ok());
   }
 
   void SetUp() override {
@@ -92,7 +93,7 @@ class SlurmBackendTest : public ::testing::Test {
     // Leave no job and no process behind even when the test failed half-way.
     if (std::filesystem::exists(state_dir_ + "/state.yaml")) (void)down();
     for (pid_t pid : processes_with_token(token_)) kill(pid, SIGKILL);
-    std::filesystem::remove_all(dir_);
+    EXPECT_TRUE(remove_tree(dir_).ok());
   }
 
   // Fresh ports, so a local-backend test running beside this one cannot collide with it.

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/remove_tree.h"
+
 namespace dice::cluster {
 namespace {
 
@@ -64,7 +66,7 @@ TEST(SlurmQueryTest, StepFileReadsAndABadOneIsCorruptionNamingTheLine) {
   EXPECT_EQ(bad.code(), StatusCode::kCorruption);
   EXPECT_NE(bad.message().find(dir + "/bad:2: restarts 'many'"), std::string::npos)
       << bad.message();
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "cluster/remote_commands.h"
 #include "cluster/slurm_query.h"
+#include "common/remove_tree.h"
 
 namespace dice::cluster {
 namespace {
@@ -130,7 +131,7 @@ TEST(SlurmScriptTest, OneJobOverTheNodesAndOneRestartedStepPerService) {
   std::string dir = make_temp_dir();
   std::ofstream(dir + "/job.sbatch") << script;
   EXPECT_EQ(std::system(("bash -n " + shell_quote(dir + "/job.sbatch")).c_str()), 0);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // Runs the script with bash and an srun test double first on PATH: the services are /bin/true
@@ -161,7 +162,7 @@ TEST(SlurmScriptTest, RestartsAFailingStepWithBackoffThenGivesUpAndRecordsEachSt
   EXPECT_NE(log.find("(restarts so far: 2)"), std::string::npos) << log;
   EXPECT_EQ(log.find("(restarts so far: 3)"), std::string::npos) << log;
   EXPECT_NE(log.find("giving up on reward-0 after 2 restarts (exit 1)"), std::string::npos) << log;
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // The only reward service gives up: the script stops the rest of the run (the learner here would
@@ -184,7 +185,7 @@ TEST(SlurmScriptTest, ARoleWithoutServicesStopsTheRun) {
   EXPECT_NE(reason.find("no reward service left: reward-0 gave up (exit 1); its log: "),
             std::string::npos)
       << reason;
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // After a run whose only reward service gave up: reward-0 failed after `restarts` restarts with
@@ -223,7 +224,7 @@ TEST(SlurmScriptTest, ExitStatusTwoIsNotRestartedAndStopsTheRun) {
                         state_dir + "/logs/reward-0.log"),
             std::string::npos)
       << reason;
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // Exit 3 (no disk space) is not restarted either: each restart would redo a step and fill the
@@ -274,7 +275,7 @@ TEST(SlurmScriptTest, ExitStatusFourIsNotRestartedAndNamesTheDevice) {
             std::string::npos)
       << reason;
   EXPECT_EQ(reason.find("disk"), std::string::npos) << reason;
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // A failure that recurs slower than the rate limit (here: a window no restart leaves) is still
@@ -298,7 +299,7 @@ TEST(SlurmScriptTest, RestartsAreCappedPerRun) {
                         "this run (cluster.local.max_restarts_per_run))"),
             std::string::npos)
       << reason;
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // dice-dash beside a learner that finishes: once the learner's loop ends the script stops the
@@ -321,7 +322,7 @@ TEST(SlurmScriptTest, TheDashboardIsStoppedWhenTheRunEnds) {
   EXPECT_EQ(learner.state, ServiceRunState::kExited);
   ASSERT_TRUE(read_step_file(state_dir + "/steps/dash-0", &dash).ok());
   EXPECT_EQ(dash.state, ServiceRunState::kStopped);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // A dashboard that gives up is not a role the run needs: the learner runs on to its end.
@@ -341,7 +342,7 @@ TEST(SlurmScriptTest, ADashboardThatGivesUpDoesNotStopTheRun) {
   EXPECT_EQ(learner.state, ServiceRunState::kExited);
   EXPECT_EQ(learner.last_exit, "exit 0");
   EXPECT_FALSE(std::filesystem::exists(state_dir + "/steps/.stop_reason"));
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 }  // namespace

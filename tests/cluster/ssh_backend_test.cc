@@ -18,6 +18,7 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/process.h"
+#include "common/remove_tree.h"
 #include "tests/cluster/cli_test_support.h"
 #include "tests/support/free_port.h"
 #include "tests/support/http_get.h"
@@ -109,7 +110,7 @@ class SshBackendTest : public ::testing::Test {
       kill(sshd_pid_, SIGTERM);
       waitpid(sshd_pid_, nullptr, 0);
     }
-    std::filesystem::remove_all(dir_);
+    EXPECT_TRUE(remove_tree(dir_).ok());
   }
 
   std::vector<std::string> ssh_args() const {

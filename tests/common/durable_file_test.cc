@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/remove_tree.h"
 #include "tests/common/recording_file_system.h"
 
 namespace dice {
@@ -43,7 +44,7 @@ class DurableFileTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   DurableWriteOptions recorded(mode_t mode = 0644) {
     DurableWriteOptions options;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "common/remove_tree.h"
+
 namespace {
 
 const std::string kSource = DICE_SOURCE_DIR;
@@ -39,7 +41,7 @@ class TempDir {
     char pattern[] = "/tmp/dice_config_cli_testXXXXXX";
     path_ = mkdtemp(pattern);
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  ~TempDir() { EXPECT_TRUE(dice::remove_tree(path_).ok()); }
   std::string write(const std::string& name, const std::string& text) const {
     std::string path = path_ + "/" + name;
     std::ofstream(path) << text;

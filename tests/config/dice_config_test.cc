@@ -15,6 +15,7 @@
 #include "common/config/encode.h"
 #include "common/config/load.h"
 #include "common/config/scalar_text.h"
+#include "common/remove_tree.h"
 
 namespace dice {
 namespace {
@@ -31,7 +32,7 @@ class TempDir {
     char pattern[] = "/tmp/dice_config_testXXXXXX";
     path_ = mkdtemp(pattern);
   }
-  ~TempDir() { fs::remove_all(path_); }
+  ~TempDir() { EXPECT_TRUE(remove_tree(path_).ok()); }
   std::string write(const std::string& name, const std::string& text) const {
     std::string path = path_ + "/" + name;
     std::ofstream(path) << text;

@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/remove_tree.h"
 #include "reward/sandbox/sandbox.h"
 
 namespace dice::adversarial {
@@ -110,8 +111,7 @@ std::vector<std::string> marked_files(const std::string& mark) {
 
 void remove_files(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
-    std::error_code ec;
-    fs::remove_all(p, ec);
+    remove_tree(p).ignore();
   }
 }
 

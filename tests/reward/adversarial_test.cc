@@ -24,6 +24,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/remove_tree.h"
 #include "options/reward_options.h"
 #include "reward/evaluate/evaluator.h"
 #include "reward/static_check.h"
@@ -149,8 +150,7 @@ class AdversarialCpuTest : public ::testing::Test {
   void TearDown() override {
     other_candidate_.reset();
     if (listeners_ != nullptr && listeners_->error().empty()) {
-      std::error_code ec;
-      fs::remove_all(kFakeCompileCache, ec);
+      remove_tree(kFakeCompileCache).ignore();
     }
   }
 

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/remove_tree.h"
+
 namespace dice {
 namespace {
 
@@ -120,7 +122,7 @@ TEST(BindingTest, PerOperatorHeadersAreReadFromTheIncludeDirs) {
   }
   EXPECT_EQ(per_operator_headers({dir.string(), "/nonexistent"}),
             (std::set<std::string>{"empty", "zeros_like"}));
-  fs::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 // kAten's binding: ATen and torch's pybind11 casters instead of torch/types.h, with the names

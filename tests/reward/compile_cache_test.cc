@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/remove_tree.h"
+
 namespace dice {
 namespace {
 
@@ -47,10 +49,10 @@ class CompileCacheTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("dice-cache-test-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    ASSERT_TRUE(remove_tree(dir_).ok());
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   // A folder `name` holding one file of `mib` MiB, last used `hours_ago`.
   fs::path entry(const std::string& name, std::int64_t mib, double hours_ago) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/exit_codes.h"
+#include "common/remove_tree.h"
 
 namespace {
 
@@ -136,7 +137,7 @@ TEST(JudgeCliTest, DumpOnlyWritesTheVariantsWithoutAGpu) {
     "middle": "source = \"\"\"\n__global__ void k(float* o) { o[threadIdx.x] = 2.0f; }\n\"\"\"",
     "suffix": "\nclass ModelNew: pass\n"}])");
   const auto dir = std::filesystem::temp_directory_path() / "dice-judge-cli-dump";
-  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(dice::remove_tree(dir).ok());
   CliRun run = run_judge("--items " + items + " --variants broken --dump-only --dump-sources " +
                          dir.string());
   EXPECT_EQ(run.code, 0) << run.output;
@@ -152,7 +153,7 @@ TEST(JudgeCliTest, DumpOnlyWritesTheVariantsWithoutAGpu) {
   EXPECT_NE(all.find("\"variant\": \"store_off_by_one\""), std::string::npos) << all;
   EXPECT_TRUE(std::filesystem::exists(dir / "candidates" / "2.store_off_by_one.py"));
   EXPECT_EQ(run_judge("--items " + items + " --dump-only").code, 2);
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(dice::remove_tree(dir).ok());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/json/fields.h"
+#include "common/remove_tree.h"
 #include "reward/judge/judge.h"
 
 namespace dice {
@@ -87,7 +88,7 @@ TEST(JudgeItemsTest, DumpSourcesWritesManifestAndFiles) {
       R"([{"id": "a\"1", "pytorch_code": "ref a", "candidate": "import torch\n"}])", "items.json");
   ASSERT_TRUE(items.ok());
   const auto dir = std::filesystem::temp_directory_path() / "dice-judge-dump-test";
-  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(remove_tree(dir).ok());
   ASSERT_TRUE(dump_sources(items.value(), dir.string()).ok());
   std::ifstream manifest(dir / "manifest.jsonl");
   std::string line;
@@ -100,7 +101,7 @@ TEST(JudgeItemsTest, DumpSourcesWritesManifestAndFiles) {
   std::stringstream text;
   text << candidate.rdbuf();
   EXPECT_EQ(text.str(), "import torch\n");
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
 }
 
 TEST(JudgeProgressTest, EveryIntervalAndAtTheEnd) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/remove_tree.h"
 #include "reward/judge/judge.h"
 #include "reward/judge/judge_variants.h"
 
@@ -61,7 +62,7 @@ TEST(JudgeVariantsTest, NoKernelOrNoStoreGivesNoVariants) {
 // one python3 process for all of them.
 std::string python_rejects(const std::vector<std::string>& sources) {
   const auto dir = std::filesystem::temp_directory_path() / "dice-judge-variants-parse";
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
   std::filesystem::create_directories(dir);
   for (size_t i = 0; i < sources.size(); ++i) {
     std::ofstream(dir / (std::to_string(i) + ".py"), std::ios::binary) << sources[i];
@@ -75,7 +76,7 @@ std::string python_rejects(const std::vector<std::string>& sources) {
   char buffer[512];
   while (pipe && fgets(buffer, sizeof buffer, pipe)) output += buffer;
   const int status = pipe ? pclose(pipe) : -1;
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(remove_tree(dir).ok());
   return status == 0 ? output : "python3 failed: " + output;
 }
 

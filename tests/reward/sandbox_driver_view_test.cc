@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/remove_tree.h"
+
 namespace dice {
 namespace {
 
@@ -56,10 +58,7 @@ struct TempDir {
     EXPECT_NE(mkdtemp(templ.data()), nullptr);
     path = templ;
   }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+  ~TempDir() { remove_tree(path).ignore(); }
   std::string path;
 };
 

@@ -21,6 +21,7 @@
 #include "reward/sandbox/sandbox.h"
 #include "reward/sandbox/sandbox_cgroup.h"
 
+#include "common/remove_tree.h"
 #include "tests/reward/sandbox_test_util.h"
 
 #include <gtest/gtest.h>
@@ -51,10 +52,7 @@ struct HostDir {
     path = templ;
     chmod(path.c_str(), 0777);  // as reachable as a host folder can be
   }
-  ~HostDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+  ~HostDir() { remove_tree(path).ignore(); }
   std::string path;
 };
 

@@ -22,6 +22,7 @@
 #include "reward/pipeline.h"
 #include "reward/sandbox/sandbox_netns.h"
 
+#include "common/remove_tree.h"
 #include "tests/reward/sandbox_test_util.h"
 
 #include <gtest/gtest.h>
@@ -279,7 +280,7 @@ TEST(SandboxTest, ConcurrentRunsGetDifferentNetworkNamespaces) {
     });
   }
   for (auto& t : threads) t.join();
-  std::filesystem::remove_all(meet);
+  EXPECT_TRUE(remove_tree(meet).ok());
   std::set<std::string> namespaces;
   for (const SandboxResult& r : results) {
     ASSERT_TRUE(r.succeeded()) << r.stderr_text;

@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include "common/remove_tree.h"
 #include "tests/support/child_process.h"
 
 namespace dice {
@@ -131,7 +132,7 @@ class SandboxWorkerDeathTest : public ::testing::Test {
   void TearDown() override {
     worker_.reset();
     for (pid_t pid : processes()) kill(pid, SIGKILL);  // a failed test's
-    fs::remove_all(dir_);
+    EXPECT_TRUE(remove_tree(dir_).ok());
   }
 
   // Starts the worker double with `code` (marked) and waits until its run is ready: the run's pid.

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/remove_tree.h"
 #include "rewardlog/reader.h"
 #include "rewardlog/writer.h"
 #include "tests/rewardlog/rewardlog_test_util.h"
@@ -248,7 +249,7 @@ TEST(RewardLogTest, ACatchUpAfterTheLogWasReplacedSaysSo) {
   auto reader = open_reader(dir.sub("log"));
   ASSERT_NE(reader, nullptr);
   ASSERT_TRUE(reader->catch_up().ok());
-  std::filesystem::remove_all(dir.sub("log"));
+  ASSERT_TRUE(remove_tree(dir.sub("log")).ok());
   {
     auto writer = open_writer(dir.sub("log"));
     ASSERT_NE(writer, nullptr);

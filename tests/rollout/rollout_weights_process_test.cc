@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/remove_tree.h"
 #include "model/checkpoint/weights_checksum.h"
 #include "model/weights.h"
 #include "net/transport/work_dispatcher.h"
@@ -89,7 +90,9 @@ class RolloutWeightsProcessTest : public ::testing::Test {
   void TearDown() override {
     worker_.reset();
     if (dispatcher_) dispatcher_->close();
-    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
+    if (!dir_.empty() && !HasFailure()) {
+      EXPECT_TRUE(remove_tree(dir_).ok());
+    }
   }
 
   void run_ok(const std::string& command) {

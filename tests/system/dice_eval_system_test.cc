@@ -28,6 +28,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/remove_tree.h"
 #include "rewardlog/reader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/free_port.h"
@@ -84,7 +85,9 @@ class DiceEvalSystemTest : public ::testing::Test {
     for (const auto& state : fs::directory_iterator(dir_ / "out/cluster", ec)) {
       run(std::string(DICE_CLUSTER_EXE) + " down --state-dir " + state.path().string());
     }
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure()) {
+      EXPECT_TRUE(remove_tree(dir_).ok());
+    }
   }
 
   // The toy model, its tokenizer pruned to the fixture problems and the prompt templates.

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/remove_tree.h"
 #include "rewardlog/reader.h"
 #include "tests/support/free_port.h"
 #include "tests/support/shell_command.h"
@@ -37,7 +38,9 @@ class ToySystemTest : public ::testing::Test {
   void TearDown() override {
     if (dir_.empty()) return;
     run_command(std::string(DICE_CLUSTER_EXE) + " down --state-dir " + (dir_ / "state").string());
-    if (!HasFailure()) std::filesystem::remove_all(dir_);
+    if (!HasFailure()) {
+      EXPECT_TRUE(remove_tree(dir_).ok());
+    }
   }
 
   std::filesystem::path fixtures() const {

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/remove_tree.h"
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/unicode.h"
@@ -71,8 +72,7 @@ class TempDir {
     path_ = mkdtemp(pattern.data()) ? fs::path(pattern) : fs::path();
   }
   ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
+    if (!path_.empty()) remove_tree(path_).ignore();
   }
   const fs::path& path() const { return path_; }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/remove_tree.h"
 #include "tests/tools/dice_dash_test_util.h"
 
 namespace dice::dash {
@@ -49,7 +50,7 @@ TEST(DiceDashLogSetTest, AReaderThatCannotCatchUpIsOpenedAgain) {
   LogSet logs({path}, std::chrono::milliseconds(0));
   ASSERT_EQ(run_ids(logs.view(0)), std::vector<std::string>{"run-a"});
   // The log is replaced by another one at the same path.
-  std::filesystem::remove_all(path);
+  ASSERT_TRUE(remove_tree(path).ok());
   write_log(path, "run-b");
   std::vector<std::string> seen;
   for (int i = 0; i < 10 && seen != std::vector<std::string>{"run-b"}; ++i) {

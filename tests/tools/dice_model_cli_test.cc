@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/remove_tree.h"
 #include "tests/support/shell_command.h"
 #include "tests/support/small_tmpfs.h"
 
@@ -30,10 +31,7 @@ class DiceModelTokenizerCliTest : public ::testing::Test {
     std::ofstream(dir_ / "corpus" / "tasks.json")
         << R"([{"text": "def forward(self, x):\n    return torch.relu(x) + 1"}])";
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { dice::remove_tree(dir_).ignore(); }
   dice::testing_util::CommandResult prune_into(const fs::path& out) const {
     return run_command(std::string(DICE_MODEL_EXE) + " tokenizer --source " + kQwenTokenizer +
                        " --corpus " + (dir_ / "corpus").string() + " --out " + out.string());

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <set>
 
+#include "common/remove_tree.h"
+
 namespace dice {
 namespace {
 
@@ -29,7 +31,7 @@ class TaskLoaderTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
   std::string write(const std::string& name, const std::string& text) {
     const fs::path path = dir_ / name;
     std::ofstream(path) << text;

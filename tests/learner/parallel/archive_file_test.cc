@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "common/disk_space.h"
+#include "common/remove_tree.h"
 
 namespace dice {
 namespace {
@@ -56,11 +57,11 @@ class ArchiveFileTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("dice_archive_file_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    ASSERT_TRUE(remove_tree(dir_).ok());
     fs::create_directories(dir_);
     archive_.write("weights", at::arange(1 << 16, at::kFloat));  // 256 KiB of data
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   fs::path dir_;
   torch::serialize::OutputArchive archive_;

@@ -13,6 +13,7 @@
 
 #include "common/disk_space.h"
 #include "common/durable_file.h"
+#include "common/remove_tree.h"
 #include "learner/resume/resume_plan.h"
 #include "learner/resume/resume_store.h"
 #include "learner/resume/run_position.h"
@@ -118,10 +119,10 @@ class ResumeStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("dice_resume_store_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
+    ASSERT_TRUE(remove_tree(dir_).ok());
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
   fs::path dir_;
 };
 

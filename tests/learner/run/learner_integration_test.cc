@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/disk_space.h"
+#include "common/remove_tree.h"
 #include "rewardlog/reader.h"
 #include "tests/support/child_process.h"
 #include "tests/support/free_port.h"
@@ -77,7 +78,7 @@ class LearnerIntegrationTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() /
            ("dice_learner_it_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    ASSERT_TRUE(remove_tree(dir_).ok());
     fs::create_directories(dir_);
     port_ = free_port();
     metrics_port_ = free_port();
@@ -92,7 +93,9 @@ class LearnerIntegrationTest : public ::testing::Test {
     ])";
   }
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure()) {
+      EXPECT_TRUE(remove_tree(dir_).ok());
+    }
   }
 
   // Writes the run's config; `steps` steps of 3 tasks x 2 samples in one phase, after the
@@ -751,8 +754,8 @@ TEST_F(LearnerIntegrationTest, AFullDiskEndsTheRunWithTheReasonAndKeepsTheLastRe
   const std::uint64_t resume = tree_bytes((measured / "resume").string());
   ASSERT_GT(checkpoint, 0u);
   ASSERT_GT(resume, checkpoint);
-  fs::remove_all(dir_ / "log");  // the same run id again, from the start
-  fs::remove_all(dir_ / "checkpoints");
+  ASSERT_TRUE(remove_tree(dir_ / "log").ok());  // the same run id again, from the start
+  ASSERT_TRUE(remove_tree(dir_ / "checkpoints").ok());
 
   // 64 KiB for the files' last pages: well under half a resume folder (~5 checkpoints' worth).
   const std::uint64_t room = 2 * checkpoint + resume + resume / 2 + 64 * 1024;
@@ -801,8 +804,8 @@ TEST_F(LearnerIntegrationTest, AFirstResumeFolderWhoseOptimizerStateWouldNotFitI
   const std::uint64_t optimizer = tree_bytes((measured / "resume" / "optimizer.pt").string());
   ASSERT_GT(checkpoint, 0u);
   ASSERT_GT(optimizer, checkpoint);
-  fs::remove_all(dir_ / "log");
-  fs::remove_all(dir_ / "checkpoints");
+  ASSERT_TRUE(remove_tree(dir_ / "log").ok());
+  ASSERT_TRUE(remove_tree(dir_ / "checkpoints").ok());
 
   const std::uint64_t room = 2 * checkpoint + optimizer / 2 + 64 * 1024;
   testing_util::SmallTmpfs disk(static_cast<int>(room / 1024));
@@ -861,8 +864,8 @@ TEST_F(LearnerIntegrationTest, ADiskThatFillsDuringTheOptimizerStateEndsTheRunNa
   const std::uint64_t room = (checked + optimizer) / 2 / 4096 * 4096;
   ASSERT_GE(room, checked);
   ASSERT_LT(room + 4096, optimizer) << "the archive is not enough larger than the check's bytes";
-  fs::remove_all(dir_ / "log");
-  fs::remove_all(dir_ / "checkpoints");
+  ASSERT_TRUE(remove_tree(dir_ / "log").ok());
+  ASSERT_TRUE(remove_tree(dir_ / "checkpoints").ok());
 
   testing_util::SmallTmpfs disk(static_cast<int>((checkpoint + weights + room) / 1024));
   if (!disk.mounted()) GTEST_SKIP() << disk.skip_reason();

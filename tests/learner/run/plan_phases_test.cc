@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/remove_tree.h"
 #include "learner/run/run_loop.h"
 
 namespace dice {
@@ -29,7 +30,7 @@ class PlanPhasesTest : public ::testing::Test {
         << "# a phase's own template\n---\nMINE {task_id}: {reference}\n";
     config_.curriculum.scheduling = TaskScheduling::kMixed;
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { EXPECT_TRUE(remove_tree(dir_).ok()); }
 
   CurriculumPhase phase(const std::string& name) const {
     CurriculumPhase p;
