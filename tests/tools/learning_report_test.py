@@ -271,6 +271,32 @@ class LearningReportTest(unittest.TestCase):
         self.assertIn("| eval-e2e | 2 |", text)
         self.assertNotIn("| eval-sft", text)
 
+    def test_the_stage_plot_has_each_stages_splits_with_their_intervals(self):
+        (sft, arm, _), tasks = self.experiment()
+        svg = os.path.join(self.dir.name, "stages.svg")
+        self.printed("--export", arm, "--baseline-export", sft, "--stage-plot", svg, *tasks)
+        import xml.etree.ElementTree as ET
+        root = ET.parse(svg).getroot()
+        points = {(c.get("data-run"), c.get("data-stage"), c.get("data-series")): c
+                  for c in root.iter("{http://www.w3.org/2000/svg}circle")
+                  if c.get("data-series")}
+        # The baseline's stage first (its repeat is the floor's, not a point), then the arm's.
+        self.assertEqual(sorted(points), sorted(
+            (run, stage, series) for run, stage in (("exp-sft", "eval-sft"),
+                                                    ("exp-rl-1", "eval-e2e"))
+            for series in ("pool e2e", "indist e2e", "ood e2e")))
+        for (run, stage, series), want in {("exp-sft", "eval-sft", "indist e2e"): 2 / 12,
+                                           ("exp-rl-1", "eval-e2e", "indist e2e"): 10 / 12,
+                                           ("exp-rl-1", "eval-e2e", "pool e2e"): 0.625}.items():
+            c = points[(run, stage, series)]
+            mean, lo, hi = (float(c.get(k)) for k in ("data-mean", "data-lo", "data-hi"))
+            self.assertAlmostEqual(mean, want, places=3)
+            self.assertLess(lo, mean)
+            self.assertLess(mean, hi)
+        # Higher is up: the arm's in-distribution point sits above the baseline's.
+        self.assertLess(float(points[("exp-rl-1", "eval-e2e", "indist e2e")].get("cy")),
+                        float(points[("exp-sft", "eval-sft", "indist e2e")].get("cy")))
+
     def test_a_control_with_the_baselines_answers_is_within_the_floor(self):
         (sft, _, control), tasks = self.experiment()
         text = self.printed("--export", control, "--baseline-export", sft, *tasks)
