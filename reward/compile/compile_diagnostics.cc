@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -103,7 +104,9 @@ struct CandidateText {
   std::set<std::string> macros;       // #define'd names
   std::vector<std::string> includes;  // what its #includes spell: "torch/extension.h", "vector"
   bool pastes = false;                // a #define of its pastes tokens (##)
-  std::string unsafe;                 // why no error may decide here; empty if none
+  std::map<std::string, int> spelled;  // how often each identifier occurs outside comments
+  bool tokenized = true;               // false: a source did not tokenize, nothing is counted
+  std::string unsafe;                  // why no error may decide here; empty if none
 
   const std::vector<std::string>* lines(const std::string& file) const {
     if (file == kCudaFile) return &cuda_lines;
@@ -145,8 +148,14 @@ bool declares_next(const std::string& word) {
 
 void collect_declarations(const std::string& source, CandidateText* text) {
   Result<std::vector<CudaToken>> tokenized = tokenize_cuda(source);
-  if (!tokenized.ok()) return;  // an unterminated literal: no names known, nothing own
+  if (!tokenized.ok()) {  // an unterminated literal: no names known, nothing own
+    text->tokenized = false;
+    return;
+  }
   const std::vector<CudaToken>& t = tokenized.value();
+  for (const CudaToken& token : t) {
+    if (token.kind == CudaToken::kIdentifier) ++text->spelled[token.text];
+  }
   auto ident = [&](size_t i) { return i < t.size() && t[i].kind == CudaToken::kIdentifier; };
   auto is = [&](size_t i, const char* s) { return i < t.size() && t[i].text == s; };
   static const std::set<std::string> kTypeWords = {
@@ -534,17 +543,23 @@ std::string undeclared_name(const std::string& m) {
 }
 
 // An undeclared name that no header of the full tier spells (header_names.h), or empty. In the
-// split tier the candidate must not declare it either: the split may have put its declaration in
-// the other file.
+// split tier the candidate must not declare it either, since the split may have put its
+// declaration in the other file: there the name must be spelled once in the candidate's sources
+// (at the use the error is about; a declaration would be a second), and not declared by
+// anything the reader sees.
 std::string unknown_name_class(const Diagnostic& e, const CandidateText& text,
                                DiagnosticsScope scope, const HeaderNames* names) {
-  if (names == nullptr || text.pastes) return "";
+  if (names == nullptr || text.pastes || !text.tokenized) return "";
   for (const auto& header : text.includes) {
     if (!names->has_header(header)) return "";
   }
   const std::string name = undeclared_name(e.message);
   if (name.empty() || contains(name, "::") || names->may_declare(name)) return "";
-  if (scope == DiagnosticsScope::kSplit && text.declared.count(name) != 0) return "";
+  if (scope == DiagnosticsScope::kSplit) {
+    const auto count = text.spelled.find(name);
+    if (text.declared.count(name) != 0 || (count != text.spelled.end() && count->second > 1))
+      return "";
+  }
   return "unknown name " + name + " (no header spells it)";
 }
 

@@ -26,8 +26,8 @@
 //   incomplete   a class the candidate declares and never defines
 //   missing file an #include of the candidate's that names no file (the tiers share their paths)
 //   unknown name an unqualified undeclared name that no header of the full tier spells at all
-//                (header_names.h), in the split tier only one the candidate does not declare
-//                either (the split may have put its declaration in the other file); not where an
+//                (header_names.h), in the split tier only one the candidate's sources spell once
+//                (the split may have put a declaration in the other file); not where an
 //                #include of the candidate's names a header that was not read, nor where a
 //                #define of its pastes tokens (##: a pasted name is spelled nowhere)
 //

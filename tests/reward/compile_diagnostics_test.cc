@@ -494,9 +494,17 @@ TEST(CompileDiagnosticsTest, UnknownNamesDecideWhereNoHeaderSpellsThem) {
     EXPECT_FALSE(read("expm1ff", scope, &names, "#define V(n) v##n\n" + source).own_error);
   }
   // Declared by the candidate: its own name in the headers tier (the text is unchanged there),
-  // perhaps the split's doing in the split tier.
+  // perhaps the split's doing in the split tier. So is a name spelled twice where the reader
+  // sees no declaration (`float a = 1.f, scale2 = 2.f;` declares scale2 behind a comma).
   EXPECT_TRUE(read("host_scale", DiagnosticsScope::kHeaders, &names, source).own_error);
   EXPECT_FALSE(read("host_scale", DiagnosticsScope::kSplit, &names, source).own_error);
+  const std::string twice = "float a = 1.f, scale2 = 2.f;\n" + source + "// scale2\n";
+  const std::string used_twice =
+      std::string(twice).replace(twice.find("host_scale + idx"), 16, "scale2 + idx");
+  EXPECT_TRUE(read("scale2", DiagnosticsScope::kHeaders, &names, used_twice).own_error);
+  EXPECT_FALSE(read("scale2", DiagnosticsScope::kSplit, &names, used_twice).own_error);
+  // A comment's mention is no second spelling.
+  EXPECT_TRUE(read("expm1ff", DiagnosticsScope::kSplit, &names, source + "// expm1ff\n").own_error);
   // g++'s spelling, in the binding file.
   const CompileErrorReading gxx = read_compile_errors(
       "cpp_sources:6:21: error: 'expm1ff' was not declared in this scope; did you mean 'expm1f'?\n",
