@@ -511,6 +511,10 @@ std::string split_safe_class(const Diagnostic& e) {
   const std::string& m = e.message;
   const std::vector<std::string> edg = quoted(m, '"');
   const std::vector<std::string> gcc = quoted(m, '\'');
+  // A number the lexer cannot read (`0..f`, `1.5.2`): no declaration changes how text lexes.
+  if (starts_with(m, "extra text after expected end of number") ||
+      starts_with(m, "too many decimal points in number"))
+    return "malformed number";
   if (starts_with(m, "expression must have") && contains(m, "but it has type \"") && !edg.empty() &&
       builtin_type(edg.back()))
     return "member of built-in type " + edg.back();

@@ -20,6 +20,7 @@
 //   own member   a member missing from a class the candidate declares, or asked of a built-in type
 //   arguments    too many or too few arguments to a function the candidate declares
 //   redefinition both definitions in the candidate's text
+//   number       a number the lexer cannot read (`0..f`): text lexes the same in every tier
 //   conversion   between built-in types only ("const float *" to "float *")
 //   return       gcc's "return-statement with a value, in function returning 'void'" (and no value
 //                in a non-void one)
@@ -34,12 +35,12 @@
 // Everything else retries: names from torch, ATen, c10, pybind11 or std (qualified or not,
 // unless the candidate declares them), errors inside headers, errors the compiler names no
 // place for (ptxas, the driver), ambiguous overloads, anything not listed. In the split tier
-// only syntax errors, redefinitions, members of built-in types and unknown names decide: the
-// split itself may have put a declaration on the wrong side (split_sources.h), so there a
-// missing name of the candidate's, a member or an overload may be the split's fault, while it
-// never writes a definition twice into one file; and
-// a syntax error on a line where the split wrote text of its own (a launch it rewrote, a
-// kernel's first line, where its stubs go) retries too, unless it is before the stub's call.
+// only syntax errors, malformed numbers, redefinitions, members of built-in types and unknown
+// names decide: the split itself may have put a declaration on the wrong side
+// (split_sources.h), so there a missing name of the candidate's, a member or an overload may be
+// the split's fault, while it never writes a definition twice into one file; and a syntax error
+// on a line where the split wrote text of its own (a launch it rewrote, a kernel's first line,
+// where its stubs go) retries too, unless it is before the stub's call.
 //
 // Conservative by design: a false "the candidate's own" fails an honest kernel that heavier
 // headers would have built, while a false retry only costs one more compile. A source with

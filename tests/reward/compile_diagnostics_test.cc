@@ -460,6 +460,31 @@ TEST(CompileDiagnosticsTest, OwnNamesAreTheDeclaredOnes) {
                    .own_error);
 }
 
+// A number the lexer cannot read decides in either tier and with either compiler (an RL answer's
+// `0..f`, nvcc on the device unit; g++'s wording for the same text).
+TEST(CompileDiagnosticsTest, AMalformedNumberDecidesInEitherTier) {
+  const std::string source =
+      "__global__ void k(float* out, const float* in, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n) {\n"
+      "    float v = in[i];\n"
+      "    v = v > 0..f ? v : v * 0.05f;\n"
+      "    out[i] = v;\n"
+      "  }\n"
+      "}\n";
+  for (DiagnosticsScope scope : {DiagnosticsScope::kSplit, DiagnosticsScope::kHeaders}) {
+    const CompileErrorReading nvcc = read_compile_errors(
+        "cuda_sources(5): error: extra text after expected end of number\n"
+        "      v = v > 0..f ? v : v * 0.05f;\n              ^\n",
+        cuda(source), scope, DiagnosticsCompiler::kNvcc);
+    EXPECT_TRUE(nvcc.own_error) << nvcc.why;
+    EXPECT_NE(nvcc.why.find("malformed number at cuda_sources:5"), std::string::npos) << nvcc.why;
+    EXPECT_TRUE(read_compile_errors("cuda_sources:5:13: error: too many decimal points in number\n",
+                                    cuda(source), scope, DiagnosticsCompiler::kHostCxx)
+                    .own_error);
+  }
+}
+
 // An undeclared name that no header of the full tier spells (header_names.h) decides in either
 // tier, as the RL answers' `vfloat`, `FINITY` or `tanv` (here `expm1ff`). A name some header
 // spells, one the candidate declares where the split may have moved it, an #include of a header
