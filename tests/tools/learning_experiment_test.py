@@ -81,6 +81,31 @@ class LearningExperimentDryRunTest(unittest.TestCase):
                 self.assertEqual(arm["reward.gpu_slots"], "6")
                 self.assertEqual(arm["reward.compile_jobs"], "14")
 
+    def test_in_distribution_evaluations_can_be_sampled_like_the_pool(self):
+        with tempfile.TemporaryDirectory() as work:
+            done = dry_run(work, "--seeds", "1", "--indist-samples", "4", "--pool-samples", "6")
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            arms = arms_of(done.stdout)
+            for arm in ("control", "rl-1"):
+                with open(arms[arm]["curriculum_file"]) as f:
+                    evals = [ph for ph in yaml.safe_load(f)["phases"] if ph.get("type") == "eval"]
+                pool = [ph for ph in evals if "-pool-" in ph["name"]]
+                indist = [ph for ph in evals if "-indist-" in ph["name"]]
+                self.assertTrue(pool and indist, [ph["name"] for ph in evals])
+                self.assertFalse([ph for ph in indist if "-repeat-" in ph["name"]])
+                for ph in indist:
+                    self.assertEqual(ph["decoding"], "sample")
+                    self.assertEqual(ph["samples_per_task"], 4)
+                    self.assertEqual(ph["sampling"], pool[0]["sampling"])
+                    self.assertFalse(ph["timing"])
+                self.assertTrue(all(ph["samples_per_task"] == 6 for ph in pool))
+                # Out of distribution stays greedy, with its repeat after SFT.
+                ood = [ph for ph in evals if "-ood-" in ph["name"]]
+                self.assertTrue(ood and all(ph.get("decoding", "greedy") != "sample" for ph in ood))
+            done = dry_run(work, "--indist-samples", "0")
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("--indist-samples", done.stderr)
+
     def test_the_checkpoint_folder_follows_an_override(self):
         with tempfile.TemporaryDirectory() as work:
             done = dry_run(work, "--seeds", "1", "learner.checkpoint.dir=%s/ck" % work)

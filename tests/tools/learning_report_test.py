@@ -183,6 +183,19 @@ class LearningReportTest(unittest.TestCase):
         self.assertIn(".500 -> .625, change +0.125", line)
         self.assertIn("sampled, its draws' noise inside the interval (floor 0)", line)
 
+    def test_a_sampled_in_distribution_split_is_pass_at_1_over_its_draws(self):
+        run = Run()
+        held_out = {"t0-0": [False, True], "t0-1": [False, False], "t1-0": [True, True],
+                    "t1-1": [False, True]}
+        run.evaluate("eval-sft-indist-e2e", 1, held_out)
+        run.train()
+        run.evaluate("eval-e2e-indist-e2e", 2, dict(held_out, **{"t0-1": [True, True]}))
+        tasks = self.task_file("heldout_indist_e2e.json", list(held_out))
+        line = self.change_line(self.run_report(run.text(), "--tasks", tasks),
+                                "e2e in-dist pass@1 (sampled)")
+        self.assertIn(".500 -> .750, change +0.250", line)
+        self.assertIn("sampled, its draws' noise inside the interval (floor 0)", line)
+
     def test_stages_split_where_the_policy_changed_or_training_ran(self):
         run = Run()
         run.evaluate("eval-init-e2e", 0, {"a": [False]})
