@@ -1,5 +1,6 @@
 #include "reward/compile/header_names.h"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -64,17 +65,90 @@ void HeaderNames::add_file(const std::string& path) {
   // Also the path as the file was reached (a symlinked folder keeps its include spelling).
   paths_.push_back(path);
   if (real != path) paths_.push_back(real);
+  add_names(text);
+}
+
+// One line's end for a comment or a literal: the newline not escaped by a backslash (a line
+// splice joins the next line), or the end of the text.
+size_t HeaderNames::line_end(const std::string& text, size_t i) {
+  while (i < text.size() && text[i] != '\n') {
+    if (text[i] == '\\' && i + 1 < text.size() &&
+        (text[i + 1] == '\n' ||
+         (text[i + 1] == '\r' && i + 2 < text.size() && text[i + 2] == '\n')))
+      i += text[i + 1] == '\n' ? 2 : 3;
+    else
+      ++i;
+  }
+  return i;
+}
+
+// Comments hold prose, never a declaration: their words are left out (a name only a comment
+// spells, such as `add_cuda` in a comment of torch's, would otherwise keep a retry). Literals
+// are scanned for names like code (an over-approximation costs nothing), but a `//` or `/*` in
+// one starts no comment. A literal ends at its line's end, so a lone quote (`don't` in an
+// #error or under #if 0) costs at most the rest of its line, which declares nothing after it.
+void HeaderNames::add_names(const std::string& text) {
+  const size_t n = text.size();
   size_t i = 0;
-  while (i < text.size()) {
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '/' && i + 1 < n && text[i + 1] == '/') {
+      i = line_end(text, i + 2);
+    } else if (c == '/' && i + 1 < n && text[i + 1] == '*') {
+      const size_t close = text.find("*/", i + 2);
+      i = close == std::string::npos ? n : close + 2;
+    } else if (c == '"' || c == '\'') {
+      size_t end = i + 1;
+      while (end < n && text[end] != static_cast<char>(c) && text[end] != '\n')
+        end += text[end] == '\\' && end + 1 < n ? 2 : 1;
+      add_code_names(text, i + 1, std::min(end, n));
+      i = end + 1;
+    } else if (identifier_start(c)) {
+      size_t end = i + 1;
+      while (end < n && identifier_char(static_cast<unsigned char>(text[end]))) ++end;
+      const std::string word = text.substr(i, end - i);
+      names_.insert(word);
+      i = end;
+      // A raw string (R"delim( ... )delim", with an encoding prefix) may hold quotes and
+      // comment openers; its names count, its end is its delimiter's.
+      const bool raw_prefix =
+          word == "R" || word == "LR" || word == "uR" || word == "UR" || word == "u8R";
+      if (raw_prefix && i < n && text[i] == '"') {
+        const size_t open = text.find('(', i + 1);
+        if (open != std::string::npos && open - i - 1 <= 16) {
+          const std::string close = ")" + text.substr(i + 1, open - i - 1) + "\"";
+          const size_t at = text.find(close, open + 1);
+          if (at != std::string::npos) {
+            add_code_names(text, open + 1, at);
+            i = at + close.size();
+          }
+        }
+      }
+    } else if (std::isdigit(c)) {  // a number with its suffix ("1e10f", "0x1Fu", 1'000) names
+                                   // nothing
+      ++i;
+      while (i < n && (identifier_char(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
+                       (text[i] == '\'' && i + 1 < n &&
+                        identifier_char(static_cast<unsigned char>(text[i + 1])))))
+        ++i;
+    } else {
+      ++i;
+    }
+  }
+}
+
+// The identifiers of text[begin, end) as code would have them, without comments or literals.
+void HeaderNames::add_code_names(const std::string& text, size_t begin, size_t end) {
+  size_t i = begin;
+  while (i < end) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (identifier_start(c)) {
-      size_t end = i + 1;
-      while (end < text.size() && identifier_char(static_cast<unsigned char>(text[end]))) ++end;
-      names_.emplace(text, i, end - i);
-      i = end;
-    } else if (std::isdigit(c)) {  // a number with its suffix ("1e10f", "0x1Fu") names nothing
-      while (i < text.size() &&
-             (identifier_char(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      size_t stop = i + 1;
+      while (stop < end && identifier_char(static_cast<unsigned char>(text[stop]))) ++stop;
+      names_.emplace(text, i, stop - i);
+      i = stop;
+    } else if (std::isdigit(c)) {
+      while (i < end && (identifier_char(static_cast<unsigned char>(text[i])) || text[i] == '.'))
         ++i;
     } else {
       ++i;

@@ -6,12 +6,12 @@
 // `functions=` entry named `row_sum_cuda` that the sources never define), each paying for a
 // compile with all of torch's headers before (docs/BENCHMARKS.md, "Compile errors end sooner").
 //
-// An over-approximation by design: every identifier of every file read, whatever its scope
-// (a local variable of an inline function counts), through every conditional branch and macro
-// body. A name it holds only keeps the retry; a name it lacks decides, so the files read must
-// cover every header the full tier includes: those under the toolchain's include folders,
-// whole, and those the host compiler's dependency list of <torch/extension.h> names (the C++
-// library and the system headers torch pulls in).
+// An over-approximation by design: every identifier of every file read outside its comments,
+// whatever its scope (a local variable of an inline function counts), through every conditional
+// branch, macro body and literal. A name it holds only keeps the retry; a name it lacks decides, so
+// the files read must cover every header the full tier includes: those under the toolchain's
+// include folders, whole, and those the host compiler's dependency list of <torch/extension.h>
+// names (the C++ library and the system headers torch pulls in).
 #pragma once
 
 #include <cstddef>
@@ -40,6 +40,9 @@ class HeaderNames {
 
  private:
   void add_file(const std::string& path);
+  void add_names(const std::string& text);
+  void add_code_names(const std::string& text, size_t begin, size_t end);
+  static size_t line_end(const std::string& text, size_t i);
 
   std::unordered_set<std::string> names_;
   std::vector<std::string> paths_;        // each file read, as reached and as its real path

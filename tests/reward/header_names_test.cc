@@ -24,12 +24,11 @@ void write(const std::string& path, const std::string& text) {
 
 TEST(HeaderNamesTest, EveryIdentifierOfEveryFileIsANameWhateverItsScope) {
   testing_util::TempDir dir("dice-header-names");
-  write(
-      dir.sub("include/torch/extension.h"),
-      "#pragma once\n#define TORCH_CHECK(cond, ...) dice_check_impl(cond)\n"
-      "namespace at { class Tensor; inline int numel_of(int idx) { return idx * 2; } }\n"
-      "#if defined(__CUDACC__)\n__device__ float device_only_helper(float);\n#endif\n"
-      "// a comment_word counts too\nconst char* s = \"string_word\"; float f = 1e10f + 0x1Fu;\n");
+  write(dir.sub("include/torch/extension.h"),
+        "#pragma once\n#define TORCH_CHECK(cond, ...) dice_check_impl(cond)\n"
+        "namespace at { class Tensor; inline int numel_of(int idx) { return idx * 2; } }\n"
+        "#if defined(__CUDACC__)\n__device__ float device_only_helper(float);\n#endif\n"
+        "const char* s = \"string_word\"; float f = 1e10f + 0x1Fu;\n");
   write(dir.sub("include/ATen/ATen.h"), "struct AtenThing;\n");
   write(dir.sub("system/vector"), "namespace std { template <class T> class vector; }\n");
   // A symlink back up the tree: the walk enters each folder once and ends.
@@ -38,7 +37,7 @@ TEST(HeaderNamesTest, EveryIdentifierOfEveryFileIsANameWhateverItsScope) {
       HeaderNames::read({dir.sub("include")}, {dir.sub("system/vector"), dir.sub("missing.h")});
   for (const char* name :
        {"TORCH_CHECK", "dice_check_impl", "Tensor", "numel_of", "idx", "device_only_helper",
-        "__CUDACC__", "comment_word", "string_word", "AtenThing", "vector", "std"}) {
+        "__CUDACC__", "string_word", "AtenThing", "vector", "std"}) {
     EXPECT_TRUE(names.may_declare(name)) << name;
   }
   // A number's suffix is no name; nor is anything the files do not spell.
@@ -54,6 +53,33 @@ TEST(HeaderNamesTest, EveryIdentifierOfEveryFileIsANameWhateverItsScope) {
   EXPECT_FALSE(names.has_header("cuda_fp16.h"));
   EXPECT_FALSE(names.has_header("orch/extension.h"));  // a whole path part, not a tail of one
   EXPECT_FALSE(names.has_header(""));
+}
+
+TEST(HeaderNamesTest, CommentsSpellNoNamesAndLiteralsOpenNoComments) {
+  testing_util::TempDir dir("dice-header-names");
+  write(dir.sub("include/prose.h"),
+        "// line_comment_word\n"
+        "/* block_comment_word\n   second_line_word */ int after_block_name;\n"
+        "const char* url = \"http://url_word\"; int after_url_name;\n"
+        "const char* q = \"a \\\" /* quoted_word\"; int after_quote_name;\n"
+        "const char* raw = R\"x(a \" */ \" /* raw_word )x\"; int after_raw_name;\n"
+        "char c = '\"'; int after_char_name; char d = '/'; char e = '*';\n"
+        "#error don't apostrophe_word\n"
+        "int million = 1'000'000; int after_separator_name;\n"
+        "// spliced \\\nspliced_comment_word\n"
+        "int after_splice_name; /* unclosed_word");
+  const HeaderNames names = HeaderNames::read({dir.sub("include")}, {});
+  for (const char* name : {"after_block_name", "url_word", "after_url_name", "quoted_word",
+                           "after_quote_name", "raw_word", "after_raw_name", "after_char_name",
+                           "after_separator_name", "after_splice_name", "million"}) {
+    EXPECT_TRUE(names.may_declare(name)) << name;
+  }
+  for (const char* name : {"line_comment_word", "block_comment_word", "second_line_word",
+                           "spliced_comment_word", "unclosed_word", "000"}) {
+    EXPECT_FALSE(names.may_declare(name)) << name;
+  }
+  // The rest of a line after a lone quote holds no declaration: only it is at stake.
+  EXPECT_TRUE(names.may_declare("don"));
 }
 
 TEST(HeaderNamesTest, MakeRulePrerequisitesAreTheFilesAfterTheTarget) {
