@@ -106,6 +106,24 @@ class LearningExperimentDryRunTest(unittest.TestCase):
             self.assertEqual(done.returncode, 2)
             self.assertIn("--indist-samples", done.stderr)
 
+    def test_rl_phases_can_take_another_scheduling_and_the_pass_rate_band(self):
+        with tempfile.TemporaryDirectory() as work:
+            done = dry_run(work, "--seeds", "1", "--rl-scheduling", "mixed", "--rl-band")
+            self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
+            with open(arms_of(done.stdout)["rl-1"]["curriculum_file"]) as f:
+                phases = yaml.safe_load(f)["phases"]
+            rl = [ph for ph in phases if ph.get("type", "rl") == "rl"]
+            self.assertTrue(rl)
+            for ph in rl:
+                self.assertEqual(ph["scheduling"], "mixed")
+                self.assertEqual(ph["pass_rate_band"], {})
+            for ph in phases:
+                if ph.get("type") == "eval":
+                    self.assertNotIn("pass_rate_band", ph)
+            done = dry_run(work, "--rl-scheduling", "random")
+            self.assertEqual(done.returncode, 2)
+            self.assertIn("--rl-scheduling", done.stderr)
+
     def test_the_checkpoint_folder_follows_an_override(self):
         with tempfile.TemporaryDirectory() as work:
             done = dry_run(work, "--seeds", "1", "learner.checkpoint.dir=%s/ck" % work)
