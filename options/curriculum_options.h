@@ -225,8 +225,10 @@ struct CurriculumPhase {
     v.field("promotion", promotion, "When a mixed phase opens its next level.");
     v.field("pass_rate_band", pass_rate_band,
             "Revisit tasks whose recent pass rate lies inside (lo, hi), skip those outside (rl "
-            "and eval phases; see PassRateBand); {} is DICE's band (0, 1); null = off. Default: "
-            "null");
+            "and eval phases; see PassRateBand); {} is DICE's band (0, 1); null = off. An rl "
+            "phase that starts from the weights a sampled eval phase of its kind just measured "
+            "(no update between) takes that evaluation's groups as its tasks' first rates. "
+            "Default: null");
     v.field("prompt_template", prompt_template,
             "Prompt template file of this phase (learner/curriculum/prompt_template.h's format, "
             "for the phase's kind; sft phases: the template of their pairs' kind); empty = "

@@ -124,6 +124,20 @@ void TaskScheduler::observe(const LearnerTask& task, int correct, int judged) {
   while (recent.size() > static_cast<std::size_t>(options_.promotion.window)) recent.pop_front();
 }
 
+int TaskScheduler::prime(const std::map<std::string, std::pair<int, int>>& rates) {
+  if (!options_.band) return 0;
+  int primed = 0;
+  for (const Queue& queue : queues_) {
+    for (const LearnerTask* task : queue.tasks) {
+      auto rate = rates.find(task->id);
+      if (rate == rates.end() || rate->second.second <= 0) continue;
+      history_[task] = {rate->second};
+      ++primed;
+    }
+  }
+  return primed;
+}
+
 const LearnerTask* TaskScheduler::task_by_id(const std::string& id) const {
   for (const Queue& queue : queues_) {
     for (const LearnerTask* task : queue.tasks) {

@@ -18,8 +18,9 @@
 // it (in order), and the step says how many. A step never holds a task twice (the reward log
 // keys candidates by step and task).
 //
-// The scheduler knows only what observe() tells it, so the run loop feeds it every finished
-// group; its state() is what a checkpoint keeps to continue the same schedule.
+// The scheduler knows only what observe() and prime() tell it, so the run loop feeds it every
+// finished group (and, for a band, the same policy's evaluation of the phase's tasks); its state()
+// is what a checkpoint keeps to continue the same schedule.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "learner/curriculum/task_loader.h"
@@ -89,6 +91,12 @@ class TaskScheduler {
   std::vector<const LearnerTask*> next(std::size_t count, StepSelection& step);
   // A finished group of `task`: `correct` of `judged` candidates were correct.
   void observe(const LearnerTask& task, int correct, int judged);
+  // With a band, before the first step: each task of the phase that `rates` names (task id ->
+  // (correct, judged) of an evaluation of the same policy) starts with that group as its
+  // history, so that the first steps revisit what the policy solves sometimes and pass over what
+  // it never or always solves, instead of spending a group on every task to learn it. Returns
+  // the tasks primed (0 without a band).
+  int prime(const std::map<std::string, std::pair<int, int>>& rates);
   // After each step: promotion (mixed), and the report of the step just ended.
   ScheduleReport end_step();
   // The same for the step whose selection is `step` (which it empties).

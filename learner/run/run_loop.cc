@@ -206,6 +206,21 @@ Result<PolicyUpdate> run_sft_phase(const PhasePlan& plan, const RunLoopOptions& 
 
 namespace {
 
+// The latest sampled evaluations of one policy version and task kind: (correct, judged) per task
+// id, for the pass-rate band of an rl phase of that kind that starts from the same weights. Kept
+// in memory: a run restarted between the evaluation and the rl phase starts its band without
+// them, as before.
+struct EvaluatedTasks {
+  bool any = false;
+  std::uint64_t policy_version = 0;
+  TaskKind kind = TaskKind::kEndToEnd;
+  std::map<std::string, std::pair<int, int>> rates;
+
+  bool measured(std::uint64_t version, TaskKind of) const {
+    return any && policy_version == version && kind == of;
+  }
+};
+
 // The steps of an rl or eval phase, from step `steps_done` + 1 (a resumed phase, with its
 // scheduler's `saved` state); the scheduler's state at the end goes to `*final`. Returns false
 // when the run stops here (a stop request, or a step cut short). In the asynchronous mode
@@ -215,7 +230,7 @@ namespace {
 Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
                             const RunLoopOptions& options, PhaseContext& context, RunState* state,
                             RunSummary* summary, int steps_done, const TaskSchedulerState* saved,
-                            TaskSchedulerState* final) {
+                            EvaluatedTasks* evaluated, TaskSchedulerState* final) {
   const bool eval = plan.type == PhaseType::kEval;
   const int ahead = rollout_ahead(config, plan, options);
   const AsyncOptions& async = config.learner.async;
@@ -229,6 +244,21 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
     }
   }
   context.scheduler = &scheduler;
+  context.evaluated = nullptr;
+  if (eval && plan.decoding == Decoding::kSample) {
+    if (!evaluated->measured(state->policy_version, plan.kind)) {
+      *evaluated = {true, state->policy_version, plan.kind, {}};
+    }
+    context.evaluated = &evaluated->rates;
+  } else if (!eval && saved == nullptr && steps_done == 0 && plan.schedule.band &&
+             evaluated->measured(state->policy_version, plan.kind)) {
+    const int primed = scheduler.prime(evaluated->rates);
+    if (primed > 0) {
+      DICE_LOG(Info) << "pass-rate band primed by this policy's sampled evaluation"
+                     << kv("phase", plan.name) << kv("tasks", primed) << kv("of", plan.tasks.size())
+                     << kv("policy_version", state->policy_version);
+    }
+  }
   SampleCarry carry(static_cast<std::size_t>(config.learner.min_mixed_samples));
   Flight flight;
   const std::uint64_t first_step = state->global_step;  // of step steps_done + 1
@@ -353,6 +383,7 @@ Result<bool> run_step_phase(const PhasePlan& plan, const DiceConfig& config,
   }
   context.tally = nullptr;
   context.scheduler = nullptr;
+  context.evaluated = nullptr;
   context.backlog.clear();  // requests of skipped groups nobody waits for
   *final = scheduler.state();
   if (eval) {
@@ -395,6 +426,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                        stop_requested,
                        logged,
                        &stopping};
+  EvaluatedTasks evaluated;
   for (std::size_t i = 0; i < phases.size(); ++i) {
     const PhasePlan& plan = phases[i];
     if (resumed.done[i]) continue;
@@ -426,7 +458,7 @@ Result<RunSummary> run_phases(const std::vector<PhasePlan>& phases, const DiceCo
                                             : nullptr;
       DICE_ASSIGN_OR_RETURN(
           bool go_on, run_step_phase(plan, config, options, context, &state, &summary, steps_done,
-                                     saved, &final_schedule));
+                                     saved, &evaluated, &final_schedule));
       if (!go_on) return summary;
     }
     if (options.finish_phase) {

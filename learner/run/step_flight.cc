@@ -22,16 +22,22 @@ void tally_group(const FinishedGroup& group, eval::EvalTally* tally) {
   tally->add_task(group.task->level, samples);
 }
 
-// A finished group's outcome for the scheduler: its judged candidates and the correct ones (a
-// service fault says nothing about the candidate, so it is not counted).
-void observe_group(const FinishedGroup& group, TaskScheduler* scheduler) {
+// A finished group's outcome for the scheduler (and a sampled evaluation's rates): its judged
+// candidates and the correct ones (a service fault says nothing about the candidate, so it is not
+// counted).
+void observe_group(const FinishedGroup& group, PhaseContext& context) {
   int correct = 0, judged = 0;
   for (const FinishedSample& sample : group.samples) {
     if (!sample.scored) continue;
     ++judged;
     correct += sample.verdict.root().getBody().getVerdict().getCorrect() ? 1 : 0;
   }
-  scheduler->observe(*group.task, correct, judged);
+  context.scheduler->observe(*group.task, correct, judged);
+  if (context.evaluated != nullptr) {
+    auto& rate = (*context.evaluated)[group.task->id];
+    rate.first += correct;
+    rate.second += judged;
+  }
 }
 
 // Writes the finished groups' records (queued; flushed at the end of the step); a constant group
@@ -44,7 +50,7 @@ Status write_groups(StepWork& work, PhaseContext& context) {
     } else {
       context.metrics.groups_skipped->add();
     }
-    if (group.complete) observe_group(group, context.scheduler);
+    if (group.complete) observe_group(group, context);
     if (group.complete && group.dropped && work.refills_left > 0 && !*context.stopping) {
       --work.refills_left;
       tracker.start(context.scheduler->next(1, work.selection), Clock::now());

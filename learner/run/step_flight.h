@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,9 @@ struct PhaseContext {
   eval::EvalTally* tally = nullptr;  // an eval phase's table, fed every finished group
   // The phase's task scheduler (fed every finished group, and asked for refills).
   TaskScheduler* scheduler = nullptr;
+  // A sampled evaluation's (correct, judged) per task id, summed over its groups, for the pass-rate
+  // band of an rl phase that follows with the same policy (TaskScheduler::prime); null: none kept.
+  std::map<std::string, std::pair<int, int>>* evaluated = nullptr;
   // Requests not yet taken by the dispatcher (its queue was full), of every step in flight.
   std::deque<transport::WorkItem> backlog = {};
 };

@@ -108,7 +108,8 @@ class LearningExperimentDryRunTest(unittest.TestCase):
 
     def test_rl_phases_can_take_another_scheduling_and_the_pass_rate_band(self):
         with tempfile.TemporaryDirectory() as work:
-            done = dry_run(work, "--seeds", "1", "--rl-scheduling", "mixed", "--rl-band")
+            done = dry_run(work, "--seeds", "1", "--rl-phases", "e2e", "--rl-scheduling", "mixed",
+                           "--rl-band")
             self.assertEqual(done.returncode, 0, done.stderr + done.stdout)
             with open(arms_of(done.stdout)["rl-1"]["curriculum_file"]) as f:
                 phases = yaml.safe_load(f)["phases"]
@@ -120,6 +121,10 @@ class LearningExperimentDryRunTest(unittest.TestCase):
             for ph in phases:
                 if ph.get("type") == "eval":
                     self.assertNotIn("pass_rate_band", ph)
+            # The arm evaluates the pool first, which primes its band (the same weights).
+            self.assertEqual(phases[0]["name"], "eval-start-pool-e2e")
+            self.assertEqual(phases[0]["decoding"], "sample")
+            self.assertEqual(phases[0]["task_files"], rl[0]["task_files"])
             done = dry_run(work, "--rl-scheduling", "random")
             self.assertEqual(done.returncode, 2)
             self.assertIn("--rl-scheduling", done.stderr)

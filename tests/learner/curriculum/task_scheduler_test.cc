@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dice {
@@ -195,6 +197,30 @@ TEST(TaskSchedulerTest, PassRateBandRevisitsTasksThePolicySolvesSometimes) {
   s.end_step();
   EXPECT_EQ(ids(s.next(2)), "de");
   EXPECT_EQ(s.end_step().passed_over, 0);
+}
+
+// Primed by an evaluation of the same policy, the band's first step already revisits the tasks
+// solved sometimes and passes over the hopeless and the solved ones: without it the first pass
+// over the phase spends a group on each (a third of the RL steps of the H100 experiment on
+// 2026-12-08 went to levels the checkpoint never solved).
+TEST(TaskSchedulerTest, PassRateBandPrimedByAnEvaluationStartsOnTasksWithSignal) {
+  const auto tasks = tasks_of({"1", "1", "1", "1", "1", "1"});
+  TaskSchedulerOptions o;
+  o.band = PassRateBand{0.0, 1.0, 1};
+  const std::map<std::string, std::pair<int, int>> evaluation = {
+      {"a", {0, 8}}, {"b", {3, 8}}, {"c", {8, 8}}, {"d", {2, 8}}, {"z", {1, 8}}, {"e", {0, 0}}};
+  TaskScheduler primed(&tasks, o);
+  EXPECT_EQ(primed.prime(evaluation), 4);  // z is no task of the phase; e has no judged sample
+  EXPECT_EQ(ids(primed.next(3)), "bde");
+  EXPECT_EQ(primed.end_step().passed_over, 2);  // a and c
+
+  TaskScheduler unprimed(&tasks, o);
+  EXPECT_EQ(ids(unprimed.next(3)), "abc");
+
+  TaskSchedulerOptions no_band;
+  TaskScheduler plain(&tasks, no_band);
+  EXPECT_EQ(plain.prime(evaluation), 0);
+  EXPECT_EQ(ids(plain.next(3)), "abc");
 }
 
 // More tasks inside the band than a step takes: they take turns, least recently taken first.

@@ -379,6 +379,42 @@ TEST_F(LearnerIntegrationTest, ConstantGroupsAreRefilledWithTheNextTasks) {
   EXPECT_NE(learner_log().find("refill_constant_groups=2"), std::string::npos) << learner_log();
 }
 
+// A pass-rate band primed by the sampled evaluation just before it (the same weights): the rl
+// phase's first step takes the tasks whose evaluated groups were mixed (21, 23, 24: the reward
+// double's even samples are correct) and passes over the hopeless ones (20, 22: "# constant
+// reward"), where an unprimed band would walk 20, 21, 22 first. A greedy evaluation primes
+// nothing: one answer a task is no pass rate.
+TEST_F(LearnerIntegrationTest, ABandPrimedByTheEvaluationBeforeItSkipsHopelessTasks) {
+  std::ofstream(dir_ / "band_tasks.json") << R"([
+      {"idx": 20, "level": "1", "pytorch_code": "import torch\n# constant reward"},
+      {"idx": 21, "level": "1", "pytorch_code": "import torch\n# twenty-one"},
+      {"idx": 22, "level": "1", "pytorch_code": "import torch\n# constant reward"},
+      {"idx": 23, "level": "1", "pytorch_code": "import torch\n# twenty-three"},
+      {"idx": 24, "level": "1", "pytorch_code": "import torch\n# twenty-four"}
+    ])";
+  phase_extra_ = "    pass_rate_band: {}\n";
+  const std::string evaluations =
+      "  - {name: look-greedy, type: eval, kind: end_to_end, task_files: [band_tasks.json]}\n"
+      "  - {name: look, type: eval, kind: end_to_end, decoding: sample, samples_per_task: 2, "
+      "task_files: [band_tasks.json]}\n";
+  ASSERT_NO_FATAL_FAILURE(run_to_the_end(write_config(1, "band_tasks.json", 20, "", evaluations)));
+  EXPECT_NE(learner_log().find("pass-rate band primed by this policy's sampled evaluation"),
+            std::string::npos)
+      << learner_log();
+  EXPECT_NE(learner_log().find("tasks=5 of=5"), std::string::npos) << learner_log();
+
+  auto log = open_log();
+  ASSERT_NE(log, nullptr);
+  auto candidates = log->candidates("it-run");
+  ASSERT_TRUE(candidates.ok());
+  std::set<std::string> first_rl_step;
+  for (const auto& c : *candidates) {
+    auto v = c.get().getVerdict();
+    if (v.getStep() == 2) first_rl_step.insert(v.getTaskId().cStr());
+  }
+  EXPECT_EQ(first_rl_step, (std::set<std::string>{"21", "23", "24"}));
+}
+
 // An rl phase's time budget (max_minutes) ends it after the steps already started, and the
 // phase after it still runs: a run that must fit a budget keeps its evaluation.
 TEST_F(LearnerIntegrationTest, ATimeBudgetEndsAnRlPhaseAndThePhasesAfterItRun) {
