@@ -18,6 +18,24 @@ bool identifier_char(unsigned char c) {
   return std::isalnum(c) || c == '_';
 }
 
+// Where the identifier that starts at text[i] ends (at `end` at most).
+size_t identifier_end(const std::string& text, size_t i, size_t end) {
+  ++i;
+  while (i < end && identifier_char(static_cast<unsigned char>(text[i]))) ++i;
+  return i;
+}
+
+// Where the number that starts at text[i] ends: with its suffix ("1e10f", "0x1Fu") and digit
+// separators (1'000), a number names nothing.
+size_t number_end(const std::string& text, size_t i, size_t end) {
+  ++i;
+  while (i < end && (identifier_char(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
+                     (text[i] == '\'' && i + 1 < end &&
+                      identifier_char(static_cast<unsigned char>(text[i + 1])))))
+    ++i;
+  return i;
+}
+
 }  // namespace
 
 HeaderNames HeaderNames::read(const std::vector<std::string>& dirs,
@@ -104,8 +122,7 @@ void HeaderNames::add_names(const std::string& text) {
       add_code_names(text, i + 1, std::min(end, n));
       i = end + 1;
     } else if (identifier_start(c)) {
-      size_t end = i + 1;
-      while (end < n && identifier_char(static_cast<unsigned char>(text[end]))) ++end;
+      const size_t end = identifier_end(text, i, n);
       const std::string word = text.substr(i, end - i);
       names_.insert(word);
       i = end;
@@ -124,32 +141,25 @@ void HeaderNames::add_names(const std::string& text) {
           }
         }
       }
-    } else if (std::isdigit(c)) {  // a number with its suffix ("1e10f", "0x1Fu", 1'000) names
-                                   // nothing
-      ++i;
-      while (i < n && (identifier_char(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
-                       (text[i] == '\'' && i + 1 < n &&
-                        identifier_char(static_cast<unsigned char>(text[i + 1])))))
-        ++i;
+    } else if (std::isdigit(c)) {
+      i = number_end(text, i, n);
     } else {
       ++i;
     }
   }
 }
 
-// The identifiers of text[begin, end) as code would have them, without comments or literals.
+// The identifiers of text[begin, end), a literal's contents, read as words (no comments there).
 void HeaderNames::add_code_names(const std::string& text, size_t begin, size_t end) {
   size_t i = begin;
   while (i < end) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (identifier_start(c)) {
-      size_t stop = i + 1;
-      while (stop < end && identifier_char(static_cast<unsigned char>(text[stop]))) ++stop;
+      const size_t stop = identifier_end(text, i, end);
       names_.emplace(text, i, stop - i);
       i = stop;
     } else if (std::isdigit(c)) {
-      while (i < end && (identifier_char(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-        ++i;
+      i = number_end(text, i, end);
     } else {
       ++i;
     }
